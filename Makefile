@@ -1,0 +1,94 @@
+# longctx build. `make` builds the library and the CLI; `make test` runs the test suite on one build
+# variant; `make check` runs it on every variant (release, no BLAS, no OpenMP, ASan+UBSan), as CI does.
+#   VARIANT=release|noblas|noomp|asan   (build/$(VARIANT)/)
+#   BLAS=auto|openblas|builtin          auto: OpenBLAS when its header and library are present
+CC ?= gcc
+VARIANT ?= release
+BLAS ?= auto
+ARCH ?= native
+BUILD := build/$(VARIANT)
+
+ifeq ($(BLAS),auto)
+  HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,0,0,0,0,0,1,0,1,0,0,1);return 0;}\n' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo yes)
+  BLAS := $(if $(HAVE_OPENBLAS),openblas,builtin)
+endif
+ifneq ($(filter noblas,$(VARIANT)),)
+  BLAS := builtin
+endif
+
+CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wshadow \
+  -Wno-unused-parameter -Iinclude -Isrc -g -ffp-contract=fast
+OPT := -O3 -march=$(ARCH)
+OMP := -fopenmp
+SAN :=
+ifeq ($(VARIANT),noomp)
+  OMP :=
+endif
+ifeq ($(VARIANT),asan)
+  OPT := -O1 -march=$(ARCH) -fno-omit-frame-pointer
+  SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+endif
+
+ifeq ($(BLAS),openblas)
+  BLAS_CFLAGS := -DLC_USE_CBLAS -DLC_USE_OPENBLAS
+  BLAS_LIBS := -lopenblas
+endif
+
+CFLAGS := $(CFLAGS_BASE) $(OPT) $(OMP) $(SAN) $(BLAS_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := $(OMP) $(SAN)
+LDLIBS := $(BLAS_LIBS) -lm
+
+LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+LIB := $(BUILD)/liblongctx.a
+CLI := $(BUILD)/longctx
+
+.PHONY: all test check demo bench clean
+all: $(LIB) $(CLI) longctx
+
+# ./longctx always points at the release build for convenience.
+longctx: $(CLI)
+	@if [ "$(VARIANT)" = release ]; then ln -sf $(CLI) longctx; fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CLI): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+
+test: $(LIB) $(CLI) $(TEST_BIN)
+	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS)
+
+check:
+	@bash tests/check_all.sh
+
+bench: $(LIB) $(CLI) $(BENCH_BIN)
+
+# The main job: build, train the default model on the bundled corpus, report valid bpc, sample text.
+demo: all
+	./longctx train --out build/demo.ckpt
+	./longctx sample --ckpt build/demo.ckpt --prompt "ROMEO:" --tokens 300
+
+clean:
+	rm -rf build longctx
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

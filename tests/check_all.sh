@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make check`: the test suite on every build variant, then one overall "N passed, N failed" line.
+set -u
+passed=0 failed=0
+for v in release noblas noomp asan; do
+    log=$(mktemp)
+    make -s VARIANT=$v test 2>&1 | tee "$log"
+    line=$(grep -E "^$v: [0-9]+ passed, [0-9]+ failed$" "$log" | tail -1)
+    if [ -z "$line" ]; then echo "variant $v: build or run failed"; failed=$((failed + 1)); rm -f "$log"; continue; fi
+    p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+    f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+    passed=$((passed + p)); failed=$((failed + f)); rm -f "$log"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

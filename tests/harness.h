@@ -1,0 +1,73 @@
+/* A minimal test harness shared by every tests/test_*.c program.
+ *   TEST(name) { CHECK(cond, "fmt", ...); CHECK_CLOSE(label, got, want, n, rtol, atol); }
+ *   int main(void) { RUN(name); ...; return test_summary(); }
+ * Each CHECK failure prints file:line and the message; test_summary() prints
+ * "<prog>: N passed, N failed" and returns non-zero when anything failed. */
+#ifndef LC_TESTS_HARNESS_H
+#define LC_TESTS_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int harness_passed, harness_failed, harness_current_failed;
+static const char *harness_current = "";
+
+#define TEST(name) static void name(void)
+
+#define RUN(name)                                                                                        \
+    do {                                                                                                 \
+        harness_current = #name;                                                                         \
+        harness_current_failed = 0;                                                                      \
+        name();                                                                                          \
+        if (harness_current_failed) {                                                                    \
+            harness_failed++;                                                                            \
+            printf("FAIL %s\n", #name);                                                                  \
+        } else {                                                                                         \
+            harness_passed++;                                                                            \
+            printf("ok   %s\n", #name);                                                                  \
+        }                                                                                                \
+        fflush(stdout);                                                                                  \
+    } while (0)
+
+#define CHECK(cond, ...)                                                                                 \
+    do {                                                                                                 \
+        if (!(cond)) {                                                                                   \
+            printf("  %s:%d: %s: check failed: %s: ", __FILE__, __LINE__, harness_current, #cond);       \
+            printf(__VA_ARGS__);                                                                         \
+            printf("\n");                                                                                \
+            harness_current_failed = 1;                                                                  \
+        }                                                                                                \
+    } while (0)
+
+/* Largest relative error max|got-want| / (atol + rtol*|want|) style comparison over n values.
+ * Prints the worst relative error so logs show the margin, and fails when any element is outside
+ * |got - want| <= atol + rtol * |want|. `got` and `want` may be float or double arrays. */
+#define CHECK_CLOSE(label, got, want, n, rtol, atol)                                                     \
+    do {                                                                                                 \
+        double worst_ratio_ = 0, worst_rel_ = 0;                                                         \
+        long worst_i_ = -1;                                                                              \
+        for (long i_ = 0; i_ < (long)(n); i_++) {                                                        \
+            double g_ = (double)(got)[i_], w_ = (double)(want)[i_];                                      \
+            double err_ = fabs(g_ - w_), lim_ = (atol) + (rtol)*fabs(w_);                                \
+            double ratio_ = err_ / lim_;                                                                 \
+            if (!(ratio_ <= worst_ratio_)) { worst_ratio_ = ratio_; worst_i_ = i_; }                    \
+            double rel_ = err_ / (fabs(w_) > 1e-30 ? fabs(w_) : 1e-30);                                  \
+            if (err_ > (atol) && rel_ > worst_rel_) worst_rel_ = rel_;                                   \
+        }                                                                                                \
+        int ok_ = worst_ratio_ <= 1.0;                                                                   \
+        printf("  %-40s n=%-7ld max_rel_err=%.3g (rtol %.1g atol %.1g)%s\n", label, (long)(n), worst_rel_,\
+               (double)(rtol), (double)(atol), ok_ ? "" : "  <-- FAIL");                                  \
+        if (!ok_) {                                                                                      \
+            printf("  %s:%d: worst at %ld: got %.9g want %.9g\n", __FILE__, __LINE__, worst_i_,          \
+                   (double)(got)[worst_i_], (double)(want)[worst_i_]);                                   \
+            harness_current_failed = 1;                                                                  \
+        }                                                                                                \
+    } while (0)
+
+static inline int test_summary(const char *prog) {
+    printf("%s: %d passed, %d failed\n", prog, harness_passed, harness_failed);
+    return harness_failed ? 1 : 0;
+}
+
+#endif
