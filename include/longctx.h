@@ -24,6 +24,145 @@ const char *lc_last_error(void);
 /* A short name for a status code. */
 const char *lc_status_name(lc_status s);
 
+/* ---------------------------------------------------------------- configuration */
+typedef enum { LC_NORM_PRE = 0, LC_NORM_POST = 1 } lc_norm;
+typedef enum { LC_ACT_GELU = 0, LC_ACT_RELU = 1 } lc_activation;
+
+/* Shape and behaviour of a byte-level decoder language model. */
+typedef struct {
+    int vocab;          /* always 256: bytes */
+    int n_layer;        /* Transformer blocks */
+    int d_model;        /* residual width C */
+    int n_head;         /* attention heads; d_model % n_head == 0 */
+    int d_ff;           /* feed-forward inner width */
+    int seq_len;        /* tokens per segment (and learned positions) */
+    lc_norm norm;       /* pre-LN or post-LN blocks */
+    lc_activation activation;
+    int tied;           /* output projection shares the byte embedding */
+    float dropout;      /* on embeddings, attention and feed-forward outputs (training only) */
+} lc_config;
+
+/* The defaults of the "small" preset. */
+void lc_config_default(lc_config *cfg);
+/* Fill cfg from a named preset ("tiny", "small", "base"); LC_ERR_ARG for an unknown name. */
+lc_status lc_config_preset(lc_config *cfg, const char *name);
+/* LC_ERR_ARG with a message naming the offending field when cfg is not buildable. */
+lc_status lc_config_validate(const lc_config *cfg);
+
+/* ---------------------------------------------------------------- model */
+typedef struct lc_model lc_model;
+
+/* Build a model whose parameters, gradients, optimizer state and activations are planned and
+ * allocated once, for batches of up to max_batch sequences of up to cfg->seq_len tokens.
+ * Parameters start at the training initialisation drawn from `seed`. */
+lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc_model **out);
+void lc_model_free(lc_model *m);
+const lc_config *lc_model_config(const lc_model *m);
+size_t lc_model_num_params(const lc_model *m);
+/* Bytes held by parameters+gradients+optimizer state, and by activations and workspaces. */
+size_t lc_model_param_bytes(const lc_model *m);
+size_t lc_model_activation_bytes(const lc_model *m);
+
+/* Forward pass over tokens[B*T] (row-major [B][T]). With targets (may be NULL) it returns the summed
+ * cross-entropy in nats through loss_sum and the number of scored positions (targets >= 0) through
+ * count. `train` enables dropout (seeded by lc_model_set_step). Logits are kept for lc_model_logits. */
+lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
+                           double *loss_sum, long *count);
+/* Backward of the last forward (which must have had targets), for the loss
+ * sum(losses) * loss_scale; gradients ACCUMULATE into the model's gradient buffer. */
+void lc_model_backward(lc_model *m, float loss_scale);
+void lc_model_zero_grad(lc_model *m);
+/* Logits [B*T][256] of the last forward. */
+const float *lc_model_logits(const lc_model *m);
+/* Keys the dropout masks of the next forward/backward pair: masks are a pure function of the model's
+ * seed and this counter (the trainer sets it to the micro-batch number). */
+void lc_model_set_noise_key(lc_model *m, long key);
+
+/* ---------------------------------------------------------------- training */
+typedef struct {
+    long steps;           /* optimizer steps of the whole schedule */
+    long stop_after;      /* stop this run after this many steps (0: run to `steps`) */
+    int batch;            /* sequences per micro-batch (= contiguous streams) */
+    int grad_accum;       /* micro-batches per optimizer step */
+    float lr, min_lr;     /* peak and final learning rate */
+    long warmup;          /* linear warm-up steps, then cosine decay to min_lr */
+    float weight_decay;   /* AdamW decoupled decay on matrices */
+    float beta1, beta2, eps;
+    float clip;           /* global gradient-norm clip (0: off) */
+    long eval_every;      /* steps between validation passes (0: only at the end) */
+    long eval_bytes;      /* bytes of the validation split used by periodic passes (0: all) */
+    uint64_t seed;
+} lc_train_options;
+
+void lc_train_options_default(lc_train_options *o);
+
+/* ---------------------------------------------------------------- data */
+typedef enum {
+    LC_SPLIT_AUTO = 0,   /* nanogpt for files named tinyshakespeare*, else enwik8 */
+    LC_SPLIT_ENWIK8,     /* 90% train / 5% valid / 5% test */
+    LC_SPLIT_NANOGPT     /* 90% train / 10% valid, test = valid */
+} lc_split_mode;
+
+typedef enum { LC_PART_TRAIN = 0, LC_PART_VALID, LC_PART_TEST, LC_PART_ALL } lc_part;
+
+/* A file read whole as bytes, with the train / valid / test ranges of its split. */
+typedef struct {
+    uint8_t *bytes;
+    size_t size;
+    size_t begin[4], end[4]; /* indexed by lc_part */
+    lc_split_mode mode;      /* the resolved mode (never AUTO) */
+} lc_corpus;
+
+/* Read `path`; LC_ERR_IO when it is missing, unreadable or a directory, LC_ERR_FORMAT when empty. */
+lc_status lc_corpus_load(const char *path, lc_split_mode mode, lc_corpus *out);
+void lc_corpus_free(lc_corpus *c);
+
+/* Batch number k of B contiguous streams over data[0, n): stream b owns the b-th of B equal slices and
+ * reads segment k of it, so batch k+1 continues where batch k stopped (wrapping at the slice's end).
+ * Writes tokens[B*T] and targets[B*T] (the next bytes). LC_ERR_ARG when a slice is shorter than T+1. */
+lc_status lc_stream_batch(const uint8_t *data, size_t n, int B, int T, long k, int *tokens, int *targets);
+
+/* Average bits per byte of the model on data[0, n), predicting every byte after the first, in
+ * consecutive segments of seg_len (the last one shorter), `batch` segments at a time. */
+lc_status lc_evaluate(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
+                      long *tokens);
+
+/* ---------------------------------------------------------------- training */
+typedef struct {
+    long step, steps;      /* steps done, schedule length */
+    long start_step;       /* step this run started from (after a resume) */
+    double loss;           /* training loss of this step, nats per byte */
+    double lr;
+    double tokens_per_s;   /* training throughput of this run so far */
+    double elapsed_s;      /* wall time of this run so far */
+    double valid_bpc;      /* after a validation pass; NaN otherwise */
+} lc_progress;
+
+typedef void (*lc_progress_fn)(const lc_progress *p, void *user);
+
+/* Learning rate at step (0-based): linear warm-up to lr over o->warmup steps, cosine decay to
+ * min_lr at o->steps. */
+double lc_learning_rate(const lc_train_options *o, long step);
+
+/* Train from the model's current step (0 for a new model, the saved step after lc_checkpoint_load)
+ * to o->steps (or stop_after steps from here), reporting every step to fn. Periodic validation uses
+ * the corpus's valid part. */
+lc_status lc_train(lc_model *m, const lc_corpus *corpus, const lc_train_options *o, lc_progress_fn fn, void *user);
+long lc_model_step(const lc_model *m);
+
+/* ---------------------------------------------------------------- checkpoints (safetensors) */
+/* Save parameters, AdamW moments, the step, the config and the training options atomically. */
+lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path);
+/* Build a model from a checkpoint (batches of up to max_batch; 0: the saved training batch) and restore its state; when opts is
+ * not NULL the saved training options are written there. Any mismatch is LC_ERR_FORMAT naming the file. */
+lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc_train_options *opts);
+
+/* ---------------------------------------------------------------- sampling */
+typedef void (*lc_emit_fn)(uint8_t byte, void *user);
+/* Continue `prompt` by n_tokens bytes: temperature (0 = greedy), top_k (0 = all), seeded. */
+lc_status lc_sample(lc_model *m, const uint8_t *prompt, size_t prompt_len, int n_tokens, float temperature,
+                    int top_k, uint64_t seed, lc_emit_fn emit, void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,106 @@
+/* Option parsing for the CLI: a table of typed flags per command, range checks, --help text and
+ * one-line usage errors that name the flag at fault. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void lc_cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("longctx: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int lc_cli_fail(lc_status st) {
+    lc_cli_error("%s", lc_last_error());
+    return st == LC_ERR_ARG ? LC_EXIT_USAGE : LC_EXIT_RUNTIME;
+}
+
+static void print_help(const char *cmd, const char *usage, const lc_opt *opts, int n) {
+    printf("usage: longctx %s %s\n\n%s options:\n", cmd, usage, cmd);
+    for (int i = 0; i < n; i++) {
+        const char *arg = opts[i].type == OPT_FLAG ? "" : opts[i].type == OPT_STR ? " S" : " N";
+        printf("  %s%-*s %s\n", opts[i].name, (int)(22 - strlen(opts[i].name)), arg, opts[i].help);
+    }
+    printf("  --help                 this text\n");
+}
+
+lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(opts[i].name, name) == 0) return &opts[i];
+    return NULL;
+}
+
+static int parse_number(const char *cmd, const lc_opt *o, const char *text) {
+    char *end;
+    errno = 0;
+    double x;
+    if (o->type == OPT_FLOAT) {
+        x = strtod(text, &end);
+    } else {
+        long long v = strtoll(text, &end, 10);
+        x = (double)v;
+    }
+    if (errno || end == text || *end || !isfinite(x)) {
+        lc_cli_error("%s: %s expects a number, got '%s'", cmd, o->name, text);
+        return 0;
+    }
+    if (x < o->lo || x > o->hi) {
+        lc_cli_error("%s: %s must be in %g..%g, got %s", cmd, o->name, o->lo, o->hi, text);
+        return 0;
+    }
+    if (o->type == OPT_INT) *(int *)o->dst = (int)x;
+    else if (o->type == OPT_LONG) *(long *)o->dst = (long)x;
+    else *(float *)o->dst = (float)x;
+    return 1;
+}
+
+int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_help(cmd, usage, opts, n);
+            return LC_EXIT_OK;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            lc_cli_error("%s: unexpected argument '%s' (see longctx %s --help)", cmd, a, cmd);
+            return LC_EXIT_USAGE;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        lc_opt *o = NULL;
+        for (int k = 0; k < n; k++)
+            if (strlen(opts[k].name) == len && strncmp(opts[k].name, a, len) == 0) o = &opts[k];
+        if (!o) {
+            lc_cli_error("%s: unknown flag %.*s (see longctx %s --help)", cmd, (int)len, a, cmd);
+            return LC_EXIT_USAGE;
+        }
+        o->seen = 1;
+        if (o->type == OPT_FLAG) {
+            if (eq) { lc_cli_error("%s: %s takes no value", cmd, o->name); return LC_EXIT_USAGE; }
+            *(int *)o->dst = 1;
+            continue;
+        }
+        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!val) { lc_cli_error("%s: %s needs a value", cmd, o->name); return LC_EXIT_USAGE; }
+        if (o->type == OPT_STR) *(const char **)o->dst = val;
+        else if (!parse_number(cmd, o, val)) return LC_EXIT_USAGE;
+    }
+    return -1;
+}
+
+const char *lc_json_number(double x) {
+    static char bufs[4][32];
+    static int next;
+    char *b = bufs[next++ % 4];
+    if (isfinite(x)) snprintf(b, sizeof bufs[0], "%.6f", x);
+    else snprintf(b, sizeof bufs[0], "null");
+    return b;
+}

@@ -1,0 +1,53 @@
+/* Shared pieces of the longctx command-line tool: exit codes, error printing, option tables. */
+#ifndef LC_CLI_H
+#define LC_CLI_H
+
+#include <stdint.h>
+
+#include "longctx.h"
+
+enum { LC_EXIT_OK = 0, LC_EXIT_RUNTIME = 1, LC_EXIT_USAGE = 2 };
+
+/* Print "longctx: error: <message>" on stderr; returns the exit code for a status. */
+int lc_cli_fail(lc_status st);
+void lc_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+typedef enum { OPT_INT, OPT_LONG, OPT_FLOAT, OPT_STR, OPT_FLAG } lc_opt_type;
+
+typedef struct {
+    const char *name;  /* "--steps" */
+    lc_opt_type type;
+    void *dst;         /* int*, long*, float*, const char**, int* (flag) */
+    double lo, hi;     /* accepted range for numbers */
+    const char *help;
+    int seen;          /* set by the parser */
+} lc_opt;
+
+/* Parses argv[first..argc) into opts. Returns -1 when parsing succeeded and the command should run,
+ * LC_EXIT_OK after printing --help, or LC_EXIT_USAGE after printing one error line. */
+int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv);
+/* The option named `name` (which must exist in opts). */
+lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name);
+
+/* A number formatted for JSON (%.6f, or null when not finite), in a static rotating buffer. */
+const char *lc_json_number(double x);
+
+/* Commands. */
+int lc_cmd_train(int argc, char **argv);
+int lc_cmd_eval(int argc, char **argv);
+int lc_cmd_sample(int argc, char **argv);
+int lc_cmd_bench(int argc, char **argv);
+
+/* Progress reporting for training on stderr (a live line on a terminal, periodic lines otherwise). */
+typedef struct {
+    int tty;
+    long every;
+    long last_printed;
+    double tokens_per_s; /* of the latest step */
+} lc_progress_printer;
+
+void lc_progress_init(lc_progress_printer *p, long steps);
+void lc_progress_print(const lc_progress *pr, void *user);
+void lc_progress_done(lc_progress_printer *p);
+
+#endif

@@ -1,0 +1,64 @@
+/* `longctx eval`: bits per byte of a checkpoint on a split of a byte corpus. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/threads.h"
+
+int lc_cmd_eval(int argc, char **argv) {
+    const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto";
+    int seg_len = 0, batch = 8, threads = 0, json = 0;
+    lc_opt opts[] = {
+        {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to evaluate (required)", 0},
+        {"--data", OPT_STR, &data, 0, 0, "text read as bytes (default data/tinyshakespeare.txt)", 0},
+        {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (the whole file)", 0},
+        {"--splits", OPT_STR, &splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
+        {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "evaluation segment length (default: the model's)", 0},
+        {"--batch", OPT_INT, &batch, 1, 4096, "segments per forward pass", 0},
+        {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    int rc = lc_parse_opts("eval", "--ckpt CKPT [options]", opts, n, argc, argv);
+    if (rc >= 0) return rc;
+    if (!ckpt) { lc_cli_error("eval: --ckpt is required (see longctx eval --help)"); return LC_EXIT_USAGE; }
+    lc_part part;
+    if (strcmp(split, "valid") == 0) part = LC_PART_VALID;
+    else if (strcmp(split, "test") == 0) part = LC_PART_TEST;
+    else if (strcmp(split, "train") == 0) part = LC_PART_TRAIN;
+    else if (strcmp(split, "all") == 0) part = LC_PART_ALL;
+    else { lc_cli_error("eval: --split must be valid, test, train or all, got '%s'", split); return LC_EXIT_USAGE; }
+    lc_split_mode mode;
+    if (strcmp(splits, "auto") == 0) mode = LC_SPLIT_AUTO;
+    else if (strcmp(splits, "enwik8") == 0) mode = LC_SPLIT_ENWIK8;
+    else if (strcmp(splits, "nanogpt") == 0) mode = LC_SPLIT_NANOGPT;
+    else { lc_cli_error("eval: --splits must be auto, enwik8 or nanogpt, got '%s'", splits); return LC_EXIT_USAGE; }
+    lc_set_threads(threads);
+    lc_model *m;
+    lc_status st = lc_checkpoint_load(ckpt, batch, &m, NULL);
+    if (st) return lc_cli_fail(st);
+    int T = lc_model_config(m)->seq_len;
+    if (seg_len > T) {
+        lc_cli_error("eval: --seg-len %d exceeds the model's segment length %d", seg_len, T);
+        lc_model_free(m);
+        return LC_EXIT_USAGE;
+    }
+    lc_corpus c;
+    if ((st = lc_corpus_load(data, mode, &c))) { lc_model_free(m); return lc_cli_fail(st); }
+    size_t begin = c.begin[part], len = c.end[part] - begin;
+    double bpc = 0;
+    long tokens = 0;
+    if (len < 2) {
+        lc_cli_error("eval: --data %s: the %s split has %zu bytes; at least 2 are needed", data, split, len);
+        rc = LC_EXIT_RUNTIME;
+    } else if ((st = lc_evaluate(m, c.bytes + begin, len, seg_len ? seg_len : T, batch, &bpc, &tokens))) {
+        rc = lc_cli_fail(st);
+    } else {
+        printf("%s bpc %.4f over %ld bytes of %s\n", split, bpc, tokens, data);
+        if (json) printf("{\"bpc\":%s,\"tokens\":%ld}\n", lc_json_number(bpc), tokens);
+        rc = LC_EXIT_OK;
+    }
+    lc_corpus_free(&c);
+    lc_model_free(m);
+    return rc;
+}

@@ -1,0 +1,166 @@
+/* `longctx train`: build (or resume) a model, train it on a byte corpus, report validation bpc, save. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_flags.h"
+#include "core/threads.h"
+#include "kernels/kernels.h"
+
+#define DEFAULT_DATA "data/tinyshakespeare.txt"
+
+typedef struct {
+    const char *data, *out, *resume, *splits;
+    int threads, json;
+    lc_train_options o;
+    lc_model_flags mf;
+} train_args;
+
+static int build_opts(train_args *a, lc_opt *opts) {
+    lc_train_options *o = &a->o;
+    lc_opt base[] = {
+        {"--data", OPT_STR, &a->data, 0, 0, "training text, read as bytes (default " DEFAULT_DATA ")", 0},
+        {"--splits", OPT_STR, &a->splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
+        {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps of the schedule", 0},
+        {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
+        {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "sequences (contiguous streams) per micro-batch", 0},
+        {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "micro-batches per optimizer step", 0},
+        {"--lr", OPT_FLOAT, &o->lr, 1e-9, 10, "peak learning rate", 0},
+        {"--min-lr", OPT_FLOAT, &o->min_lr, 0, 10, "final learning rate of the cosine decay", 0},
+        {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, "linear warm-up steps", 0},
+        {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, "AdamW decoupled weight decay", 0},
+        {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, "gradient clipping by global norm (0: off)", 0},
+        {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (0: end only)", 0},
+        {"--eval-bytes", OPT_LONG, &o->eval_bytes, 0, 1e15, "validation bytes per periodic pass (0: all)", 0},
+        {"--seed", OPT_LONG, &o->seed, 0, 9e15, "random seed (initialisation, dropout)", 0},
+        {"--threads", OPT_INT, &a->threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--out", OPT_STR, &a->out, 0, 0, "write the trained model to this checkpoint", 0},
+        {"--resume", OPT_STR, &a->resume, 0, 0, "continue training from this checkpoint", 0},
+        {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
+    };
+    int n = (int)(sizeof base / sizeof base[0]);
+    memcpy(opts, base, sizeof base);
+    return lc_model_flags_add(&a->mf, opts, n);
+}
+
+/* Flags that describe a new model or its optimisation cannot change a resumed run. */
+static int check_resume_flags(lc_opt *opts, int n) {
+    const char *fixed[] = {"--batch", "--grad-accum", "--lr", "--min-lr", "--warmup", "--weight-decay",
+                           "--clip", "--seed", "--splits"};
+    const char *which;
+    if (lc_model_flags_any(opts, n, &which)) {
+        lc_cli_error("train: %s cannot be combined with --resume (the checkpoint fixes the model)", which);
+        return LC_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (lc_opt_get(opts, n, fixed[i])->seen) {
+            lc_cli_error("train: %s cannot be combined with --resume (the checkpoint fixes it)", fixed[i]);
+            return LC_EXIT_USAGE;
+        }
+    return -1;
+}
+
+static int parse_splits(const char *s, lc_split_mode *mode) {
+    if (!s || strcmp(s, "auto") == 0) *mode = LC_SPLIT_AUTO;
+    else if (strcmp(s, "enwik8") == 0) *mode = LC_SPLIT_ENWIK8;
+    else if (strcmp(s, "nanogpt") == 0) *mode = LC_SPLIT_NANOGPT;
+    else return 0;
+    return 1;
+}
+
+static void print_summary(const lc_model *m, const lc_train_options *o) {
+    const lc_config *c = lc_model_config(m);
+    fprintf(stderr,
+            "model: vanilla, %d layers, dim %d, %d heads, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
+            "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d threads\n"
+            "training: %ld steps from step %ld, batch %d x %d, lr %.2g\n",
+            c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
+            c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
+            (double)lc_model_num_params(m) / 1e6, (double)lc_model_param_bytes(m) / 1e6,
+            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), o->steps,
+            lc_model_step(m), o->batch, c->seq_len, (double)o->lr);
+}
+
+static int finish(train_args *a, lc_model *m, const lc_corpus *corpus) {
+    lc_progress_printer pp;
+    lc_progress_init(&pp, a->o.steps);
+    lc_status st = lc_train(m, corpus, &a->o, lc_progress_print, &pp);
+    lc_progress_done(&pp);
+    if (st) return lc_cli_fail(st);
+    double tok_s = 0;
+    double bpc = NAN;
+    long tokens = 0;
+    size_t vb = corpus->begin[LC_PART_VALID], vn = corpus->end[LC_PART_VALID] - vb;
+    if (vn >= 2) {
+        st = lc_evaluate(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc, &tokens);
+        if (st) return lc_cli_fail(st);
+    }
+    if (a->out && (st = lc_checkpoint_save(m, &a->o, a->out))) return lc_cli_fail(st);
+    tok_s = pp.tokens_per_s;
+    printf("valid bpc %.4f over %ld bytes after %ld steps (%.0f tokens/s)\n", bpc, tokens, lc_model_step(m), tok_s);
+    if (a->out) printf("saved %s\n", a->out);
+    if (a->json)
+        printf("{\"valid_bpc\":%s,\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n", lc_json_number(bpc),
+               tok_s, lc_model_step(m), lc_model_num_params(m));
+    return LC_EXIT_OK;
+}
+
+static int run(train_args *a, lc_opt *opts, int n) {
+    lc_model *m = NULL;
+    lc_status st;
+    lc_split_mode mode;
+    if (!parse_splits(a->splits, &mode)) {
+        lc_cli_error("train: --splits must be auto, enwik8 or nanogpt, got '%s'", a->splits);
+        return LC_EXIT_USAGE;
+    }
+    lc_set_threads(a->threads);
+    if (a->resume) {
+        int rc = check_resume_flags(opts, n);
+        if (rc >= 0) return rc;
+        lc_train_options saved;
+        if ((st = lc_checkpoint_load(a->resume, 0, &m, &saved))) return lc_cli_fail(st);
+        if (lc_opt_get(opts, n, "--steps")->seen) saved.steps = a->o.steps;
+        if (lc_opt_get(opts, n, "--eval-every")->seen) saved.eval_every = a->o.eval_every;
+        if (lc_opt_get(opts, n, "--eval-bytes")->seen) saved.eval_bytes = a->o.eval_bytes;
+        saved.stop_after = a->o.stop_after;
+        a->o = saved;
+    } else {
+        lc_config cfg;
+        int rc = lc_model_flags_apply(&a->mf, opts, n, "train", &cfg);
+        if (rc >= 0) return rc;
+        if ((st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) return lc_cli_fail(st);
+    }
+    lc_corpus corpus;
+    if ((st = lc_corpus_load(a->data, mode, &corpus))) {
+        lc_model_free(m);
+        return lc_cli_fail(st);
+    }
+    int T = lc_model_config(m)->seq_len, rc;
+    size_t n_train = corpus.end[LC_PART_TRAIN] - corpus.begin[LC_PART_TRAIN];
+    if (n_train / (size_t)a->o.batch < (size_t)T + 1) {
+        lc_cli_error("train: --data %s: the training split has %zu bytes, too few for %d streams (--batch) of "
+                     "one segment plus one byte (--seg-len %d + 1)",
+                     a->data, n_train, a->o.batch, T);
+        rc = LC_EXIT_RUNTIME;
+    } else {
+        print_summary(m, &a->o);
+        rc = finish(a, m, &corpus);
+    }
+    lc_corpus_free(&corpus);
+    lc_model_free(m);
+    return rc;
+}
+
+int lc_cmd_train(int argc, char **argv) {
+    train_args a;
+    memset(&a, 0, sizeof a);
+    a.data = DEFAULT_DATA;
+    lc_train_options_default(&a.o);
+    lc_model_flags_init(&a.mf);
+    lc_opt opts[40];
+    int n = build_opts(&a, opts);
+    int rc = lc_parse_opts("train", "[options]", opts, n, argc, argv);
+    if (rc >= 0) return rc;
+    return run(&a, opts, n);
+}

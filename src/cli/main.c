@@ -1,0 +1,35 @@
+/* longctx command-line entry point: dispatches to train, eval, sample and bench. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f) {
+    fputs("usage: longctx COMMAND [options]\n\n"
+          "Train and run long-context byte-level Transformers on a CPU.\n\n"
+          "commands:\n"
+          "  train    train a model on a byte corpus (default: data/tinyshakespeare.txt)\n"
+          "  eval     bits per byte of a checkpoint on a corpus split\n"
+          "  sample   generate text from a checkpoint\n"
+          "  bench    benchmarks (bench train: training tokens/s)\n\n"
+          "`longctx COMMAND --help` lists a command's options.\n",
+          f);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return LC_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return LC_EXIT_OK;
+    }
+    if (strcmp(cmd, "train") == 0) return lc_cmd_train(argc - 2, argv + 2);
+    if (strcmp(cmd, "eval") == 0) return lc_cmd_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "sample") == 0) return lc_cmd_sample(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return lc_cmd_bench(argc - 2, argv + 2);
+    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench)", cmd);
+    return LC_EXIT_USAGE;
+}

@@ -1,0 +1,73 @@
+/* The model-shape flags shared by `train` and `bench`: a preset, then per-field overrides. */
+#include <string.h>
+
+#include "cli/model_flags.h"
+
+void lc_model_flags_init(lc_model_flags *f) {
+    memset(f, 0, sizeof *f);
+    f->preset = "small";
+}
+
+int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
+    lc_opt add[] = {
+        {"--preset", OPT_STR, &f->preset, 0, 0, "model preset: tiny, small (default), base", 0},
+        {"--layers", OPT_INT, &f->layers, 1, 1024, "Transformer blocks", 0},
+        {"--dim", OPT_INT, &f->dim, 1, 65536, "model width (d_model)", 0},
+        {"--heads", OPT_INT, &f->heads, 1, 4096, "attention heads (must divide --dim)", 0},
+        {"--ffn", OPT_INT, &f->ffn, 1, 1 << 20, "feed-forward width", 0},
+        {"--seg-len", OPT_INT, &f->seg_len, 1, 1 << 24, "tokens per training segment", 0},
+        {"--norm", OPT_STR, &f->norm, 0, 0, "pre (default) or post LayerNorm", 0},
+        {"--activation", OPT_STR, &f->activation, 0, 0, "gelu (default) or relu", 0},
+        {"--untied", OPT_FLAG, &f->untied, 0, 0, "separate output projection instead of the tied embedding", 0},
+        {"--dropout", OPT_FLOAT, &f->dropout, 0, 0.99, "dropout probability", 0},
+    };
+    int k = (int)(sizeof add / sizeof add[0]);
+    memcpy(opts + n, add, sizeof add);
+    return n + k;
+}
+
+static int seen(lc_opt *opts, int n, const char *name) { return lc_opt_get(opts, n, name)->seen; }
+
+int lc_model_flags_any(lc_opt *opts, int n, const char **which) {
+    const char *names[] = {"--preset", "--layers", "--dim", "--heads", "--ffn", "--seg-len",
+                           "--norm", "--activation", "--untied", "--dropout"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (seen(opts, n, names[i])) { *which = names[i]; return 1; }
+    return 0;
+}
+
+int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const char *cmd, lc_config *cfg) {
+    if (lc_config_preset(cfg, f->preset)) {
+        lc_cli_error("%s: --preset: %s", cmd, lc_last_error());
+        return LC_EXIT_USAGE;
+    }
+    if (seen(opts, n, "--layers")) cfg->n_layer = f->layers;
+    if (seen(opts, n, "--dim")) cfg->d_model = f->dim;
+    if (seen(opts, n, "--heads")) cfg->n_head = f->heads;
+    if (seen(opts, n, "--ffn")) cfg->d_ff = f->ffn;
+    if (seen(opts, n, "--seg-len")) cfg->seq_len = f->seg_len;
+    if (seen(opts, n, "--dropout")) cfg->dropout = f->dropout;
+    if (f->untied) cfg->tied = 0;
+    if (f->norm) {
+        if (strcmp(f->norm, "pre") == 0) cfg->norm = LC_NORM_PRE;
+        else if (strcmp(f->norm, "post") == 0) cfg->norm = LC_NORM_POST;
+        else { lc_cli_error("%s: --norm must be pre or post, got '%s'", cmd, f->norm); return LC_EXIT_USAGE; }
+    }
+    if (f->activation) {
+        if (strcmp(f->activation, "gelu") == 0) cfg->activation = LC_ACT_GELU;
+        else if (strcmp(f->activation, "relu") == 0) cfg->activation = LC_ACT_RELU;
+        else {
+            lc_cli_error("%s: --activation must be gelu or relu, got '%s'", cmd, f->activation);
+            return LC_EXIT_USAGE;
+        }
+    }
+    if (cfg->d_model % cfg->n_head) {
+        lc_cli_error("%s: --dim %d is not divisible by --heads %d", cmd, cfg->d_model, cfg->n_head);
+        return LC_EXIT_USAGE;
+    }
+    if (lc_config_validate(cfg)) {
+        lc_cli_error("%s: %s", cmd, lc_last_error());
+        return LC_EXIT_USAGE;
+    }
+    return -1;
+}

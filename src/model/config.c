@@ -1,0 +1,62 @@
+/* Model configuration: presets, defaults and validation. */
+#include <string.h>
+
+#include "core/status.h"
+#include "longctx.h"
+
+typedef struct {
+    const char *name;
+    int n_layer, d_model, n_head, d_ff, seq_len;
+    float dropout;
+} lc_preset;
+
+/* "small" is the default model of the main job: it reaches well under 2.5 valid bpc on Tiny
+ * Shakespeare within its default training budget on a 2-core machine (docs/benchmarks.md). */
+static const lc_preset lc_presets[] = {
+    {"tiny", 2, 64, 4, 256, 64, 0.0f},
+    {"small", 4, 128, 4, 512, 128, 0.0f},
+    {"base", 6, 256, 8, 1024, 256, 0.1f},
+};
+
+static void apply(lc_config *cfg, const lc_preset *p) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->vocab = 256;
+    cfg->n_layer = p->n_layer;
+    cfg->d_model = p->d_model;
+    cfg->n_head = p->n_head;
+    cfg->d_ff = p->d_ff;
+    cfg->seq_len = p->seq_len;
+    cfg->norm = LC_NORM_PRE;
+    cfg->activation = LC_ACT_GELU;
+    cfg->tied = 1;
+    cfg->dropout = p->dropout;
+}
+
+void lc_config_default(lc_config *cfg) { apply(cfg, &lc_presets[1]); }
+
+lc_status lc_config_preset(lc_config *cfg, const char *name) {
+    for (size_t i = 0; i < sizeof lc_presets / sizeof lc_presets[0]; i++)
+        if (strcmp(lc_presets[i].name, name) == 0) {
+            apply(cfg, &lc_presets[i]);
+            return LC_OK;
+        }
+    return lc_fail(LC_ERR_ARG, "unknown preset '%s' (known: tiny, small, base)", name);
+}
+
+lc_status lc_config_validate(const lc_config *c) {
+    if (c->vocab != 256) return lc_fail(LC_ERR_ARG, "vocab must be 256 (bytes), got %d", c->vocab);
+    if (c->n_layer < 1 || c->n_layer > 1024) return lc_fail(LC_ERR_ARG, "layers must be 1..1024, got %d", c->n_layer);
+    if (c->d_model < 1 || c->d_model > 65536) return lc_fail(LC_ERR_ARG, "dim must be 1..65536, got %d", c->d_model);
+    if (c->n_head < 1) return lc_fail(LC_ERR_ARG, "heads must be at least 1, got %d", c->n_head);
+    if (c->d_model % c->n_head)
+        return lc_fail(LC_ERR_ARG, "dim %d is not divisible by heads %d", c->d_model, c->n_head);
+    if (c->d_ff < 1 || c->d_ff > 1 << 20) return lc_fail(LC_ERR_ARG, "ffn must be 1..1048576, got %d", c->d_ff);
+    if (c->seq_len < 1 || c->seq_len > 1 << 24)
+        return lc_fail(LC_ERR_ARG, "seg-len must be 1..16777216, got %d", c->seq_len);
+    if (c->norm != LC_NORM_PRE && c->norm != LC_NORM_POST) return lc_fail(LC_ERR_ARG, "norm must be pre or post");
+    if (c->activation != LC_ACT_GELU && c->activation != LC_ACT_RELU)
+        return lc_fail(LC_ERR_ARG, "activation must be gelu or relu");
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return lc_fail(LC_ERR_ARG, "dropout must be in [0, 1), got %g", (double)c->dropout);
+    return LC_OK;
+}

@@ -1,0 +1,41 @@
+/* Internal view of the decoder language model (struct lc_model): the parameter table and the
+ * planned activation buffers. The checkpoint and training code read these fields directly. */
+#ifndef LC_MODEL_LM_H
+#define LC_MODEL_LM_H
+
+#include "core/table.h"
+#include "longctx.h"
+#include "nn/nn.h"
+
+struct lc_model {
+    lc_config cfg;
+    int max_B;
+    uint64_t seed;
+    long step;      /* optimizer steps done */
+    long noise_key; /* keys dropout masks (lc_model_set_noise_key) */
+
+    /* Parameters, gradients and AdamW moments: four allocations laid out by one table. */
+    lc_table ptab;
+    float *params, *grads, *adam_m, *adam_v;
+    float *wte, *wpe, *lnf_w, *lnf_b, *head; /* head == wte when tied */
+    float *g_wte, *g_wpe, *g_lnf_w, *g_lnf_b, *g_head;
+    lc_block_weights *blk, *gblk;
+
+    /* Activations and scratch: one allocation laid out by atab. */
+    lc_table atab;
+    float *acts;
+    float **res;           /* residual stream: res[0] embedding output, res[l+1] output of block l */
+    lc_block_acts *bact;
+    lc_block_scratch scratch;
+    float *lnf, *lnf_mean, *lnf_rstd; /* final LayerNorm (pre-LN only) */
+    float *logits, *dlogits, *losses, *lse, *dres, *tmp, *attn_work;
+    int *tokens, *targets;  /* copies of the last forward's inputs */
+    int B, T, have_targets; /* shape of the last forward */
+    int cur_train;          /* whether the last forward used dropout */
+    const lc_attn_kind *attn;
+};
+
+/* Seed of the randomness (dropout) used at the model's current step, for stream `what`. */
+uint64_t lc_model_step_seed(const lc_model *m, uint64_t what);
+
+#endif

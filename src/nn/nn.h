@@ -1,0 +1,68 @@
+/* Layers of the byte-level Transformer: token+position embedding and the Transformer block
+ * (attention sublayer + feed-forward sublayer, pre-LN or post-LN, residual dropout).
+ * A block works on N = B*T rows of width C; weights and gradients share one pointer struct so the
+ * same code addresses parameters and their gradients. Saved activations live in buffers the model
+ * planned before the first step; backward uses shared scratch buffers. */
+#ifndef LC_NN_H
+#define LC_NN_H
+
+#include <stdint.h>
+
+#include "attn/attn.h"
+#include "longctx.h"
+
+/* ---- embedding: out[b,t,:] = wte[tok[b,t], :] + wpe[t, :] (wpe may be NULL) ---- */
+void lc_embedding_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int T, int C);
+/* dwte[tok] += dout rows; dwpe[t] += sum over b of dout[b,t] (either may be NULL). Deterministic. */
+void lc_embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int T, int C);
+void lc_embedding_forward_ref(double *out, const int *tokens, const double *wte, const double *wpe, int B, int T,
+                              int C);
+void lc_embedding_backward_ref(double *dwte, double *dwpe, const double *dout, const int *tokens, int B, int T,
+                               int C);
+
+/* ---- Transformer block ---- */
+typedef struct {
+    float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
+    float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+} lc_block_weights;
+
+/* Activations one block saves for backward (N rows). */
+typedef struct {
+    float *norm1;        /* pre: LN1(x); post: h1 = LN1(s1) */
+    float *mean1, *rstd1;
+    float *qkv;          /* [N, 3C] */
+    float *att;          /* [N, C] attention output before the projection */
+    float *lse;          /* [B*H*T] row log-sum-exp of the attention */
+    float *s1;           /* x + drop(proj(att)) */
+    float *norm2;        /* pre: LN2(s1); post: unused */
+    float *mean2, *rstd2;
+    float *fc1, *act;    /* [N, F] pre-activation and activation */
+    float *s2;           /* post: h1 + drop(ffn(h1)); pre: unused (the output is the sum) */
+} lc_block_acts;
+
+/* Scratch for backward, shared by all blocks: five [N, C]-sized, one [N, 3C], two [N, F]. */
+typedef struct {
+    float *d_a, *d_b, *d_tmp, *d_att, *d_norm, *d_qkv, *d_fc1, *d_act;
+} lc_block_scratch;
+
+typedef struct {
+    int B, T, C, H, F;
+    lc_norm norm;
+    lc_activation activation;
+    float dropout;   /* applied when train != 0 */
+    int train;
+    uint64_t seed;   /* dropout stream of this block for this step */
+    const lc_attn_kind *attn;
+    const void *attn_opts;
+    float *attn_work; /* workspace of attn->workspace_floats() */
+    float *tmp;       /* [N, C] forward scratch */
+} lc_block_ctx;
+
+/* out[N, C] = block(x[N, C]); out must not alias x. */
+void lc_block_forward(const lc_block_ctx *ctx, const lc_block_weights *w, const lc_block_acts *a, const float *x,
+                      float *out);
+/* On entry dx holds d loss / d out; on return d loss / d x. Weight gradients accumulate into g. */
+void lc_block_backward(const lc_block_ctx *ctx, const lc_block_weights *w, lc_block_weights *g,
+                       const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s);
+
+#endif

@@ -1,0 +1,111 @@
+/* The training loop: contiguous-stream batches, gradient accumulation, global-norm clipping, AdamW with
+ * warm-up + cosine schedule, periodic validation, progress callbacks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "core/timer.h"
+#include "kernels/kernels.h"
+#include "model/lm.h"
+
+void lc_train_options_default(lc_train_options *o) {
+    memset(o, 0, sizeof *o);
+    o->steps = 1500;
+    o->batch = 16;
+    o->grad_accum = 1;
+    o->lr = 2e-3f;
+    o->min_lr = 1e-4f;
+    o->warmup = 100;
+    o->weight_decay = 0.1f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.99f;
+    o->eps = 1e-8f;
+    o->clip = 1.0f;
+    o->eval_every = 250;
+    o->eval_bytes = 32768;
+    o->seed = 1337;
+}
+
+double lc_learning_rate(const lc_train_options *o, long step) {
+    if (o->warmup > 0 && step < o->warmup) return o->lr * (double)(step + 1) / (double)o->warmup;
+    long decay = o->steps - o->warmup;
+    if (decay <= 0) return o->lr;
+    double progress = (double)(step - o->warmup) / (double)decay;
+    if (progress > 1) progress = 1;
+    return o->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (o->lr - o->min_lr);
+}
+
+static lc_status check_options(const lc_model *m, const lc_train_options *o) {
+    if (o->steps < 0) return lc_fail(LC_ERR_ARG, "steps must be >= 0, got %ld", o->steps);
+    if (o->stop_after < 0) return lc_fail(LC_ERR_ARG, "stop-after must be >= 0, got %ld", o->stop_after);
+    if (o->batch < 1 || o->batch > m->max_B)
+        return lc_fail(LC_ERR_ARG, "batch must be 1..%d, got %d", m->max_B, o->batch);
+    if (o->grad_accum < 1) return lc_fail(LC_ERR_ARG, "grad-accum must be >= 1, got %d", o->grad_accum);
+    if (!(o->lr > 0) || !(o->min_lr >= 0)) return lc_fail(LC_ERR_ARG, "lr must be > 0 and min-lr >= 0");
+    if (o->warmup < 0) return lc_fail(LC_ERR_ARG, "warmup must be >= 0, got %ld", o->warmup);
+    if (!(o->clip >= 0)) return lc_fail(LC_ERR_ARG, "clip must be >= 0");
+    if (!(o->weight_decay >= 0)) return lc_fail(LC_ERR_ARG, "weight-decay must be >= 0");
+    return LC_OK;
+}
+
+/* Global-norm clipping followed by one AdamW step on every parameter tensor. Matrices (rank 2) are
+ * decayed; biases and LayerNorm gains are not. */
+static double optimizer_step(lc_model *m, const lc_train_options *o, long step) {
+    double norm = sqrt(lc_sum_squares(m->grads, m->ptab.total));
+    if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
+    float lr = (float)lc_learning_rate(o, step);
+    for (int i = 0; i < m->ptab.n; i++) {
+        const lc_slot *s = &m->ptab.slots[i];
+        float wd = s->ndim == 2 ? o->weight_decay : 0.0f;
+        lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
+                        s->count, lr, o->beta1, o->beta2, o->eps, wd, (int)(step + 1));
+    }
+    return norm;
+}
+
+static lc_status validate(lc_model *m, const lc_corpus *c, const lc_train_options *o, double *bpc) {
+    size_t begin = c->begin[LC_PART_VALID], n = c->end[LC_PART_VALID] - begin;
+    if (o->eval_bytes > 0 && (size_t)o->eval_bytes < n) n = (size_t)o->eval_bytes;
+    if (n < 2) { *bpc = NAN; return LC_OK; }
+    return lc_evaluate(m, c->bytes + begin, n, m->cfg.seq_len, m->max_B, bpc, NULL);
+}
+
+lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn, void *user) {
+    lc_status st = check_options(m, o);
+    if (st) return st;
+    int B = o->batch, T = m->cfg.seq_len;
+    const uint8_t *train = c->bytes + c->begin[LC_PART_TRAIN];
+    size_t n_train = c->end[LC_PART_TRAIN] - c->begin[LC_PART_TRAIN];
+    int *tok = malloc(sizeof(int) * (size_t)B * (size_t)T), *tgt = malloc(sizeof(int) * (size_t)B * (size_t)T);
+    if (!tok || !tgt) { free(tok); free(tgt); return lc_fail(LC_ERR_NOMEM, "out of memory for a batch"); }
+    long start = m->step, end = o->steps;
+    if (o->stop_after > 0 && start + o->stop_after < end) end = start + o->stop_after;
+    double t0 = lc_now_seconds();
+    for (long step = start; step < end && !st; step++) {
+        lc_model_zero_grad(m);
+        double loss = 0;
+        for (int a = 0; a < o->grad_accum && !st; a++) {
+            long k = step * o->grad_accum + a;
+            st = lc_stream_batch(train, n_train, B, T, k, tok, tgt);
+            if (st) break;
+            lc_model_set_noise_key(m, k);
+            double sum;
+            long count;
+            st = lc_model_forward(m, tok, tgt, B, T, 1, &sum, &count);
+            if (st) break;
+            lc_model_backward(m, 1.0f / (float)(count * o->grad_accum));
+            loss += sum / (double)count / o->grad_accum;
+        }
+        if (st) break;
+        optimizer_step(m, o, step);
+        m->step = step + 1;
+        lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN};
+        p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum / p.elapsed_s;
+        if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) st = validate(m, c, o, &p.valid_bpc);
+        if (fn && !st) fn(&p, user);
+    }
+    free(tok);
+    free(tgt);
+    return st;
+}
