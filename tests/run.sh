@@ -25,7 +25,7 @@ for t in "$build"/tests/test_*; do
     echo "   ($(basename "$t"): ${ms} ms)"
     passed=$((passed + p)); failed=$((failed + f))
 done
-for s in tests/cli_*.sh; do
+for s in tests/cli_test.sh; do
     [ -f "$s" ] || continue
     out=$(bash "$s" "$build/longctx" 2>&1); rc=$?
     echo "$out" | grep -v '^ok '

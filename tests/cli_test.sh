@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# CLI tests: exit codes (0 ok, 1 runtime, 2 usage), one-line errors that name the file or flag, no
+# crashes on bad input, no file destroyed by a failing command, and a short happy path.
+# usage: tests/cli_test.sh path/to/longctx
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+# expect CODE PATTERN -- command...: exit code must be CODE and stderr must match PATTERN (grep -E).
+expect() {
+    local code=$1 pattern=$2; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/err"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $* -> exit $rc (want $code), stderr: $(head -c 300 "$tmp/err")"
+    fi
+    if [ "$rc" -ge 128 ]; then echo "CRASH (signal) in: $*"; fi
+}
+check() { # check DESCRIPTION -- command: succeeds when the command does
+    local what=$1; shift 2
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $what"; fi
+}
+
+tiny=(--preset tiny --seg-len 32 --batch 4 --threads 2)
+printf 'short' >"$tmp/short.txt"
+: >"$tmp/empty.txt"
+head -c 200000 data/tinyshakespeare.txt >"$tmp/small.txt"
+
+# usage errors
+expect 2 "unknown command" -- "$bin" frobnicate
+expect 2 "unknown flag --bogus" -- "$bin" train --bogus
+expect 2 "heads must be in" -- "$bin" train --heads 0
+expect 2 "--dim 100 is not divisible by --heads 3" -- "$bin" train --dim 100 --heads 3
+expect 2 "steps must be in" -- "$bin" train --steps -5
+expect 2 "--steps expects a number" -- "$bin" train --steps ten
+expect 2 "--lr needs a value" -- "$bin" train --lr
+expect 2 "unknown preset" -- "$bin" train --preset huge
+expect 2 "--ckpt is required" -- "$bin" eval
+expect 2 "--split must be" -- "$bin" eval --ckpt x --split nope
+expect 2 "expected a benchmark name" -- "$bin" bench
+# data errors
+expect 1 "nonexistent.txt: cannot open" -- "$bin" train "${tiny[@]}" --data "$tmp/nonexistent.txt"
+expect 1 "empty.txt: file is empty" -- "$bin" train "${tiny[@]}" --data "$tmp/empty.txt"
+expect 1 "is a directory" -- "$bin" train "${tiny[@]}" --data "$tmp"
+expect 1 "short.txt.*too few" -- "$bin" train "${tiny[@]}" --data "$tmp/short.txt"
+
+# happy path: train, eval, sample, resume
+check "train tiny" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --eval-every 10 \
+    --eval-bytes 2000 --out "$tmp/a.ckpt" --json
+tail -1 "$tmp/out" >"$tmp/json"
+check "train --json last line" -- grep -Eq '^\{"valid_bpc":[0-9.]+,"tokens_per_s":[0-9.]+,"steps":20,"params":[0-9]+\}$' "$tmp/json"
+check "eval --json" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --json
+check "eval json line" -- grep -Eq '^\{"bpc":[0-9.]+,"tokens":[0-9]+\}$' <(tail -1 "$tmp/out")
+check "eval --split all" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --split all --seg-len 20
+check "sample" -- "$bin" sample --ckpt "$tmp/a.ckpt" --prompt "ROMEO:" --tokens 40 --seed 3
+check "sample prints prompt + 40 bytes" -- test "$(head -c 6 "$tmp/out")" = "ROMEO:"
+"$bin" sample --ckpt "$tmp/a.ckpt" --tokens 30 --temperature 0 >"$tmp/g1" 2>/dev/null
+"$bin" sample --ckpt "$tmp/a.ckpt" --tokens 30 --temperature 0 --seed 9 >"$tmp/g2" 2>/dev/null
+check "greedy sampling is deterministic" -- cmp -s "$tmp/g1" "$tmp/g2"
+
+# resume through the CLI: 20 steps == 10 + resume + 10, compared byte for byte
+check "train 10 of 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --stop-after 10 \
+    --eval-every 10 --eval-bytes 2000 --out "$tmp/half.ckpt"
+check "resume to 20" -- "$bin" train --resume "$tmp/half.ckpt" --data "$tmp/small.txt" --out "$tmp/b.ckpt"
+check "resumed checkpoint equals uninterrupted one" -- cmp -s "$tmp/a.ckpt" "$tmp/b.ckpt"
+expect 2 "--dim cannot be combined with --resume" -- "$bin" train --resume "$tmp/half.ckpt" --dim 32
+
+# checkpoint errors, and no file destroyed by a failing command
+cp "$tmp/a.ckpt" "$tmp/keep.ckpt"
+head -c 1000 "$tmp/a.ckpt" >"$tmp/trunc.ckpt"
+expect 1 "trunc.ckpt" -- "$bin" eval --ckpt "$tmp/trunc.ckpt" --data "$tmp/small.txt"
+expect 1 "trunc.ckpt" -- "$bin" train --resume "$tmp/trunc.ckpt" --data "$tmp/small.txt" --out "$tmp/trunc.ckpt"
+check "failed resume left the file as it was" -- test "$(wc -c <"$tmp/trunc.ckpt")" -eq 1000
+printf 'hello, not a checkpoint at all' >"$tmp/text.ckpt"
+expect 1 "text.ckpt" -- "$bin" sample --ckpt "$tmp/text.ckpt"
+expect 1 "missing.ckpt" -- "$bin" sample --ckpt "$tmp/missing.ckpt"
+expect 1 "short.txt.*too few" -- "$bin" train --resume "$tmp/keep.ckpt" --data "$tmp/short.txt" --out "$tmp/keep.ckpt"
+check "failed training left the existing checkpoint intact" -- cmp -s "$tmp/a.ckpt" "$tmp/keep.ckpt"
+python_free_corrupt() { # flip bytes inside the JSON header
+    cp "$tmp/a.ckpt" "$tmp/corrupt.ckpt"
+    printf '\x00\x00\x00' | dd of="$tmp/corrupt.ckpt" bs=1 seek=30 conv=notrunc status=none
+}
+python_free_corrupt
+expect 1 "corrupt.ckpt" -- "$bin" eval --ckpt "$tmp/corrupt.ckpt" --data "$tmp/small.txt"
+
+echo "cli_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
