@@ -62,7 +62,8 @@ TEST(test_json_nested) {
 }
 
 TEST(test_json_escapes_and_unicode) {
-    lc_json *v = parse_ok("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u20AC \\ud83d\\ude00 raw\xc3\xa9\xe2\x9c\x93\"");
+    lc_json *v = parse_ok("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u20AC \\ud83d\\ude00 "
+                          "raw\xc3\xa9\xe2\x9c\x93\"");
     const char *want = "q\" b\\ s/ \b\f\n\r\t \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 raw\xc3\xa9\xe2\x9c\x93";
     if (v) {
         CHECK(strcmp(v->string, want) == 0, "decoded \"%s\"", v->string);
@@ -88,6 +89,8 @@ TEST(test_json_numbers) {
         {"-9223372036854775808", -9223372036854775808.0, 1, -9223372036854775807LL - 1},
         {"9223372036854775808", 9223372036854775808.0, 0, 0},
         {"123456789012345678901234567890", 123456789012345678901234567890.0, 0, 0},
+        {"1" "0000000000000000000000000000000000000000000000000000000000000000000000", 1e70, 0, 0},
+        {"-0.00000000000000000000000000000000000000000000000000000000000000000000025", -2.5e-70, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         lc_json *v = parse_ok(cases[i].text);
@@ -108,6 +111,8 @@ TEST(test_json_getters) {
     CHECK(lc_json_get_int(lc_json_member(root, "n"), "n", 0, 10, &n) == LC_OK && n == 7, "n = %lld", n);
     CHECK(lc_json_get_int(lc_json_member(root, "n"), "n", 0, 6, &n) == LC_ERR_FORMAT, "range max");
     CHECK(strstr(lc_last_error(), "outside [0, 6]") && strstr(lc_last_error(), "byte 6"), "msg: %s", lc_last_error());
+    CHECK(lc_json_get_int(lc_json_member(root, "f"), "f", 0, 10, &n) == LC_ERR_FORMAT, "fraction");
+    CHECK(strstr(lc_last_error(), "found 1.5 (JSON byte"), "msg: %s", lc_last_error());
     CHECK(lc_json_get_int(lc_json_member(root, "neg"), "neg", 0, 10, &n) == LC_ERR_FORMAT, "range min");
     CHECK(lc_json_get_int(lc_json_member(root, "f"), "f", 0, 10, &n) == LC_ERR_FORMAT, "fraction rejected");
     CHECK(lc_json_get_int(lc_json_member(root, "big"), "big", 0, 1000, &n) == LC_ERR_FORMAT, "exponent rejected");

@@ -264,12 +264,12 @@ static lc_status lc_json_number(lc_json_parser *p, lc_json *node) {
     int is_integer = 0;
     size_t start = p->pos, end = lc_json_number_end(p, &is_integer);
     if (!end) return lc_json_error_at(p, start, "malformed number");
-    char *copy = malloc(end - start + 1); /* strtod needs a terminated string */
+    char small[64], *copy = end - start < sizeof small ? small : malloc(end - start + 1); /* strtod needs a NUL */
     if (!copy) return lc_json_nomem(p);
     memcpy(copy, p->text + start, end - start);
     copy[end - start] = '\0';
     node->number = strtod(copy, NULL);
-    free(copy);
+    if (copy != small) free(copy);
     if (isinf(node->number)) return lc_json_error_at(p, start, "number out of range");
     node->type = LC_JSON_NUMBER;
     node->is_integer = is_integer && lc_json_exact_integer(p->text, start, end, &node->integer);
@@ -482,7 +482,7 @@ const lc_json *lc_json_member(const lc_json *object, const char *key) {
 lc_status lc_json_get_string(const lc_json *value, const char *what, const char **out) {
     if (!value) return lc_fail(LC_ERR_FORMAT, "%s: missing", what);
     if (value->type != LC_JSON_STRING)
-        return lc_fail(LC_ERR_FORMAT, "%s: expected a string, found %s (byte %zu)", what,
+        return lc_fail(LC_ERR_FORMAT, "%s: expected a string, found %s (JSON byte %zu)", what,
                        lc_json_type_name(value->type), value->offset);
     *out = value->string;
     return LC_OK;
@@ -490,13 +490,15 @@ lc_status lc_json_get_string(const lc_json *value, const char *what, const char 
 
 lc_status lc_json_get_int(const lc_json *value, const char *what, long long min, long long max, long long *out) {
     if (!value) return lc_fail(LC_ERR_FORMAT, "%s: missing", what);
-    if (value->type != LC_JSON_NUMBER || !value->is_integer)
-        return lc_fail(LC_ERR_FORMAT, "%s: expected an integer, found %s (byte %zu)", what,
-                       value->type == LC_JSON_NUMBER ? "a non-integer number" : lc_json_type_name(value->type),
-                       value->offset);
+    if (value->type == LC_JSON_NUMBER && !value->is_integer)
+        return lc_fail(LC_ERR_FORMAT, "%s: expected an integer in [%lld, %lld], found %.17g (JSON byte %zu)", what, min,
+                       max, value->number, value->offset);
+    if (value->type != LC_JSON_NUMBER)
+        return lc_fail(LC_ERR_FORMAT, "%s: expected an integer, found %s (JSON byte %zu)", what,
+                       lc_json_type_name(value->type), value->offset);
     if (value->integer < min || value->integer > max)
-        return lc_fail(LC_ERR_FORMAT, "%s: %lld is outside [%lld, %lld] (byte %zu)", what, value->integer, min, max,
-                       value->offset);
+        return lc_fail(LC_ERR_FORMAT, "%s: %lld is outside [%lld, %lld] (JSON byte %zu)", what, value->integer, min,
+                       max, value->offset);
     *out = value->integer;
     return LC_OK;
 }
