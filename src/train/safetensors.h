@@ -16,7 +16,10 @@
 
 #define LC_ST_MAX_DIMS 8
 
-typedef enum { LC_DT_F32 = 0, LC_DT_I32 = 1 } lc_dtype;
+/* LC_DT_OTHER marks a tensor read from a file whose dtype (F16, BF16, I64, ...) this library does not
+ * convert: it is listed by lc_st_count/lc_st_at/lc_st_find (data points at its raw bytes), but
+ * lc_st_read refuses it and lc_st_write does not accept it. */
+typedef enum { LC_DT_F32 = 0, LC_DT_I32 = 1, LC_DT_OTHER = 2 } lc_dtype;
 
 typedef struct {
     const char *name;
