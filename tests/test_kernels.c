@@ -352,15 +352,17 @@ TEST(dropout_mask_scale_and_replay) {
     fill_pair(x, NULL, n, 0.1, 1, 0), fill_pair(g, NULL, n, 0.1, 1, 0);
     lc_dropout_forward(y, x, n, p, 42);
     lc_dropout_backward(dx, g, n, p, 42);
-    size_t kept = 0, bad_scale = 0, bad_replay = 0;
+    size_t kept = 0, bad_mask = 0, bad_scale = 0, bad_replay = 0;
     for (size_t i = 0; i < n; i++) {
         int keep = y[i] != 0;
         kept += keep;
+        bad_mask += keep != (lc_hash_uniform(42, i) >= p); /* the contract's definition of the mask */
         bad_scale += keep ? y[i] != x[i] * scale : 0;
         bad_replay += keep ? dx[i] != g[i] * scale : dx[i] != 0;
     }
     double frac = (double)kept / n;
     CHECK(fabs(frac - (1 - p)) < 0.01, "kept fraction %.4f, want %.2f", frac, 1 - p);
+    CHECK(bad_mask == 0, "%zu elements disagree with lc_hash_uniform(seed, i) >= p", bad_mask);
     CHECK(bad_scale == 0, "%zu kept values not scaled by 1/(1-p)", bad_scale);
     CHECK(bad_replay == 0, "%zu backward values disagree with the forward mask", bad_replay);
     lc_free(x), lc_free(y), lc_free(g), lc_free(dx);
