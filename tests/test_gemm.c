@@ -144,6 +144,27 @@ TEST(gemm_builtin_thread_count_independent) {
     lc_free(A), lc_free(B), lc_free(C1), lc_free(C2);
 }
 
+/* Products started from inside a parallel region (as an attention kernel might, one per head) run
+ * single-threaded there and must not share packing buffers. */
+TEST(gemm_builtin_called_from_parallel_threads) {
+    enum { PRODUCTS = 4, M = 70, N = 90, K = 300 };
+    float *A = alloc_floats((size_t)PRODUCTS * M * K), *B = alloc_floats((size_t)K * N);
+    float *C = alloc_floats((size_t)PRODUCTS * M * N), *C1 = alloc_floats((size_t)PRODUCTS * M * N);
+    for (size_t i = 0; i < (size_t)PRODUCTS * M * K; i++) A[i] = nonzero_uniform();
+    for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
+    for (int p = 0; p < PRODUCTS; p++)
+        lc_gemm_builtin(LC_NO_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)p * M * K, K, B, N, 0.0f,
+                        C1 + (size_t)p * M * N, N);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1)
+#endif
+    for (int p = 0; p < PRODUCTS; p++)
+        lc_gemm_builtin(LC_NO_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)p * M * K, K, B, N, 0.0f,
+                        C + (size_t)p * M * N, N);
+    CHECK(memcmp(C, C1, (size_t)PRODUCTS * M * N * sizeof(float)) == 0, "concurrent products differ");
+    lc_free(A), lc_free(B), lc_free(C), lc_free(C1);
+}
+
 int main(void) {
     lc_rng_seed(&rng, 12345);
     lc_set_threads(0);
@@ -153,5 +174,6 @@ int main(void) {
     RUN(gemm_builtin_block_boundaries);
     RUN(gemm_empty_inner_dimension);
     RUN(gemm_builtin_thread_count_independent);
+    RUN(gemm_builtin_called_from_parallel_threads);
     return test_summary("test_gemm");
 }

@@ -9,22 +9,24 @@
 #define LC_MAX_CHUNKS 1024
 #define LC_LANES 8
 
-/* PyTorch (foreach=False, maximize=False, amsgrad=False):
- *   p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+/* torch.optim.AdamW's single-tensor step (foreach=False, maximize=False, amsgrad=False), with its scalars
+ * computed in double as PyTorch does in Python and its element operations in float:
+ *   p *= 1 - lr*wd;  m.lerp_(g, 1-b1) = m + (1-b1)(g - m);  v = b2 v + (1-b2) g^2;
  *   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
  * The decay uses the parameter before the Adam step, so this equals the contract's single formula. */
 void lc_adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                      float beta2, float eps, float weight_decay, int t) {
     float step_size = (float)(lr / (1.0 - pow(beta1, t)));
     float bias_correction2_sqrt = (float)sqrt(1.0 - pow(beta2, t));
-    float decay = 1.0f - lr * weight_decay;
+    float decay = (float)(1.0 - (double)lr * weight_decay);
+    float m_weight = (float)(1.0 - beta1), v_weight = (float)(1.0 - beta2);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) {
         float g = grads[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+        float mi = m[i] + m_weight * (g - m[i]);
+        float vi = beta2 * v[i] + v_weight * g * g;
         m[i] = mi;
         v[i] = vi;
         float denom = sqrtf(vi) / bias_correction2_sqrt + eps;
