@@ -1,0 +1,331 @@
+/* Matrix products: lc_gemm (CBLAS dispatch), the built-in blocked kernel lc_gemm_builtin, and the
+ * double-precision reference lc_gemm_ref.
+ *
+ * The built-in kernel follows the BLIS/Goto scheme, arranged so threads never wait for each other
+ * (the machine is shared: a barrier per K slice costs a scheduler time slice whenever a core is busy).
+ * C is cut into tasks of several MC-row blocks x NT columns, handed out dynamically. For each KC-deep
+ * slice of K a task packs its block of op(B) into NR-wide panels once, then for each MC-row block packs
+ * op(A) into MR-tall panels and runs the register-tiled micro-kernel (an MR x NR block of C held in
+ * vector registers) over it. Packing buffers are private to each thread (A is repacked once per NT
+ * columns, about 1/NT of the arithmetic). Every C element is summed by one thread over the same KC
+ * slices in the order k = 0..K-1, so results do not depend on the thread count, the task shapes or
+ * the schedule. Edge blocks are zero-padded at packing time and written back through a small buffer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/table.h"
+#include "kernels/kernels.h"
+
+#ifdef LC_USE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Vector width follows the target: 16 floats with AVX-512, 8 with AVX, else 4 (GCC emulates the
+ * vector type where the hardware lacks it, so the code stays portable). */
+#if defined(__AVX512F__)
+#define LC_VEC_FLOATS 16
+#define LC_MR 12 /* 24 accumulators + 2 B vectors of 32 zmm registers */
+#elif defined(__AVX__)
+#define LC_VEC_FLOATS 8
+#define LC_MR 6 /* 12 accumulators + 2 B vectors + 1 broadcast of 16 ymm registers */
+#else
+#define LC_VEC_FLOATS 4
+#define LC_MR 6
+#endif
+#define LC_NR (2 * LC_VEC_FLOATS)
+/* Blocking (overridable with -D for tuning experiments). */
+#ifndef LC_KC
+#define LC_KC 256 /* depth of a packed slice: an NR x KC panel of B stays in L1 */
+#endif
+#ifndef LC_MC
+#define LC_MC (16 * LC_MR) /* rows of a packed A block (L2 resident); a multiple of MR */
+#endif
+#ifndef LC_NT
+#define LC_NT (8 * LC_NR) /* columns of C in one thread's tile; a multiple of NR */
+#endif
+
+typedef float lc_vf __attribute__((vector_size(LC_VEC_FLOATS * 4)));
+typedef float lc_vf_unaligned __attribute__((vector_size(LC_VEC_FLOATS * 4), aligned(4)));
+
+/* ---- reference ---- */
+
+void lc_gemm_ref(lc_trans ta, lc_trans tb, int M, int N, int K, double alpha, const double *A, int lda,
+                 const double *B, int ldb, double beta, double *C, int ldc) {
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double sum = 0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                sum += a * b;
+            }
+            double *c = &C[(size_t)i * ldc + j];
+            *c = beta == 0 ? alpha * sum : alpha * sum + beta * *c;
+        }
+    }
+}
+
+/* ---- packing ----
+ * A panel is `width` floats wide (MR for A, NR for B) and kc deep, stored k-major: panel[k * width + w].
+ * Depending on the transpose flag the source holds the panel either row by row (a copy) or column by
+ * column (a transpose, done in 4 x 4 register blocks). Lanes past `valid` are zero. */
+
+typedef float lc_v4 __attribute__((vector_size(16)));
+typedef float lc_v4_unaligned __attribute__((vector_size(16), aligned(4)));
+typedef int lc_v4i __attribute__((vector_size(16)));
+
+#ifdef __clang__
+#define LC_SHUFFLE2(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define LC_SHUFFLE2(a, b, i, j, k, l) __builtin_shuffle(a, b, (lc_v4i){i, j, k, l})
+#endif
+
+/* panel[k * width + w] = src[k * ld + w] for w < valid. */
+static inline void lc_pack_copy(float *restrict panel, int width, const float *src, int ld, int valid, int kc) {
+    for (int k = 0; k < kc; k++) {
+        float *dst = panel + (size_t)k * width;
+        const float *row = src + (size_t)k * ld;
+        if (valid == width) {
+            memcpy(dst, row, (size_t)width * sizeof(float));
+        } else {
+            for (int w = 0; w < width; w++) dst[w] = w < valid ? row[w] : 0.0f;
+        }
+    }
+}
+
+/* Transposes a 4 x 4 block: dst[c * dst_ld + r] = src[r * src_ld + c]. */
+static inline void lc_transpose4(float *dst, int dst_ld, const float *src, int src_ld) {
+    lc_v4 r0 = *(const lc_v4_unaligned *)src, r1 = *(const lc_v4_unaligned *)(src + src_ld);
+    lc_v4 r2 = *(const lc_v4_unaligned *)(src + 2 * (size_t)src_ld);
+    lc_v4 r3 = *(const lc_v4_unaligned *)(src + 3 * (size_t)src_ld);
+    lc_v4 t0 = LC_SHUFFLE2(r0, r1, 0, 4, 1, 5), t1 = LC_SHUFFLE2(r0, r1, 2, 6, 3, 7);
+    lc_v4 t2 = LC_SHUFFLE2(r2, r3, 0, 4, 1, 5), t3 = LC_SHUFFLE2(r2, r3, 2, 6, 3, 7);
+    *(lc_v4_unaligned *)dst = LC_SHUFFLE2(t0, t2, 0, 1, 4, 5);
+    *(lc_v4_unaligned *)(dst + dst_ld) = LC_SHUFFLE2(t0, t2, 2, 3, 6, 7);
+    *(lc_v4_unaligned *)(dst + 2 * dst_ld) = LC_SHUFFLE2(t1, t3, 0, 1, 4, 5);
+    *(lc_v4_unaligned *)(dst + 3 * dst_ld) = LC_SHUFFLE2(t1, t3, 2, 3, 6, 7);
+}
+
+/* panel[k * width + w] = src[w * ld + k] for w < valid. */
+static inline void lc_pack_transpose(float *restrict panel, int width, const float *src, int ld, int valid, int kc) {
+    int w4 = valid & ~3, k4 = kc & ~3;
+    for (int w = 0; w < w4; w += 4)
+        for (int k = 0; k < k4; k += 4) lc_transpose4(panel + (size_t)k * width + w, width, src + (size_t)w * ld + k, ld);
+    for (int k = 0; k < kc; k++) {
+        float *dst = panel + (size_t)k * width;
+        int w_start = k < k4 ? w4 : 0; /* the blocks covered w < w4 for k < k4 */
+        for (int w = w_start; w < width; w++) dst[w] = w < valid ? src[(size_t)w * ld + k] : 0.0f;
+    }
+}
+
+/* Packs op(A)[i0 : i0+mc, k0 : k0+kc] as consecutive MR-row panels. */
+static void lc_pack_a(float *restrict dst, lc_trans ta, const float *A, int lda, int i0, int mc, int k0, int kc) {
+    for (int p = 0; p < mc; p += LC_MR) {
+        int rows = mc - p < LC_MR ? mc - p : LC_MR;
+        float *panel = dst + (size_t)p * kc;
+        if (ta) lc_pack_copy(panel, LC_MR, A + (size_t)k0 * lda + i0 + p, lda, rows, kc);
+        else lc_pack_transpose(panel, LC_MR, A + (size_t)(i0 + p) * lda + k0, lda, rows, kc);
+    }
+}
+
+/* Packs one NR-column panel op(B)[k0 : k0+kc, j0 : j0+cols]. */
+static void lc_pack_b_panel(float *restrict panel, lc_trans tb, const float *B, int ldb, int k0, int kc, int j0,
+                            int cols) {
+    if (tb) lc_pack_transpose(panel, LC_NR, B + (size_t)j0 * ldb + k0, ldb, cols, kc);
+    else lc_pack_copy(panel, LC_NR, B + (size_t)k0 * ldb + j0, ldb, cols, kc);
+}
+
+/* ---- micro-kernel ---- */
+
+/* Writes an MR x NR block of products into C: C = alpha * acc + beta * C (C not read when beta == 0). */
+static inline void lc_store_full(const lc_vf acc[LC_MR][2], float *C, int ldc, float alpha, float beta) {
+    for (int r = 0; r < LC_MR; r++) {
+        lc_vf_unaligned *c = (lc_vf_unaligned *)(C + (size_t)r * ldc);
+        for (int v = 0; v < 2; v++) {
+            if (beta == 0) c[v] = alpha * acc[r][v];
+            else if (beta == 1) c[v] += alpha * acc[r][v];
+            else c[v] = alpha * acc[r][v] + beta * c[v];
+        }
+    }
+}
+
+/* Same for a partial block of rows x cols, through a buffer. */
+static void lc_store_partial(const lc_vf acc[LC_MR][2], float *C, int ldc, int rows, int cols, float alpha,
+                             float beta) {
+    float buf[LC_MR][LC_NR];
+    memcpy(buf, acc, sizeof buf);
+    for (int r = 0; r < rows; r++) {
+        float *c = C + (size_t)r * ldc;
+        for (int j = 0; j < cols; j++) c[j] = beta == 0 ? alpha * buf[r][j] : alpha * buf[r][j] + beta * c[j];
+    }
+}
+
+/* acc = sum over k of (packed A column k) x (packed B row k), then stored into C. */
+static void lc_micro_kernel(int kc, const float *restrict a, const float *restrict b, float *C, int ldc, int rows,
+                            int cols, float alpha, float beta) {
+    lc_vf acc[LC_MR][2];
+    memset(acc, 0, sizeof acc);
+    for (int r = 0; r < rows; r++) { /* C is touched only at the end: fetch it while computing */
+        __builtin_prefetch(C + (size_t)r * ldc, 1);
+        __builtin_prefetch(C + (size_t)r * ldc + cols - 1, 1);
+    }
+    for (int k = 0; k < kc; k++) {
+        const lc_vf b0 = *(const lc_vf *)(b + (size_t)k * LC_NR);
+        const lc_vf b1 = *(const lc_vf *)(b + (size_t)k * LC_NR + LC_VEC_FLOATS);
+        const float *ak = a + (size_t)k * LC_MR;
+#pragma GCC unroll 16
+        for (int r = 0; r < LC_MR; r++) {
+            acc[r][0] += ak[r] * b0;
+            acc[r][1] += ak[r] * b1;
+        }
+    }
+    if (rows == LC_MR && cols == LC_NR) lc_store_full(acc, C, ldc, alpha, beta);
+    else lc_store_partial(acc, C, ldc, rows, cols, alpha, beta);
+}
+
+/* ---- blocked driver ---- */
+
+typedef struct {
+    lc_trans ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} lc_gemm_args;
+
+/* Packs op(B)[k0 : k0+kc, j0 : j0+nt] as NR-wide panels. */
+static void lc_pack_b(float *b_pack, const lc_gemm_args *g, int k0, int kc, int j0, int nt) {
+    for (int jr = 0; jr < nt; jr += LC_NR) {
+        int cols = nt - jr < LC_NR ? nt - jr : LC_NR;
+        lc_pack_b_panel(b_pack + (size_t)jr * kc, g->tb, g->B, g->ldb, k0, kc, j0 + jr, cols);
+    }
+}
+
+/* One MC x NT block of C against packed A (mc x kc) and packed B (kc x nt): each NR panel of B stays in
+ * L1 while the MR panels of A stream past it. */
+static void lc_gemm_block(const lc_gemm_args *g, const float *a_pack, const float *b_pack, int i0, int mc, int j0,
+                          int nt, int kc, float beta) {
+    for (int jr = 0; jr < nt; jr += LC_NR) {
+        int cols = nt - jr < LC_NR ? nt - jr : LC_NR;
+        for (int ir = 0; ir < mc; ir += LC_MR) {
+            int rows = mc - ir < LC_MR ? mc - ir : LC_MR;
+            float *c = g->C + (size_t)(i0 + ir) * g->ldc + (j0 + jr);
+            lc_micro_kernel(kc, a_pack + (size_t)ir * kc, b_pack + (size_t)jr * kc, c, g->ldc, rows, cols, g->alpha,
+                            beta);
+        }
+    }
+}
+
+/* One task: rows [i0, i0+m) x columns [j0, j0+nt) of C, over all of K, by the calling thread with its
+ * private packing buffers. For each KC slice the B block is packed once and reused by every MC block of
+ * the task's rows. Tasks are independent, so threads never wait for each other inside a product. */
+static void lc_gemm_task(const lc_gemm_args *g, float *a_pack, float *b_pack, int i0, int m, int j0, int nt) {
+    for (int pc = 0; pc < g->K; pc += LC_KC) {
+        int kc = g->K - pc < LC_KC ? g->K - pc : LC_KC;
+        float beta = pc == 0 ? g->beta : 1.0f; /* later slices accumulate onto the first */
+        lc_pack_b(b_pack, g, pc, kc, j0, nt);
+        for (int ib = i0; ib < i0 + m; ib += LC_MC) {
+            int mc = i0 + m - ib < LC_MC ? i0 + m - ib : LC_MC;
+            lc_pack_a(a_pack, g->ta, g->A, g->lda, ib, mc, pc, kc);
+            lc_gemm_block(g, a_pack, b_pack, ib, mc, j0, nt, kc, beta);
+        }
+    }
+}
+
+/* Rows per task: as many MC blocks as possible while leaving about four tasks per thread. */
+static int lc_gemm_task_rows(int M, int N, int threads) {
+    int m_blocks = (M + LC_MC - 1) / LC_MC, n_blocks = (N + LC_NT - 1) / LC_NT;
+    int m_chunks = (4 * threads + n_blocks - 1) / n_blocks;
+    if (m_chunks > m_blocks) m_chunks = m_blocks;
+    return (m_blocks + m_chunks - 1) / m_chunks * LC_MC;
+}
+
+/* Work of every thread inside the parallel region: tasks handed out dynamically (the values do not
+ * depend on which thread computes a task, nor on the task shapes: every element is summed over the same
+ * KC slices in the same order). */
+static void lc_gemm_tasks(const lc_gemm_args *g, float *a_pack, float *b_pack, int threads) {
+    int rows = lc_gemm_task_rows(g->M, g->N, threads);
+    int m_tasks = (g->M + rows - 1) / rows, n_tasks = (g->N + LC_NT - 1) / LC_NT;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (int t = 0; t < m_tasks * n_tasks; t++) {
+        int i0 = t / n_tasks * rows, j0 = t % n_tasks * LC_NT;
+        int m = g->M - i0 < rows ? g->M - i0 : rows, nt = g->N - j0 < LC_NT ? g->N - j0 : LC_NT;
+        lc_gemm_task(g, a_pack, b_pack, i0, m, j0, nt);
+    }
+}
+
+/* C = beta * C for the degenerate cases (K == 0 or alpha == 0); beta == 0 writes zeros. */
+static void lc_gemm_scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j];
+}
+
+#define LC_A_PACK_FLOATS ((size_t)LC_MC * LC_KC)
+#define LC_B_PACK_FLOATS ((size_t)LC_NT * LC_KC)
+
+/* The calling thread's packing buffers (A block then B block), allocated on first use and kept for the
+ * thread's lifetime: products are called often, and a fresh allocation per call costs page faults. */
+static float *lc_thread_pack_buffer(void) {
+    static _Thread_local float *buffer;
+    if (!buffer) buffer = lc_alloc_aligned((LC_A_PACK_FLOATS + LC_B_PACK_FLOATS) * sizeof(float));
+    if (!buffer) abort(); /* under 1 MB: treat as fatal */
+    return buffer;
+}
+
+static int lc_gemm_thread_count(const lc_gemm_args *g) {
+#ifdef _OPENMP
+    double flops = 2.0 * g->M * g->N * g->K;
+    int max = omp_get_max_threads();
+    int useful = (int)(flops / 2e6) + 1; /* below ~2 MFLOP a second thread costs more than it saves */
+    return useful < max ? useful : max;
+#else
+    (void)g;
+    return 1;
+#endif
+}
+
+void lc_gemm_builtin(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0) {
+        lc_gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    lc_gemm_args g = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
+    int threads = lc_gemm_thread_count(&g);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        float *a_pack = lc_thread_pack_buffer();
+        lc_gemm_tasks(&g, a_pack, a_pack + LC_A_PACK_FLOATS, threads);
+    }
+}
+
+/* ---- dispatch ---- */
+
+void lc_gemm(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+             int ldb, float beta, float *C, int ldc) {
+#ifdef LC_USE_CBLAS
+    if (M <= 0 || N <= 0) return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                lda, B, ldb, beta, C, ldc);
+#else
+    lc_gemm_builtin(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+const char *lc_gemm_backend(void) {
+#if defined(LC_USE_OPENBLAS)
+    return "openblas";
+#elif defined(LC_USE_CBLAS)
+    return "cblas";
+#else
+    return "builtin";
+#endif
+}

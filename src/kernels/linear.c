@@ -1,0 +1,73 @@
+/* Linear layer y = x W^T + b (PyTorch nn.Linear layout W[out, in]): forward and backward through lc_gemm,
+ * the bias broadcast and the bias gradient (a column sum) parallel over channels, and double references. */
+#include "kernels/kernels.h"
+
+#define LC_CHANNEL_CHUNK 64 /* channels per parallel work item in the bias gradient */
+
+/* out[r, :] = b for every row (rows are independent). */
+static void lc_fill_rows_with_bias(float *out, const float *b, int n, int out_dim) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((long)n * out_dim > 16384)
+#endif
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < out_dim; o++) out[(size_t)r * out_dim + o] = b[o];
+}
+
+void lc_linear_forward(float *out, const float *inp, const float *w, const float *b, int n, int in_dim, int out_dim) {
+    float beta = 0.0f;
+    if (b) {
+        lc_fill_rows_with_bias(out, b, n, out_dim);
+        beta = 1.0f;
+    }
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, out_dim, in_dim, 1.0f, inp, in_dim, w, in_dim, beta, out, out_dim);
+}
+
+/* db[o] += sum over rows r of dout[r, o]: each chunk of channels is summed by one thread, rows in order,
+ * in double, so the result does not depend on the schedule. */
+static void lc_bias_grad(float *db, const float *dout, int n, int out_dim) {
+    int chunks = (out_dim + LC_CHANNEL_CHUNK - 1) / LC_CHANNEL_CHUNK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((long)n * out_dim > 16384)
+#endif
+    for (int ch = 0; ch < chunks; ch++) {
+        int o0 = ch * LC_CHANNEL_CHUNK, width = out_dim - o0 < LC_CHANNEL_CHUNK ? out_dim - o0 : LC_CHANNEL_CHUNK;
+        double sum[LC_CHANNEL_CHUNK] = {0};
+        for (int r = 0; r < n; r++) {
+            const float *row = dout + (size_t)r * out_dim + o0;
+            for (int j = 0; j < width; j++) sum[j] += row[j];
+        }
+        for (int j = 0; j < width; j++) db[o0 + j] += (float)sum[j];
+    }
+}
+
+void lc_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w, int n,
+                        int in_dim, int out_dim) {
+    if (dinp) lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, in_dim, out_dim, 1.0f, dout, out_dim, w, in_dim, 1.0f, dinp, in_dim);
+    if (dw) lc_gemm(LC_TRANS, LC_NO_TRANS, out_dim, in_dim, n, 1.0f, dout, out_dim, inp, in_dim, 1.0f, dw, in_dim);
+    if (db) lc_bias_grad(db, dout, n, out_dim);
+}
+
+void lc_linear_forward_ref(double *out, const double *inp, const double *w, const double *b, int n, int in_dim,
+                           int out_dim) {
+    for (int r = 0; r < n; r++) {
+        for (int o = 0; o < out_dim; o++) {
+            double sum = b ? b[o] : 0.0;
+            for (int i = 0; i < in_dim; i++) sum += inp[(size_t)r * in_dim + i] * w[(size_t)o * in_dim + i];
+            out[(size_t)r * out_dim + o] = sum;
+        }
+    }
+}
+
+void lc_linear_backward_ref(double *dinp, double *dw, double *db, const double *dout, const double *inp,
+                            const double *w, int n, int in_dim, int out_dim) {
+    for (int r = 0; r < n; r++) {
+        for (int o = 0; o < out_dim; o++) {
+            double g = dout[(size_t)r * out_dim + o];
+            if (db) db[o] += g;
+            for (int i = 0; i < in_dim; i++) {
+                if (dinp) dinp[(size_t)r * in_dim + i] += g * w[(size_t)o * in_dim + i];
+                if (dw) dw[(size_t)o * in_dim + i] += g * inp[(size_t)r * in_dim + i];
+            }
+        }
+    }
+}

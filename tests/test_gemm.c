@@ -1,0 +1,179 @@
+/* Tests of the matrix products: lc_gemm (whatever backend the build uses) and lc_gemm_builtin against the
+ * double reference lc_gemm_ref, for all four transposes, odd sizes, padded leading dimensions, alpha and
+ * beta (beta == 0 with NaN in C), block-boundary sizes, degenerate K, and thread-count independence. */
+#include <math.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/table.h"
+#include "core/threads.h"
+#include "harness.h"
+#include "kernels/kernels.h"
+
+typedef void (*gemm_fn)(lc_trans, lc_trans, int, int, int, float, const float *, int, const float *, int, float,
+                        float *, int);
+
+typedef struct {
+    int M, N, K;
+} dims;
+
+static lc_rng rng;
+
+/* Uniform in +-[0.1, 1): random, never zero. */
+static float nonzero_uniform(void) {
+    float u = 0.1f + 0.9f * lc_rng_uniform(&rng);
+    return lc_rng_uniform(&rng) < 0.5f ? -u : u;
+}
+
+static float *alloc_floats(size_t n) {
+    float *p = lc_alloc_aligned(n * sizeof(float));
+    if (!p) abort();
+    return p;
+}
+
+static double *alloc_doubles(size_t n) {
+    double *p = lc_alloc_aligned(n * sizeof(double));
+    if (!p) abort();
+    return p;
+}
+
+/* Fills a rows x cols matrix with leading dimension ld; the padding holds a sentinel. */
+static void fill_matrix(float *x, double *xd, int rows, int cols, int ld) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < ld; c++) {
+            float v = c < cols ? nonzero_uniform() : 777.0f;
+            x[(size_t)r * ld + c] = v;
+            xd[(size_t)r * ld + c] = v;
+        }
+}
+
+typedef struct {
+    float alpha, beta;
+} scalars;
+
+static const scalars scalar_cases[3] = {{1.0f, 0.0f}, {0.7f, 1.3f}, {-1.5f, 1.0f}};
+
+/* Runs the three alpha/beta cases of one shape and transpose pair; results of all three are appended
+ * to got/want (M*N each) so one CHECK_CLOSE covers them. Returns the number of padding cells of C that
+ * were modified (must be 0). */
+static int run_case(gemm_fn f, lc_trans ta, lc_trans tb, dims d, float *got, double *want) {
+    int a_rows = ta ? d.K : d.M, a_cols = ta ? d.M : d.K, b_rows = tb ? d.N : d.K, b_cols = tb ? d.K : d.N;
+    int lda = a_cols + 3, ldb = b_cols + 1, ldc = d.N + 2, touched = 0;
+    float *A = alloc_floats((size_t)a_rows * lda), *B = alloc_floats((size_t)b_rows * ldb);
+    float *C = alloc_floats((size_t)d.M * ldc);
+    double *Ad = alloc_doubles((size_t)a_rows * lda), *Bd = alloc_doubles((size_t)b_rows * ldb);
+    double *Cd = alloc_doubles((size_t)d.M * ldc);
+    fill_matrix(A, Ad, a_rows, a_cols, lda);
+    fill_matrix(B, Bd, b_rows, b_cols, ldb);
+    for (int s = 0; s < 3; s++) {
+        scalars sc = scalar_cases[s];
+        fill_matrix(C, Cd, d.M, d.N, ldc);
+        if (sc.beta == 0)
+            for (int i = 0; i < d.M; i++)
+                for (int j = 0; j < d.N; j++) C[(size_t)i * ldc + j] = NAN; /* must not be read */
+        f(ta, tb, d.M, d.N, d.K, sc.alpha, A, lda, B, ldb, sc.beta, C, ldc);
+        lc_gemm_ref(ta, tb, d.M, d.N, d.K, sc.alpha, Ad, lda, Bd, ldb, sc.beta, Cd, ldc);
+        for (int i = 0; i < d.M; i++)
+            for (int j = 0; j < ldc; j++) {
+                size_t at = (size_t)i * ldc + j, out = ((size_t)s * d.M + i) * d.N + j;
+                if (j >= d.N) touched += C[at] != 777.0f;
+                else got[out] = C[at], want[out] = Cd[at];
+            }
+    }
+    lc_free(A), lc_free(B), lc_free(C), lc_free(Ad), lc_free(Bd), lc_free(Cd);
+    return touched;
+}
+
+/* Checks every transpose pair of each shape. The absolute tolerance scales with K (fp32 accumulation of
+ * K terms, |C| up to a few units): observed worst errors are about 6e-8 K. */
+static void check_shapes(gemm_fn f, const char *name, const dims *shapes, int count) {
+    for (int s = 0; s < count; s++) {
+        dims d = shapes[s];
+        size_t n = 3 * (size_t)d.M * d.N;
+        float *got = alloc_floats(n);
+        double *want = alloc_doubles(n);
+        for (int t = 0; t < 4; t++) {
+            lc_trans ta = (lc_trans)(t >> 1), tb = (lc_trans)(t & 1);
+            int touched = run_case(f, ta, tb, d, got, want);
+            char label[96];
+            snprintf(label, sizeof label, "%s %c%c %dx%dx%d", name, ta ? 'T' : 'N', tb ? 'T' : 'N', d.M, d.N, d.K);
+            CHECK_CLOSE(label, got, want, n, 1e-4, 3e-7 * d.K);
+            CHECK(touched == 0, "%s: %d padding cells of C written", label, touched);
+        }
+        lc_free(got), lc_free(want);
+    }
+}
+
+static const dims odd_shapes[4] = {{1, 1, 1}, {7, 13, 5}, {65, 33, 129}, {200, 150, 70}};
+/* Sizes that cross the built-in kernel's blocking boundaries (MC, NT, KC and NC) with ragged edges. */
+static const dims block_shapes[2] = {{205, 290, 520}, {37, 2085, 260}};
+
+TEST(gemm_dispatch_matches_reference) { check_shapes(lc_gemm, lc_gemm_backend(), odd_shapes, 4); }
+
+TEST(gemm_builtin_matches_reference) { check_shapes(lc_gemm_builtin, "builtin", odd_shapes, 4); }
+
+TEST(gemm_builtin_block_boundaries) { check_shapes(lc_gemm_builtin, "builtin", block_shapes, 2); }
+
+/* K == 0: C = beta * C, and beta == 0 writes zeros over NaN. */
+TEST(gemm_empty_inner_dimension) {
+    gemm_fn fns[2] = {lc_gemm, lc_gemm_builtin};
+    for (int f = 0; f < 2; f++) {
+        float A[1] = {1}, B[3] = {1, 1, 1}, C[6] = {1, 2, 3, 4, 5, 6}, Z[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+        fns[f](LC_NO_TRANS, LC_NO_TRANS, 2, 3, 0, 1.0f, A, 1, B, 3, 2.0f, C, 3);
+        fns[f](LC_NO_TRANS, LC_NO_TRANS, 2, 3, 0, 1.0f, A, 1, B, 3, 0.0f, Z, 3);
+        for (int i = 0; i < 6; i++) {
+            CHECK(C[i] == 2.0f * (float)(i + 1), "fn %d: C[%d] = %g", f, i, C[i]);
+            CHECK(Z[i] == 0.0f, "fn %d: Z[%d] = %g", f, i, Z[i]);
+        }
+    }
+}
+
+/* The built-in kernel sums each C element in one fixed order: bit-identical for 1 and 2 threads. */
+TEST(gemm_builtin_thread_count_independent) {
+    int M = 300, N = 270, K = 600;
+    float *A = alloc_floats((size_t)M * K), *B = alloc_floats((size_t)K * N);
+    float *C1 = alloc_floats((size_t)M * N), *C2 = alloc_floats((size_t)M * N);
+    for (size_t i = 0; i < (size_t)M * K; i++) A[i] = nonzero_uniform();
+    for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
+    lc_set_threads(1);
+    lc_gemm_builtin(LC_NO_TRANS, LC_TRANS, M, N, K, 1.0f, A, K, B, K, 0.0f, C1, N);
+    lc_set_threads(2);
+    lc_gemm_builtin(LC_NO_TRANS, LC_TRANS, M, N, K, 1.0f, A, K, B, K, 0.0f, C2, N);
+    CHECK(memcmp(C1, C2, (size_t)M * N * sizeof(float)) == 0, "results differ between 1 and 2 threads");
+    lc_set_threads(0);
+    lc_free(A), lc_free(B), lc_free(C1), lc_free(C2);
+}
+
+/* Products started from inside a parallel region (as an attention kernel might, one per head) run
+ * single-threaded there and must not share packing buffers. */
+TEST(gemm_builtin_called_from_parallel_threads) {
+    enum { PRODUCTS = 4, M = 70, N = 90, K = 300 };
+    float *A = alloc_floats((size_t)PRODUCTS * M * K), *B = alloc_floats((size_t)K * N);
+    float *C = alloc_floats((size_t)PRODUCTS * M * N), *C1 = alloc_floats((size_t)PRODUCTS * M * N);
+    for (size_t i = 0; i < (size_t)PRODUCTS * M * K; i++) A[i] = nonzero_uniform();
+    for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
+    for (int p = 0; p < PRODUCTS; p++)
+        lc_gemm_builtin(LC_NO_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)p * M * K, K, B, N, 0.0f,
+                        C1 + (size_t)p * M * N, N);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1)
+#endif
+    for (int p = 0; p < PRODUCTS; p++)
+        lc_gemm_builtin(LC_NO_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)p * M * K, K, B, N, 0.0f,
+                        C + (size_t)p * M * N, N);
+    CHECK(memcmp(C, C1, (size_t)PRODUCTS * M * N * sizeof(float)) == 0, "concurrent products differ");
+    lc_free(A), lc_free(B), lc_free(C), lc_free(C1);
+}
+
+int main(void) {
+    lc_rng_seed(&rng, 12345);
+    lc_set_threads(0);
+    printf("gemm backend: %s\n", lc_gemm_backend());
+    RUN(gemm_dispatch_matches_reference);
+    RUN(gemm_builtin_matches_reference);
+    RUN(gemm_builtin_block_boundaries);
+    RUN(gemm_empty_inner_dimension);
+    RUN(gemm_builtin_thread_count_independent);
+    RUN(gemm_builtin_called_from_parallel_threads);
+    return test_summary("test_gemm");
+}
