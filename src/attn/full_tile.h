@@ -15,7 +15,8 @@
 
 #include "attn/attn.h"
 
-enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 }; /* queries x keys per tile; FULL_TILE_K is 4 vectors */
+/* queries x keys per tile; both are 4 vectors, and transposed tiles of either kind share one layout */
+enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
 
 typedef float full_v16 __attribute__((vector_size(64)));
 typedef int32_t full_vi16 __attribute__((vector_size(64)));
@@ -114,17 +115,17 @@ typedef struct {
     size_t thread_floats; /* one thread's slice */
 } full_geometry;
 
-/* One thread's tiles, carved from the workspace. Row-major with row stride D_pad unless noted. */
+/* One thread's tiles, carved from the workspace. Every slot of query or key size holds
+ * FULL_TILE x D_pad floats, enough for either layout: rows (stride D_pad) or transposed (D x FULL_TILE). */
 typedef struct {
-    float *q_scaled;     /* FULL_TILE_Q x D_pad: scale * q, zero padded */
-    float *dout;         /* FULL_TILE_Q x D_pad */
-    float *q_acc;        /* FULL_TILE_Q x D_pad: output (forward) or dq (backward) accumulator */
-    float *k_t, *v_t;    /* D x FULL_TILE_K: transposed keys / values, zero beyond the tile */
-    float *key_rows;     /* FULL_TILE_K x D_pad: v rows (forward), k rows (dq pass), dk accumulator */
-    float *key_rows2;    /* FULL_TILE_K x D_pad: dv accumulator */
-    float *scores;       /* FULL_TILE_Q x FULL_TILE_K: scores, then probabilities */
-    float *dscores;      /* FULL_TILE_Q x FULL_TILE_K: dP, then dS */
-    float *row_a, *row_b; /* FULL_TILE_Q each: running max / sum, or lse / Delta */
+    float *q_tile;         /* scale * q: D x FULL_TILE_Q transposed (forward, dq pass) or rows (dk/dv pass) */
+    float *dout_tile;      /* dout, laid out like q_tile */
+    float *q_acc;          /* FULL_TILE_Q x D_pad: output (forward) or dq (backward) accumulator */
+    float *key_a, *key_b;  /* k, v: rows (forward, dq pass) or D x FULL_TILE_K transposed (dk/dv pass) */
+    float *dk_acc, *dv_acc; /* FULL_TILE_K x D_pad accumulators of the dk/dv pass */
+    float *scores;         /* FULL_TILE x FULL_TILE: scores, then probabilities */
+    float *dscores;        /* FULL_TILE x FULL_TILE: dP, then dS */
+    float *row_a, *row_b;  /* FULL_TILE_Q each: running max / sum, or lse / Delta */
 } full_tiles;
 
 static inline full_geometry full_geometry_of(const lc_attn_shape *s) {
@@ -135,8 +136,7 @@ static inline full_geometry full_geometry_of(const lc_attn_shape *s) {
     g.q_tiles = (g.T + FULL_TILE_Q - 1) / FULL_TILE_Q;
     g.k_tiles = (g.S + FULL_TILE_K - 1) / FULL_TILE_K;
     const size_t q_tile = (size_t)FULL_TILE_Q * g.D_pad, k_tile = (size_t)FULL_TILE_K * g.D_pad;
-    const size_t transposed = (size_t)g.D * FULL_TILE_K; /* a multiple of 16 */
-    g.thread_floats = 3 * q_tile + 2 * transposed + 2 * k_tile + 2 * FULL_TILE_Q * FULL_TILE_K + 2 * FULL_TILE_Q;
+    g.thread_floats = 3 * q_tile + 4 * k_tile + 2 * FULL_TILE_Q * FULL_TILE_K + 2 * FULL_TILE_Q;
     return g;
 }
 
@@ -149,15 +149,14 @@ static inline float *full_workspace_base(float *work) {
 static inline full_tiles full_tiles_for_thread(float *base, const full_geometry *g, int thread) {
     float *p = base + (size_t)thread * g->thread_floats;
     const size_t q_tile = (size_t)FULL_TILE_Q * g->D_pad, k_tile = (size_t)FULL_TILE_K * g->D_pad;
-    const size_t transposed = (size_t)g->D * FULL_TILE_K;
     full_tiles w;
-    w.q_scaled = p, p += q_tile;
-    w.dout = p, p += q_tile;
+    w.q_tile = p, p += q_tile;
+    w.dout_tile = p, p += q_tile;
     w.q_acc = p, p += q_tile;
-    w.k_t = p, p += transposed;
-    w.v_t = p, p += transposed;
-    w.key_rows = p, p += k_tile;
-    w.key_rows2 = p, p += k_tile;
+    w.key_a = p, p += k_tile;
+    w.key_b = p, p += k_tile;
+    w.dk_acc = p, p += k_tile;
+    w.dv_acc = p, p += k_tile;
     w.scores = p, p += FULL_TILE_Q * FULL_TILE_K;
     w.dscores = p, p += FULL_TILE_Q * FULL_TILE_K;
     w.row_a = p, p += FULL_TILE_Q;
@@ -191,12 +190,37 @@ static inline void full_load_rows(float *tile, const lc_view *v, const full_geom
     }
 }
 
-/* rows [s0, s0+n) of a key/value view, transposed into D x FULL_TILE_K, zero beyond column n. */
-static inline void full_load_transposed(float *tile, const lc_view *v, const full_geometry *g, int b, int h, int s0,
-                                        int n) {
+/* Asks for rows [s0, s0+n) of a view to be brought into cache while the current tile is computed: the
+ * rows are H*D floats apart, a stride the hardware prefetcher does not follow across pages. */
+static inline void full_prefetch_rows(const lc_view *v, const full_geometry *g, int b, int h, int s0, int n) {
     for (int j = 0; j < n; j++) {
-        const float *src = full_row(v, b, s0 + j, h, g->D);
-        for (int d = 0; d < g->D; d++) tile[d * FULL_TILE_K + j] = src[d];
+        const char *p = (const char *)full_row(v, b, s0 + j, h, g->D);
+        for (int offset = 0; offset < g->D * (int)sizeof(float); offset += 64) __builtin_prefetch(p + offset, 0, 2);
+    }
+}
+
+/* Rows [s0, s0+n) of a view as the A operand of full_gemm (read once, by broadcasts): straight from the
+ * view when possible (D a whole number of vectors, a full tile), else copied into `tile`. *ld gets the
+ * row stride. B operands are always copied: a 64-row tile read in place, rows H*D apart, maps onto a few
+ * L1 sets and is evicted between its 16 reuses. */
+static inline const float *full_rows_operand(float *tile, const lc_view *v, const full_geometry *g, int b, int h,
+                                             int s0, int n, long *ld) {
+    if (g->D == g->D_pad && n == FULL_TILE_K) {
+        *ld = v->st;
+        return full_row(v, b, s0, h, g->D);
+    }
+    full_load_rows(tile, v, g, b, h, s0, n, 1.0f);
+    *ld = g->D_pad;
+    return tile;
+}
+
+/* rows [t0, t0+n) of a view times `mul`, transposed into D x 64 (FULL_TILE_Q = FULL_TILE_K), zero
+ * beyond column n. */
+static inline void full_load_transposed(float *tile, const lc_view *v, const full_geometry *g, int b, int h, int t0,
+                                        int n, float mul) {
+    for (int j = 0; j < n; j++) {
+        const float *src = full_row(v, b, t0 + j, h, g->D);
+        for (int d = 0; d < g->D; d++) tile[d * FULL_TILE_K + j] = mul * src[d];
     }
     for (int d = 0; d < g->D; d++)
         for (int j = n; j < FULL_TILE_K; j++) tile[d * FULL_TILE_K + j] = 0;
@@ -217,6 +241,14 @@ static inline int full_key_end(const full_geometry *g, int t0, int n) {
 static inline full_vi16 full_visible_mask(int j0, int n_visible) {
     const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     return (lane + j0) < n_visible;
+}
+
+/* Transposed tiles (one key per row, 64 queries along the lanes): lanes of the chunk of queries
+ * t0 + 16*l .. that see key s (causal: M + t >= s), -1, others 0. */
+static inline full_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
+    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    if (!g->causal) return lane >= 0;
+    return (lane + (g->M + t0 + 16 * l)) >= s;
 }
 
 #endif
