@@ -150,15 +150,16 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
     compute_delta(&g, t, delta, nthreads);
 
     const long heads = (long)g.B * g.H;
-    /* Pass 1, key tiles in increasing order: in causal mode the first ones see the most queries. */
+    /* Tasks go out head by head (the threads share one head's tensors in cache). Pass 1: key tiles in
+     * increasing order, as in causal mode the first ones see the most queries. */
     const long key_tasks = heads * g.k_tiles;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
     for (long task = 0; task < key_tasks; task++) {
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
+        const long head = task / g.k_tiles;
+        key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.k_tiles), &w);
     }
     /* Pass 2, query tiles in decreasing order: in causal mode the last ones see the most keys. */
     const long query_tasks = heads * g.q_tiles;
@@ -167,8 +168,8 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
 #endif
     for (long task = 0; task < query_tasks; task++) {
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        query_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(g.q_tiles - 1 - task / heads),
+        const long head = task / g.q_tiles;
+        query_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(g.q_tiles - 1 - task % g.q_tiles),
                          &w);
     }
 }
