@@ -1,0 +1,127 @@
+/* Full (dense) attention, the `full` attention kind: workspace size and the streaming forward pass.
+ * Each (batch, head, 64-query tile) is one independent task: it walks the key tiles in order, keeps a
+ * running row max and row sum (online softmax, as in FlashAttention), rescales its output accumulator
+ * when the max grows, and saves only the row log-sum-exp for the backward pass (full_backward.c).
+ * Score tiles are computed transposed (k q^T: one key per row, queries along the vector lanes), so the
+ * query tile is transposed once per task and the per-query max and sum are plain vector operations.
+ * No T x S matrix exists anywhere; tiles live in a per-thread slice of the caller's workspace. */
+#include <assert.h>
+#include <math.h>
+
+#include "attn/attn.h"
+#include "attn/full_tile.h"
+#include "core/threads.h"
+
+const lc_attn_kind lc_attn_full = {"full", lc_attn_full_workspace, lc_attn_full_forward, lc_attn_full_backward};
+
+size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+    (void)opts;
+    if (nthreads < 1) nthreads = 1;
+    const full_geometry g = full_geometry_of(s);
+    const size_t delta = (size_t)g.B * g.H * g.T; /* backward's Delta = rowsum(dout * out) */
+    return 16 + (size_t)nthreads * g.thread_floats + delta;
+}
+
+/* One key tile's step of the online softmax. scores_t holds the tile transposed (row j = key s0 + j,
+ * the 64 queries along the lanes); its visible entries become exp(score - new running max), and the
+ * running max / sum per query are updated. Returns (in `correction`) the factor by which each query's
+ * output accumulator must be scaled before this tile's probabilities are added. */
+static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0, int s0, int n_k,
+                                float *running_max, float *running_sum, float *correction) {
+    enum { CHUNKS = FULL_TILE_Q / 16 };
+    full_v16 tile_max[CHUNKS], new_max[CHUNKS], sum[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY), sum[l] = (full_v16){0};
+    for (int j = 0; j < n_k; j++)
+        for (int l = 0; l < CHUNKS; l++) {
+            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
+            const full_v16 masked =
+                full_vselect(full_queries_seeing(g, t0, l, s0 + j), full_vload(p), full_vsplat(-INFINITY));
+            full_vstore(p, masked);
+            tile_max[l] = full_vmax(tile_max[l], masked);
+        }
+    for (int l = 0; l < CHUNKS; l++) {
+        const full_v16 old_max = full_vload(running_max + 16 * l);
+        /* every query sees key 0, so after the first tile the max is finite; exp(-inf) is 0 */
+        new_max[l] = full_vmax(old_max, tile_max[l]);
+        full_vstore(correction + 16 * l, full_vexp(old_max - new_max[l]));
+        full_vstore(running_max + 16 * l, new_max[l]);
+    }
+    for (int j = 0; j < n_k; j++)
+        for (int l = 0; l < CHUNKS; l++) {
+            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
+            const full_v16 prob = full_vexp(full_vload(p) - new_max[l]);
+            full_vstore(p, prob);
+            sum[l] += prob;
+        }
+    for (int l = 0; l < CHUNKS; l++)
+        full_vstore(running_sum + 16 * l,
+                    full_vload(running_sum + 16 * l) * full_vload(correction + 16 * l) + sum[l]);
+}
+
+static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t, int b, int h, int q_tile,
+                               full_tiles *w) {
+    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int dp = g->D_pad;
+    float *running_max = w->row_a, *running_sum = w->row_b;
+    float correction[FULL_TILE_Q];
+    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
+    for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
+
+    const int key_end = full_key_end(g, t0, n_q);
+    for (int s0 = 0; s0 < key_end; s0 += FULL_TILE_K) {
+        const int n_k = full_min(FULL_TILE_K, g->S - s0);
+        long k_ld;
+        const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
+        full_load_rows(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
+        if (s0 + FULL_TILE_K < key_end) {
+            const int n_next = full_min(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
+            full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
+            full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
+        }
+        /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
+                  FULL_TILE_Q, 0);
+        online_softmax_tile(g, w->scores, t0, s0, n_k, running_max, running_sum, correction);
+        for (int i = 0; i < rows; i++) {
+            if (correction[i] == 1.0f) continue;
+            float *acc = w->q_acc + (size_t)i * dp;
+            for (int d = 0; d < dp; d++) acc[d] *= correction[i];
+        }
+        /* out += P v, reading P from the transposed tile */
+        full_gemm(w->q_acc, dp, w->scores, 1, FULL_TILE_Q, w->key_b, dp, rows, n_k, dp, 1);
+    }
+
+    float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
+    for (int i = 0; i < n_q; i++) {
+        /* every query sees key 0, so the sum is positive */
+        const float inv_sum = 1.0f / running_sum[i];
+        float *out = full_row(&t->out, b, t0 + i, h, g->D);
+        const float *acc = w->q_acc + (size_t)i * dp;
+        for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
+        lse[i] = running_max[i] + logf(running_sum[i]);
+    }
+}
+
+void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    (void)opts;
+    assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
+    const full_geometry g = full_geometry_of(s);
+    if (g.B == 0 || g.H == 0 || g.T == 0) return;
+    const int nthreads = lc_get_threads();
+    (void)nthreads; /* only the OpenMP build uses it */
+    float *base = full_workspace_base(work);
+    const long per_head = g.q_tiles, tasks = (long)g.B * g.H * per_head;
+    /* Tasks go out head by head, so the threads share one head's keys and values in cache, and within a
+     * head longest first (in causal mode the last query tiles see the most keys). Each output row is
+     * computed by one task in a fixed order, so results do not depend on the thread count. */
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+        const long head = task / per_head;
+        const int q_tile = (int)(per_head - 1 - task % per_head);
+        forward_query_tile(&g, t, (int)(head / g.H), (int)(head % g.H), q_tile, &w);
+    }
+}

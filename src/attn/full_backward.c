@@ -1,0 +1,175 @@
+/* Backward pass of full (dense) attention, FlashAttention-2 style, deterministic without atomics.
+ *   Delta_t = rowsum(dout_t * out_t)                      (one parallel pass over rows)
+ *   P = exp(scale q.k - lse), recomputed tile by tile; dP = dout v^T; dS = P * (dP - Delta)
+ *   pass 1, one task per (batch, head, key tile):   dv = P^T dout,  dk = scale dS^T q
+ *   pass 2, one task per (batch, head, query tile): dq = scale dS k
+ * Every output row is owned by one task that sums in a fixed order, so results are bit-identical for
+ * any thread count. P and dS are computed twice (once per pass); that costs 3 of the 7 tile products. */
+#include <assert.h>
+#include <math.h>
+
+#include "attn/attn.h"
+#include "attn/full_tile.h"
+#include "core/threads.h"
+
+static void compute_delta(const full_geometry *g, const lc_attn_tensors *t, float *delta, int nthreads) {
+    const long rows = (long)g->B * g->H * g->T;
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+#endif
+    for (long r = 0; r < rows; r++) {
+        const int q = (int)(r % g->T), h = (int)(r / g->T % g->H), b = (int)(r / g->T / g->H);
+        const float *dout = full_row(&t->dout, b, q, h, g->D), *out = full_row(&t->out, b, q, h, g->D);
+        double sum = 0;
+        for (int d = 0; d < g->D; d++) sum += (double)dout[d] * out[d];
+        delta[r] = (float)sum;
+    }
+}
+
+/* The rows' lse and Delta for queries [t0, t0+n_q); padding lanes get 0 (their dout is 0, so dS is 0). */
+static void load_row_stats(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
+                           int t0, int n_q, full_tiles *w) {
+    const size_t row0 = ((size_t)b * g->H + h) * g->T + t0;
+    for (int i = 0; i < FULL_TILE_Q; i++) {
+        w->row_a[i] = i < n_q ? t->lse[row0 + i] : 0.0f;
+        w->row_b[i] = i < n_q ? delta[row0 + i] : 0.0f;
+    }
+}
+
+/* Pass 1: dk and dv of the key tile [s0, s0+n_k), summed over every query tile that sees it.
+ * Tiles are query-major here (row i = query t0 + i, keys along the lanes): k^T and v^T are loaded once
+ * per task, and each query tile brings scale*q and dout as rows. */
+static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
+                           int k_tile, full_tiles *w) {
+    const int s0 = k_tile * FULL_TILE_K, n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+    const int dp = g->D_pad;
+    full_load_transposed(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
+    full_load_transposed(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
+    memset(w->dk_acc, 0, sizeof(float) * (size_t)key_rows * dp);
+    memset(w->dv_acc, 0, sizeof(float) * (size_t)key_rows * dp);
+
+    /* causal: query t sees key s0 once M + t >= s0 */
+    const int first_query = g->causal ? full_max(0, s0 - g->M) : 0;
+    for (int t0 = first_query / FULL_TILE_Q * FULL_TILE_Q; t0 < g->T; t0 += FULL_TILE_Q) {
+        const int n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+        full_load_rows(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+        full_load_rows(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
+        load_row_stats(g, t, delta, b, h, t0, n_q, w);
+        if (t0 + FULL_TILE_Q < g->T) {
+            const int n_next = full_min(FULL_TILE_Q, g->T - t0 - FULL_TILE_Q);
+            full_prefetch_rows(&t->q, g, b, h, t0 + FULL_TILE_Q, n_next);
+            full_prefetch_rows(&t->dout, g, b, h, t0 + FULL_TILE_Q, n_next);
+        }
+        full_gemm(w->scores, FULL_TILE_K, w->q_tile, dp, 1, w->key_a, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
+        full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
+        for (int i = 0; i < n_q; i++) { /* P = exp(s - lse), dS = P (dP - Delta); rows >= n_q are not read */
+            float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
+            const int n_visible = full_visible_keys(g, t0 + i, s0, n_k);
+            const float lse = w->row_a[i], row_delta = w->row_b[i];
+            for (int l = 0; l < FULL_TILE_K / 16; l++) {
+                const full_v16 prob = full_vselect(full_visible_mask(16 * l, n_visible),
+                                                   full_vexp(full_vload(p + 16 * l) - lse), (full_v16){0});
+                full_vstore(p + 16 * l, prob);
+                full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
+            }
+        }
+        /* dv += P^T dout, dk += dS^T (scale q): A read transposed from the query-major tiles */
+        full_gemm(w->dv_acc, dp, w->scores, 1, FULL_TILE_K, w->dout_tile, dp, key_rows, n_q, dp, 1);
+        full_gemm(w->dk_acc, dp, w->dscores, 1, FULL_TILE_K, w->q_tile, dp, key_rows, n_q, dp, 1);
+    }
+    for (int j = 0; j < n_k; j++) {
+        float *dk_row = full_row(&t->dk, b, s0 + j, h, g->D), *dv_row = full_row(&t->dv, b, s0 + j, h, g->D);
+        const float *dk = w->dk_acc + (size_t)j * dp, *dv = w->dv_acc + (size_t)j * dp;
+        for (int d = 0; d < g->D; d++) dk_row[d] = dk[d], dv_row[d] = dv[d];
+    }
+}
+
+/* Pass 2: dq of the query tile [t0, t0+n_q), summed over the key tiles it sees. Tiles are key-major
+ * (row j = key s0 + j, queries along the lanes), as in the forward pass: (scale q)^T and dout^T are
+ * loaded once per task, and each key tile brings k and v as rows. */
+static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
+                             int q_tile, full_tiles *w) {
+    enum { CHUNKS = FULL_TILE_Q / 16 };
+    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int dp = g->D_pad;
+    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
+    load_row_stats(g, t, delta, b, h, t0, n_q, w);
+    full_v16 lse[CHUNKS], row_delta[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
+
+    const int key_end = full_key_end(g, t0, n_q);
+    for (int s0 = 0; s0 < key_end; s0 += FULL_TILE_K) {
+        const int n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+        long v_ld;
+        full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f); /* k is also the B operand of dq += dS k */
+        const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
+        if (s0 + FULL_TILE_K < key_end) {
+            const int n_next = full_min(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
+            full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
+            full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
+        }
+        full_gemm(w->scores, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
+        full_gemm(w->dscores, FULL_TILE_Q, v_rows, v_ld, 1, w->dout_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
+        for (int j = 0; j < n_k; j++) /* dS^T = P^T (dP^T - Delta); rows >= n_k are not read */
+            for (int l = 0; l < CHUNKS; l++) {
+                const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
+                float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
+                const full_v16 prob = full_vselect(full_queries_seeing(g, t0, l, s0 + j),
+                                                   full_vexp(full_vload(p) - lse[l]), (full_v16){0});
+                full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
+            }
+        /* dq += dS k, reading dS from the transposed tile */
+        full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, n_k, dp, 1);
+    }
+    for (int i = 0; i < n_q; i++) {
+        float *dq = full_row(&t->dq, b, t0 + i, h, g->D);
+        for (int d = 0; d < g->D; d++) dq[d] = g->scale * w->q_acc[(size_t)i * dp + d];
+    }
+}
+
+void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    (void)opts;
+    assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
+    const full_geometry g = full_geometry_of(s);
+    if (g.B == 0 || g.H == 0) return;
+    if (g.T == 0) { /* no queries: nothing flows back, but dk and dv of the memory rows are still written */
+        for (int b = 0; b < g.B; b++)
+            for (int j = 0; j < g.S; j++)
+                for (int h = 0; h < g.H; h++) {
+                    memset(full_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
+                    memset(full_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
+                }
+        return;
+    }
+    const int nthreads = lc_get_threads();
+    float *base = full_workspace_base(work);
+    float *delta = full_delta_of(base, &g, nthreads);
+    compute_delta(&g, t, delta, nthreads);
+
+    const long heads = (long)g.B * g.H;
+    /* Tasks go out head by head (the threads share one head's tensors in cache). Pass 1: key tiles in
+     * increasing order, as in causal mode the first ones see the most queries. */
+    const long key_tasks = heads * g.k_tiles;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < key_tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+        const long head = task / g.k_tiles;
+        key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.k_tiles), &w);
+    }
+    /* Pass 2, query tiles in decreasing order: in causal mode the last ones see the most keys. */
+    const long query_tasks = heads * g.q_tiles;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < query_tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+        const long head = task / g.q_tiles;
+        query_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(g.q_tiles - 1 - task % g.q_tiles),
+                         &w);
+    }
+}

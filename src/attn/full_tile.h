@@ -1,0 +1,254 @@
+/* Private to the full-attention kind (full.c, full_backward.c): tile sizes, the per-thread workspace
+ * layout, and the small inner loops every pass shares: a register-blocked tile product, a vector exp,
+ * and copies between strided views and padded tiles.
+ *
+ * The inner loops use GCC vector types (vector_size(64): 16 floats). GCC lowers them to whatever the
+ * target has (one zmm register with AVX-512, two ymm with AVX2, ...). Plain auto-vectorised loops came
+ * out at about half the speed here, because GCC prefers 256-bit vectors on this CPU and did not keep a
+ * 4 x 64 accumulator block in registers. */
+#ifndef LC_ATTN_FULL_TILE_H
+#define LC_ATTN_FULL_TILE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attn/attn.h"
+
+/* queries x keys per tile; both are 4 vectors, and transposed tiles of either kind share one layout */
+enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
+
+typedef float full_v16 __attribute__((vector_size(64)));
+typedef int32_t full_vi16 __attribute__((vector_size(64)));
+
+static inline int full_round_up(int n, int m) { return (n + m - 1) / m * m; }
+static inline int full_min(int a, int b) { return a < b ? a : b; }
+static inline int full_max(int a, int b) { return a > b ? a : b; }
+
+static inline full_v16 full_vload(const float *p) {
+    full_v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void full_vstore(float *p, full_v16 v) { memcpy(p, &v, sizeof v); }
+static inline full_v16 full_vsplat(float x) { return (full_v16){0} + x; }
+/* mask lanes (-1) take a, the others b */
+static inline full_v16 full_vselect(full_vi16 mask, full_v16 a, full_v16 b) {
+    return (full_v16)(((full_vi16)a & mask) | ((full_vi16)b & ~mask));
+}
+static inline full_v16 full_vmax(full_v16 a, full_v16 b) { return full_vselect(a > b, a, b); }
+static inline float full_hmax(full_v16 v) {
+    float m = v[0];
+    for (int i = 1; i < 16; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+static inline float full_hsum(full_v16 v) {
+    float s = 0;
+    for (int i = 0; i < 16; i++) s += v[i];
+    return s;
+}
+
+/* exp(x) for 16 lanes, about 1.5 ulp (Cephes expf polynomial after Cody-Waite range reduction).
+ * x < -87 (including -inf, used for masked scores) gives exactly 0. */
+static inline full_v16 full_vexp(full_v16 x) {
+    const full_vi16 underflow = x < -87.0f;
+    x = full_vselect(underflow, full_vsplat(-87.0f), x);
+    x = full_vselect(x > 88.0f, full_vsplat(88.0f), x);
+    /* round(x / ln 2) with the 1.5 * 2^23 trick, valid in the default rounding mode */
+    const full_v16 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    full_v16 r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    full_v16 p = full_vsplat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const full_v16 y = p * r * r + r + 1.0f;
+    const full_vi16 n_int = __builtin_convertvector(n, full_vi16);
+    const full_v16 two_to_n = (full_v16)((n_int + 127) << 23);
+    return (full_v16)((full_vi16)(y * two_to_n) & ~underflow);
+}
+
+/* 4 rows x (16*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
+ * A element (r, k) is a[r*a_rs + k*a_cs], so A may be read transposed; B is row-major. */
+static inline __attribute__((always_inline)) void full_gemm_block(float *c, long ldc, const float *a, long a_rs,
+                                                                  long a_cs, const float *b, long ldb, int kdim,
+                                                                  int nv, int accumulate) {
+    full_v16 acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? full_vload(c + i * ldc + 16 * l) : (full_v16){0};
+    for (int k = 0; k < kdim; k++) {
+        full_v16 brow[4];
+        for (int l = 0; l < nv; l++) brow[l] = full_vload(b + k * ldb + 16 * l);
+        for (int i = 0; i < 4; i++) {
+            const float x = a[i * a_rs + k * a_cs];
+            for (int l = 0; l < nv; l++) acc[i][l] += x * brow[l];
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int l = 0; l < nv; l++) full_vstore(c + i * ldc + 16 * l, acc[i][l]);
+}
+
+/* C[rows x ncols] (=|+=) A[rows x kdim] * B[kdim x ncols]; rows a multiple of 4, ncols of 16. */
+static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b, long ldb,
+                             int rows, int kdim, int ncols, int accumulate) {
+    for (int r = 0; r < rows; r += 4) {
+        float *c_rows = c + r * ldc;
+        const float *a_rows = a + r * a_rs;
+        int j = 0;
+        for (; j + 64 <= ncols; j += 64)
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 4, accumulate);
+        if (j + 32 <= ncols) {
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 2, accumulate);
+            j += 32;
+        }
+        if (j + 16 <= ncols) full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 1, accumulate);
+    }
+}
+
+/* Geometry shared by every pass: S keys, D padded to whole vectors, per-thread tile slices. */
+typedef struct {
+    int B, H, T, M, S, D, D_pad, causal;
+    float scale;
+    int q_tiles, k_tiles;
+    size_t thread_floats; /* one thread's slice */
+} full_geometry;
+
+/* One thread's tiles, carved from the workspace. Every slot of query or key size holds
+ * FULL_TILE x D_pad floats, enough for either layout: rows (stride D_pad) or transposed (D x FULL_TILE). */
+typedef struct {
+    float *q_tile;         /* scale * q: D x FULL_TILE_Q transposed (forward, dq pass) or rows (dk/dv pass) */
+    float *dout_tile;      /* dout, laid out like q_tile */
+    float *q_acc;          /* FULL_TILE_Q x D_pad: output (forward) or dq (backward) accumulator */
+    float *key_a, *key_b;  /* k, v: rows (forward, dq pass) or D x FULL_TILE_K transposed (dk/dv pass) */
+    float *dk_acc, *dv_acc; /* FULL_TILE_K x D_pad accumulators of the dk/dv pass */
+    float *scores;         /* FULL_TILE x FULL_TILE: scores, then probabilities */
+    float *dscores;        /* FULL_TILE x FULL_TILE: dP, then dS */
+    float *row_a, *row_b;  /* FULL_TILE_Q each: running max / sum, or lse / Delta */
+} full_tiles;
+
+static inline full_geometry full_geometry_of(const lc_attn_shape *s) {
+    full_geometry g;
+    g.B = s->B, g.H = s->H, g.T = s->T, g.M = s->M, g.S = s->M + s->T, g.D = s->D, g.causal = s->causal;
+    g.scale = s->scale;
+    g.D_pad = full_round_up(g.D, 16);
+    g.q_tiles = (g.T + FULL_TILE_Q - 1) / FULL_TILE_Q;
+    g.k_tiles = (g.S + FULL_TILE_K - 1) / FULL_TILE_K;
+    const size_t q_tile = (size_t)FULL_TILE_Q * g.D_pad, k_tile = (size_t)FULL_TILE_K * g.D_pad;
+    g.thread_floats = 3 * q_tile + 4 * k_tile + 2 * FULL_TILE_Q * FULL_TILE_K + 2 * FULL_TILE_Q;
+    return g;
+}
+
+/* Workspace: [16 floats of alignment slack][thread 0 tiles]...[thread n-1 tiles][Delta: B*H*T]. */
+static inline float *full_workspace_base(float *work) {
+    uintptr_t p = (uintptr_t)work;
+    return (float *)((p + 63) & ~(uintptr_t)63);
+}
+
+static inline full_tiles full_tiles_for_thread(float *base, const full_geometry *g, int thread) {
+    float *p = base + (size_t)thread * g->thread_floats;
+    const size_t q_tile = (size_t)FULL_TILE_Q * g->D_pad, k_tile = (size_t)FULL_TILE_K * g->D_pad;
+    full_tiles w;
+    w.q_tile = p, p += q_tile;
+    w.dout_tile = p, p += q_tile;
+    w.q_acc = p, p += q_tile;
+    w.key_a = p, p += k_tile;
+    w.key_b = p, p += k_tile;
+    w.dk_acc = p, p += k_tile;
+    w.dv_acc = p, p += k_tile;
+    w.scores = p, p += FULL_TILE_Q * FULL_TILE_K;
+    w.dscores = p, p += FULL_TILE_Q * FULL_TILE_K;
+    w.row_a = p, p += FULL_TILE_Q;
+    w.row_b = p;
+    return w;
+}
+
+static inline float *full_delta_of(float *base, const full_geometry *g, int nthreads) {
+    return base + (size_t)nthreads * g->thread_floats;
+}
+
+/* Address of row `t` of head h, batch b in a strided view. */
+static inline float *full_row(const lc_view *v, int b, int t, int h, int D) {
+    return v->p + (long)b * v->sb + (long)t * v->st + (long)h * D;
+}
+
+/* rows [t0, t0+n) of a view into a row-major tile (stride D_pad) times `mul`; pad columns and the rows
+ * up to a multiple of 4 are zeroed so products over the padding stay finite. */
+static inline void full_load_rows(float *tile, const lc_view *v, const full_geometry *g, int b, int h, int t0,
+                                  int n, float mul) {
+    const int rows = full_round_up(n, 4);
+    for (int i = 0; i < rows; i++) {
+        float *dst = tile + (size_t)i * g->D_pad;
+        if (i < n) {
+            const float *src = full_row(v, b, t0 + i, h, g->D);
+            for (int d = 0; d < g->D; d++) dst[d] = mul * src[d];
+            for (int d = g->D; d < g->D_pad; d++) dst[d] = 0;
+        } else {
+            memset(dst, 0, sizeof(float) * g->D_pad);
+        }
+    }
+}
+
+/* Asks for rows [s0, s0+n) of a view to be brought into cache while the current tile is computed: the
+ * rows are H*D floats apart, a stride the hardware prefetcher does not follow across pages. */
+static inline void full_prefetch_rows(const lc_view *v, const full_geometry *g, int b, int h, int s0, int n) {
+    for (int j = 0; j < n; j++) {
+        const char *p = (const char *)full_row(v, b, s0 + j, h, g->D);
+        for (int offset = 0; offset < g->D * (int)sizeof(float); offset += 64) __builtin_prefetch(p + offset, 0, 2);
+    }
+}
+
+/* Rows [s0, s0+n) of a view as the A operand of full_gemm (read once, by broadcasts): straight from the
+ * view when possible (D a whole number of vectors, a full tile), else copied into `tile`. *ld gets the
+ * row stride. B operands are always copied: a 64-row tile read in place, rows H*D apart, maps onto a few
+ * L1 sets and is evicted between its 16 reuses. */
+static inline const float *full_rows_operand(float *tile, const lc_view *v, const full_geometry *g, int b, int h,
+                                             int s0, int n, long *ld) {
+    if (g->D == g->D_pad && n == FULL_TILE_K) {
+        *ld = v->st;
+        return full_row(v, b, s0, h, g->D);
+    }
+    full_load_rows(tile, v, g, b, h, s0, n, 1.0f);
+    *ld = g->D_pad;
+    return tile;
+}
+
+/* rows [t0, t0+n) of a view times `mul`, transposed into D x 64 (FULL_TILE_Q = FULL_TILE_K), zero
+ * beyond column n. */
+static inline void full_load_transposed(float *tile, const lc_view *v, const full_geometry *g, int b, int h, int t0,
+                                        int n, float mul) {
+    for (int j = 0; j < n; j++) {
+        const float *src = full_row(v, b, t0 + j, h, g->D);
+        for (int d = 0; d < g->D; d++) tile[d * FULL_TILE_K + j] = mul * src[d];
+    }
+    for (int d = 0; d < g->D; d++)
+        for (int j = n; j < FULL_TILE_K; j++) tile[d * FULL_TILE_K + j] = 0;
+}
+
+/* How many keys of the tile starting at key s0 (n_keys of them) query t sees. */
+static inline int full_visible_keys(const full_geometry *g, int t, int s0, int n_keys) {
+    if (!g->causal) return n_keys;
+    return full_max(0, full_min(n_keys, g->M + t - s0 + 1));
+}
+
+/* End (exclusive) of the keys any query of [t0, t0+n) sees. */
+static inline int full_key_end(const full_geometry *g, int t0, int n) {
+    return g->causal ? full_min(g->S, g->M + t0 + n) : g->S;
+}
+
+/* Lanes of a 16-column chunk starting at column j0 that are < n_visible: -1, others 0. */
+static inline full_vi16 full_visible_mask(int j0, int n_visible) {
+    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    return (lane + j0) < n_visible;
+}
+
+/* Transposed tiles (one key per row, 64 queries along the lanes): lanes of the chunk of queries
+ * t0 + 16*l .. that see key s (causal: M + t >= s), -1, others 0. */
+static inline full_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
+    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    if (!g->causal) return lane >= 0;
+    return (lane + (g->M + t0 + 16 * l)) >= s;
+}
+
+#endif
