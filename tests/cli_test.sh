@@ -23,7 +23,8 @@ expect() {
 }
 check() { # check DESCRIPTION -- command: succeeds when the command does
     local what=$1; shift 2
-    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $what"; fi
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
 }
 
 tiny=(--preset tiny --seg-len 32 --batch 4 --threads 2)
@@ -55,10 +56,12 @@ check "train tiny" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 
 tail -1 "$tmp/out" >"$tmp/json"
 check "train --json last line" -- grep -Eq '^\{"valid_bpc":[0-9.]+,"tokens_per_s":[0-9.]+,"steps":20,"params":[0-9]+\}$' "$tmp/json"
 check "eval --json" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --json
-check "eval json line" -- grep -Eq '^\{"bpc":[0-9.]+,"tokens":[0-9]+\}$' <(tail -1 "$tmp/out")
+tail -1 "$tmp/out" >"$tmp/json"
+check "eval json line" -- grep -Eq '^\{"bpc":[0-9.]+,"tokens":[0-9]+\}$' "$tmp/json"
 check "eval --split all" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --split all --seg-len 20
 check "sample" -- "$bin" sample --ckpt "$tmp/a.ckpt" --prompt "ROMEO:" --tokens 40 --seed 3
-check "sample prints prompt + 40 bytes" -- test "$(head -c 6 "$tmp/out")" = "ROMEO:"
+cp "$tmp/out" "$tmp/sampled"
+check "sample prints the prompt, 40 bytes and a newline" -- test "$(head -c 6 "$tmp/sampled")" = "ROMEO:" -a "$(wc -c <"$tmp/sampled")" -eq 47
 "$bin" sample --ckpt "$tmp/a.ckpt" --tokens 30 --temperature 0 >"$tmp/g1" 2>/dev/null
 "$bin" sample --ckpt "$tmp/a.ckpt" --tokens 30 --temperature 0 --seed 9 >"$tmp/g2" 2>/dev/null
 check "greedy sampling is deterministic" -- cmp -s "$tmp/g1" "$tmp/g2"

@@ -41,23 +41,25 @@ static const char *harness_current = "";
     } while (0)
 
 /* Largest relative error max|got-want| / (atol + rtol*|want|) style comparison over n values.
- * Prints the worst relative error so logs show the margin, and fails when any element is outside
+ * Prints the worst relative error (over elements with |want| > atol), the worst absolute error and the
+ * worst error as a share of its tolerance, so logs show the margin, and fails when any element is outside
  * |got - want| <= atol + rtol * |want|. `got` and `want` may be float or double arrays. */
 #define CHECK_CLOSE(label, got, want, n, rtol, atol)                                                     \
     do {                                                                                                 \
-        double worst_ratio_ = 0, worst_rel_ = 0;                                                         \
+        double worst_ratio_ = 0, worst_rel_ = 0, worst_abs_ = 0;                                         \
         long worst_i_ = -1;                                                                              \
         for (long i_ = 0; i_ < (long)(n); i_++) {                                                        \
             double g_ = (double)(got)[i_], w_ = (double)(want)[i_];                                      \
             double err_ = fabs(g_ - w_), lim_ = (atol) + (rtol)*fabs(w_);                                \
             double ratio_ = err_ / lim_;                                                                 \
             if (!(ratio_ <= worst_ratio_)) { worst_ratio_ = ratio_; worst_i_ = i_; }                    \
-            double rel_ = err_ / (fabs(w_) > 1e-30 ? fabs(w_) : 1e-30);                                  \
-            if (err_ > (atol) && rel_ > worst_rel_) worst_rel_ = rel_;                                   \
+            if (err_ > worst_abs_) worst_abs_ = err_;                                                    \
+            if (fabs(w_) > (atol) && err_ / fabs(w_) > worst_rel_) worst_rel_ = err_ / fabs(w_);         \
         }                                                                                                \
         int ok_ = worst_ratio_ <= 1.0;                                                                   \
-        printf("  %-40s n=%-7ld max_rel_err=%.3g (rtol %.1g atol %.1g)%s\n", label, (long)(n), worst_rel_,\
-               (double)(rtol), (double)(atol), ok_ ? "" : "  <-- FAIL");                                  \
+        printf("  %-40s n=%-7ld rel_err %.2g abs_err %.2g (rtol %.0g atol %.0g: %.0f%% of tolerance)%s\n",   \
+               label, (long)(n), worst_rel_, worst_abs_, (double)(rtol), (double)(atol), 100 * worst_ratio_,      \
+               ok_ ? "" : "  <-- FAIL");                                                                  \
         if (!ok_) {                                                                                      \
             printf("  %s:%d: worst at %ld: got %.9g want %.9g\n", __FILE__, __LINE__, worst_i_,          \
                    (double)(got)[worst_i_], (double)(want)[worst_i_]);                                   \

@@ -13,8 +13,8 @@ for t in "$build"/tests/test_*; do
     start=$(date +%s%N)
     out=$("$t" 2>&1); rc=$?
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
-    echo "$out" | grep -v '^ok ' 
-    line=$(echo "$out" | grep -E '^[^ ]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
+    echo "$out" | grep -av '^ok ' 
+    line=$(echo "$out" | grep -aE '^[^ ]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
     if [ -z "$line" ]; then
         echo "CRASH $(basename "$t") (exit $rc, no summary line)"
         failed=$((failed + 1)); continue
@@ -28,8 +28,8 @@ done
 for s in tests/cli_test.sh; do
     [ -f "$s" ] || continue
     out=$(bash "$s" "$build/longctx" 2>&1); rc=$?
-    echo "$out" | grep -v '^ok '
-    line=$(echo "$out" | grep -E '^[^ ]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
+    echo "$out" | grep -av '^ok '
+    line=$(echo "$out" | grep -aE '^[^ ]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
     if [ -z "$line" ]; then echo "CRASH $s (exit $rc)"; failed=$((failed + 1)); continue; fi
     p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
     f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')

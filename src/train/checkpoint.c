@@ -152,7 +152,7 @@ static lc_status read_config(const lc_st_file *f, lc_config *c, long *step, uint
     memset(c, 0, sizeof *c);
     c->vocab = (int)v[0], c->n_layer = (int)v[1], c->d_model = (int)v[2], c->n_head = (int)v[3];
     c->d_ff = (int)v[4], c->seq_len = (int)v[5], c->tied = v[6] != 0;
-    int norm, act;
+    int norm = 0, act = 0;
     lc_status st;
     if ((st = meta_choice(f, "norm", "pre", "post", &norm))) return st;
     if ((st = meta_choice(f, "activation", "gelu", "relu", &act))) return st;
