@@ -2,6 +2,7 @@
  * backward (backward accumulates into dinp), parallel over elements, with double references. */
 #include <math.h>
 
+#include "kernels/fastmath.h"
 #include "kernels/kernels.h"
 
 #define LC_GELU_SCALE 0.7978845608028654 /* sqrt(2 / pi) */
@@ -10,13 +11,13 @@
 
 static inline float lc_gelu(float x) {
     float u = (float)LC_GELU_SCALE * (x + (float)LC_GELU_CUBIC * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
+    return 0.5f * x * (1.0f + lc_tanhf(u));
 }
 
 /* d/dx of 0.5 x (1 + tanh u), u = s (x + a x^3): 0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 a x^2). */
 static inline float lc_gelu_grad(float x) {
     float u = (float)LC_GELU_SCALE * (x + (float)LC_GELU_CUBIC * x * x * x);
-    float t = tanhf(u);
+    float t = lc_tanhf(u);
     float du = (float)LC_GELU_SCALE * (1.0f + 3.0f * (float)LC_GELU_CUBIC * x * x);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
 }

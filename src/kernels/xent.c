@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <math.h>
 
+#include "kernels/fastmath.h"
 #include "kernels/kernels.h"
 
 #define LC_PARALLEL_MIN 16384 /* rows x V below which threads are not worth starting */
@@ -13,7 +14,7 @@ static float lc_row_logsumexp(const float *x, int V) {
     float max = x[0];
     for (int j = 1; j < V; j++) max = x[j] > max ? x[j] : max;
     double sum = 0;
-    for (int j = 0; j < V; j++) sum += expf(x[j] - max);
+    for (int j = 0; j < V; j++) sum += lc_expf(x[j] - max);
     return max + (float)log(sum);
 }
 
@@ -45,7 +46,7 @@ void lc_xent_backward(float *dlogits, const float *logits, const float *lse, con
             for (int j = 0; j < V; j++) d[j] = 0.0f;
             continue;
         }
-        for (int j = 0; j < V; j++) d[j] = scale * expf(x[j] - lse[r]);
+        for (int j = 0; j < V; j++) d[j] = scale * lc_expf(x[j] - lse[r]);
         d[targets[r]] -= scale;
     }
 }
