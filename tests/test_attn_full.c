@@ -302,7 +302,8 @@ TEST(fast_matches_reference_across_shapes) {
         {1, 1, 65, 70, 3, 0}, {2, 2, 130, 7, 16, 1}, {1, 1, 64, 0, 64, 1},  {1, 1, 5, 70, 64, 1},
         {1, 2, 130, 0, 40, 1}, {1, 1, 70, 3, 80, 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_fast_against_reference(cases[i], 0, 1.0f, 1e-4, 2e-6);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_fast_against_reference(cases[i], 0, 1.0f, 1e-4, 2e-6);
 }
 
 TEST(fast_is_stable_for_large_scores) {

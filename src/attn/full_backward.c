@@ -98,7 +98,8 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
     load_row_stats(g, t, delta, b, h, t0, n_q, w);
     full_v16 lse[CHUNKS], row_delta[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+    for (int l = 0; l < CHUNKS; l++)
+        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
 
     const int key_end = full_key_end(g, t0, n_q);
