@@ -14,6 +14,9 @@
 
 const lc_attn_kind lc_attn_full = {"full", lc_attn_full_workspace, lc_attn_full_forward, lc_attn_full_backward};
 
+/* Forward and backward run with lc_get_threads() threads, so `work` must hold at least
+ * lc_attn_full_workspace(s, opts, lc_get_threads()) floats. It need not be aligned. Each thread takes
+ * the slice of its lc_thread_id(), so the calls must not be made from inside a parallel region. */
 size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
     (void)opts;
     if (nthreads < 1) nthreads = 1;

@@ -4,7 +4,8 @@
  *   pass 1, one task per (batch, head, key tile):   dv = P^T dout,  dk = scale dS^T q
  *   pass 2, one task per (batch, head, query tile): dq = scale dS k
  * Every output row is owned by one task that sums in a fixed order, so results are bit-identical for
- * any thread count. P and dS are computed twice (once per pass); that costs 3 of the 7 tile products. */
+ * any thread count. Scores and dP are computed in both passes: 7 tile products where 5 would do with
+ * atomics or per-thread copies of dq. */
 #include <assert.h>
 #include <math.h>
 
@@ -19,8 +20,8 @@ static void compute_delta(const full_geometry *g, const lc_attn_tensors *t, floa
 #pragma omp parallel for num_threads(nthreads) schedule(static)
 #endif
     for (long r = 0; r < rows; r++) {
-        const int q = (int)(r % g->T), h = (int)(r / g->T % g->H), b = (int)(r / g->T / g->H);
-        const float *dout = full_row(&t->dout, b, q, h, g->D), *out = full_row(&t->out, b, q, h, g->D);
+        const int query = (int)(r % g->T), h = (int)(r / g->T % g->H), b = (int)(r / g->T / g->H);
+        const float *dout = full_row(&t->dout, b, query, h, g->D), *out = full_row(&t->out, b, query, h, g->D);
         double sum = 0;
         for (int d = 0; d < g->D; d++) sum += (double)dout[d] * out[d];
         delta[r] = (float)sum;
@@ -97,7 +98,8 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
     load_row_stats(g, t, delta, b, h, t0, n_q, w);
     full_v16 lse[CHUNKS], row_delta[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+    for (int l = 0; l < CHUNKS; l++)
+        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
 
     const int key_end = full_key_end(g, t0, n_q);

@@ -1,0 +1,169 @@
+/* Benchmark of the full (dense) attention kind: forward and backward time (median of repetitions),
+ * achieved GFLOP/s, and memory per sequence length. Each length runs in a fresh child process (fork) so
+ * its max RSS is its own. One JSON line per length on stdout:
+ *   {"kind":"full","len":T,...,"fwd_ms":..,"bwd_ms":..,"fwd_gflops":..,"bwd_gflops":..,
+ *    "peak_bytes":..,"maxrss_bytes":..,"bytes_per_token":..}
+ * peak_bytes counts what attention itself needs: q, k, v, out, lse, dout, dq, dk, dv and the workspace.
+ * FLOPs: 4*T*S*D*H*B for the forward (halved when causal), 2.5 times that for the backward.
+ * usage: bench_attn [--len 1024,4096,16384] [--heads 8] [--head-dim 64] [--batch 1] [--causal 0|1]
+ *                   [--threads N] [--reps N] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "attn/attn.h"
+#include "core/rng.h"
+#include "core/table.h"
+#include "core/threads.h"
+#include "core/timer.h"
+
+#define MAX_LENS 32
+
+typedef struct {
+    int lens[MAX_LENS], n_lens;
+    int heads, head_dim, batch, causal, threads, reps;
+} bench_options;
+
+static void usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "bench_attn: error: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    exit(2);
+}
+
+static int parse_positive(const char *flag, const char *text, int allow_zero) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < (allow_zero ? 0 : 1) || v > 1 << 24) usage_error("bad value for", flag);
+    return (int)v;
+}
+
+static bench_options parse_options(int argc, char **argv) {
+    bench_options o = {{1024, 4096, 16384}, 3, 8, 64, 1, 1, 0, 3};
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (i + 1 >= argc) usage_error("missing value after", flag);
+        const char *value = argv[++i];
+        if (strcmp(flag, "--len") == 0) {
+            o.n_lens = 0;
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", value);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                if (o.n_lens == MAX_LENS) usage_error("too many lengths in", flag);
+                o.lens[o.n_lens++] = parse_positive(flag, tok, 0);
+            }
+            if (o.n_lens == 0) usage_error("no lengths in", flag);
+        } else if (strcmp(flag, "--heads") == 0) {
+            o.heads = parse_positive(flag, value, 0);
+        } else if (strcmp(flag, "--head-dim") == 0) {
+            o.head_dim = parse_positive(flag, value, 0);
+        } else if (strcmp(flag, "--batch") == 0) {
+            o.batch = parse_positive(flag, value, 0);
+        } else if (strcmp(flag, "--causal") == 0) {
+            o.causal = parse_positive(flag, value, 1);
+            if (o.causal > 1) usage_error("--causal takes 0 or 1", NULL);
+        } else if (strcmp(flag, "--threads") == 0) {
+            o.threads = parse_positive(flag, value, 1);
+        } else if (strcmp(flag, "--reps") == 0) {
+            o.reps = parse_positive(flag, value, 0);
+        } else {
+            usage_error("unknown flag", flag);
+        }
+    }
+    return o;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static float *alloc_floats(size_t n, size_t *total_bytes) {
+    float *p = lc_alloc_aligned(n * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "bench_attn: error: out of memory allocating %zu floats\n", n);
+        exit(1);
+    }
+    *total_bytes += n * sizeof(float);
+    return p;
+}
+
+/* Runs one length in the current (child) process and prints its JSON line. */
+static void bench_length(const bench_options *o, int len) {
+    lc_set_threads(o->threads);
+    const lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
+                             (float)(1.0 / sqrt((double)o->head_dim))};
+    const size_t n = (size_t)s.B * s.T * s.H * s.D; /* M = 0: S = T */
+    const long st = (long)s.H * s.D, sb = (long)s.T * st;
+    size_t bytes = 0;
+    float *q = alloc_floats(n, &bytes), *k = alloc_floats(n, &bytes), *v = alloc_floats(n, &bytes);
+    float *out = alloc_floats(n, &bytes), *dout = alloc_floats(n, &bytes);
+    float *dq = alloc_floats(n, &bytes), *dk = alloc_floats(n, &bytes), *dv = alloc_floats(n, &bytes);
+    float *lse = alloc_floats((size_t)s.B * s.H * s.T, &bytes);
+    const size_t work_floats = lc_attn_full.workspace_floats(&s, NULL, lc_get_threads());
+    float *work = alloc_floats(work_floats, &bytes);
+
+    lc_rng rng;
+    lc_rng_seed(&rng, 42);
+    for (size_t i = 0; i < n; i++)
+        q[i] = lc_rng_normal(&rng), k[i] = lc_rng_normal(&rng), v[i] = lc_rng_normal(&rng),
+        dout[i] = lc_rng_normal(&rng);
+    lc_attn_tensors t = {{q, sb, st}, {k, sb, st}, {v, sb, st}, {out, sb, st}, {dout, sb, st},
+                         {dq, sb, st}, {dk, sb, st}, {dv, sb, st}, lse};
+
+    double fwd[64], bwd[64];
+    const int reps = o->reps < 64 ? o->reps : 64;
+    for (int r = 0; r < reps; r++) {
+        double t0 = lc_now_seconds();
+        lc_attn_full.forward(&s, NULL, &t, work);
+        double t1 = lc_now_seconds();
+        lc_attn_full.backward(&s, NULL, &t, work);
+        double t2 = lc_now_seconds();
+        fwd[r] = t1 - t0, bwd[r] = t2 - t1;
+    }
+    const double fwd_s = median(fwd, reps), bwd_s = median(bwd, reps);
+    const double fwd_flops = 4.0 * s.T * s.T * s.D * s.H * s.B * (s.causal ? 0.5 : 1.0), bwd_flops = 2.5 * fwd_flops;
+    double checksum = 0; /* keeps the work observable */
+    for (size_t i = 0; i < n; i += 97) checksum += out[i] + dq[i] + dk[i] + dv[i];
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"kind\":\"full\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"threads\":%d,"
+           "\"reps\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_gflops\":%.1f,\"bwd_gflops\":%.1f,\"peak_bytes\":%zu,"
+           "\"maxrss_bytes\":%ld,\"bytes_per_token\":%.1f,\"checksum\":%.6g}\n",
+           len, s.B, s.H, s.D, s.causal, lc_get_threads(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
+           bwd_flops / bwd_s / 1e9, bytes, ru.ru_maxrss * 1024L, (double)bytes / ((double)s.B * s.T), checksum);
+    fflush(stdout);
+    lc_free(q), lc_free(k), lc_free(v), lc_free(out), lc_free(dout);
+    lc_free(dq), lc_free(dk), lc_free(dv), lc_free(lse), lc_free(work);
+}
+
+int main(int argc, char **argv) {
+    const bench_options o = parse_options(argc, argv);
+    fflush(stdout);
+    /* No OpenMP before fork: each child starts its own thread pool. */
+    for (int i = 0; i < o.n_lens; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("bench_attn: error: fork");
+            return 1;
+        }
+        if (pid == 0) {
+            bench_length(&o, o.lens[i]);
+            _exit(0);
+        }
+        int status;
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "bench_attn: error: length %d failed\n", o.lens[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
