@@ -99,7 +99,7 @@ static float *alloc_floats(size_t n, size_t *total_bytes) {
 static void bench_length(const bench_options *o, int len) {
     lc_set_threads(o->threads);
     const lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
-                             (float)(1.0 / sqrt((double)o->head_dim))};
+                             (float)(1.0 / sqrt((double)o->head_dim)), 0, 0};
     const size_t n = (size_t)s.B * s.T * s.H * s.D; /* M = 0: S = T */
     const long st = (long)s.H * s.D, sb = (long)s.T * st;
     size_t bytes = 0;
@@ -116,7 +116,7 @@ static void bench_length(const bench_options *o, int len) {
         q[i] = lc_rng_normal(&rng), k[i] = lc_rng_normal(&rng), v[i] = lc_rng_normal(&rng),
         dout[i] = lc_rng_normal(&rng);
     lc_attn_tensors t = {{q, sb, st}, {k, sb, st}, {v, sb, st}, {out, sb, st}, {dout, sb, st},
-                         {dq, sb, st}, {dk, sb, st}, {dv, sb, st}, lse};
+                         {dq, sb, st}, {dk, sb, st}, {dv, sb, st}, lse, NULL};
 
     double fwd[64], bwd[64];
     const int reps = o->reps < 64 ? o->reps : 64;

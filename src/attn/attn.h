@@ -4,7 +4,15 @@
  *
  * Tensors are strided views: element (b, t, h, d) of a view lives at p[b*sb + t*st + h*D + d], so
  * q, k, v can point straight into a fused [B, T, 3*H*D] projection output without copies.
- * Keys and values have S = M + T rows: M memory rows first (Transformer-XL), then the segment. */
+ * Keys and values have S = M + T rows: M memory rows first (Transformer-XL), then the segment.
+ *
+ * Two optional extensions (implemented by `full`; both need causal = 1):
+ *  - window W > 0: query t sees keys s in [M + t - W + 1, M + t] (at most W keys, itself included):
+ *    Transformer-XL's same_length mode, and the band of a sliding window. W >= S is the same as 0.
+ *  - relative positions (Transformer-XL, Dai et al. 2019): with tensors.rel set,
+ *      score(t, s) = scale * ((q_t + u_h) . k_s + (q_t + v_h) . r[M + t - s]_h)
+ *    for visible keys, softmax as usual. r, u, v are shared across the batch, so their gradients sum
+ *    over b. The workspace must be sized with shape.relpos = 1. */
 #ifndef LC_ATTN_H
 #define LC_ATTN_H
 
@@ -17,6 +25,9 @@ typedef struct {
     int D;    /* head dimension */
     int causal; /* 1: query i sees keys 0 .. M+i; 0: all S keys */
     float scale; /* multiplies q.k, usually 1/sqrt(D) */
+    /* Added after scale so positional initializers of the fields above stay valid (these become 0). */
+    int window; /* 0: unlimited; W > 0 (causal only): query t sees keys M+t-W+1 .. M+t */
+    int relpos; /* 1: the calls will pass tensors.rel (sizes the workspace for it); 0: they will not */
 } lc_attn_shape;
 
 typedef struct {
@@ -29,15 +40,32 @@ typedef struct {
     long sb, st;
 } lc_view_d;
 
+/* Relative-position inputs (Transformer-XL). Contiguous rows of H*D floats, head h at columns h*D. */
+typedef struct {
+    const float *r;      /* [S][H*D]: row d is the projected relative embedding of distance d = 0..S-1 */
+    const float *u, *v;  /* [H*D]: content bias u and position bias v */
+    float *dr, *du, *dv; /* gradients, WRITTEN (overwritten) by backward; dr has S rows */
+} lc_attn_relpos;
+
+typedef struct {
+    const double *r;
+    const double *u, *v;
+    double *dr, *du, *dv;
+} lc_attn_relpos_d;
+
 /* Forward reads q, k, v and writes out and lse[B*H*T] (lse index (b*H + h)*T + t).
- * Backward reads q, k, v, out, lse, dout and WRITES dq, dk, dv (all S rows of dk, dv). */
+ * Backward reads q, k, v, out, lse, dout and WRITES dq, dk, dv (all S rows of dk, dv).
+ * rel = NULL: plain attention; otherwise relative positions (see above), and backward also writes
+ * rel->dr, rel->du, rel->dv. */
 typedef struct {
     lc_view q, k, v, out, dout, dq, dk, dv;
     float *lse;
+    const lc_attn_relpos *rel;
 } lc_attn_tensors;
 
 typedef struct {
     lc_view_d q, k, v, out, dout, dq, dk, dv;
+    const lc_attn_relpos_d *rel;
 } lc_attn_tensors_d;
 
 typedef struct lc_attn_kind {
@@ -54,7 +82,8 @@ size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthr
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 /* Plain reference in double that builds the dense T x S score matrix with an explicit mask (tests only).
- * forward writes out; backward WRITES dq, dk, dv (recomputing the forward internally). */
+ * forward writes out; backward WRITES dq, dk, dv, and with rel also dr, du, dv (recomputing the forward
+ * internally). Window and relative positions as in the fast path. */
 void lc_attn_full_forward_ref(const lc_attn_shape *s, const lc_attn_tensors_d *t);
 void lc_attn_full_backward_ref(const lc_attn_shape *s, const lc_attn_tensors_d *t);
 
