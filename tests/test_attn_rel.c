@@ -540,10 +540,10 @@ TEST(workspace_accounts_for_relative_positions) {
     CHECK(plain_b - plain_a == (size_t)8 * (16384 - 1024), "plain workspace %zu -> %zu floats", plain_a, plain_b);
     small.relpos = large.relpos = 1;
     const size_t rel_a = lc_attn_full_workspace(&small, NULL, 2), rel_b = lc_attn_full_workspace(&large, NULL, 2);
-    /* beyond the row statistics, the rel part grows by one head's dr (S x D) per thread */
-    CHECK(rel_b - rel_a == (size_t)8 * (16384 - 1024) + 2 * (size_t)64 * (16384 - 1024),
+    /* beyond the row statistics, the rel part grows by one head's dr, dk, dv (S x D each) per thread */
+    CHECK(rel_b - rel_a == (size_t)8 * (16384 - 1024) + 2 * 3 * (size_t)64 * (16384 - 1024),
           "rel workspace %zu -> %zu floats", rel_a, rel_b);
-    CHECK(rel_a > plain_a && rel_a - plain_a < (size_t)2 * 64 * (1024 + 1024), "rel adds %zu floats at T = 1024",
+    CHECK(rel_a > plain_a && rel_a - plain_a < (size_t)2 * 64 * 4 * (1024 + 1024), "rel adds %zu floats at T = 1024",
           rel_a - plain_a);
     /* a window changes nothing */
     small.window = 256;

@@ -63,21 +63,9 @@ static inline void full_rel_add_positions(float *scores_t, const float *pos, int
         }
 }
 
-/* Pass 1 (query-major tiles, row = query): rt[k][e] = r[c0 + 63 - e][k] (D x 128), zero outside [0, S).
- * Then Pos = scale (Q + v) rt (64 x 128) holds entry (query i, key j), distance c0 + i - j, at column
- * 63 - i + j: a plain unaligned vector load per row. */
-static inline void full_rel_load_r_reversed_t(float *rt, const lc_attn_relpos *rel, const full_geometry *g, int h,
-                                              int c0) {
-    const long row = (long)g->H * g->D;
-    for (int e = 0; e < FULL_REL_SPAN; e++) {
-        const int d = c0 + FULL_TILE_Q - 1 - e;
-        if (d < 0 || d >= g->S) {
-            for (int k = 0; k < g->D; k++) rt[(size_t)k * FULL_REL_SPAN + e] = 0;
-            continue;
-        }
-        const float *src = rel->r + d * row + (long)h * g->D;
-        for (int k = 0; k < g->D; k++) rt[(size_t)k * FULL_REL_SPAN + e] = src[k];
-    }
-}
+/* Backward with relative positions (full_rel.c): one pass, one task per head, after Delta is computed.
+ * base: the aligned workspace (full_workspace_base). */
+void full_rel_backward(const full_geometry *g, const lc_attn_tensors *t, const float *delta, float *base,
+                       int nthreads);
 
 #endif

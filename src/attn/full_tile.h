@@ -147,22 +147,29 @@ typedef struct {
     float *scores;         /* FULL_TILE x FULL_TILE: scores, then probabilities */
     float *dscores;        /* FULL_TILE x FULL_TILE: dP, then dS */
     float *row_a, *row_b;  /* FULL_TILE_Q each: running max / sum, or lse / Delta */
-    /* Relative positions only (geometry relpos = 1), else NULL. */
-    float *rel_pos;      /* 128 x 64: Pos^T (row = distance c0-64+e, queries along lanes); pass 1: 64 x 128 */
-    float *rel_r;        /* 128 x D_pad: rows of r for those distances; pass 1: D x 128, transposed */
-    float *rel_ds;       /* 128 x 64: dS^T of the previous key tile, then of the current one (dq pass) */
-    float *rel_dpos;     /* 64 x 64: dPos^T of one block of 64 distances (dq pass) */
-    float *rel_qv;       /* scale (q + v): D x 64 transposed (forward, dq pass) or rows (pass 1) */
-    float *rel_qv_rows;  /* scale (q + v) as rows (dq pass) */
-    float *rel_qpos_acc; /* 64 x D_pad: position part of dq (dq pass) */
-    float *rel_dr;       /* (128 + S + 64) x D_pad: dr of one head, distance d at row 128 + d (dq pass) */
-    float *rel_duv;      /* 2 x D_pad: du and dv of one head (dq pass) */
+    /* Relative positions only (geometry relpos = 1), else NULL. The backward (full_rel.c) is one pass per
+     * head that also keeps the head's dk, dv (one batch row at a time) and dr. */
+    float *rel_pos;       /* 128 x 64: Pos^T (row e = distance c0 - 64 + e, queries along the lanes) */
+    float *rel_r;         /* 128 x D_pad: rows of r for those distances */
+    float *rel_ds;        /* 128 x 64: dS^T of the previous key tile, then of the current one */
+    float *rel_dpos;      /* 64 x 64: dPos^T of one block of 64 distances */
+    float *rel_qv;        /* scale (q + v), D x 64 transposed */
+    float *rel_qv_rows;   /* scale (q + v), 64 x D_pad rows */
+    float *rel_qu_rows;   /* scale (q + u), 64 x D_pad rows */
+    float *rel_dout_rows; /* dout, 64 x D_pad rows */
+    float *rel_qpos_acc;  /* 64 x D_pad: position part of dq */
+    float *rel_dr;        /* (128 + S + 64) x D_pad: dr of one head, distance d at row 128 + d */
+    float *rel_dk, *rel_dv; /* round_up(S, 64) x D_pad: dk, dv of one (batch, head) */
+    float *rel_duv;       /* 2 x D_pad: du and dv of one head */
 } full_tiles;
+
+static inline size_t full_rel_key_rows(const full_geometry *g) { return (size_t)g->k_tiles * FULL_TILE_K; }
 
 static inline size_t full_rel_floats(const full_geometry *g) {
     const size_t q_tile = (size_t)FULL_TILE_Q * g->D_pad;
     return 2 * (size_t)FULL_REL_SPAN * FULL_TILE_Q + (size_t)FULL_REL_SPAN * g->D_pad + FULL_TILE_Q * FULL_TILE_K +
-           3 * q_tile + ((size_t)FULL_REL_DR_FRONT + g->S + FULL_REL_DR_BACK) * g->D_pad + 2 * (size_t)g->D_pad;
+           5 * q_tile + ((size_t)FULL_REL_DR_FRONT + g->S + FULL_REL_DR_BACK) * g->D_pad +
+           2 * full_rel_key_rows(g) * g->D_pad + 2 * (size_t)g->D_pad;
 }
 
 static inline full_geometry full_geometry_of(const lc_attn_shape *s) {
@@ -201,8 +208,8 @@ static inline full_tiles full_tiles_for_thread(float *base, const full_geometry 
     w.dscores = p, p += FULL_TILE_Q * FULL_TILE_K;
     w.row_a = p, p += FULL_TILE_Q;
     w.row_b = p, p += FULL_TILE_Q;
-    w.rel_pos = w.rel_r = w.rel_ds = w.rel_dpos = w.rel_qv = w.rel_qv_rows = w.rel_qpos_acc = w.rel_dr = w.rel_duv =
-        NULL;
+    w.rel_pos = w.rel_r = w.rel_ds = w.rel_dpos = w.rel_qv = w.rel_qv_rows = w.rel_qu_rows = w.rel_dout_rows =
+        w.rel_qpos_acc = w.rel_dr = w.rel_dk = w.rel_dv = w.rel_duv = NULL;
     if (g->relpos) {
         w.rel_pos = p, p += (size_t)FULL_REL_SPAN * FULL_TILE_Q;
         w.rel_r = p, p += (size_t)FULL_REL_SPAN * g->D_pad;
@@ -210,8 +217,12 @@ static inline full_tiles full_tiles_for_thread(float *base, const full_geometry 
         w.rel_dpos = p, p += FULL_TILE_Q * FULL_TILE_K;
         w.rel_qv = p, p += q_tile;
         w.rel_qv_rows = p, p += q_tile;
+        w.rel_qu_rows = p, p += q_tile;
+        w.rel_dout_rows = p, p += q_tile;
         w.rel_qpos_acc = p, p += q_tile;
         w.rel_dr = p, p += ((size_t)FULL_REL_DR_FRONT + g->S + FULL_REL_DR_BACK) * g->D_pad;
+        w.rel_dk = p, p += full_rel_key_rows(g) * g->D_pad;
+        w.rel_dv = p, p += full_rel_key_rows(g) * g->D_pad;
         w.rel_duv = p;
     }
     return w;
@@ -219,6 +230,17 @@ static inline full_tiles full_tiles_for_thread(float *base, const full_geometry 
 
 static inline float *full_delta_of(float *base, const full_geometry *g, int nthreads) {
     return base + (size_t)nthreads * g->thread_floats;
+}
+
+/* Backward: the rows' lse and Delta (backward's rowsum(dout * out), [B*H*T]) for queries [t0, t0+n_q) into
+ * w->row_a, w->row_b; padding lanes get 0 (their dout is 0, so dS is 0). */
+static inline void full_load_row_stats(const full_geometry *g, const float *lse, const float *delta, int b, int h,
+                                       int t0, int n_q, full_tiles *w) {
+    const size_t row0 = ((size_t)b * g->H + h) * g->T + t0;
+    for (int i = 0; i < FULL_TILE_Q; i++) {
+        w->row_a[i] = i < n_q ? lse[row0 + i] : 0.0f;
+        w->row_b[i] = i < n_q ? delta[row0 + i] : 0.0f;
+    }
 }
 
 /* Address of row `t` of head h, batch b in a strided view. */
@@ -334,12 +356,6 @@ static inline int full_query_begin(const full_geometry *g, int s0) {
 }
 static inline int full_query_end(const full_geometry *g, int s0, int n_k) {
     return g->window ? full_max(0, full_min(g->T, s0 + n_k - 1 + g->window - g->M)) : g->T;
-}
-
-/* Lanes of a 16-column chunk starting at column j0 that are < n_visible: -1, others 0. */
-static inline full_vi16 full_visible_mask(int j0, int n_visible) {
-    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    return (lane + j0) < n_visible;
 }
 
 /* Lanes of a 16-column chunk starting at column j0 in [first, end): -1, others 0. */
