@@ -22,7 +22,7 @@ OPT := -O3 -march=$(ARCH)
 OMP := -fopenmp
 SAN :=
 ifeq ($(VARIANT),noomp)
-  OMP :=
+  OMP := -Wno-unknown-pragmas
 endif
 ifeq ($(VARIANT),asan)
   OPT := -O1 -march=$(ARCH) -fno-omit-frame-pointer

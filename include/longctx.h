@@ -27,6 +27,10 @@ const char *lc_status_name(lc_status s);
 /* ---------------------------------------------------------------- configuration */
 typedef enum { LC_NORM_PRE = 0, LC_NORM_POST = 1 } lc_norm;
 typedef enum { LC_ACT_GELU = 0, LC_ACT_RELU = 1 } lc_activation;
+typedef enum {
+    LC_MODEL_VANILLA = 0, /* learned absolute positions, each segment on its own */
+    LC_MODEL_XL = 1       /* Transformer-XL: segment recurrence + relative positions */
+} lc_model_kind;
 
 /* Shape and behaviour of a byte-level decoder language model. */
 typedef struct {
@@ -40,6 +44,12 @@ typedef struct {
     lc_activation activation;
     int tied;           /* output projection shares the byte embedding */
     float dropout;      /* on embeddings, attention and feed-forward outputs (training only) */
+    lc_model_kind model;
+    /* Transformer-XL only: */
+    int mem_len;        /* hidden states kept per layer from earlier segments (0: none) */
+    int clamp_len;      /* relative distances beyond this use this one (0: no clamp) */
+    int same_length;    /* every query sees exactly mem_len keys (needs mem_len > 0) */
+    int shared_uv;      /* one pair of position biases u, v for all layers (else one per layer) */
 } lc_config;
 
 /* The defaults of the "small" preset. */
@@ -63,7 +73,9 @@ size_t lc_model_num_params(const lc_model *m);
 size_t lc_model_param_bytes(const lc_model *m);
 size_t lc_model_activation_bytes(const lc_model *m);
 
-/* Forward pass over tokens[B*T] (row-major [B][T]). With targets (may be NULL) it returns the summed
+/* Forward pass over tokens[B*T] (row-major [B][T]). A Transformer-XL model attends to its memory of
+ * earlier segments of the same B streams and then appends this segment's hidden states to it (so
+ * consecutive calls must continue the same streams; a different B needs lc_model_reset_memory). With targets (may be NULL) it returns the summed
  * cross-entropy in nats through loss_sum and the number of scored positions (targets >= 0) through
  * count. `train` enables dropout (seeded by lc_model_set_step). Logits are kept for lc_model_logits. */
 lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
@@ -72,6 +84,16 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
  * sum(losses) * loss_scale; gradients ACCUMULATE into the model's gradient buffer. */
 void lc_model_backward(lc_model *m, float loss_scale);
 void lc_model_zero_grad(lc_model *m);
+/* Re-plan the activation buffers for batches of up to max_batch segments of up to seq_len tokens and,
+ * for Transformer-XL, memories of mem_len rows (evaluation and generation may use other lengths than
+ * training). Vanilla models need seq_len <= their trained length. Resets the XL memory. */
+lc_status lc_model_resize(lc_model *m, int max_batch, int seq_len, int mem_len);
+/* Transformer-XL evaluation options: clamp_len (0: off) and same_length. */
+lc_status lc_model_set_xl_options(lc_model *m, int clamp_len, int same_length);
+/* Forget the XL memory (the next segment starts without context). No-op for vanilla models. */
+void lc_model_reset_memory(lc_model *m);
+/* Rows currently held in each layer's XL memory. */
+int lc_model_memory_rows(const lc_model *m);
 /* Logits [B*T][256] of the last forward. */
 const float *lc_model_logits(const lc_model *m);
 /* Keys the dropout masks of the next forward/backward pair: masks are a pure function of the model's

@@ -66,9 +66,10 @@ TEST(schedule) {
     CHECK(fabs(lc_learning_rate(&o, 100) - 1e-4) < 1e-9, "ends at min_lr");
 }
 
-static lc_model *tiny(uint64_t seed) {
+static lc_model *tiny(uint64_t seed, lc_model_kind kind) {
     lc_config c;
     lc_config_preset(&c, "tiny");
+    c.model = kind;
     c.seq_len = 32;
     c.dropout = 0.1f;
     lc_model *m = NULL;
@@ -86,7 +87,7 @@ static lc_train_options tiny_options(long steps) {
 TEST(loss_goes_down) {
     lc_corpus c;
     if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
-    lc_model *m = tiny(1);
+    lc_model *m = tiny(1, LC_MODEL_XL);
     lc_train_options o = tiny_options(80);
     double before, after;
     size_t vb = c.begin[LC_PART_VALID];
@@ -109,7 +110,7 @@ TEST(resume_is_bit_identical) {
     lc_corpus c;
     if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
     lc_train_options o = tiny_options(12);
-    lc_model *full = tiny(7), *half = tiny(7), *resumed = NULL;
+    lc_model *full = tiny(7, LC_MODEL_XL), *half = tiny(7, LC_MODEL_XL), *resumed = NULL;
     CHECK(lc_train(full, &c, &o, NULL, NULL) == LC_OK, "%s", lc_last_error());
     o.stop_after = 6;
     CHECK(lc_train(half, &c, &o, NULL, NULL) == LC_OK, "%s", lc_last_error());
@@ -131,7 +132,7 @@ TEST(resume_is_bit_identical) {
 }
 
 TEST(checkpoint_round_trip_and_damage) {
-    lc_model *m = tiny(3), *back = NULL;
+    lc_model *m = tiny(3, LC_MODEL_XL), *back = NULL;
     lc_train_options o = tiny_options(10);
     m->step = 5;
     const char *p = tmp_path("rt.ckpt");
@@ -178,7 +179,7 @@ TEST(checkpoint_round_trip_and_damage) {
 }
 
 TEST(checkpoint_wrong_shape_is_named) {
-    lc_model *m = tiny(3), *back = NULL;
+    lc_model *m = tiny(3, LC_MODEL_XL), *back = NULL;
     lc_train_options o = tiny_options(10);
     const char *p = tmp_path("shape.ckpt");
     m->cfg.d_ff = 128; /* metadata now disagrees with the saved tensors */
@@ -191,7 +192,7 @@ TEST(checkpoint_wrong_shape_is_named) {
 }
 
 TEST(evaluation_handles_partial_segment) {
-    lc_model *m = tiny(5);
+    lc_model *m = tiny(5, LC_MODEL_VANILLA);
     uint8_t text[100];
     for (int i = 0; i < 100; i++) text[i] = (uint8_t)("to be or not to be "[i % 19]);
     double bpc;

@@ -104,3 +104,25 @@ const char *lc_json_number(double x) {
     else snprintf(b, sizeof bufs[0], "null");
     return b;
 }
+
+int lc_apply_runtime_lengths(lc_model *m, const char *cmd, int batch, int *seg_len, int mem_len, int clamp_len,
+                             int same_length) {
+    const lc_config *c = lc_model_config(m);
+    int xl = c->model == LC_MODEL_XL;
+    if (!xl && (mem_len >= 0 || clamp_len >= 0 || same_length)) {
+        lc_cli_error("%s: --mem-len, --clamp-len and --same-length need an xl checkpoint", cmd);
+        return LC_EXIT_USAGE;
+    }
+    if (*seg_len == 0) *seg_len = c->seq_len;
+    if (!xl && *seg_len > c->seq_len) {
+        lc_cli_error("%s: --seg-len %d exceeds the model's segment length %d", cmd, *seg_len, c->seq_len);
+        return LC_EXIT_USAGE;
+    }
+    lc_status st;
+    if ((st = lc_model_resize(m, xl ? 1 : batch, *seg_len, xl ? (mem_len >= 0 ? mem_len : c->mem_len) : 0)))
+        return lc_cli_fail(st);
+    if (xl && (st = lc_model_set_xl_options(m, clamp_len >= 0 ? clamp_len : c->clamp_len,
+                                            same_length || c->same_length)))
+        return lc_cli_fail(st);
+    return -1;
+}

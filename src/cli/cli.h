@@ -32,6 +32,12 @@ lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name);
 /* A number formatted for JSON (%.6f, or null when not finite), in a static rotating buffer. */
 const char *lc_json_number(double x);
 
+/* Re-plan a loaded model for a command's batch, segment length (*seg_len 0: the trained one, set on
+ * return) and XL memory options (mem_len/clamp_len -1: as trained). -1 on success, else an exit code
+ * after printing the error. */
+int lc_apply_runtime_lengths(lc_model *m, const char *cmd, int batch, int *seg_len, int mem_len, int clamp_len,
+                             int same_length);
+
 /* Commands. */
 int lc_cmd_train(int argc, char **argv);
 int lc_cmd_eval(int argc, char **argv);

@@ -29,7 +29,7 @@ static int bench_train(int argc, char **argv) {
     int batch = 16, steps = 10, warmup = 2, threads = 0, json = 0;
     lc_model_flags mf;
     lc_model_flags_init(&mf);
-    lc_opt opts[24] = {
+    lc_opt opts[32] = {
         {"--batch", OPT_INT, &batch, 1, 4096, "sequences per step (default 16)", 0},
         {"--steps", OPT_INT, &steps, 1, 100000, "timed steps (default 10)", 0},
         {"--warmup", OPT_INT, &warmup, 0, 100000, "untimed steps first (default 2)", 0},

@@ -7,14 +7,17 @@
 
 int lc_cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto";
-    int seg_len = 0, batch = 8, threads = 0, json = 0;
+    int seg_len = 0, batch = 8, threads = 0, json = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to evaluate (required)", 0},
         {"--data", OPT_STR, &data, 0, 0, "text read as bytes (default data/tinyshakespeare.txt)", 0},
         {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (the whole file)", 0},
         {"--splits", OPT_STR, &splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "evaluation segment length (default: the model's)", 0},
-        {"--batch", OPT_INT, &batch, 1, 4096, "segments per forward pass", 0},
+        {"--batch", OPT_INT, &batch, 1, 4096, "vanilla: segments per forward pass", 0},
+        {"--mem-len", OPT_INT, &mem_len, 0, 1 << 24, "xl: memory rows per layer (default: as trained)", 0},
+        {"--clamp-len", OPT_INT, &clamp_len, 0, 1 << 24, "xl: clamp relative distances (default: as trained)", 0},
+        {"--same-length", OPT_FLAG, &same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
     };
@@ -37,12 +40,11 @@ int lc_cmd_eval(int argc, char **argv) {
     lc_model *m;
     lc_status st = lc_checkpoint_load(ckpt, batch, &m, NULL);
     if (st) return lc_cli_fail(st);
-    int T = lc_model_config(m)->seq_len;
-    if (seg_len > T) {
-        lc_cli_error("eval: --seg-len %d exceeds the model's segment length %d", seg_len, T);
+    if ((rc = lc_apply_runtime_lengths(m, "eval", batch, &seg_len, mem_len, clamp_len, same_length)) >= 0) {
         lc_model_free(m);
-        return LC_EXIT_USAGE;
+        return rc;
     }
+    int T = seg_len;
     lc_corpus c;
     if ((st = lc_corpus_load(data, mode, &c))) { lc_model_free(m); return lc_cli_fail(st); }
     size_t begin = c.begin[part], len = c.end[part] - begin;

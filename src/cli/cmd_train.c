@@ -71,13 +71,18 @@ static int parse_splits(const char *s, lc_split_mode *mode) {
 
 static void print_summary(const lc_model *m, const lc_train_options *o) {
     const lc_config *c = lc_model_config(m);
+    char xl[160] = "";
+    if (c->model == LC_MODEL_XL)
+        snprintf(xl, sizeof xl, "xl: mem-len %d, clamp-len %d%s%s\n", c->mem_len, c->clamp_len,
+                 c->same_length ? ", same-length" : "", c->shared_uv ? ", shared u/v" : "");
     fprintf(stderr,
-            "model: vanilla, %d layers, dim %d, %d heads, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
+            "model: %s, %d layers, dim %d, %d heads, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
+            "%s"
             "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d threads\n"
             "training: %ld steps from step %ld, batch %d x %d, lr %.2g\n",
-            c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
+            c->model == LC_MODEL_XL ? "xl" : "vanilla", c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
             c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
-            (double)lc_model_num_params(m) / 1e6, (double)lc_model_param_bytes(m) / 1e6,
+            (double)lc_model_num_params(m) / 1e6, xl, (double)lc_model_param_bytes(m) / 1e6,
             (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), o->steps,
             lc_model_step(m), o->batch, c->seq_len, (double)o->lr);
 }
@@ -158,7 +163,7 @@ int lc_cmd_train(int argc, char **argv) {
     a.data = DEFAULT_DATA;
     lc_train_options_default(&a.o);
     lc_model_flags_init(&a.mf);
-    lc_opt opts[40];
+    lc_opt opts[48];
     int n = build_opts(&a, opts);
     int rc = lc_parse_opts("train", "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;

@@ -20,6 +20,11 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
         {"--activation", OPT_STR, &f->activation, 0, 0, "gelu (default) or relu", 0},
         {"--untied", OPT_FLAG, &f->untied, 0, 0, "separate output projection instead of the tied embedding", 0},
         {"--dropout", OPT_FLOAT, &f->dropout, 0, 0.99, "dropout probability", 0},
+        {"--model", OPT_STR, &f->model, 0, 0, "xl (default: Transformer-XL) or vanilla", 0},
+        {"--mem-len", OPT_INT, &f->mem_len, 0, 1 << 24, "xl: memory rows per layer (default: seg-len)", 0},
+        {"--clamp-len", OPT_INT, &f->clamp_len, 0, 1 << 24, "xl: clamp relative distances (0: off)", 0},
+        {"--same-length", OPT_FLAG, &f->same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
+        {"--shared-uv", OPT_FLAG, &f->shared_uv, 0, 0, "xl: one pair of position biases for all layers", 0},
     };
     int k = (int)(sizeof add / sizeof add[0]);
     memcpy(opts + n, add, sizeof add);
@@ -29,8 +34,9 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
 static int seen(lc_opt *opts, int n, const char *name) { return lc_opt_get(opts, n, name)->seen; }
 
 int lc_model_flags_any(lc_opt *opts, int n, const char **which) {
-    const char *names[] = {"--preset", "--layers", "--dim", "--heads", "--ffn", "--seg-len",
-                           "--norm", "--activation", "--untied", "--dropout"};
+    const char *names[] = {"--preset", "--layers", "--dim", "--heads", "--ffn", "--seg-len", "--norm",
+                           "--activation", "--untied", "--dropout", "--model", "--mem-len", "--clamp-len",
+                           "--same-length", "--shared-uv"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (seen(opts, n, names[i])) { *which = names[i]; return 1; }
     return 0;
@@ -60,6 +66,25 @@ int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const cha
             lc_cli_error("%s: --activation must be gelu or relu, got '%s'", cmd, f->activation);
             return LC_EXIT_USAGE;
         }
+    }
+    if (f->model) {
+        if (strcmp(f->model, "xl") == 0) cfg->model = LC_MODEL_XL;
+        else if (strcmp(f->model, "vanilla") == 0) cfg->model = LC_MODEL_VANILLA;
+        else { lc_cli_error("%s: --model must be xl or vanilla, got '%s'", cmd, f->model); return LC_EXIT_USAGE; }
+    }
+    const char *xl_only[] = {"--mem-len", "--clamp-len", "--same-length", "--shared-uv"};
+    for (int i = 0; i < 4; i++)
+        if (cfg->model != LC_MODEL_XL && seen(opts, n, xl_only[i])) {
+            lc_cli_error("%s: %s needs --model xl", cmd, xl_only[i]);
+            return LC_EXIT_USAGE;
+        }
+    if (cfg->model == LC_MODEL_XL) {
+        cfg->mem_len = seen(opts, n, "--mem-len") ? f->mem_len : cfg->seq_len;
+        cfg->clamp_len = f->clamp_len;
+        cfg->same_length = f->same_length;
+        cfg->shared_uv = f->shared_uv;
+    } else {
+        cfg->mem_len = 0;
     }
     if (cfg->d_model % cfg->n_head) {
         lc_cli_error("%s: --dim %d is not divisible by --heads %d", cmd, cfg->d_model, cfg->n_head);

@@ -4,11 +4,12 @@
 
 #include "cli/cli.h"
 
-#define LC_MODEL_FLAG_COUNT 10
+#define LC_MODEL_FLAG_COUNT 15
 
 typedef struct {
-    const char *preset, *norm, *activation;
+    const char *preset, *norm, *activation, *model;
     int layers, dim, heads, ffn, seg_len, untied;
+    int mem_len, clamp_len, same_length, shared_uv;
     float dropout;
 } lc_model_flags;
 

@@ -10,7 +10,8 @@ typedef struct {
     float dropout;
 } lc_preset;
 
-/* "small" is the default model of the main job: it reaches well under 2.5 valid bpc on Tiny
+/* Presets give the shape; every preset is a Transformer-XL model with mem_len = seq_len unless the
+ * caller changes `model`. "small" is the default model of the main job: it reaches well under 2.5 valid bpc on Tiny
  * Shakespeare within its default training budget on a 2-core machine (docs/benchmarks.md). */
 static const lc_preset lc_presets[] = {
     {"tiny", 2, 64, 4, 256, 64, 0.0f},
@@ -30,6 +31,8 @@ static void apply(lc_config *cfg, const lc_preset *p) {
     cfg->activation = LC_ACT_GELU;
     cfg->tied = 1;
     cfg->dropout = p->dropout;
+    cfg->model = LC_MODEL_XL;
+    cfg->mem_len = p->seq_len;
 }
 
 void lc_config_default(lc_config *cfg) { apply(cfg, &lc_presets[1]); }
@@ -58,5 +61,12 @@ lc_status lc_config_validate(const lc_config *c) {
         return lc_fail(LC_ERR_ARG, "activation must be gelu or relu");
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
         return lc_fail(LC_ERR_ARG, "dropout must be in [0, 1), got %g", (double)c->dropout);
+    if (c->model != LC_MODEL_VANILLA && c->model != LC_MODEL_XL) return lc_fail(LC_ERR_ARG, "model must be xl or vanilla");
+    if (c->model == LC_MODEL_XL) {
+        if (c->d_model % 2) return lc_fail(LC_ERR_ARG, "xl needs an even dim (sin/cos halves), got %d", c->d_model);
+        if (c->mem_len < 0 || c->mem_len > 1 << 24) return lc_fail(LC_ERR_ARG, "mem-len must be 0..16777216, got %d", c->mem_len);
+        if (c->clamp_len < 0) return lc_fail(LC_ERR_ARG, "clamp-len must be >= 0, got %d", c->clamp_len);
+        if (c->same_length && c->mem_len < 1) return lc_fail(LC_ERR_ARG, "same-length needs mem-len >= 1");
+    }
     return LC_OK;
 }

@@ -53,8 +53,10 @@ static void plan_params(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
     long C = c->d_model, F = c->d_ff, V = c->vocab;
     char nm[LC_NAME_MAX];
+    int xl = c->model == LC_MODEL_XL;
+    long H = c->n_head, D = C / H;
     plan_add(p, &m->wte, "wte", 2, V, C);
-    plan_add(p, &m->wpe, "wpe", 2, c->seq_len, C);
+    if (!xl) plan_add(p, &m->wpe, "wpe", 2, c->seq_len, C);
     for (int l = 0; l < c->n_layer; l++) {
         lc_block_weights *w = &m->blk[l];
 #define P(field, suffix, nd, a, b)                                                                     \
@@ -63,9 +65,14 @@ static void plan_params(lc_model *m, lc_plan *p) {
         P(ln1_w, "ln1.weight", 1, C, 0);
         P(ln1_b, "ln1.bias", 1, C, 0);
         P(qkv_w, "attn.qkv.weight", 2, 3 * C, C);
-        P(qkv_b, "attn.qkv.bias", 1, 3 * C, 0);
+        if (!xl) { P(qkv_b, "attn.qkv.bias", 1, 3 * C, 0); }
+        if (xl) { P(r_w, "attn.r.weight", 2, C, C); }
+        if (xl && !c->shared_uv) {
+            P(u, "attn.u", 2, H, D);
+            P(v, "attn.v", 2, H, D);
+        }
         P(proj_w, "attn.proj.weight", 2, C, C);
-        P(proj_b, "attn.proj.bias", 1, C, 0);
+        if (!xl) { P(proj_b, "attn.proj.bias", 1, C, 0); }
         P(ln2_w, "ln2.weight", 1, C, 0);
         P(ln2_b, "ln2.bias", 1, C, 0);
         P(fc1_w, "ffn.fc1.weight", 2, F, C);
@@ -73,6 +80,10 @@ static void plan_params(lc_model *m, lc_plan *p) {
         P(fc2_w, "ffn.fc2.weight", 2, C, F);
         P(fc2_b, "ffn.fc2.bias", 1, C, 0);
 #undef P
+    }
+    if (xl && c->shared_uv) {
+        plan_add(p, &m->shared_u, "u", 2, H, D);
+        plan_add(p, &m->shared_v, "v", 2, H, D);
     }
     if (c->norm == LC_NORM_PRE) {
         plan_add(p, &m->lnf_w, "ln_f.weight", 1, C, 0);
@@ -123,8 +134,9 @@ static void init_params(lc_model *m, uint64_t seed) {
 
 static void plan_acts(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
-    long N = (long)m->max_B * c->seq_len, C = c->d_model, F = c->d_ff, H = c->n_head;
-    long BHT = (long)m->max_B * H * c->seq_len;
+    int xl = c->model == LC_MODEL_XL, pre = c->norm == LC_NORM_PRE;
+    long T = m->cap_T, Mc = m->cap_M, S = T + Mc, B = m->max_B;
+    long N = B * T, NS = B * S, C = c->d_model, F = c->d_ff, H = c->n_head;
     char nm[LC_NAME_MAX];
     for (int l = 0; l <= c->n_layer; l++) {
         snprintf(nm, sizeof nm, "res.%d", l);
@@ -135,14 +147,20 @@ static void plan_acts(lc_model *m, lc_plan *p) {
 #define A(field, suffix, rows, cols)                                                                   \
     snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);                                                \
     plan_add(p, &a->field, nm, 2, rows, cols)
-        A(norm1, "norm1", N, C);
-        A(mean1, "mean1", N, 1);
-        A(rstd1, "rstd1", N, 1);
-        A(qkv, "qkv", N, 3 * C);
+        if (Mc > 0) {
+            A(cat, "cat", NS, C);
+            snprintf(nm, sizeof nm, "blocks.%d.memory", l);
+            plan_add(p, &m->mem[l], nm, 2, B * Mc, C);
+        }
+        A(norm1, "norm1", pre ? NS : N, C);
+        A(mean1, "mean1", pre ? NS : N, 1);
+        A(rstd1, "rstd1", pre ? NS : N, 1);
+        A(qkv, "qkv", NS, 3 * C);
+        if (xl) { A(r, "r", S, C); }
         A(att, "att", N, C);
-        A(lse, "lse", BHT, 1);
+        A(lse, "lse", B * H * T, 1);
         A(s1, "s1", N, C);
-        if (c->norm == LC_NORM_PRE) { A(norm2, "norm2", N, C); }
+        if (pre) { A(norm2, "norm2", N, C); }
         else { A(s2, "s2", N, C); }
         A(mean2, "mean2", N, 1);
         A(rstd2, "rstd2", N, 1);
@@ -150,11 +168,12 @@ static void plan_acts(lc_model *m, lc_plan *p) {
         A(act, "act", N, F);
 #undef A
     }
-    if (c->norm == LC_NORM_PRE) {
+    if (pre) {
         plan_add(p, &m->lnf, "ln_f.out", 2, N, C);
         plan_add(p, &m->lnf_mean, "ln_f.mean", 2, N, 1);
         plan_add(p, &m->lnf_rstd, "ln_f.rstd", 2, N, 1);
     }
+    if (xl) plan_add(p, &m->sinus, "sinusoids", 2, S, C);
     plan_add(p, &m->logits, "logits", 2, N, c->vocab);
     plan_add(p, &m->dlogits, "dlogits", 2, N, c->vocab);
     plan_add(p, &m->losses, "losses", 2, N, 1);
@@ -166,13 +185,49 @@ static void plan_acts(lc_model *m, lc_plan *p) {
     plan_add(p, &s->d_b, "d.b", 2, N, C);
     plan_add(p, &s->d_tmp, "d.tmp", 2, N, C);
     plan_add(p, &s->d_att, "d.att", 2, N, C);
-    plan_add(p, &s->d_norm, "d.norm", 2, N, C);
-    plan_add(p, &s->d_qkv, "d.qkv", 2, N, 3 * C);
+    plan_add(p, &s->d_norm, "d.norm", 2, NS, C);
+    if (Mc > 0) plan_add(p, &s->d_cat, "d.cat", 2, NS, C);
+    plan_add(p, &s->d_qkv, "d.qkv", 2, NS, 3 * C);
     plan_add(p, &s->d_fc1, "d.fc1", 2, N, F);
     plan_add(p, &s->d_act, "d.act", 2, N, F);
-    lc_attn_shape sh = {m->max_B, (int)H, c->seq_len, 0, (int)(C / H), 1, 1.0f};
+    if (xl) {
+        plan_add(p, &s->d_r, "d.r", 2, S, C);
+        plan_add(p, &s->d_u, "d.u", 1, C, 0);
+        plan_add(p, &s->d_v, "d.v", 1, C, 0);
+    }
+    lc_attn_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.B = (int)B, sh.H = (int)H, sh.T = (int)T, sh.M = (int)Mc, sh.D = (int)(C / H), sh.causal = 1, sh.scale = 1;
+    sh.relpos = xl;
+    sh.window = xl && c->same_length ? c->mem_len : 0;
     size_t work = m->attn->workspace_floats(&sh, NULL, lc_get_threads());
     plan_add(p, &m->attn_work, "attn.workspace", 1, work ? (long)work : 1, 0);
+}
+
+/* (Re)build the activation table for the model's capacity (max_B, cap_T, cap_M). */
+static lc_status build_acts(lc_model *m) {
+    lc_free(m->acts);
+    m->acts = NULL;
+    lc_table_free(&m->atab);
+    lc_table_init(&m->atab);
+    free(m->tokens);
+    free(m->targets);
+    size_t N = (size_t)m->max_B * (size_t)m->cap_T;
+    m->tokens = calloc(N, sizeof *m->tokens);
+    m->targets = calloc(N, sizeof *m->targets);
+    if (!m->tokens || !m->targets) return lc_fail(LC_ERR_NOMEM, "out of memory for %zu token rows", N);
+    memset(m->bact, 0, (size_t)m->cfg.n_layer * sizeof *m->bact);
+    memset(m->mem, 0, (size_t)m->cfg.n_layer * sizeof *m->mem);
+    lc_plan ap = {&m->atab, NULL, 0, 0, 0};
+    plan_acts(m, &ap);
+    if (ap.failed) { free(ap.fix); return LC_ERR_NOMEM; }
+    m->acts = lc_table_alloc(&m->atab);
+    if (!m->acts) { free(ap.fix); return LC_ERR_NOMEM; }
+    plan_patch(&ap, m->acts);
+    free(ap.fix);
+    m->mem_rows = 0;
+    m->sinus_rows = -1;
+    return LC_OK;
 }
 
 /* ---------------------------------------------------------------- lifetime */
@@ -189,14 +244,12 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->seed = seed;
     m->attn = &lc_attn_full;
     int L = cfg->n_layer;
-    long N = (long)max_batch * cfg->seq_len;
     m->blk = calloc((size_t)L, sizeof *m->blk);
     m->gblk = calloc((size_t)L, sizeof *m->gblk);
     m->bact = calloc((size_t)L, sizeof *m->bact);
     m->res = calloc((size_t)L + 1, sizeof *m->res);
-    m->tokens = calloc((size_t)N, sizeof *m->tokens);
-    m->targets = calloc((size_t)N, sizeof *m->targets);
-    if (!m->blk || !m->gblk || !m->bact || !m->res || !m->tokens || !m->targets) goto nomem;
+    m->mem = calloc((size_t)L, sizeof *m->mem);
+    if (!m->blk || !m->gblk || !m->bact || !m->res || !m->mem) goto nomem;
 
     lc_plan pp = {&m->ptab, NULL, 0, 0, 0};
     lc_table_init(&m->ptab);
@@ -210,6 +263,10 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     plan_patch(&pp, m->params);
     free(pp.fix);
     if (cfg->tied) m->head = m->wte;
+    for (int l = 0; l < L && m->shared_u; l++) {
+        m->blk[l].u = m->shared_u;
+        m->blk[l].v = m->shared_v;
+    }
     m->g_wte = mirror(m, m->wte);
     m->g_wpe = mirror(m, m->wpe);
     m->g_lnf_w = mirror(m, m->lnf_w);
@@ -218,19 +275,14 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     for (int l = 0; l < L; l++) mirror_block(m, &m->blk[l], &m->gblk[l]);
     init_params(m, seed);
 
-    lc_plan ap = {&m->atab, NULL, 0, 0, 0};
-    lc_table_init(&m->atab);
-    plan_acts(m, &ap);
-    if (ap.failed) { free(ap.fix); lc_model_free(m); return LC_ERR_NOMEM; }
-    m->acts = lc_table_alloc(&m->atab);
-    if (!m->acts) { free(ap.fix); goto nomem; }
-    plan_patch(&ap, m->acts);
-    free(ap.fix);
+    m->cap_T = cfg->seq_len;
+    m->cap_M = cfg->model == LC_MODEL_XL ? cfg->mem_len : 0;
+    if ((st = build_acts(m))) { lc_model_free(m); return st; }
     *out = m;
     return LC_OK;
 nomem:
     lc_model_free(m);
-    return lc_fail(LC_ERR_NOMEM, "out of memory allocating the model (%ld rows)", N);
+    return lc_fail(LC_ERR_NOMEM, "out of memory allocating the model");
 }
 
 void lc_model_free(lc_model *m) {
@@ -246,6 +298,7 @@ void lc_model_free(lc_model *m) {
     free(m->gblk);
     free(m->bact);
     free(m->res);
+    free(m->mem);
     free(m->tokens);
     free(m->targets);
     free(m);
@@ -271,82 +324,30 @@ uint64_t lc_model_step_seed(const lc_model *m, uint64_t what) {
     return lc_seed_mix(lc_seed_mix(m->seed, (uint64_t)m->noise_key), what);
 }
 
-/* ---------------------------------------------------------------- forward / backward */
-
-enum { SEED_EMBED = 1, SEED_BLOCK = 1000 };
-
-static lc_block_ctx block_ctx(const lc_model *m, int layer, int train) {
+lc_status lc_model_resize(lc_model *m, int max_batch, int seq_len, int mem_len) {
     const lc_config *c = &m->cfg;
-    lc_block_ctx ctx = {m->B, m->T, c->d_model, c->n_head, c->d_ff, c->norm, c->activation, c->dropout, train,
-                        lc_model_step_seed(m, SEED_BLOCK + (uint64_t)layer), m->attn, NULL, m->attn_work, m->tmp};
-    return ctx;
+    if (max_batch < 1) return lc_fail(LC_ERR_ARG, "batch must be at least 1, got %d", max_batch);
+    int limit = c->model == LC_MODEL_XL ? 1 << 24 : c->seq_len;
+    if (seq_len < 1 || seq_len > limit)
+        return lc_fail(LC_ERR_ARG, "seg-len must be 1..%d for this model, got %d", limit, seq_len);
+    if (mem_len < 0 || mem_len > 1 << 24) return lc_fail(LC_ERR_ARG, "mem-len must be 0..16777216, got %d", mem_len);
+    if (c->model != LC_MODEL_XL && mem_len > 0) return lc_fail(LC_ERR_ARG, "mem-len needs an xl model");
+    if (c->model == LC_MODEL_XL && c->same_length && mem_len < 1)
+        return lc_fail(LC_ERR_ARG, "same-length needs mem-len >= 1");
+    m->max_B = max_batch;
+    m->cap_T = seq_len;
+    m->cap_M = mem_len;
+    if (c->model == LC_MODEL_XL) m->cfg.mem_len = mem_len;
+    return build_acts(m);
 }
 
-/* The hidden state the output projection reads. */
-static const float *final_hidden(const lc_model *m) {
-    return m->cfg.norm == LC_NORM_PRE ? m->lnf : m->res[m->cfg.n_layer];
-}
-
-lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
-                           double *loss_sum, long *count) {
-    const lc_config *c = &m->cfg;
-    if (B < 1 || B > m->max_B) return lc_fail(LC_ERR_ARG, "batch %d outside 1..%d", B, m->max_B);
-    if (T < 1 || T > c->seq_len) return lc_fail(LC_ERR_ARG, "segment length %d outside 1..%d", T, c->seq_len);
-    long N = (long)B * T;
-    int C = c->d_model, V = c->vocab;
-    for (long i = 0; i < N; i++) {
-        if (tokens[i] < 0 || tokens[i] >= V) return lc_fail(LC_ERR_ARG, "token %d outside 0..%d", tokens[i], V - 1);
-        if (targets && targets[i] >= V) return lc_fail(LC_ERR_ARG, "target %d outside 0..%d", targets[i], V - 1);
-    }
-    m->B = B;
-    m->T = T;
-    m->have_targets = targets != NULL;
-    memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
-    if (targets) memcpy(m->targets, targets, (size_t)N * sizeof *targets);
-
-    lc_embedding_forward(m->res[0], tokens, m->wte, m->wpe, B, T, C);
-    lc_dropout_forward(m->res[0], m->res[0], (size_t)N * C, train ? c->dropout : 0.0f,
-                       lc_model_step_seed(m, SEED_EMBED));
-    for (int l = 0; l < c->n_layer; l++) {
-        lc_block_ctx ctx = block_ctx(m, l, train);
-        lc_block_forward(&ctx, &m->blk[l], &m->bact[l], m->res[l], m->res[l + 1]);
-    }
-    if (c->norm == LC_NORM_PRE)
-        lc_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res[c->n_layer], m->lnf_w, m->lnf_b, (int)N, C,
-                             LC_LN_EPS);
-    lc_linear_forward(m->logits, final_hidden(m), m->head, NULL, (int)N, C, V);
-    if (targets) {
-        double sum = lc_xent_forward(m->losses, m->lse, m->logits, targets, (int)N, V);
-        long n = 0;
-        for (long i = 0; i < N; i++) n += targets[i] >= 0;
-        if (loss_sum) *loss_sum = sum;
-        if (count) *count = n;
-    }
-    m->cur_train = train;
-    return LC_OK;
-}
-
-void lc_model_backward(lc_model *m, float loss_scale) {
-    const lc_config *c = &m->cfg;
-    int B = m->B, T = m->T, C = c->d_model, V = c->vocab, L = c->n_layer;
-    int N = B * T;
-    size_t NC = (size_t)N * C;
-    lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N, V, loss_scale);
-    if (c->norm == LC_NORM_PRE) {
-        float *dh = m->scratch.d_norm;
-        memset(dh, 0, NC * sizeof *dh);
-        lc_linear_backward(dh, m->g_head, NULL, m->dlogits, m->lnf, m->head, N, C, V);
-        memset(m->dres, 0, NC * sizeof *m->dres);
-        lc_layernorm_backward(m->dres, m->g_lnf_w, m->g_lnf_b, dh, m->res[L], m->lnf_w, m->lnf_mean, m->lnf_rstd, N,
-                              C);
-    } else {
-        memset(m->dres, 0, NC * sizeof *m->dres);
-        lc_linear_backward(m->dres, m->g_head, NULL, m->dlogits, m->res[L], m->head, N, C, V);
-    }
-    for (int l = L - 1; l >= 0; l--) {
-        lc_block_ctx ctx = block_ctx(m, l, m->cur_train);
-        lc_block_backward(&ctx, &m->blk[l], &m->gblk[l], &m->bact[l], m->res[l], m->dres, &m->scratch);
-    }
-    lc_dropout_backward(m->dres, m->dres, NC, m->cur_train ? c->dropout : 0.0f, lc_model_step_seed(m, SEED_EMBED));
-    lc_embedding_backward(m->g_wte, m->g_wpe, m->dres, m->tokens, B, T, C);
+lc_status lc_model_set_xl_options(lc_model *m, int clamp_len, int same_length) {
+    if (m->cfg.model != LC_MODEL_XL) return lc_fail(LC_ERR_ARG, "clamp-len and same-length need an xl model");
+    if (clamp_len < 0) return lc_fail(LC_ERR_ARG, "clamp-len must be >= 0, got %d", clamp_len);
+    if (same_length && m->cfg.mem_len < 1) return lc_fail(LC_ERR_ARG, "same-length needs mem-len >= 1");
+    int replan = (same_length != 0) != (m->cfg.same_length != 0);
+    m->cfg.clamp_len = clamp_len;
+    m->cfg.same_length = same_length != 0;
+    m->sinus_rows = -1;
+    return replan ? build_acts(m) : LC_OK; /* the attention workspace depends on the window */
 }

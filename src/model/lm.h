@@ -17,11 +17,14 @@ struct lc_model {
     /* Parameters, gradients and AdamW moments: four allocations laid out by one table. */
     lc_table ptab;
     float *params, *grads, *adam_m, *adam_v;
-    float *wte, *wpe, *lnf_w, *lnf_b, *head; /* head == wte when tied */
+    float *wte, *wpe, *lnf_w, *lnf_b, *head; /* head == wte when tied; wpe NULL for XL */
+    float *shared_u, *shared_v;              /* XL with shared_uv: the one pair every block points to */
     float *g_wte, *g_wpe, *g_lnf_w, *g_lnf_b, *g_head;
     lc_block_weights *blk, *gblk;
 
-    /* Activations and scratch: one allocation laid out by atab. */
+    /* Activations and scratch: one allocation laid out by atab, for batches of up to max_B segments of
+     * up to cap_T tokens after up to cap_M memory rows. */
+    int cap_T, cap_M;
     lc_table atab;
     float *acts;
     float **res;           /* residual stream: res[0] embedding output, res[l+1] output of block l */
@@ -33,6 +36,14 @@ struct lc_model {
     int B, T, have_targets; /* shape of the last forward */
     int cur_train;          /* whether the last forward used dropout */
     const lc_attn_kind *attn;
+
+    /* Transformer-XL state. */
+    float **mem;        /* per layer [max_B * cap_M, C]: memory rows of each stream (batch row) */
+    int mem_rows;       /* rows currently in every layer's memory */
+    int mem_B;          /* batch the memory belongs to */
+    int last_M;         /* memory rows the last forward attended to (for backward) */
+    float *sinus;       /* [cap_T + cap_M, C] sinusoid embeddings by distance */
+    int sinus_rows, sinus_clamp; /* what sinus currently holds (-1: nothing) */
 };
 
 /* Seed of the randomness (dropout) used at the model's current step, for stream `what`. */

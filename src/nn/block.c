@@ -1,5 +1,7 @@
 /* The Transformer block: causal self-attention and feed-forward sublayers with residual connections,
- * in pre-LN (x + f(LN(x))) or post-LN (LN(x + f(x))) arrangement; forward and backward. */
+ * in pre-LN (x + f(LN(x))) or post-LN (LN(x + f(x))) arrangement; forward and backward. With memory
+ * (Transformer-XL) the attention reads keys and values from concat(memory, segment), LayerNorm (pre-LN)
+ * covers the memory rows too, and no gradient flows into the memory. */
 #include <math.h>
 #include <string.h>
 
@@ -17,33 +19,63 @@ static void add_into(float *out, const float *a, const float *b, long n) {
 }
 
 static float drop_p(const lc_block_ctx *c) { return c->train ? c->dropout : 0.0f; }
-
 static uint64_t site_seed(const lc_block_ctx *c, int site) { return lc_seed_mix(c->seed, (uint64_t)site); }
+static int rows_s(const lc_block_ctx *c) { return c->M + c->T; }
 
-static lc_attn_tensors attn_views(const lc_block_ctx *c, float *qkv, float *att) {
-    long T = c->T, C = c->C;
-    lc_attn_tensors t;
-    memset(&t, 0, sizeof t);
-    t.q = (lc_view){qkv, T * 3 * C, 3 * C};
-    t.k = (lc_view){qkv + C, T * 3 * C, 3 * C};
-    t.v = (lc_view){qkv + 2 * C, T * 3 * C, 3 * C};
-    t.out = (lc_view){att, T * C, C};
-    return t;
+/* cat[b] = [mem[b] ; x[b]] */
+static void fill_cat(const lc_block_ctx *c, float *cat, const float *x) {
+    long C = c->C, S = rows_s(c);
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < c->B; b++) {
+        memcpy(cat + b * S * C, c->mem + b * c->mem_stride, sizeof(float) * (size_t)(c->M * C));
+        memcpy(cat + (b * S + c->M) * C, x + b * c->T * C, sizeof(float) * (size_t)(c->T * C));
+    }
+}
+
+/* dx[b, t] += dcat[b, M + t]: the segment rows' share of a gradient over concat(memory, segment). */
+static void add_segment_rows(const lc_block_ctx *c, float *dx, const float *dcat) {
+    long C = c->C, S = rows_s(c), T = c->T;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < c->B; b++)
+        for (long i = 0; i < T * C; i++) dx[b * T * C + i] += dcat[(b * S + c->M) * C + i];
 }
 
 static lc_attn_shape attn_shape(const lc_block_ctx *c) {
-    lc_attn_shape s = {c->B, c->H, c->T, 0, c->C / c->H, 1, 0.0f};
+    lc_attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.B = c->B, s.H = c->H, s.T = c->T, s.M = c->M, s.D = c->C / c->H, s.causal = 1;
     s.scale = 1.0f / sqrtf((float)s.D);
+    s.window = c->window;
+    s.relpos = c->relpos;
     return s;
 }
 
-/* tmp = drop(proj(attention(qkv(in)))) */
+/* Views into the fused [B, S, 3C] projection: queries are the last T rows of each batch row. */
+static lc_attn_tensors attn_views(const lc_block_ctx *c, float *qkv, float *att) {
+    long S = rows_s(c), C = c->C, M = c->M;
+    lc_attn_tensors t;
+    memset(&t, 0, sizeof t);
+    t.q = (lc_view){qkv + M * 3 * C, S * 3 * C, 3 * C};
+    t.k = (lc_view){qkv + C, S * 3 * C, 3 * C};
+    t.v = (lc_view){qkv + 2 * C, S * 3 * C, 3 * C};
+    t.out = (lc_view){att, c->T * C, C};
+    return t;
+}
+
+/* tmp = drop(proj(attention(qkv(a)))), a holding B*S rows. */
 static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
                                const float *in) {
-    int N = c->B * c->T, C = c->C;
-    lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * C);
+    int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
+    lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
     lc_attn_shape s = attn_shape(c);
     lc_attn_tensors t = attn_views(c, a->qkv, a->att);
+    lc_attn_relpos rel;
+    if (c->relpos) {
+        lc_linear_forward(a->r, c->sinus, w->r_w, NULL, rows_s(c), C, C);
+        memset(&rel, 0, sizeof rel);
+        rel.r = a->r, rel.u = w->u, rel.v = w->v;
+        t.rel = &rel;
+    }
     t.lse = a->lse;
     c->attn->forward(&s, c->attn_opts, &t, c->attn_work);
     lc_linear_forward(c->tmp, a->att, w->proj_w, w->proj_b, N, C, C);
@@ -64,17 +96,22 @@ static void ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const
 
 void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x,
                       float *out) {
-    int N = c->B * c->T, C = c->C;
+    int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
     long NC = (long)N * C;
+    const float *src = x; /* the attention's input rows: concat(memory, x) when there is memory */
+    if (c->M > 0) {
+        fill_cat(c, a->cat, x);
+        src = a->cat;
+    }
     if (c->norm == LC_NORM_PRE) {
-        lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, x, w->ln1_w, w->ln1_b, N, C, LC_LN_EPS);
+        lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, src, w->ln1_w, w->ln1_b, BS, C, LC_LN_EPS);
         attention_sublayer(c, w, a, a->norm1);
         add_into(a->s1, x, c->tmp, NC);
         lc_layernorm_forward(a->norm2, a->mean2, a->rstd2, a->s1, w->ln2_w, w->ln2_b, N, C, LC_LN_EPS);
         ffn_sublayer(c, w, a, a->norm2);
         add_into(out, a->s1, c->tmp, NC);
     } else {
-        attention_sublayer(c, w, a, x);
+        attention_sublayer(c, w, a, src);
         add_into(a->s1, x, c->tmp, NC);
         lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, a->s1, w->ln1_w, w->ln1_b, N, C, LC_LN_EPS);
         ffn_sublayer(c, w, a, a->norm1);
@@ -99,46 +136,90 @@ static void ffn_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_bl
     lc_linear_backward(din, g->fc1_w, g->fc1_b, s->d_fc1, in, w->fc1_w, N, C, F);
 }
 
-/* Given dsum = d loss / d (residual + drop(attn(in))), accumulate d loss / d in into din. */
+static void add_vec(float *dst, const float *src, long n) {
+    for (long i = 0; i < n; i++) dst[i] += src[i];
+}
+
+/* Given dsum = d loss / d (residual + drop(attn(in))), accumulate d loss / d in into din, where in and
+ * din hold the attention's B*S input rows. */
 static void attention_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
                                const lc_block_acts *a, const float *in, const float *dsum, float *din,
                                const lc_block_scratch *s) {
-    int N = c->B * c->T, C = c->C;
+    int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
     lc_dropout_backward(s->d_tmp, dsum, (size_t)N * C, drop_p(c), site_seed(c, SITE_ATTN_OUT));
     memset(s->d_att, 0, sizeof(float) * (size_t)N * C);
     lc_linear_backward(s->d_att, g->proj_w, g->proj_b, s->d_tmp, a->att, w->proj_w, N, C, C);
     lc_attn_shape sh = attn_shape(c);
     lc_attn_tensors t = attn_views(c, a->qkv, a->att);
+    long S = rows_s(c);
+    if (c->M > 0) memset(s->d_qkv, 0, sizeof(float) * (size_t)BS * 3 * C); /* memory rows get no dq */
     t.lse = a->lse;
     t.dout = (lc_view){s->d_att, (long)c->T * C, C};
-    t.dq = (lc_view){s->d_qkv, (long)c->T * 3 * C, 3 * C};
-    t.dk = (lc_view){s->d_qkv + C, (long)c->T * 3 * C, 3 * C};
-    t.dv = (lc_view){s->d_qkv + 2 * C, (long)c->T * 3 * C, 3 * C};
+    t.dq = (lc_view){s->d_qkv + c->M * 3L * C, S * 3 * C, 3 * C};
+    t.dk = (lc_view){s->d_qkv + C, S * 3 * C, 3 * C};
+    t.dv = (lc_view){s->d_qkv + 2 * C, S * 3 * C, 3 * C};
+    lc_attn_relpos rel;
+    if (c->relpos) {
+        memset(&rel, 0, sizeof rel);
+        rel.r = a->r, rel.u = w->u, rel.v = w->v;
+        rel.dr = s->d_r, rel.du = s->d_u, rel.dv = s->d_v;
+        t.rel = &rel;
+    }
     c->attn->backward(&sh, c->attn_opts, &t, c->attn_work);
-    lc_linear_backward(din, g->qkv_w, g->qkv_b, s->d_qkv, in, w->qkv_w, N, C, 3 * C);
+    if (c->relpos) {
+        add_vec(g->u, s->d_u, C);
+        add_vec(g->v, s->d_v, C);
+        lc_linear_backward(NULL, g->r_w, NULL, s->d_r, c->sinus, w->r_w, (int)S, C, C);
+    }
+    lc_linear_backward(din, g->qkv_w, g->qkv_b, s->d_qkv, in, w->qkv_w, BS, C, 3 * C);
 }
 
 void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
                        const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s) {
-    int N = c->B * c->T, C = c->C;
-    size_t NC = (size_t)N * C;
+    int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
+    size_t NC = (size_t)N * C, BSC = (size_t)BS * C;
+    const float *src = c->M > 0 ? a->cat : x;
     if (c->norm == LC_NORM_PRE) {
-        /* out = s1 + drop(ffn(LN2(s1))); s1 = x + drop(attn(LN1(x))); dx carries d out -> d s1 -> d x */
+        /* out = s1 + drop(ffn(LN2(s1))); s1 = x + drop(attn(LN1(cat))); dx carries d out -> d s1 -> d x */
         memset(s->d_norm, 0, sizeof(float) * NC);
         ffn_backward(c, w, g, a, a->norm2, dx, s->d_norm, s);
         lc_layernorm_backward(dx, g->ln2_w, g->ln2_b, s->d_norm, a->s1, w->ln2_w, a->mean2, a->rstd2, N, C);
-        memset(s->d_norm, 0, sizeof(float) * NC);
+        memset(s->d_norm, 0, sizeof(float) * BSC);
         attention_backward(c, w, g, a, a->norm1, dx, s->d_norm, s);
-        lc_layernorm_backward(dx, g->ln1_w, g->ln1_b, s->d_norm, x, w->ln1_w, a->mean1, a->rstd1, N, C);
+        if (c->M == 0) {
+            lc_layernorm_backward(dx, g->ln1_w, g->ln1_b, s->d_norm, x, w->ln1_w, a->mean1, a->rstd1, N, C);
+        } else {
+            memset(s->d_cat, 0, sizeof(float) * BSC);
+            lc_layernorm_backward(s->d_cat, g->ln1_w, g->ln1_b, s->d_norm, src, w->ln1_w, a->mean1, a->rstd1, BS, C);
+            add_segment_rows(c, dx, s->d_cat);
+        }
     } else {
-        /* out = LN2(s2); s2 = h1 + drop(ffn(h1)); h1 = LN1(s1); s1 = x + drop(attn(x)) */
+        /* out = LN2(s2); s2 = h1 + drop(ffn(h1)); h1 = LN1(s1); s1 = x + drop(attn(cat)) */
         float *d_s2 = s->d_a, *d_s1 = s->d_b;
         memset(d_s2, 0, sizeof(float) * NC);
         lc_layernorm_backward(d_s2, g->ln2_w, g->ln2_b, dx, a->s2, w->ln2_w, a->mean2, a->rstd2, N, C);
         ffn_backward(c, w, g, a, a->norm1, d_s2, d_s2, s); /* d_s2 becomes d h1 */
         memset(d_s1, 0, sizeof(float) * NC);
         lc_layernorm_backward(d_s1, g->ln1_w, g->ln1_b, d_s2, a->s1, w->ln1_w, a->mean1, a->rstd1, N, C);
-        attention_backward(c, w, g, a, x, d_s1, d_s1, s); /* d_s1 becomes d x */
+        if (c->M == 0) {
+            attention_backward(c, w, g, a, x, d_s1, d_s1, s); /* d_s1 becomes d x */
+        } else {
+            memset(s->d_cat, 0, sizeof(float) * BSC);
+            attention_backward(c, w, g, a, src, d_s1, s->d_cat, s);
+            add_segment_rows(c, d_s1, s->d_cat);
+        }
         memcpy(dx, d_s1, sizeof(float) * NC);
+    }
+}
+
+void lc_sinusoid_positions(float *out, int S, int C, int clamp_len) {
+    int half = C / 2;
+    for (int d = 0; d < S; d++) {
+        double pos = clamp_len > 0 && d > clamp_len ? clamp_len : d;
+        for (int k = 0; k < half; k++) {
+            double inv_freq = pow(10000.0, -2.0 * k / C);
+            out[(long)d * C + k] = (float)sin(pos * inv_freq);
+            out[(long)d * C + half + k] = (float)cos(pos * inv_freq);
+        }
     }
 }

@@ -20,17 +20,25 @@ void lc_embedding_forward_ref(double *out, const int *tokens, const double *wte,
 void lc_embedding_backward_ref(double *dwte, double *dwpe, const double *dout, const int *tokens, int B, int T,
                                int C);
 
-/* ---- Transformer block ---- */
+/* ---- Transformer block ----
+ * A block attends from its T segment rows to S = M + T key rows: M memory rows (Transformer-XL: the
+ * inputs this layer saw in earlier segments, no gradient) in front of the segment. Vanilla blocks
+ * have M = 0 and absolute positions; XL blocks add relative-position terms (r, u, v) and no biases
+ * in the attention projections (NULL bias pointers). */
 typedef struct {
     float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
     float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+    float *r_w;   /* XL: [C, C] projection of the sinusoid position embeddings (NULL for vanilla) */
+    float *u, *v; /* XL: [H*D] content and position biases (may be shared between layers) */
 } lc_block_weights;
 
-/* Activations one block saves for backward (N rows). */
+/* Activations one block saves for backward (N = B*T segment rows; B*S rows where noted). */
 typedef struct {
-    float *norm1;        /* pre: LN1(x); post: h1 = LN1(s1) */
+    float *cat;          /* [B, S, C] memory rows then segment rows (used when M > 0) */
+    float *norm1;        /* pre: LN1(cat) [B*S rows]; post: h1 = LN1(s1) */
     float *mean1, *rstd1;
-    float *qkv;          /* [N, 3C] */
+    float *qkv;          /* [B*S, 3C] */
+    float *r;            /* XL: [S, C] projected position embeddings by distance */
     float *att;          /* [N, C] attention output before the projection */
     float *lse;          /* [B*H*T] row log-sum-exp of the attention */
     float *s1;           /* x + drop(proj(att)) */
@@ -40,9 +48,10 @@ typedef struct {
     float *s2;           /* post: h1 + drop(ffn(h1)); pre: unused (the output is the sum) */
 } lc_block_acts;
 
-/* Scratch for backward, shared by all blocks: five [N, C]-sized, one [N, 3C], two [N, F]. */
+/* Scratch for backward, shared by all blocks: [N, C]-sized d_a, d_b, d_tmp, d_att; [B*S, C]-sized
+ * d_norm, d_cat; [B*S, 3C] d_qkv; [N, F] d_fc1, d_act; XL: [S, C] d_r, [C] d_u, d_v. */
 typedef struct {
-    float *d_a, *d_b, *d_tmp, *d_att, *d_norm, *d_qkv, *d_fc1, *d_act;
+    float *d_a, *d_b, *d_tmp, *d_att, *d_norm, *d_cat, *d_qkv, *d_fc1, *d_act, *d_r, *d_u, *d_v;
 } lc_block_scratch;
 
 typedef struct {
@@ -56,13 +65,24 @@ typedef struct {
     const void *attn_opts;
     float *attn_work; /* workspace of attn->workspace_floats() */
     float *tmp;       /* [N, C] forward scratch */
+    int M;            /* memory rows in front of the segment (0: none) */
+    const float *mem; /* [B, M, C] memory of this layer when M > 0 */
+    long mem_stride;  /* floats between batch rows of mem */
+    int relpos;       /* XL relative positions: sinus, r_w, u, v */
+    int window;       /* keys per query (XL same_length); 0: all */
+    const float *sinus; /* [S, C] sinusoid embeddings of distances 0..S-1 */
 } lc_block_ctx;
 
 /* out[N, C] = block(x[N, C]); out must not alias x. */
 void lc_block_forward(const lc_block_ctx *ctx, const lc_block_weights *w, const lc_block_acts *a, const float *x,
                       float *out);
-/* On entry dx holds d loss / d out; on return d loss / d x. Weight gradients accumulate into g. */
+/* On entry dx holds d loss / d out; on return d loss / d x (memory rows get no gradient). Weight
+ * gradients accumulate into g. */
 void lc_block_backward(const lc_block_ctx *ctx, const lc_block_weights *w, lc_block_weights *g,
                        const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s);
+
+/* Sinusoid embeddings of distances 0..S-1 ([sin | cos] halves, inv_freq_k = 10000^(-2k/C)), distances
+ * beyond clamp_len (when > 0) using clamp_len, as Transformer-XL. out is [S, C], C even. */
+void lc_sinusoid_positions(float *out, int S, int C, int clamp_len);
 
 #endif

@@ -36,7 +36,7 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
     const lc_config *c = &m->cfg;
     meta_put(l, "format", LC_CKPT_FORMAT);
     meta_put(l, "format_version", LC_CKPT_VERSION);
-    meta_put(l, "model", "vanilla");
+    meta_put(l, "model", "%s", c->model == LC_MODEL_XL ? "xl" : "vanilla");
     meta_put(l, "vocab", "%d", c->vocab);
     meta_put(l, "n_layer", "%d", c->n_layer);
     meta_put(l, "d_model", "%d", c->d_model);
@@ -47,6 +47,14 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
     meta_put(l, "activation", "%s", c->activation == LC_ACT_GELU ? "gelu" : "relu");
     meta_put(l, "tied", "%d", c->tied);
     meta_put(l, "dropout", "%.9g", (double)c->dropout);
+    if (c->model == LC_MODEL_XL) {
+        meta_put(l, "mem_len", "%d", c->mem_len);
+        meta_put(l, "clamp_len", "%d", c->clamp_len);
+        meta_put(l, "same_length", "%d", c->same_length);
+        meta_put(l, "shared_uv", "%d", c->shared_uv);
+        meta_put(l, "state.memory_rows", "%d", m->mem_rows);
+        meta_put(l, "state.memory_batch", "%d", m->mem_rows ? m->mem_B : 0);
+    }
     meta_put(l, "step", "%ld", m->step);
     meta_put(l, "seed", "%llu", (unsigned long long)m->seed);
     meta_put(l, "train.steps", "%ld", o->steps);
@@ -65,10 +73,31 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
     meta_put(l, "train.seed", "%llu", (unsigned long long)o->seed);
 }
 
+/* XL memory rows as contiguous [batch, rows, C] tensors "state.memory.<layer>" (so a resumed run
+ * continues exactly); returns the buffer backing them (caller frees) and their count in *n_out
+ * (-1 when out of memory). */
+static float *memory_snapshot(const lc_model *m, lc_st_tensor *t, char (*names)[LC_NAME_MAX + 16], int *n_out) {
+    *n_out = 0;
+    if (m->cfg.model != LC_MODEL_XL || m->mem_rows == 0) return NULL;
+    int L = m->cfg.n_layer, B = m->mem_B, R = m->mem_rows, C = m->cfg.d_model;
+    size_t per = (size_t)B * R * C;
+    float *buf = malloc(sizeof(float) * per * (size_t)L);
+    if (!buf) { *n_out = -1; return NULL; }
+    for (int l = 0; l < L; l++) {
+        for (int b = 0; b < B; b++)
+            memcpy(buf + per * l + (size_t)b * R * C, m->mem[l] + (size_t)b * m->cap_M * C, sizeof(float) * R * C);
+        snprintf(names[l], sizeof names[0], "state.memory.%d", l);
+        t[l] = (lc_st_tensor){names[l], LC_DT_F32, 3, {B, R, C}, buf + per * l};
+    }
+    *n_out = L;
+    return buf;
+}
+
 lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path) {
     int n = m->ptab.n;
-    lc_st_tensor *t = calloc((size_t)3 * n, sizeof *t);
-    char(*names)[LC_NAME_MAX + 16] = calloc((size_t)2 * n, sizeof *names);
+    int L = m->cfg.n_layer;
+    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)L, sizeof *t);
+    char(*names)[LC_NAME_MAX + 16] = calloc((size_t)2 * n + (size_t)L, sizeof *names);
     meta_list *meta = calloc(1, sizeof *meta);
     if (!t || !names || !meta) {
         free(t); free(names); free(meta);
@@ -92,7 +121,11 @@ lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const
             x->data = bases[which] + s->offset;
         }
     describe(m, o, meta);
-    lc_status st = lc_st_write(path, t, 3 * n, meta->items, meta->n);
+    int n_mem = 0;
+    float *mem = memory_snapshot(m, t + 3 * n, names + 2 * n, &n_mem);
+    lc_status st = n_mem < 0 ? lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the XL memory", path)
+                             : lc_st_write(path, t, 3 * n + n_mem, meta->items, meta->n);
+    free(mem);
     free(t);
     free(names);
     free(meta);
@@ -141,7 +174,7 @@ static lc_status read_config(const lc_st_file *f, lc_config *c, long *step, uint
     if (!ver || strcmp(ver, LC_CKPT_VERSION) != 0)
         return lc_fail(LC_ERR_FORMAT, "%s: unsupported checkpoint version '%s'", lc_st_path(f), ver ? ver : "");
     const char *model = lc_st_get_meta(f, "model");
-    if (!model || strcmp(model, "vanilla") != 0)
+    if (!model || (strcmp(model, "vanilla") != 0 && strcmp(model, "xl") != 0))
         return lc_fail(LC_ERR_FORMAT, "%s: unsupported model '%s'", lc_st_path(f), model ? model : "");
     long v[7];
     const char *keys[] = {"vocab", "n_layer", "d_model", "n_head", "d_ff", "seq_len", "tied"};
@@ -157,6 +190,14 @@ static lc_status read_config(const lc_st_file *f, lc_config *c, long *step, uint
     if ((st = meta_choice(f, "norm", "pre", "post", &norm))) return st;
     if ((st = meta_choice(f, "activation", "gelu", "relu", &act))) return st;
     if ((st = meta_float(f, "dropout", &c->dropout))) return st;
+    c->model = strcmp(model, "xl") == 0 ? LC_MODEL_XL : LC_MODEL_VANILLA;
+    if (c->model == LC_MODEL_XL) {
+        const char *xk[] = {"mem_len", "clamp_len", "same_length", "shared_uv"};
+        long xv[4];
+        for (int i = 0; i < 4; i++)
+            if ((st = meta_long(f, xk[i], 0, 1L << 24, &xv[i]))) return st;
+        c->mem_len = (int)xv[0], c->clamp_len = (int)xv[1], c->same_length = xv[2] != 0, c->shared_uv = xv[3] != 0;
+    }
     c->norm = norm ? LC_NORM_POST : LC_NORM_PRE;
     c->activation = act ? LC_ACT_RELU : LC_ACT_GELU;
     if (lc_config_validate(c)) return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), lc_last_error());
@@ -208,6 +249,33 @@ static lc_status read_tensors(const lc_st_file *f, lc_model *m) {
     return LC_OK;
 }
 
+/* Restores the XL memory saved with a training run when it fits the model as built (a resume); an
+ * evaluation or sampling model of another shape starts without memory instead. */
+static lc_status read_memory(const lc_st_file *f, lc_model *m) {
+    if (m->cfg.model != LC_MODEL_XL || !lc_st_get_meta(f, "state.memory_rows")) return LC_OK;
+    long rows, batch;
+    lc_status st;
+    if ((st = meta_long(f, "state.memory_rows", 0, 1L << 24, &rows))) return st;
+    if ((st = meta_long(f, "state.memory_batch", 0, 1L << 24, &batch))) return st;
+    if (rows == 0 || rows > m->cap_M || batch > m->max_B) return LC_OK;
+    int C = m->cfg.d_model;
+    long shape[3] = {batch, rows, C};
+    float *buf = malloc(sizeof(float) * (size_t)(batch * rows * C));
+    if (!buf) return lc_fail(LC_ERR_NOMEM, "out of memory reading the XL memory");
+    char nm[64];
+    for (int l = 0; l < m->cfg.n_layer && !st; l++) {
+        snprintf(nm, sizeof nm, "state.memory.%d", l);
+        st = lc_st_read(f, nm, LC_DT_F32, 3, shape, buf);
+        for (long b = 0; b < batch && !st; b++)
+            memcpy(m->mem[l] + (size_t)b * m->cap_M * C, buf + (size_t)b * rows * C, sizeof(float) * rows * C);
+    }
+    free(buf);
+    if (st) return st;
+    m->mem_rows = (int)rows;
+    m->mem_B = (int)batch;
+    return LC_OK;
+}
+
 lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc_train_options *opts) {
     *out = NULL;
     lc_st_file *f;
@@ -223,6 +291,7 @@ lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc
     if (opts) *opts = saved;
     if ((st = lc_model_create(&cfg, max_batch > 0 ? max_batch : saved.batch, seed, &m))) goto done;
     if ((st = read_tensors(f, m))) goto done;
+    if ((st = read_memory(f, m))) goto done;
     m->step = step;
 done:
     lc_st_close(f);

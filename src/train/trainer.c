@@ -50,14 +50,17 @@ static lc_status check_options(const lc_model *m, const lc_train_options *o) {
 }
 
 /* Global-norm clipping followed by one AdamW step on every parameter tensor. Matrices (rank 2) are
- * decayed; biases and LayerNorm gains are not. */
+ * decayed; biases, LayerNorm gains and the XL position biases u, v are not. */
 static double optimizer_step(lc_model *m, const lc_train_options *o, long step) {
     double norm = sqrt(lc_sum_squares(m->grads, m->ptab.total));
     if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
     float lr = (float)lc_learning_rate(o, step);
     for (int i = 0; i < m->ptab.n; i++) {
         const lc_slot *s = &m->ptab.slots[i];
-        float wd = s->ndim == 2 ? o->weight_decay : 0.0f;
+        const char *last = strrchr(s->name, '.');
+        last = last ? last + 1 : s->name;
+        int is_uv = strcmp(last, "u") == 0 || strcmp(last, "v") == 0;
+        float wd = s->ndim == 2 && !is_uv ? o->weight_decay : 0.0f;
         lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
                         s->count, lr, o->beta1, o->beta2, o->eps, wd, (int)(step + 1));
     }

@@ -1,0 +1,143 @@
+/* Forward and backward passes of the language model, and the Transformer-XL memory: each layer's
+ * inputs of earlier segments, kept (without gradient) for the next segment to attend to. */
+#include <math.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/kernels.h"
+#include "model/lm.h"
+
+#define LC_LN_EPS 1e-5f
+
+enum { SEED_EMBED = 1, SEED_BLOCK = 1000 };
+
+static int is_xl(const lc_model *m) { return m->cfg.model == LC_MODEL_XL; }
+
+static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
+    const lc_config *c = &m->cfg;
+    lc_block_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.B = m->B, ctx.T = m->T, ctx.C = c->d_model, ctx.H = c->n_head, ctx.F = c->d_ff;
+    ctx.norm = c->norm, ctx.activation = c->activation, ctx.dropout = c->dropout, ctx.train = train;
+    ctx.seed = lc_model_step_seed(m, SEED_BLOCK + (uint64_t)layer);
+    ctx.attn = m->attn, ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
+    ctx.M = M;
+    ctx.mem = M > 0 ? m->mem[layer] : NULL;
+    ctx.mem_stride = (long)m->cap_M * c->d_model;
+    ctx.relpos = is_xl(m);
+    ctx.window = is_xl(m) && c->same_length ? c->mem_len : 0;
+    ctx.sinus = m->sinus;
+    return ctx;
+}
+
+/* The hidden state the output projection reads. */
+static const float *final_hidden(const lc_model *m) {
+    return m->cfg.norm == LC_NORM_PRE ? m->lnf : m->res[m->cfg.n_layer];
+}
+
+static void ensure_sinusoids(lc_model *m, int S) {
+    if (m->sinus_rows >= S && m->sinus_clamp == m->cfg.clamp_len) return;
+    lc_sinusoid_positions(m->sinus, m->cap_T + m->cap_M, m->cfg.d_model, m->cfg.clamp_len);
+    m->sinus_rows = m->cap_T + m->cap_M;
+    m->sinus_clamp = m->cfg.clamp_len;
+}
+
+/* After a forward: each layer's memory becomes the last mem_len rows of concat(memory, layer input). */
+static void update_memory(lc_model *m, int M) {
+    int B = m->B, T = m->T, C = m->cfg.d_model, S = M + T;
+    int keep = S < m->cfg.mem_len ? S : m->cfg.mem_len;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const float *src = M > 0 ? m->bact[l].cat : m->res[l]; /* B rows of S (or T) rows each */
+        int rows = M > 0 ? S : T;
+        for (int b = 0; b < B; b++)
+            memcpy(m->mem[l] + (size_t)b * m->cap_M * C, src + ((size_t)b * rows + (size_t)(rows - keep)) * C,
+                   sizeof(float) * (size_t)keep * C);
+    }
+    m->mem_rows = keep;
+    m->mem_B = B;
+}
+
+void lc_model_reset_memory(lc_model *m) { m->mem_rows = 0; }
+int lc_model_memory_rows(const lc_model *m) { return m->mem_rows; }
+
+static lc_status check_inputs(const lc_model *m, const int *tokens, const int *targets, int B, int T) {
+    int V = m->cfg.vocab;
+    if (B < 1 || B > m->max_B) return lc_fail(LC_ERR_ARG, "batch %d outside 1..%d", B, m->max_B);
+    if (T < 1 || T > m->cap_T) return lc_fail(LC_ERR_ARG, "segment length %d outside 1..%d", T, m->cap_T);
+    if (m->mem_rows > 0 && B != m->mem_B)
+        return lc_fail(LC_ERR_ARG, "batch %d differs from the memory's %d streams (reset the memory first)", B,
+                       m->mem_B);
+    for (long i = 0; i < (long)B * T; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V) return lc_fail(LC_ERR_ARG, "token %d outside 0..%d", tokens[i], V - 1);
+        if (targets && targets[i] >= V) return lc_fail(LC_ERR_ARG, "target %d outside 0..%d", targets[i], V - 1);
+    }
+    return LC_OK;
+}
+
+lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
+                           double *loss_sum, long *count) {
+    const lc_config *c = &m->cfg;
+    lc_status st = check_inputs(m, tokens, targets, B, T);
+    if (st) return st;
+    long N = (long)B * T;
+    int C = c->d_model, V = c->vocab, M = is_xl(m) ? m->mem_rows : 0;
+    m->B = B;
+    m->T = T;
+    m->last_M = M;
+    m->have_targets = targets != NULL;
+    memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
+    if (targets) memcpy(m->targets, targets, (size_t)N * sizeof *targets);
+
+    lc_embedding_forward(m->res[0], tokens, m->wte, m->wpe, B, T, C);
+    if (is_xl(m)) {
+        lc_scale(m->res[0], (size_t)N * C, sqrtf((float)C)); /* Transformer-XL's embedding scale */
+        ensure_sinusoids(m, M + T);
+    }
+    lc_dropout_forward(m->res[0], m->res[0], (size_t)N * C, train ? c->dropout : 0.0f,
+                       lc_model_step_seed(m, SEED_EMBED));
+    for (int l = 0; l < c->n_layer; l++) {
+        lc_block_ctx ctx = block_ctx(m, l, train, M);
+        lc_block_forward(&ctx, &m->blk[l], &m->bact[l], m->res[l], m->res[l + 1]);
+    }
+    if (is_xl(m) && c->mem_len > 0) update_memory(m, M);
+    if (c->norm == LC_NORM_PRE)
+        lc_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res[c->n_layer], m->lnf_w, m->lnf_b, (int)N, C,
+                             LC_LN_EPS);
+    lc_linear_forward(m->logits, final_hidden(m), m->head, NULL, (int)N, C, V);
+    if (targets) {
+        double sum = lc_xent_forward(m->losses, m->lse, m->logits, targets, (int)N, V);
+        long n = 0;
+        for (long i = 0; i < N; i++) n += targets[i] >= 0;
+        if (loss_sum) *loss_sum = sum;
+        if (count) *count = n;
+    }
+    m->cur_train = train;
+    return LC_OK;
+}
+
+void lc_model_backward(lc_model *m, float loss_scale) {
+    const lc_config *c = &m->cfg;
+    int B = m->B, T = m->T, C = c->d_model, V = c->vocab, L = c->n_layer;
+    int N = B * T;
+    size_t NC = (size_t)N * C;
+    if (!m->have_targets) return; /* nothing to differentiate */
+    lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N, V, loss_scale);
+    if (c->norm == LC_NORM_PRE) {
+        float *dh = m->scratch.d_norm;
+        memset(dh, 0, NC * sizeof *dh);
+        lc_linear_backward(dh, m->g_head, NULL, m->dlogits, m->lnf, m->head, N, C, V);
+        memset(m->dres, 0, NC * sizeof *m->dres);
+        lc_layernorm_backward(m->dres, m->g_lnf_w, m->g_lnf_b, dh, m->res[L], m->lnf_w, m->lnf_mean, m->lnf_rstd, N,
+                              C);
+    } else {
+        memset(m->dres, 0, NC * sizeof *m->dres);
+        lc_linear_backward(m->dres, m->g_head, NULL, m->dlogits, m->res[L], m->head, N, C, V);
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        lc_block_ctx ctx = block_ctx(m, l, m->cur_train, m->last_M);
+        lc_block_backward(&ctx, &m->blk[l], &m->gblk[l], &m->bact[l], m->res[l], m->dres, &m->scratch);
+    }
+    lc_dropout_backward(m->dres, m->dres, NC, m->cur_train ? c->dropout : 0.0f, lc_model_step_seed(m, SEED_EMBED));
+    if (is_xl(m)) lc_scale(m->dres, NC, sqrtf((float)C));
+    lc_embedding_backward(m->g_wte, m->g_wpe, m->dres, m->tokens, B, T, C);
+}
