@@ -61,11 +61,6 @@ $(BUILD)/%.o: %.c Makefile
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-# lc_attn_shape grew fields after `scale` (window, relpos); these two files still build it with a
-# positional initializer that leaves them 0, which is what they mean. Until their owner sets the new
-# fields explicitly, only they are excused from -Wmissing-field-initializers (part of -Wextra).
-$(BUILD)/src/nn/block.o $(BUILD)/src/model/lm.o: CFLAGS += -Wno-missing-field-initializers
-
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
