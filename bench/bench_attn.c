@@ -1,12 +1,16 @@
 /* Benchmark of the full (dense) attention kind: forward and backward time (median of repetitions),
  * achieved GFLOP/s, and memory per sequence length. Each length runs in a fresh child process (fork) so
  * its max RSS is its own. One JSON line per length on stdout:
- *   {"kind":"full","len":T,...,"fwd_ms":..,"bwd_ms":..,"fwd_gflops":..,"bwd_gflops":..,
+ *   {"kind":"full","len":T,...,"rel":0|1,"window":W,"fwd_ms":..,"bwd_ms":..,"fwd_gflops":..,"bwd_gflops":..,
  *    "peak_bytes":..,"maxrss_bytes":..,"bytes_per_token":..}
- * peak_bytes counts what attention itself needs: q, k, v, out, lse, dout, dq, dk, dv and the workspace.
- * FLOPs: 4*T*S*D*H*B for the forward (halved when causal), 2.5 times that for the backward.
+ * peak_bytes counts what attention itself needs: q, k, v, out, lse, dout, dq, dk, dv, with --rel 1 also r, u, v
+ * and their gradients, and the workspace.
+ * FLOPs: 4*pairs*D*H*B for the forward, pairs = the visible (query, key) pairs (T*S; T*T/2 when causal;
+ * sum over t of min(t+1, W) with a window W < T), 6*pairs*D*H*B with relative positions (the position
+ * products counted like the content ones); 2.5 times that for the backward.
+ * --rel 1: Transformer-XL relative positions (needs causal); --window W: query t sees the last W keys.
  * usage: bench_attn [--len 1024,4096,16384] [--heads 8] [--head-dim 64] [--batch 1] [--causal 0|1]
- *                   [--threads N] [--reps N] */
+ *                   [--rel 0|1] [--window W] [--threads N] [--reps N] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +29,7 @@
 
 typedef struct {
     int lens[MAX_LENS], n_lens;
-    int heads, head_dim, batch, causal, threads, reps;
+    int heads, head_dim, batch, causal, rel, window, threads, reps;
 } bench_options;
 
 static void usage_error(const char *msg, const char *arg) {
@@ -41,7 +45,7 @@ static int parse_positive(const char *flag, const char *text, int allow_zero) {
 }
 
 static bench_options parse_options(int argc, char **argv) {
-    bench_options o = {{1024, 4096, 16384}, 3, 8, 64, 1, 1, 0, 3};
+    bench_options o = {{1024, 4096, 16384}, 3, 8, 64, 1, 1, 0, 0, 0, 3};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (i + 1 >= argc) usage_error("missing value after", flag);
@@ -64,6 +68,11 @@ static bench_options parse_options(int argc, char **argv) {
         } else if (strcmp(flag, "--causal") == 0) {
             o.causal = parse_positive(flag, value, 1);
             if (o.causal > 1) usage_error("--causal takes 0 or 1", NULL);
+        } else if (strcmp(flag, "--rel") == 0) {
+            o.rel = parse_positive(flag, value, 1);
+            if (o.rel > 1) usage_error("--rel takes 0 or 1", NULL);
+        } else if (strcmp(flag, "--window") == 0) {
+            o.window = parse_positive(flag, value, 1);
         } else if (strcmp(flag, "--threads") == 0) {
             o.threads = parse_positive(flag, value, 1);
         } else if (strcmp(flag, "--reps") == 0) {
@@ -72,6 +81,7 @@ static bench_options parse_options(int argc, char **argv) {
             usage_error("unknown flag", flag);
         }
     }
+    if ((o.rel || o.window) && !o.causal) usage_error("--rel and --window need --causal 1", NULL);
     return o;
 }
 
@@ -99,7 +109,7 @@ static float *alloc_floats(size_t n, size_t *total_bytes) {
 static void bench_length(const bench_options *o, int len) {
     lc_set_threads(o->threads);
     const lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
-                             (float)(1.0 / sqrt((double)o->head_dim))};
+                             (float)(1.0 / sqrt((double)o->head_dim)), o->window, o->rel};
     const size_t n = (size_t)s.B * s.T * s.H * s.D; /* M = 0: S = T */
     const long st = (long)s.H * s.D, sb = (long)s.T * st;
     size_t bytes = 0;
@@ -107,6 +117,13 @@ static void bench_length(const bench_options *o, int len) {
     float *out = alloc_floats(n, &bytes), *dout = alloc_floats(n, &bytes);
     float *dq = alloc_floats(n, &bytes), *dk = alloc_floats(n, &bytes), *dv = alloc_floats(n, &bytes);
     float *lse = alloc_floats((size_t)s.B * s.H * s.T, &bytes);
+    const size_t n_r = o->rel ? (size_t)s.T * s.H * s.D : 0, n_uv = o->rel ? (size_t)s.H * s.D : 0;
+    float *rpos = NULL, *u = NULL, *vb = NULL, *dr = NULL, *du = NULL, *dvb = NULL;
+    if (o->rel) {
+        rpos = alloc_floats(n_r, &bytes), dr = alloc_floats(n_r, &bytes);
+        u = alloc_floats(n_uv, &bytes), vb = alloc_floats(n_uv, &bytes);
+        du = alloc_floats(n_uv, &bytes), dvb = alloc_floats(n_uv, &bytes);
+    }
     const size_t work_floats = lc_attn_full.workspace_floats(&s, NULL, lc_get_threads());
     float *work = alloc_floats(work_floats, &bytes);
 
@@ -115,8 +132,11 @@ static void bench_length(const bench_options *o, int len) {
     for (size_t i = 0; i < n; i++)
         q[i] = lc_rng_normal(&rng), k[i] = lc_rng_normal(&rng), v[i] = lc_rng_normal(&rng),
         dout[i] = lc_rng_normal(&rng);
+    for (size_t i = 0; i < n_r; i++) rpos[i] = lc_rng_normal(&rng);
+    for (size_t i = 0; i < n_uv; i++) u[i] = 0.5f * lc_rng_normal(&rng), vb[i] = 0.5f * lc_rng_normal(&rng);
+    const lc_attn_relpos rel = {rpos, u, vb, dr, du, dvb};
     lc_attn_tensors t = {{q, sb, st}, {k, sb, st}, {v, sb, st}, {out, sb, st}, {dout, sb, st},
-                         {dq, sb, st}, {dk, sb, st}, {dv, sb, st}, lse};
+                         {dq, sb, st}, {dk, sb, st}, {dv, sb, st}, lse, o->rel ? &rel : NULL};
 
     double fwd[64], bwd[64];
     const int reps = o->reps < 64 ? o->reps : 64;
@@ -129,20 +149,26 @@ static void bench_length(const bench_options *o, int len) {
         fwd[r] = t1 - t0, bwd[r] = t2 - t1;
     }
     const double fwd_s = median(fwd, reps), bwd_s = median(bwd, reps);
-    const double fwd_flops = 4.0 * s.T * s.T * s.D * s.H * s.B * (s.causal ? 0.5 : 1.0), bwd_flops = 2.5 * fwd_flops;
+    double pairs = (double)s.T * s.T * (s.causal ? 0.5 : 1.0);
+    if (s.causal && s.window > 0 && s.window < s.T) { /* sum over t of min(t + 1, W) */
+        const double W = s.window;
+        pairs = W * (W + 1) / 2 + ((double)s.T - W) * W;
+    }
+    const double fwd_flops = (o->rel ? 6.0 : 4.0) * pairs * s.D * s.H * s.B, bwd_flops = 2.5 * fwd_flops;
     double checksum = 0; /* keeps the work observable */
     for (size_t i = 0; i < n; i += 97) checksum += out[i] + dq[i] + dk[i] + dv[i];
 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"kind\":\"full\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"threads\":%d,"
-           "\"reps\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_gflops\":%.1f,\"bwd_gflops\":%.1f,\"peak_bytes\":%zu,"
+    printf("{\"kind\":\"full\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"rel\":%d,"
+           "\"window\":%d,\"threads\":%d,\"reps\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_gflops\":%.1f,\"bwd_gflops\":%.1f,\"peak_bytes\":%zu,"
            "\"maxrss_bytes\":%ld,\"bytes_per_token\":%.1f,\"checksum\":%.6g}\n",
-           len, s.B, s.H, s.D, s.causal, lc_get_threads(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
+           len, s.B, s.H, s.D, s.causal, o->rel, s.window, lc_get_threads(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
            bwd_flops / bwd_s / 1e9, bytes, ru.ru_maxrss * 1024L, (double)bytes / ((double)s.B * s.T), checksum);
     fflush(stdout);
     lc_free(q), lc_free(k), lc_free(v), lc_free(out), lc_free(dout);
     lc_free(dq), lc_free(dk), lc_free(dv), lc_free(lse), lc_free(work);
+    if (o->rel) lc_free(rpos), lc_free(u), lc_free(vb), lc_free(dr), lc_free(du), lc_free(dvb);
 }
 
 int main(int argc, char **argv) {

@@ -18,7 +18,7 @@ typedef struct {
 } case_shape;
 
 static lc_attn_shape shape_of(case_shape c) {
-    lc_attn_shape s = {c.B, c.H, c.T, c.M, c.D, c.causal, (float)(1.0 / sqrt((double)c.D))};
+    lc_attn_shape s = {c.B, c.H, c.T, c.M, c.D, c.causal, (float)(1.0 / sqrt((double)c.D)), 0, 0};
     return s;
 }
 
@@ -47,6 +47,7 @@ static lc_view_d view_d(double *p, int rows, const lc_attn_shape *s) {
 
 static problem_d problem_d_new(lc_attn_shape s) {
     problem_d p;
+    memset(&p, 0, sizeof p); /* t.rel = NULL */
     p.s = s;
     const int S = s.M + s.T;
     const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * S * s.H * s.D;
@@ -141,7 +142,7 @@ TEST(reference_backward_matches_finite_differences) {
 
 TEST(reference_forward_matches_hand_computed_values) {
     /* one query, one memory key: scores 0 and ln 3 -> probabilities 1/4, 3/4 -> out = 2/4 + 18/4 */
-    lc_attn_shape s = {1, 1, 1, 1, 1, 1, 1.0f};
+    lc_attn_shape s = {1, 1, 1, 1, 1, 1, 1.0f, 0, 0};
     problem_d p = problem_d_new(s);
     p.q[0] = 1, p.k[0] = 0, p.k[1] = log(3.0), p.v[0] = 2, p.v[1] = 6;
     lc_attn_full_forward_ref(&s, &p.t);
@@ -149,7 +150,7 @@ TEST(reference_forward_matches_hand_computed_values) {
     problem_d_free(&p);
 
     /* causal without memory: the first query sees only the first key, the second sees both */
-    lc_attn_shape c = {1, 1, 2, 0, 1, 1, 1.0f};
+    lc_attn_shape c = {1, 1, 2, 0, 1, 1, 1.0f, 0, 0};
     problem_d r = problem_d_new(c);
     r.q[0] = 1, r.q[1] = 1, r.k[0] = 0, r.k[1] = log(3.0), r.v[0] = 2, r.v[1] = 6;
     lc_attn_full_forward_ref(&c, &r.t);
@@ -182,6 +183,7 @@ static lc_view view_f(float *p, long sb, long st) {
 
 static problem problem_new(lc_attn_shape s, int nthreads, uint64_t seed, float input_mul) {
     problem p;
+    memset(&p, 0, sizeof p); /* t.rel = NULL */
     p.s = s;
     const int S = s.M + s.T, HD = s.H * s.D;
     p.row = 3L * HD + 7, p.out_row = HD + 5;
@@ -335,7 +337,7 @@ TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
 
 TEST(empty_segment_writes_zero_memory_gradients) {
     /* T = 0: no queries, so nothing flows back, but all M rows of dk and dv are still written */
-    const lc_attn_shape s = {2, 2, 0, 5, 24, 1, 0.2f};
+    const lc_attn_shape s = {2, 2, 0, 5, 24, 1, 0.2f, 0, 0};
     problem p = problem_new(s, lc_get_threads(), 9, 1.0f);
     run_fast(&p);
     const int HD = s.H * s.D;

@@ -4,11 +4,14 @@
  * when the max grows, and saves only the row log-sum-exp for the backward pass (full_backward.c).
  * Score tiles are computed transposed (k q^T: one key per row, queries along the vector lanes), so the
  * query tile is transposed once per task and the per-query max and sum are plain vector operations.
- * No T x S matrix exists anywhere; tiles live in a per-thread slice of the caller's workspace. */
+ * No T x S matrix exists anywhere; tiles live in a per-thread slice of the caller's workspace.
+ * A window skips the key tiles before the band; relative positions (full_rel.h) add one tile product per
+ * key tile and a gather. */
 #include <assert.h>
 #include <math.h>
 
 #include "attn/attn.h"
+#include "attn/full_rel.h"
 #include "attn/full_tile.h"
 #include "core/threads.h"
 
@@ -16,7 +19,8 @@ const lc_attn_kind lc_attn_full = {"full", lc_attn_full_workspace, lc_attn_full_
 
 /* Forward and backward run with lc_get_threads() threads, so `work` must hold at least
  * lc_attn_full_workspace(s, opts, lc_get_threads()) floats. It need not be aligned. Each thread takes
- * the slice of its lc_thread_id(), so the calls must not be made from inside a parallel region. */
+ * the slice of its lc_thread_id(), so the calls must not be made from inside a parallel region.
+ * With s->relpos the workspace also holds, per thread, a few tiles and one head's dr: O(threads (S+T) D). */
 size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
     (void)opts;
     if (nthreads < 1) nthreads = 1;
@@ -32,7 +36,7 @@ size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthr
 static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0, int s0, int n_k,
                                 float *running_max, float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    full_v16 tile_max[CHUNKS], new_max[CHUNKS], sum[CHUNKS];
+    full_v16 tile_max[CHUNKS], new_max[CHUNKS], shift[CHUNKS], sum[CHUNKS];
     for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY), sum[l] = (full_v16){0};
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
@@ -44,15 +48,17 @@ static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0,
         }
     for (int l = 0; l < CHUNKS; l++) {
         const full_v16 old_max = full_vload(running_max + 16 * l);
-        /* every query sees key 0, so after the first tile the max is finite; exp(-inf) is 0 */
+        /* A query that has seen no key yet (a window, or a padding lane) keeps max -inf; it is shifted by 0
+         * instead, so its probabilities and correction are exp(-inf) = 0, not NaN. */
         new_max[l] = full_vmax(old_max, tile_max[l]);
-        full_vstore(correction + 16 * l, full_vexp(old_max - new_max[l]));
+        shift[l] = full_vselect(new_max[l] == full_vsplat(-INFINITY), full_vsplat(0.0f), new_max[l]);
+        full_vstore(correction + 16 * l, full_vexp(old_max - shift[l]));
         full_vstore(running_max + 16 * l, new_max[l]);
     }
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const full_v16 prob = full_vexp(full_vload(p) - new_max[l]);
+            const full_v16 prob = full_vexp(full_vload(p) - shift[l]);
             full_vstore(p, prob);
             sum[l] += prob;
         }
@@ -67,12 +73,18 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
     const int dp = g->D_pad;
     float *running_max = w->row_a, *running_sum = w->row_b;
     float correction[FULL_TILE_Q];
-    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    const lc_attn_relpos *rel = t->rel;
+    if (rel) { /* content scores with scale (q + u), position scores with scale (q + v) */
+        full_load_transposed_bias(w->q_tile, &t->q, rel->u + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
+        full_load_transposed_bias(w->rel_qv, &t->q, rel->v + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
+    } else {
+        full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    }
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
     for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
 
-    const int key_end = full_key_end(g, t0, n_q);
-    for (int s0 = 0; s0 < key_end; s0 += FULL_TILE_K) {
+    const int key_begin = full_key_tile_begin(g, t0), key_end = full_key_end(g, t0, n_q);
+    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
         const int n_k = full_min(FULL_TILE_K, g->S - s0);
         long k_ld;
         const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
@@ -85,6 +97,10 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
         full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
+        if (rel) {
+            full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
+            full_rel_add_positions(w->scores, w->rel_pos, n_k);
+        }
         online_softmax_tile(g, w->scores, t0, s0, n_k, running_max, running_sum, correction);
         for (int i = 0; i < rows; i++) {
             if (correction[i] == 1.0f) continue;
@@ -97,7 +113,7 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
 
     float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
     for (int i = 0; i < n_q; i++) {
-        /* every query sees key 0, so the sum is positive */
+        /* every query sees itself (distance 0), so the sum is positive */
         const float inv_sum = 1.0f / running_sum[i];
         float *out = full_row(&t->out, b, t0 + i, h, g->D);
         const float *acc = w->q_acc + (size_t)i * dp;
@@ -109,6 +125,8 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     (void)opts;
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
+    assert(s->window >= 0 && (s->window == 0 || s->causal)); /* a window needs causal */
+    assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */
     const full_geometry g = full_geometry_of(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
     const int nthreads = lc_get_threads();

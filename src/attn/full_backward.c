@@ -5,11 +5,13 @@
  *   pass 2, one task per (batch, head, query tile): dq = scale dS k
  * Every output row is owned by one task that sums in a fixed order, so results are bit-identical for
  * any thread count. Scores and dP are computed in both passes: 7 tile products where 5 would do with
- * atomics or per-thread copies of dq. */
+ * atomics or per-thread copies of dq. A window restricts both passes to the tiles that meet the band.
+ * With relative positions the backward is full_rel.c instead (one pass per head). */
 #include <assert.h>
 #include <math.h>
 
 #include "attn/attn.h"
+#include "attn/full_rel.h"
 #include "attn/full_tile.h"
 #include "core/threads.h"
 
@@ -28,16 +30,6 @@ static void compute_delta(const full_geometry *g, const lc_attn_tensors *t, floa
     }
 }
 
-/* The rows' lse and Delta for queries [t0, t0+n_q); padding lanes get 0 (their dout is 0, so dS is 0). */
-static void load_row_stats(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
-                           int t0, int n_q, full_tiles *w) {
-    const size_t row0 = ((size_t)b * g->H + h) * g->T + t0;
-    for (int i = 0; i < FULL_TILE_Q; i++) {
-        w->row_a[i] = i < n_q ? t->lse[row0 + i] : 0.0f;
-        w->row_b[i] = i < n_q ? delta[row0 + i] : 0.0f;
-    }
-}
-
 /* Pass 1: dk and dv of the key tile [s0, s0+n_k), summed over every query tile that sees it.
  * Tiles are query-major here (row i = query t0 + i, keys along the lanes): k^T and v^T are loaded once
  * per task, and each query tile brings scale*q and dout as rows. */
@@ -50,14 +42,14 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
     memset(w->dk_acc, 0, sizeof(float) * (size_t)key_rows * dp);
     memset(w->dv_acc, 0, sizeof(float) * (size_t)key_rows * dp);
 
-    /* causal: query t sees key s0 once M + t >= s0 */
-    const int first_query = g->causal ? full_max(0, s0 - g->M) : 0;
-    for (int t0 = first_query / FULL_TILE_Q * FULL_TILE_Q; t0 < g->T; t0 += FULL_TILE_Q) {
+    /* causal: query t sees key s0 once M + t >= s0; window W: until M + t - W + 1 > s0 + n_k - 1 */
+    const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
+    for (int t0 = first_query / FULL_TILE_Q * FULL_TILE_Q; t0 < query_end; t0 += FULL_TILE_Q) {
         const int n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
         full_load_rows(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
         full_load_rows(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
-        load_row_stats(g, t, delta, b, h, t0, n_q, w);
-        if (t0 + FULL_TILE_Q < g->T) {
+        full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
+        if (t0 + FULL_TILE_Q < query_end) {
             const int n_next = full_min(FULL_TILE_Q, g->T - t0 - FULL_TILE_Q);
             full_prefetch_rows(&t->q, g, b, h, t0 + FULL_TILE_Q, n_next);
             full_prefetch_rows(&t->dout, g, b, h, t0 + FULL_TILE_Q, n_next);
@@ -66,10 +58,11 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
         full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
         for (int i = 0; i < n_q; i++) { /* P = exp(s - lse), dS = P (dP - Delta); rows >= n_q are not read */
             float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
+            const int first_visible = full_first_visible_key(g, t0 + i, s0);
             const int n_visible = full_visible_keys(g, t0 + i, s0, n_k);
             const float lse = w->row_a[i], row_delta = w->row_b[i];
             for (int l = 0; l < FULL_TILE_K / 16; l++) {
-                const full_v16 prob = full_vselect(full_visible_mask(16 * l, n_visible),
+                const full_v16 prob = full_vselect(full_band_mask(16 * l, first_visible, n_visible),
                                                    full_vexp(full_vload(p + 16 * l) - lse), (full_v16){0});
                 full_vstore(p + 16 * l, prob);
                 full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
@@ -96,14 +89,14 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
     const int dp = g->D_pad;
     full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
-    load_row_stats(g, t, delta, b, h, t0, n_q, w);
+    full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
     full_v16 lse[CHUNKS], row_delta[CHUNKS];
     for (int l = 0; l < CHUNKS; l++)
         lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
 
-    const int key_end = full_key_end(g, t0, n_q);
-    for (int s0 = 0; s0 < key_end; s0 += FULL_TILE_K) {
+    const int key_begin = full_key_tile_begin(g, t0), key_end = full_key_end(g, t0, n_q);
+    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
         const int n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
         long v_ld;
         full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f); /* k is also the B operand of dq += dS k */
@@ -135,8 +128,17 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
 void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     (void)opts;
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
+    assert(s->window >= 0 && (s->window == 0 || s->causal)); /* a window needs causal */
+    assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */
     const full_geometry g = full_geometry_of(s);
-    if (g.B == 0 || g.H == 0) return;
+    const lc_attn_relpos *rel = t->rel;
+    if (g.H == 0) return;
+    if (rel && (g.B == 0 || g.T == 0)) { /* nothing flows back to r, u, v */
+        memset(rel->dr, 0, sizeof(float) * (size_t)g.S * g.H * g.D);
+        memset(rel->du, 0, sizeof(float) * (size_t)g.H * g.D);
+        memset(rel->dv, 0, sizeof(float) * (size_t)g.H * g.D);
+    }
+    if (g.B == 0) return;
     if (g.T == 0) { /* no queries: nothing flows back, but dk and dv of the memory rows are still written */
         for (int b = 0; b < g.B; b++)
             for (int j = 0; j < g.S; j++)
@@ -150,6 +152,10 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
     float *base = full_workspace_base(work);
     float *delta = full_delta_of(base, &g, nthreads);
     compute_delta(&g, t, delta, nthreads);
+    if (rel) {
+        full_rel_backward(&g, t, delta, base, nthreads);
+        return;
+    }
 
     const long heads = (long)g.B * g.H;
     /* Tasks go out head by head (the threads share one head's tensors in cache). Pass 1: key tiles in

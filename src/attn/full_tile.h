@@ -15,6 +15,10 @@
 
 #include "attn/attn.h"
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 /* queries x keys per tile; both are 4 vectors, and transposed tiles of either kind share one layout */
 enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
 
@@ -37,6 +41,16 @@ static inline full_v16 full_vselect(full_vi16 mask, full_v16 a, full_v16 b) {
     return (full_v16)(((full_vi16)a & mask) | ((full_vi16)b & ~mask));
 }
 static inline full_v16 full_vmax(full_v16 a, full_v16 b) { return full_vselect(a > b, a, b); }
+/* Lanes p[idx[0]], ..., p[idx[15]]: one gather instruction with AVX-512, else 16 loads. */
+static inline full_v16 full_vgather(const float *p, full_vi16 idx) {
+#ifdef __AVX512F__
+    return (full_v16)_mm512_i32gather_ps((__m512i)idx, p, 4);
+#else
+    full_v16 v;
+    for (int i = 0; i < 16; i++) v[i] = p[idx[i]];
+    return v;
+#endif
+}
 static inline float full_hmax(full_v16 v) {
     float m = v[0];
     for (int i = 1; i < 16; i++) m = v[i] > m ? v[i] : m;
@@ -107,13 +121,20 @@ static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long
     }
 }
 
-/* Geometry shared by every pass: S keys, D padded to whole vectors, per-thread tile slices. */
+/* Geometry shared by every pass: S keys, D padded to whole vectors, per-thread tile slices.
+ * window is 0 when unlimited (a window >= S is stored as 0: it hides nothing). */
 typedef struct {
-    int B, H, T, M, S, D, D_pad, causal;
+    int B, H, T, M, S, D, D_pad, causal, window, relpos;
     float scale;
     int q_tiles, k_tiles;
     size_t thread_floats; /* one thread's slice */
 } full_geometry;
+
+/* Relative positions: a (query tile t0, key tile s0) pair needs distances M+t0-s0 + i - j for i, j in
+ * [0, 64): a range of 127 rows of r. The key-major passes (forward, dq pass) keep the 128 distances
+ * [c0 - 64, c0 + 63], c0 = M + t0 - s0, as two blocks of 64 rows ("low" first, then "high"); moving to the
+ * next key tile, the low block becomes the high one and one new block is computed. */
+enum { FULL_REL_SPAN = 2 * FULL_TILE_K, FULL_REL_DR_FRONT = 2 * FULL_TILE_K, FULL_REL_DR_BACK = FULL_TILE_K };
 
 /* One thread's tiles, carved from the workspace. Every slot of query or key size holds
  * FULL_TILE x D_pad floats, enough for either layout: rows (stride D_pad) or transposed (D x FULL_TILE). */
@@ -126,17 +147,43 @@ typedef struct {
     float *scores;         /* FULL_TILE x FULL_TILE: scores, then probabilities */
     float *dscores;        /* FULL_TILE x FULL_TILE: dP, then dS */
     float *row_a, *row_b;  /* FULL_TILE_Q each: running max / sum, or lse / Delta */
+    /* Relative positions only (geometry relpos = 1), else NULL. The backward (full_rel.c) is one pass per
+     * head that also keeps the head's dk, dv (one batch row at a time) and dr. */
+    float *rel_pos;       /* 128 x 64: Pos^T (row e = distance c0 - 64 + e, queries along the lanes) */
+    float *rel_r;         /* 128 x D_pad: rows of r for those distances */
+    float *rel_ds;        /* 128 x 64: dS^T of the previous key tile, then of the current one */
+    float *rel_dpos;      /* 64 x 64: dPos^T of one block of 64 distances */
+    float *rel_qv;        /* scale (q + v), D x 64 transposed */
+    float *rel_qv_rows;   /* scale (q + v), 64 x D_pad rows */
+    float *rel_qu_rows;   /* scale (q + u), 64 x D_pad rows */
+    float *rel_dout_rows; /* dout, 64 x D_pad rows */
+    float *rel_qpos_acc;  /* 64 x D_pad: position part of dq */
+    float *rel_dr;        /* (128 + S + 64) x D_pad: dr of one head, distance d at row 128 + d */
+    float *rel_dk, *rel_dv; /* round_up(S, 64) x D_pad: dk, dv of one (batch, head) */
+    float *rel_duv;       /* 2 x D_pad: du and dv of one head */
 } full_tiles;
+
+static inline size_t full_rel_key_rows(const full_geometry *g) { return (size_t)g->k_tiles * FULL_TILE_K; }
+
+static inline size_t full_rel_floats(const full_geometry *g) {
+    const size_t q_tile = (size_t)FULL_TILE_Q * g->D_pad;
+    return 2 * (size_t)FULL_REL_SPAN * FULL_TILE_Q + (size_t)FULL_REL_SPAN * g->D_pad + FULL_TILE_Q * FULL_TILE_K +
+           5 * q_tile + ((size_t)FULL_REL_DR_FRONT + g->S + FULL_REL_DR_BACK) * g->D_pad +
+           2 * full_rel_key_rows(g) * g->D_pad + 2 * (size_t)g->D_pad;
+}
 
 static inline full_geometry full_geometry_of(const lc_attn_shape *s) {
     full_geometry g;
     g.B = s->B, g.H = s->H, g.T = s->T, g.M = s->M, g.S = s->M + s->T, g.D = s->D, g.causal = s->causal;
+    g.window = s->window > 0 && s->window < g.S ? s->window : 0;
+    g.relpos = s->relpos != 0;
     g.scale = s->scale;
     g.D_pad = full_round_up(g.D, 16);
     g.q_tiles = (g.T + FULL_TILE_Q - 1) / FULL_TILE_Q;
     g.k_tiles = (g.S + FULL_TILE_K - 1) / FULL_TILE_K;
     const size_t q_tile = (size_t)FULL_TILE_Q * g.D_pad, k_tile = (size_t)FULL_TILE_K * g.D_pad;
     g.thread_floats = 3 * q_tile + 4 * k_tile + 2 * FULL_TILE_Q * FULL_TILE_K + 2 * FULL_TILE_Q;
+    if (g.relpos) g.thread_floats += full_rel_floats(&g);
     return g;
 }
 
@@ -160,12 +207,40 @@ static inline full_tiles full_tiles_for_thread(float *base, const full_geometry 
     w.scores = p, p += FULL_TILE_Q * FULL_TILE_K;
     w.dscores = p, p += FULL_TILE_Q * FULL_TILE_K;
     w.row_a = p, p += FULL_TILE_Q;
-    w.row_b = p;
+    w.row_b = p, p += FULL_TILE_Q;
+    w.rel_pos = w.rel_r = w.rel_ds = w.rel_dpos = w.rel_qv = w.rel_qv_rows = w.rel_qu_rows = w.rel_dout_rows =
+        w.rel_qpos_acc = w.rel_dr = w.rel_dk = w.rel_dv = w.rel_duv = NULL;
+    if (g->relpos) {
+        w.rel_pos = p, p += (size_t)FULL_REL_SPAN * FULL_TILE_Q;
+        w.rel_r = p, p += (size_t)FULL_REL_SPAN * g->D_pad;
+        w.rel_ds = p, p += (size_t)FULL_REL_SPAN * FULL_TILE_Q;
+        w.rel_dpos = p, p += FULL_TILE_Q * FULL_TILE_K;
+        w.rel_qv = p, p += q_tile;
+        w.rel_qv_rows = p, p += q_tile;
+        w.rel_qu_rows = p, p += q_tile;
+        w.rel_dout_rows = p, p += q_tile;
+        w.rel_qpos_acc = p, p += q_tile;
+        w.rel_dr = p, p += ((size_t)FULL_REL_DR_FRONT + g->S + FULL_REL_DR_BACK) * g->D_pad;
+        w.rel_dk = p, p += full_rel_key_rows(g) * g->D_pad;
+        w.rel_dv = p, p += full_rel_key_rows(g) * g->D_pad;
+        w.rel_duv = p;
+    }
     return w;
 }
 
 static inline float *full_delta_of(float *base, const full_geometry *g, int nthreads) {
     return base + (size_t)nthreads * g->thread_floats;
+}
+
+/* Backward: the rows' lse and Delta (backward's rowsum(dout * out), [B*H*T]) for queries [t0, t0+n_q) into
+ * w->row_a, w->row_b; padding lanes get 0 (their dout is 0, so dS is 0). */
+static inline void full_load_row_stats(const full_geometry *g, const float *lse, const float *delta, int b, int h,
+                                       int t0, int n_q, full_tiles *w) {
+    const size_t row0 = ((size_t)b * g->H + h) * g->T + t0;
+    for (int i = 0; i < FULL_TILE_Q; i++) {
+        w->row_a[i] = i < n_q ? lse[row0 + i] : 0.0f;
+        w->row_b[i] = i < n_q ? delta[row0 + i] : 0.0f;
+    }
 }
 
 /* Address of row `t` of head h, batch b in a strided view. */
@@ -183,6 +258,22 @@ static inline void full_load_rows(float *tile, const lc_view *v, const full_geom
         if (i < n) {
             const float *src = full_row(v, b, t0 + i, h, g->D);
             for (int d = 0; d < g->D; d++) dst[d] = mul * src[d];
+            for (int d = g->D; d < g->D_pad; d++) dst[d] = 0;
+        } else {
+            memset(dst, 0, sizeof(float) * g->D_pad);
+        }
+    }
+}
+
+/* As full_load_rows, with mul * (row + bias) (bias: D floats, the head's slice). */
+static inline void full_load_rows_bias(float *tile, const lc_view *v, const float *bias, const full_geometry *g, int b,
+                                       int h, int t0, int n, float mul) {
+    const int rows = full_round_up(n, 4);
+    for (int i = 0; i < rows; i++) {
+        float *dst = tile + (size_t)i * g->D_pad;
+        if (i < n) {
+            const float *src = full_row(v, b, t0 + i, h, g->D);
+            for (int d = 0; d < g->D; d++) dst[d] = mul * (src[d] + bias[d]);
             for (int d = g->D; d < g->D_pad; d++) dst[d] = 0;
         } else {
             memset(dst, 0, sizeof(float) * g->D_pad);
@@ -226,10 +317,32 @@ static inline void full_load_transposed(float *tile, const lc_view *v, const ful
         for (int j = n; j < FULL_TILE_K; j++) tile[d * FULL_TILE_K + j] = 0;
 }
 
-/* How many keys of the tile starting at key s0 (n_keys of them) query t sees. */
+/* As full_load_transposed, with mul * (row + bias) (bias: D floats, the head's slice). */
+static inline void full_load_transposed_bias(float *tile, const lc_view *v, const float *bias, const full_geometry *g,
+                                             int b, int h, int t0, int n, float mul) {
+    for (int j = 0; j < n; j++) {
+        const float *src = full_row(v, b, t0 + j, h, g->D);
+        for (int d = 0; d < g->D; d++) tile[d * FULL_TILE_K + j] = mul * (src[d] + bias[d]);
+    }
+    for (int d = 0; d < g->D; d++)
+        for (int j = n; j < FULL_TILE_K; j++) tile[d * FULL_TILE_K + j] = 0;
+}
+
+/* How many keys of the tile starting at key s0 (n_keys of them) query t sees, counting from the tile start:
+ * the visible ones are [full_first_visible_key, full_visible_keys). */
 static inline int full_visible_keys(const full_geometry *g, int t, int s0, int n_keys) {
     if (!g->causal) return n_keys;
     return full_max(0, full_min(n_keys, g->M + t - s0 + 1));
+}
+
+/* First key of the tile starting at s0 that query t sees (window: keys before M + t - W + 1 are hidden). */
+static inline int full_first_visible_key(const full_geometry *g, int t, int s0) {
+    return g->window ? full_max(0, g->M + t - g->window + 1 - s0) : 0;
+}
+
+/* Start of the key tiles any query of [t0, ...) sees: 0, or with a window the tile of key M + t0 - W + 1. */
+static inline int full_key_tile_begin(const full_geometry *g, int t0) {
+    return g->window ? full_max(0, g->M + t0 - g->window + 1) / FULL_TILE_K * FULL_TILE_K : 0;
 }
 
 /* End (exclusive) of the keys any query of [t0, t0+n) sees. */
@@ -237,18 +350,28 @@ static inline int full_key_end(const full_geometry *g, int t0, int n) {
     return g->causal ? full_min(g->S, g->M + t0 + n) : g->S;
 }
 
-/* Lanes of a 16-column chunk starting at column j0 that are < n_visible: -1, others 0. */
-static inline full_vi16 full_visible_mask(int j0, int n_visible) {
+/* Queries [begin, end) that see some key of [s0, s0 + n_k). */
+static inline int full_query_begin(const full_geometry *g, int s0) {
+    return g->causal ? full_max(0, s0 - g->M) : 0;
+}
+static inline int full_query_end(const full_geometry *g, int s0, int n_k) {
+    return g->window ? full_max(0, full_min(g->T, s0 + n_k - 1 + g->window - g->M)) : g->T;
+}
+
+/* Lanes of a 16-column chunk starting at column j0 in [first, end): -1, others 0. */
+static inline full_vi16 full_band_mask(int j0, int first, int end) {
     const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    return (lane + j0) < n_visible;
+    return ((lane + j0) < end) & ((lane + j0) >= first);
 }
 
 /* Transposed tiles (one key per row, 64 queries along the lanes): lanes of the chunk of queries
- * t0 + 16*l .. that see key s (causal: M + t >= s), -1, others 0. */
+ * t0 + 16*l .. that see key s (causal: M + t >= s; window W: also M + t <= s + W - 1), -1, others 0. */
 static inline full_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
     const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     if (!g->causal) return lane >= 0;
-    return (lane + (g->M + t0 + 16 * l)) >= s;
+    const full_vi16 position = lane + (g->M + t0 + 16 * l);
+    if (!g->window) return position >= s;
+    return (position >= s) & (position <= s + g->window - 1);
 }
 
 #endif

@@ -1,0 +1,71 @@
+/* Private to the full-attention kind: the relative-position (Transformer-XL) term computed tile by tile.
+ * score(t, s) gets scale * (q_t + v) . r[M + t - s]. For a (query tile t0, key tile s0) pair with
+ * c0 = M + t0 - s0, entry (query i, key j) needs distance c0 + i - j. The key-major passes keep
+ *   Pos^T[e][i] = r[c0 - 64 + e] . scale (q_i + v),   e in [0, 128)  (rows: distances, lanes: queries)
+ * and read entry (i, j) at row 64 + i - j: element (64 - j) * 64 + 65 i, a stride-65 gather along the
+ * lanes. This is the paper's shift trick (pad a column, reshape, drop a row) done tile by tile: the
+ * padded row length 65 is what turns the diagonal into a constant stride. Walking the key tiles in
+ * increasing order slides the distance range down by 64, so the low block of 64 rows becomes the high
+ * one and only one new block is computed per key tile. */
+#ifndef LC_ATTN_FULL_REL_H
+#define LC_ATTN_FULL_REL_H
+
+#include <string.h>
+
+#include "attn/full_tile.h"
+
+/* Lane offsets 65 * lane: the diagonal of a 64-lane tile whose rows are 64 floats apart. */
+static inline full_vi16 full_rel_diagonal(void) {
+    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    return lane * (FULL_TILE_Q + 1);
+}
+
+/* Head h of r for distances [d0, d0 + n) into n rows (stride D_pad); rows outside [0, S) are zero. */
+static inline void full_rel_load_r(float *dst, const lc_attn_relpos *rel, const full_geometry *g, int h, int d0,
+                                   int n) {
+    const long row = (long)g->H * g->D;
+    for (int e = 0; e < n; e++) {
+        float *out = dst + (size_t)e * g->D_pad;
+        const int d = d0 + e;
+        if (d < 0 || d >= g->S) {
+            memset(out, 0, sizeof(float) * g->D_pad);
+            continue;
+        }
+        const float *src = rel->r + d * row + (long)h * g->D;
+        for (int k = 0; k < g->D; k++) out[k] = src[k];
+        for (int k = g->D; k < g->D_pad; k++) out[k] = 0;
+    }
+}
+
+/* Brings w->rel_pos / w->rel_r to the distances [c0 - 64, c0 + 63] of the key tile with c0 = M + t0 - s0.
+ * `first`: nothing is kept from a previous key tile (else it was the tile s0 - 64). Needs w->rel_qv
+ * (scale (q + v), D x 64 transposed). */
+static inline void full_rel_slide(const full_geometry *g, const lc_attn_relpos *rel, int h, int c0, int first,
+                                  full_tiles *w) {
+    enum { BLOCK = FULL_TILE_K };
+    const int dp = g->D_pad, rows = first ? 2 * BLOCK : BLOCK;
+    if (!first) {
+        memmove(w->rel_pos + BLOCK * FULL_TILE_Q, w->rel_pos, sizeof(float) * BLOCK * FULL_TILE_Q);
+        memmove(w->rel_r + (size_t)BLOCK * dp, w->rel_r, sizeof(float) * BLOCK * dp);
+    }
+    full_rel_load_r(w->rel_r, rel, g, h, c0 - BLOCK, rows);
+    full_gemm(w->rel_pos, FULL_TILE_Q, w->rel_r, dp, 1, w->rel_qv, FULL_TILE_Q, rows, g->D, FULL_TILE_Q, 0);
+}
+
+/* scores^T[j][i] += Pos^T[64 + i - j][i] for the key rows j < n_k. */
+static inline void full_rel_add_positions(float *scores_t, const float *pos, int n_k) {
+    const full_vi16 diagonal = full_rel_diagonal();
+    for (int j = 0; j < n_k; j++)
+        for (int l = 0; l < FULL_TILE_Q / 16; l++) {
+            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
+            const float *diag = pos + (size_t)(FULL_TILE_K - j) * FULL_TILE_Q + 16 * l * (FULL_TILE_Q + 1);
+            full_vstore(p, full_vload(p) + full_vgather(diag, diagonal));
+        }
+}
+
+/* Backward with relative positions (full_rel.c): one pass, one task per head, after Delta is computed.
+ * base: the aligned workspace (full_workspace_base). */
+void full_rel_backward(const full_geometry *g, const lc_attn_tensors *t, const float *delta, float *base,
+                       int nthreads);
+
+#endif
