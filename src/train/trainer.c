@@ -11,7 +11,7 @@
 
 void lc_train_options_default(lc_train_options *o) {
     memset(o, 0, sizeof *o);
-    o->steps = 1500;
+    o->steps = 2000;
     o->batch = 16;
     o->grad_accum = 1;
     o->lr = 2e-3f;
