@@ -63,10 +63,12 @@ $(BUILD)/%.o: %.c Makefile
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR  $@"
+	@ar rcs $@ $^
 
 $(CLI): $(CLI_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h
 	@mkdir -p $(dir $@)
@@ -75,7 +77,8 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
 test: $(LIB) $(CLI) $(TEST_BIN)
 	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS)

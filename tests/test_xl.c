@@ -215,6 +215,11 @@ static void incremental_case(int same_length, int clamp) {
     char label[96];
     snprintf(label, sizeof label, "incremental logits (same_length %d, clamp %d)", same_length, clamp);
     CHECK_CLOSE(label, step, whole, (long)n * 256, 1e-4, 1e-5);
+    lc_model_reset_memory(m); /* control: the last byte alone, without memory, must differ */
+    CHECK(lc_model_forward(m, tok + n - 1, NULL, 1, 1, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    float diff = 0;
+    for (int j = 0; j < 256; j++) diff += fabsf(lc_model_logits(m)[j] - whole[(size_t)(n - 1) * 256 + j]);
+    CHECK(diff > 1e-3, "without memory the logits must change (sum |diff| = %g)", diff);
     free(whole);
     free(step);
     lc_model_free(m);

@@ -1,4 +1,5 @@
-/* Keeps OpenMP and OpenBLAS on the same thread count; works (single-threaded) without OpenMP. */
+/* The thread count of OpenMP loops; OpenBLAS is kept serial (lc_gemm splits products between the OpenMP
+ * threads), so one pool of threads serves the whole program. Works (single-threaded) without OpenMP. */
 #include "core/threads.h"
 
 #include <unistd.h>
@@ -24,7 +25,7 @@ void lc_set_threads(int n) {
     lc_threads = 1;
 #endif
 #ifdef LC_USE_OPENBLAS
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1); /* lc_gemm gives each OpenMP thread its own serial BLAS call */
 #endif
 }
 

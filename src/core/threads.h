@@ -1,4 +1,4 @@
-/* Thread count for OpenMP loops and for the BLAS library, set together in one place. */
+/* Thread count for OpenMP loops (the BLAS library is kept serial: see src/kernels/gemm.c). */
 #ifndef LC_CORE_THREADS_H
 #define LC_CORE_THREADS_H
 

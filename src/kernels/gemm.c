@@ -14,10 +14,13 @@
 #include <string.h>
 
 #include "core/table.h"
+#include "core/threads.h"
 #include "kernels/kernels.h"
 
 #ifdef LC_USE_CBLAS
 #include <cblas.h>
+static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                                const float *B, int ldb, float beta, float *C, int ldc);
 #endif
 #ifdef _OPENMP
 #include <omp.h>
@@ -313,12 +316,48 @@ void lc_gemm(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const f
              int ldb, float beta, float *C, int ldc) {
 #ifdef LC_USE_CBLAS
     if (M <= 0 || N <= 0) return;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
-                lda, B, ldb, beta, C, ldc);
+    lc_gemm_cblas_split(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
     lc_gemm_builtin(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
+
+#ifdef LC_USE_CBLAS
+static void lc_cblas(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                lda, B, ldb, beta, C, ldc);
+}
+
+/* One thread pool for the whole program: the BLAS library runs single-threaded (lc_set_threads) and
+ * lc_gemm splits C into one block of rows (or of columns, when M is small) per OpenMP thread. A BLAS
+ * with its own busy-waiting threads next to OpenMP's halved the training speed on 2 cores. Each element
+ * of C is computed by one serial BLAS call, so results do not depend on scheduling. */
+static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                                const float *B, int ldb, float beta, float *C, int ldc) {
+    int threads = lc_get_threads();
+#ifdef _OPENMP
+    if (omp_in_parallel()) threads = 1;
+#endif
+    if (threads <= 1 || (double)M * N * K < 262144.0) {
+        lc_cblas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int by_rows = M >= 16 * threads || M >= N;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        int t = lc_thread_id(), total = by_rows ? M : N;
+        int step = (total + threads - 1) / threads, lo = t * step, hi = lo + step < total ? lo + step : total;
+        if (lo < hi && by_rows)
+            lc_cblas(ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
+                     C + (size_t)lo * ldc, ldc);
+        else if (lo < hi)
+            lc_cblas(ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+    }
+}
+#endif
 
 const char *lc_gemm_backend(void) {
 #if defined(LC_USE_OPENBLAS)
