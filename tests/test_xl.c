@@ -231,6 +231,31 @@ TEST(incremental_generation_equals_segment_evaluation) {
     incremental_case(1, 0);
 }
 
+/* Inference keeps keys and values instead of recomputing them from the hidden-state memory: both must
+ * give the same logits (dropout is 0, so train = 1 differs only in the memory's form), including a
+ * switch from hidden-state memory to the cache in the middle of a stream. */
+TEST(cached_inference_equals_recomputation) {
+    lc_model *m = small_xl(0, 0);
+    if (!m) return;
+    int tok[48];
+    for (int i = 0; i < 48; i++) tok[i] = (uint8_t)text[i];
+    float *want = malloc(sizeof(float) * 16 * 256), *got = malloc(sizeof(float) * 16 * 256);
+    for (int s = 0; s < 3; s++) lc_model_forward(m, tok + 16 * s, NULL, 1, 16, 1, NULL, NULL);
+    memcpy(want, lc_model_logits(m), sizeof(float) * 16 * 256);
+    lc_model_reset_memory(m);
+    for (int s = 0; s < 3; s++) lc_model_forward(m, tok + 16 * s, NULL, 1, 16, 0, NULL, NULL);
+    memcpy(got, lc_model_logits(m), sizeof(float) * 16 * 256);
+    CHECK_CLOSE("cached vs recomputed keys/values", got, want, 16 * 256, 1e-4, 1e-5);
+    lc_model_reset_memory(m);
+    for (int s = 0; s < 2; s++) lc_model_forward(m, tok + 16 * s, NULL, 1, 16, 1, NULL, NULL);
+    lc_model_forward(m, tok + 32, NULL, 1, 16, 0, NULL, NULL);
+    CHECK_CLOSE("hidden-state memory converted to the cache", lc_model_logits(m), want, 16 * 256, 1e-4, 1e-5);
+    CHECK(lc_model_forward(m, tok, tok, 1, 16, 1, NULL, NULL) == LC_ERR_ARG, "training on inference state is refused");
+    free(want);
+    free(got);
+    lc_model_free(m);
+}
+
 TEST(memory_carries_across_training_batches) {
     lc_corpus corpus;
     if (lc_corpus_load("data/tinyshakespeare.txt", LC_SPLIT_AUTO, &corpus)) { CHECK(0, "%s", lc_last_error()); return; }
@@ -268,6 +293,7 @@ int main(void) {
     RUN(model_post_relu_untied_matches_pytorch);
     RUN(segments_with_memory_equal_one_long_segment);
     RUN(incremental_generation_equals_segment_evaluation);
+    RUN(cached_inference_equals_recomputation);
     RUN(memory_carries_across_training_batches);
     return test_summary("test_xl");
 }

@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "attn/attn.h"
+#include "attn/full_decode.h"
 #include "attn/full_rel.h"
 #include "attn/full_tile.h"
 #include "core/threads.h"
@@ -129,6 +130,7 @@ void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_att
     assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */
     const full_geometry g = full_geometry_of(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
+    if (lc_attn_full_decode(s, t)) return; /* a query or two: stream keys per row instead of tiles */
     const int nthreads = lc_get_threads();
     (void)nthreads; /* only the OpenMP build uses it */
     float *base = full_workspace_base(work);

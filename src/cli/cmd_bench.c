@@ -1,5 +1,7 @@
 /* `longctx bench`: benchmarks printed as JSON lines. `bench train` times full training steps
- * (forward, backward, AdamW) of a model shape on random bytes: medians of repeated steps. */
+ * (forward, backward, AdamW) of a model shape on random bytes: medians of repeated steps.
+ * `bench xl-eval` compares Transformer-XL generation with state reuse against a vanilla model that
+ * recomputes its window for every byte. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/model_flags.h"
 #include "core/rng.h"
+#include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
@@ -61,23 +64,28 @@ static int bench_train(int argc, char **argv) {
     for (size_t i = 0; i < nbytes; i++) corpus.bytes[i] = (uint8_t)(lc_rng_next(&rng) >> 56);
     corpus.size = nbytes;
     corpus.end[LC_PART_TRAIN] = corpus.end[LC_PART_ALL] = nbytes;
-    double *ms = calloc((size_t)steps, sizeof *ms);
+    double *ms = calloc((size_t)steps, sizeof *ms), total = 0;
     for (int s = 0; s < warmup + steps && !st; s++) {
         o.stop_after = 1;
+        if (s == warmup) lc_gemm_profile(1);
         double t0 = lc_now_seconds();
         st = lc_train(m, &corpus, &o, NULL, NULL);
-        if (s >= warmup) ms[s - warmup] = 1e3 * (lc_now_seconds() - t0);
+        if (s >= warmup) total += ms[s - warmup] = 1e3 * (lc_now_seconds() - t0);
     }
+    double gemm_flops, gemm_s;
+    lc_gemm_profile_totals(&gemm_flops, &gemm_s);
+    lc_gemm_profile(0);
     if (!st) {
         qsort(ms, (size_t)steps, sizeof *ms, cmp_double);
         double med = ms[steps / 2], lin, att;
         step_flops(&cfg, batch, &lin, &att);
         double tok_s = (double)batch * cfg.seq_len / (med / 1e3);
-        printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"gemm\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
+        printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"model\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
                "\"heads\":%d,\"ffn\":%d,\"seg_len\":%d,\"batch\":%d,\"params\":%zu,\"ms_per_step_median\":%.3f,"
-               "\"tokens_per_s\":%.1f,\"step_gflops\":%.2f}\n",
-               lc_gemm_backend(), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
-               lc_model_num_params(m), med, tok_s, (lin + att) / (med / 1e3) / 1e9);
+               "\"tokens_per_s\":%.1f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f}\n",
+               cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
+               lc_model_num_params(m), med, tok_s, (lin + att) / (med / 1e3) / 1e9, gemm_flops / gemm_s / 1e9,
+               gemm_s * 1e3 / total);
         (void)json;
     }
     free(ms);
@@ -86,12 +94,84 @@ static int bench_train(int argc, char **argv) {
     return st ? lc_cli_fail(st) : LC_EXIT_OK;
 }
 
+/* Milliseconds per predicted byte at attention length L: Transformer-XL feeds one byte against a
+ * memory of L - 1 states; the vanilla model re-reads its whole window of L bytes for every byte
+ * (timed on `reps` positions). Same shape, random weights: only speed is measured. */
+static lc_status xl_eval_point(const lc_config *shape, int L, int tokens, int reps, double *xl_ms, double *van_ms) {
+    lc_config xc = *shape, vc = *shape;
+    xc.model = LC_MODEL_XL, xc.seq_len = L, xc.mem_len = L - 1, xc.same_length = 0;
+    vc.model = LC_MODEL_VANILLA, vc.seq_len = L, vc.mem_len = 0;
+    lc_model *xl = NULL, *van = NULL;
+    lc_status st = lc_model_create(&xc, 1, 3, &xl);
+    if (!st) st = lc_model_create(&vc, 1, 3, &van);
+    int *tok = malloc(sizeof(int) * (size_t)(L + tokens));
+    if (!st && !tok) st = lc_fail(LC_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < L + tokens; i++) tok[i] = (i * 131 + 7) % 256;
+    if (!st) st = lc_model_forward(xl, tok, NULL, 1, L - 1, 0, NULL, NULL); /* fills the memory */
+    double t0 = lc_now_seconds();
+    for (int i = 0; !st && i < tokens; i++) st = lc_model_forward(xl, tok + L - 1 + i, NULL, 1, 1, 0, NULL, NULL);
+    *xl_ms = 1e3 * (lc_now_seconds() - t0) / tokens;
+    double *v = calloc((size_t)reps, sizeof *v);
+    for (int r = 0; !st && r < reps; r++) {
+        t0 = lc_now_seconds();
+        st = lc_model_forward(van, tok + r, NULL, 1, L, 0, NULL, NULL);
+        v[r] = 1e3 * (lc_now_seconds() - t0);
+    }
+    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    *van_ms = v[reps / 2];
+    free(v);
+    free(tok);
+    lc_model_free(xl);
+    lc_model_free(van);
+    return st;
+}
+
+static int bench_xl_eval(int argc, char **argv) {
+    const char *lens = "800,1800,2800,3800";
+    int tokens = 64, reps = 3, threads = 0, json = 0;
+    lc_model_flags mf;
+    lc_model_flags_init(&mf);
+    lc_opt opts[32] = {
+        {"--attn-len", OPT_STR, &lens, 0, 0, "attention lengths, comma separated (default 800,1800,2800,3800)", 0},
+        {"--tokens", OPT_INT, &tokens, 1, 1 << 20, "bytes generated by the XL model per length (default 64)", 0},
+        {"--reps", OPT_INT, &reps, 1, 1000, "vanilla windows timed per length (median; default 3)", 0},
+        {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--json", OPT_FLAG, &json, 0, 0, "JSON lines only", 0},
+    };
+    int n = lc_model_flags_add(&mf, opts, 5);
+    int rc = lc_parse_opts("bench xl-eval", "[options]", opts, n, argc, argv);
+    if (rc >= 0) return rc;
+    lc_config cfg;
+    if ((rc = lc_model_flags_apply(&mf, opts, n, "bench xl-eval", &cfg)) >= 0) return rc;
+    lc_set_threads(threads);
+    for (const char *p = lens; *p;) {
+        char *end;
+        long L = strtol(p, &end, 10);
+        if (end == p || L < 2 || L > 1 << 20 || (*end && *end != ',')) {
+            lc_cli_error("bench xl-eval: --attn-len must be a comma-separated list of lengths >= 2, got '%s'", lens);
+            return LC_EXIT_USAGE;
+        }
+        double xl_ms, van_ms;
+        lc_status st = xl_eval_point(&cfg, (int)L, tokens, reps, &xl_ms, &van_ms);
+        if (st) return lc_cli_fail(st);
+        printf("{\"attn_len\":%ld,\"xl_ms_per_token\":%.4f,\"vanilla_ms_per_token\":%.3f,\"speedup\":%.1f,"
+               "\"layers\":%d,\"dim\":%d,\"threads\":%d}\n",
+               L, xl_ms, van_ms, van_ms / xl_ms, cfg.n_layer, cfg.d_model, lc_get_threads());
+        fflush(stdout);
+        p = *end ? end + 1 : end;
+    }
+    (void)json;
+    return LC_EXIT_OK;
+}
+
 int lc_cmd_bench(int argc, char **argv) {
     if (argc >= 1 && strcmp(argv[0], "train") == 0) return bench_train(argc - 1, argv + 1);
+    if (argc >= 1 && strcmp(argv[0], "xl-eval") == 0) return bench_xl_eval(argc - 1, argv + 1);
     if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-        puts("usage: longctx bench train [options]   training tokens/s of a model shape (JSON lines)");
+        puts("usage: longctx bench train [options]     training tokens/s of a model shape (JSON lines)\n"
+             "       longctx bench xl-eval [options]   XL state reuse vs vanilla recomputation, ms per byte");
         return LC_EXIT_OK;
     }
-    lc_cli_error("bench: expected a benchmark name: train (see longctx bench --help)");
+    lc_cli_error("bench: expected a benchmark name: train or xl-eval (see longctx bench --help)");
     return LC_EXIT_USAGE;
 }

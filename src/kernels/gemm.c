@@ -15,6 +15,7 @@
 
 #include "core/table.h"
 #include "core/threads.h"
+#include "core/timer.h"
 #include "kernels/kernels.h"
 
 #ifdef LC_USE_CBLAS
@@ -238,6 +239,30 @@ static void lc_gemm_task(const lc_gemm_args *g, float *a_pack, float *b_pack, in
     }
 }
 
+/* C[i, n] = alpha * A[i, :] . B[n, :] + beta * C[i, n] for one or two rows: packing the weights would
+ * cost as much as the product (generation feeds one byte at a time). Parallel over n, each element
+ * summed in one fixed order (eight partial sums, so the compiler vectorizes it). */
+static void lc_gemv_rows(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((long)N * K > 65536 && !omp_in_parallel())
+#endif
+    for (int n = 0; n < N; n++) {
+        const float *b = B + (size_t)n * ldb;
+        for (int i = 0; i < M; i++) {
+            const float *a = A + (size_t)i * lda;
+            float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int k = 0;
+            for (; k + 8 <= K; k += 8)
+                for (int j = 0; j < 8; j++) part[j] += a[k + j] * b[k + j];
+            float dotv = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+            for (; k < K; k++) dotv += a[k] * b[k];
+            float *c = C + (size_t)i * ldc + n;
+            *c = alpha * dotv + (beta == 0.0f ? 0.0f : beta * *c);
+        }
+    }
+}
+
 /* Rows per task: as many MC blocks as possible while leaving about four tasks per thread. */
 static int lc_gemm_task_rows(int M, int N, int threads) {
     int m_blocks = (M + LC_MC - 1) / LC_MC, n_blocks = (N + LC_NT - 1) / LC_NT;
@@ -294,6 +319,10 @@ static int lc_gemm_thread_count(const lc_gemm_args *g) {
 
 void lc_gemm_builtin(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc) {
+    if (M <= 2 && ta == LC_NO_TRANS && tb == LC_TRANS && M > 0 && N > 0) { /* a row or two times W^T */
+        lc_gemv_rows(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0) {
         lc_gemm_scale_c(M, N, beta, C, ldc);
@@ -312,7 +341,7 @@ void lc_gemm_builtin(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha,
 
 /* ---- dispatch ---- */
 
-void lc_gemm(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+static void lc_gemm_dispatch(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
              int ldb, float beta, float *C, int ldc) {
 #ifdef LC_USE_CBLAS
     if (M <= 0 || N <= 0) return;
@@ -358,6 +387,31 @@ static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, f
     }
 }
 #endif
+
+static int lc_profile_on;
+static double lc_profile_flops, lc_profile_seconds;
+
+void lc_gemm_profile(int enable) {
+    lc_profile_on = enable;
+    lc_profile_flops = lc_profile_seconds = 0;
+}
+
+void lc_gemm_profile_totals(double *flops, double *seconds) {
+    *flops = lc_profile_flops;
+    *seconds = lc_profile_seconds;
+}
+
+void lc_gemm(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+             int ldb, float beta, float *C, int ldc) {
+    if (!lc_profile_on) {
+        lc_gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    double t0 = lc_now_seconds();
+    lc_gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    lc_profile_seconds += lc_now_seconds() - t0;
+    lc_profile_flops += 2.0 * M * N * K;
+}
 
 const char *lc_gemm_backend(void) {
 #if defined(LC_USE_OPENBLAS)

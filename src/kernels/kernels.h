@@ -31,6 +31,10 @@ void lc_gemm_ref(lc_trans ta, lc_trans tb, int M, int N, int K, double alpha, co
                  const double *B, int ldb, double beta, double *C, int ldc);
 /* "openblas" or "builtin". */
 const char *lc_gemm_backend(void);
+/* Benchmark accounting: while enabled, lc_gemm calls made outside parallel regions add their
+ * floating-point operations (2 M N K) and wall time to running totals. */
+void lc_gemm_profile(int enable);
+void lc_gemm_profile_totals(double *flops, double *seconds);
 
 /* ---- linear layer: out[n,o] = inp[n,i] W[o,i]^T + b[o] (b may be NULL) ---- */
 void lc_linear_forward(float *out, const float *inp, const float *w, const float *b, int n, int in_dim, int out_dim);

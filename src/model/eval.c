@@ -17,7 +17,7 @@ static void fill_segment(const uint8_t *data, size_t start, int T, int *tok, int
 /* Transformer-XL: one stream, consecutive segments, each attending to the memory of the ones before.
  * The caller's memory (a training run's) is saved and restored around the pass. */
 static lc_status evaluate_xl(lc_model *m, const uint8_t *data, size_t n, int seg_len, double *sum, long *count) {
-    int L = m->cfg.n_layer, saved_rows = m->mem_rows, saved_B = m->mem_B;
+    int L = m->cfg.n_layer, saved_rows = m->kv_mode ? 0 : m->mem_rows, saved_B = m->mem_B;
     size_t per_layer = (size_t)m->max_B * (size_t)m->cap_M * (size_t)m->cfg.d_model;
     float *saved = saved_rows ? malloc(sizeof(float) * per_layer * (size_t)L) : NULL;
     if (saved_rows && !saved) return lc_fail(LC_ERR_NOMEM, "out of memory saving the XL memory");
@@ -34,6 +34,7 @@ static lc_status evaluate_xl(lc_model *m, const uint8_t *data, size_t n, int seg
         *sum += part;
         *count += c;
     }
+    lc_model_reset_memory(m);
     for (int l = 0; l < L && saved; l++) memcpy(m->mem[l], saved + per_layer * (size_t)l, sizeof(float) * per_layer);
     m->mem_rows = saved_rows;
     m->mem_B = saved_B;

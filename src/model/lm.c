@@ -151,6 +151,8 @@ static void plan_acts(lc_model *m, lc_plan *p) {
             A(cat, "cat", NS, C);
             snprintf(nm, sizeof nm, "blocks.%d.memory", l);
             plan_add(p, &m->mem[l], nm, 2, B * Mc, C);
+            snprintf(nm, sizeof nm, "blocks.%d.kv_cache", l);
+            plan_add(p, &m->kv[l], nm, 2, B * m->kv_rows, 2 * C);
         }
         A(norm1, "norm1", pre ? NS : N, C);
         A(mean1, "mean1", pre ? NS : N, 1);
@@ -218,6 +220,8 @@ static lc_status build_acts(lc_model *m) {
     if (!m->tokens || !m->targets) return lc_fail(LC_ERR_NOMEM, "out of memory for %zu token rows", N);
     memset(m->bact, 0, (size_t)m->cfg.n_layer * sizeof *m->bact);
     memset(m->mem, 0, (size_t)m->cfg.n_layer * sizeof *m->mem);
+    memset(m->kv, 0, (size_t)m->cfg.n_layer * sizeof *m->kv);
+    m->kv_rows = 2 * m->cap_M + m->cap_T; /* room to append for cap_M tokens between compactions */
     lc_plan ap = {&m->atab, NULL, 0, 0, 0};
     plan_acts(m, &ap);
     if (ap.failed) { free(ap.fix); return LC_ERR_NOMEM; }
@@ -226,6 +230,9 @@ static lc_status build_acts(lc_model *m) {
     plan_patch(&ap, m->acts);
     free(ap.fix);
     m->mem_rows = 0;
+    m->kv_mode = 0;
+    m->kv_start = 0;
+    m->r_ready = 0;
     m->sinus_rows = -1;
     return LC_OK;
 }
@@ -249,7 +256,8 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->bact = calloc((size_t)L, sizeof *m->bact);
     m->res = calloc((size_t)L + 1, sizeof *m->res);
     m->mem = calloc((size_t)L, sizeof *m->mem);
-    if (!m->blk || !m->gblk || !m->bact || !m->res || !m->mem) goto nomem;
+    m->kv = calloc((size_t)L, sizeof *m->kv);
+    if (!m->blk || !m->gblk || !m->bact || !m->res || !m->mem || !m->kv) goto nomem;
 
     lc_plan pp = {&m->ptab, NULL, 0, 0, 0};
     lc_table_init(&m->ptab);
@@ -299,6 +307,7 @@ void lc_model_free(lc_model *m) {
     free(m->bact);
     free(m->res);
     free(m->mem);
+    free(m->kv);
     free(m->tokens);
     free(m->targets);
     free(m);
@@ -349,5 +358,6 @@ lc_status lc_model_set_xl_options(lc_model *m, int clamp_len, int same_length) {
     m->cfg.clamp_len = clamp_len;
     m->cfg.same_length = same_length != 0;
     m->sinus_rows = -1;
+    m->r_ready = 0;
     return replan ? build_acts(m) : LC_OK; /* the attention workspace depends on the window */
 }

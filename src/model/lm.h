@@ -44,6 +44,12 @@ struct lc_model {
     int last_M;         /* memory rows the last forward attended to (for backward) */
     float *sinus;       /* [cap_T + cap_M, C] sinusoid embeddings by distance */
     int sinus_rows, sinus_clamp; /* what sinus currently holds (-1: nothing) */
+    /* Inference (forward without dropout or backward) keeps keys and values instead of hidden states:
+     * kv[l] is [max_B][kv_rows][2C], the memory's rows start at kv_start; r is computed once. */
+    int kv_mode;        /* 1: the memory lives in kv; 0: in mem (hidden states, training) */
+    float **kv;
+    int kv_rows, kv_start;
+    int r_ready;        /* blocks' r hold every distance for the current weights (kv mode) */
 };
 
 /* Seed of the randomness (dropout) used at the model's current step, for stream `what`. */

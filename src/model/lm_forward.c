@@ -27,6 +27,14 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
     ctx.relpos = is_xl(m);
     ctx.window = is_xl(m) && c->same_length ? c->mem_len : 0;
     ctx.sinus = m->sinus;
+    ctx.r_rows = is_xl(m) ? M + m->T : 0;
+    if (m->kv_mode) {
+        ctx.kv = m->kv[layer];
+        ctx.kv_stride = (long)m->kv_rows * 2 * c->d_model;
+        ctx.kv_start = m->kv_start;
+        ctx.mem = NULL;
+        ctx.r_rows = m->r_ready ? 0 : m->cap_T + m->cap_M; /* every distance, once */
+    }
     return ctx;
 }
 
@@ -57,7 +65,55 @@ static void update_memory(lc_model *m, int M) {
     m->mem_B = B;
 }
 
-void lc_model_reset_memory(lc_model *m) { m->mem_rows = 0; }
+void lc_model_reset_memory(lc_model *m) {
+    m->mem_rows = 0;
+    m->kv_mode = 0;
+    m->kv_start = 0;
+    m->r_ready = 0;
+}
+
+/* Switch an inference pass to the key/value cache: project the hidden-state memory of every layer to
+ * keys and values once (LN1 first for pre-LN blocks), then later segments only project their own rows. */
+static void enter_kv_mode(lc_model *m) {
+    const lc_config *c = &m->cfg;
+    int C = c->d_model, M = m->mem_rows, B = m->mem_rows ? m->mem_B : 0;
+    for (int l = 0; l < c->n_layer && M > 0; l++) {
+        lc_block_acts *a = &m->bact[l];
+        const lc_block_weights *w = &m->blk[l];
+        for (int b = 0; b < B; b++) /* gather the memory rows contiguously into cat */
+            memcpy(a->cat + (size_t)b * M * C, m->mem[l] + (size_t)b * m->cap_M * C, sizeof(float) * (size_t)M * C);
+        const float *in = a->cat;
+        if (c->norm == LC_NORM_PRE) {
+            lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, a->cat, w->ln1_w, w->ln1_b, B * M, C, LC_LN_EPS);
+            in = a->norm1;
+        }
+        lc_linear_forward(a->qkv, in, w->qkv_w + (size_t)C * C, w->qkv_b ? w->qkv_b + C : NULL, B * M, C, 2 * C);
+        for (int b = 0; b < B; b++)
+            memcpy(m->kv[l] + (size_t)b * m->kv_rows * 2 * C, a->qkv + (size_t)b * M * 2 * C,
+                   sizeof(float) * (size_t)M * 2 * C);
+    }
+    m->kv_mode = 1;
+    m->kv_start = 0;
+    m->r_ready = 0;
+}
+
+/* After a cached forward: keep the last mem_len rows by moving the start; compact when the next
+ * segment would not fit, so each byte costs O(1) copying on average. */
+static void advance_kv(lc_model *m, int M) {
+    int total = M + m->T, keep = total < m->cfg.mem_len ? total : m->cfg.mem_len, C = m->cfg.d_model;
+    m->kv_start += total - keep;
+    if (m->kv_start + keep + m->cap_T > m->kv_rows) {
+        for (int l = 0; l < m->cfg.n_layer; l++)
+            for (int b = 0; b < m->B; b++) {
+                float *base = m->kv[l] + (size_t)b * m->kv_rows * 2 * C;
+                memmove(base, base + (size_t)m->kv_start * 2 * C, sizeof(float) * (size_t)keep * 2 * C);
+            }
+        m->kv_start = 0;
+    }
+    m->mem_rows = keep;
+    m->mem_B = m->B;
+    m->r_ready = 1;
+}
 int lc_model_memory_rows(const lc_model *m) { return m->mem_rows; }
 
 static lc_status check_inputs(const lc_model *m, const int *tokens, const int *targets, int B, int T) {
@@ -80,7 +136,13 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     lc_status st = check_inputs(m, tokens, targets, B, T);
     if (st) return st;
     long N = (long)B * T;
-    int C = c->d_model, V = c->vocab, M = is_xl(m) ? m->mem_rows : 0;
+    int C = c->d_model, V = c->vocab;
+    int cached = is_xl(m) && !train && m->cap_M > 0; /* inference: keys and values are kept */
+    if (is_xl(m) && train && m->kv_mode && m->mem_rows > 0)
+        return lc_fail(LC_ERR_ARG, "the memory holds inference state; reset it before training");
+    if (cached && !m->kv_mode) enter_kv_mode(m);
+    if (!cached) m->kv_mode = 0, m->r_ready = 0;
+    int M = is_xl(m) ? m->mem_rows : 0;
     m->B = B;
     m->T = T;
     m->last_M = M;
@@ -99,7 +161,8 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
         lc_block_ctx ctx = block_ctx(m, l, train, M);
         lc_block_forward(&ctx, &m->blk[l], &m->bact[l], m->res[l], m->res[l + 1]);
     }
-    if (is_xl(m) && c->mem_len > 0) update_memory(m, M);
+    if (cached) advance_kv(m, M);
+    else if (is_xl(m) && c->mem_len > 0) update_memory(m, M);
     if (c->norm == LC_NORM_PRE)
         lc_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res[c->n_layer], m->lnf_w, m->lnf_b, (int)N, C,
                              LC_LN_EPS);

@@ -62,16 +62,32 @@ static lc_attn_tensors attn_views(const lc_block_ctx *c, float *qkv, float *att)
     return t;
 }
 
-/* tmp = drop(proj(attention(qkv(a)))), a holding B*S rows. */
+/* tmp = drop(proj(attention(qkv(a)))), a holding B*S rows (B*T rows with a key/value cache). */
 static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
                                const float *in) {
     int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
-    lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
     lc_attn_shape s = attn_shape(c);
-    lc_attn_tensors t = attn_views(c, a->qkv, a->att);
+    lc_attn_tensors t;
+    if (c->kv) {
+        lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * C);
+        long T = c->T, row0 = c->kv_start + c->M;
+#pragma omp parallel for schedule(static)
+        for (long bt = 0; bt < N; bt++) {
+            long b = bt / T, tt = bt % T;
+            memcpy(c->kv + b * c->kv_stride + (row0 + tt) * 2 * C, a->qkv + bt * 3 * C + C, sizeof(float) * 2 * C);
+        }
+        memset(&t, 0, sizeof t);
+        t.q = (lc_view){a->qkv, T * 3 * C, 3 * C};
+        t.k = (lc_view){c->kv + (long)c->kv_start * 2 * C, c->kv_stride, 2 * C};
+        t.v = (lc_view){c->kv + (long)c->kv_start * 2 * C + C, c->kv_stride, 2 * C};
+        t.out = (lc_view){a->att, T * C, C};
+    } else {
+        lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
+        t = attn_views(c, a->qkv, a->att);
+    }
     lc_attn_relpos rel;
     if (c->relpos) {
-        lc_linear_forward(a->r, c->sinus, w->r_w, NULL, rows_s(c), C, C);
+        if (c->r_rows) lc_linear_forward(a->r, c->sinus, w->r_w, NULL, c->r_rows, C, C);
         memset(&rel, 0, sizeof rel);
         rel.r = a->r, rel.u = w->u, rel.v = w->v;
         t.rel = &rel;
@@ -96,13 +112,14 @@ static void ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const
 
 void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x,
                       float *out) {
-    int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
+    int N = c->B * c->T, C = c->C;
     long NC = (long)N * C;
     const float *src = x; /* the attention's input rows: concat(memory, x) when there is memory */
-    if (c->M > 0) {
+    if (c->M > 0 && !c->kv) {
         fill_cat(c, a->cat, x);
         src = a->cat;
     }
+    int BS = c->kv ? N : c->B * rows_s(c); /* rows the attention's input projection reads */
     if (c->norm == LC_NORM_PRE) {
         lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, src, w->ln1_w, w->ln1_b, BS, C, LC_LN_EPS);
         attention_sublayer(c, w, a, a->norm1);

@@ -71,6 +71,12 @@ typedef struct {
     int relpos;       /* XL relative positions: sinus, r_w, u, v */
     int window;       /* keys per query (XL same_length); 0: all */
     const float *sinus; /* [S, C] sinusoid embeddings of distances 0..S-1 */
+    /* Inference with a key/value cache (no backward): keys and values of the memory rows were kept
+     * from earlier segments, so only the segment's own rows are projected. */
+    float *kv;          /* [B][kv_stride]: rows of 2C (key then value); NULL: recompute from memory */
+    long kv_stride;     /* floats between batch rows of kv */
+    int kv_start;       /* row of the first memory key */
+    int r_rows;         /* rows of a->r to compute; 0: a->r is already valid (cached) */
 } lc_block_ctx;
 
 /* out[N, C] = block(x[N, C]); out must not alias x. */

@@ -52,8 +52,9 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
         meta_put(l, "clamp_len", "%d", c->clamp_len);
         meta_put(l, "same_length", "%d", c->same_length);
         meta_put(l, "shared_uv", "%d", c->shared_uv);
-        meta_put(l, "state.memory_rows", "%d", m->mem_rows);
-        meta_put(l, "state.memory_batch", "%d", m->mem_rows ? m->mem_B : 0);
+        int rows = m->kv_mode ? 0 : m->mem_rows; /* inference state is not saved */
+        meta_put(l, "state.memory_rows", "%d", rows);
+        meta_put(l, "state.memory_batch", "%d", rows ? m->mem_B : 0);
     }
     meta_put(l, "step", "%ld", m->step);
     meta_put(l, "seed", "%llu", (unsigned long long)m->seed);
@@ -78,7 +79,7 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
  * (-1 when out of memory). */
 static float *memory_snapshot(const lc_model *m, lc_st_tensor *t, char (*names)[LC_NAME_MAX + 16], int *n_out) {
     *n_out = 0;
-    if (m->cfg.model != LC_MODEL_XL || m->mem_rows == 0) return NULL;
+    if (m->cfg.model != LC_MODEL_XL || m->mem_rows == 0 || m->kv_mode) return NULL;
     int L = m->cfg.n_layer, B = m->mem_B, R = m->mem_rows, C = m->cfg.d_model;
     size_t per = (size_t)B * R * C;
     float *buf = malloc(sizeof(float) * per * (size_t)L);
