@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Training tokens/s of longctx against the PyTorch reference of the same model (bench/torch_train.py),
+# Training tokens/s of longctx's vanilla model against the PyTorch reference of the same model
+# (bench/torch_train.py, tests/reference/lm_ref.py),
 # on the same threads, side by side: the two alternate for ROUNDS rounds and the medians are compared.
 # usage: bench/train_vs_pytorch.sh [THREADS] [ROUNDS] [-- extra model flags for both, e.g. --layers 4]
 # Needs Debian's python3-torch. OpenBLAS's core-type override is removed for this command only, so
@@ -13,7 +14,7 @@ make -s >/dev/null
 shape=(--layers 4 --dim 128 --heads 4 --ffn 512 --seg-len 128 --batch 16 "$@")
 lc=() pt=()
 for r in $(seq "$rounds"); do
-    lc+=("$(./longctx bench train "${shape[@]}" --steps 10 --warmup 2 --threads "$threads" | tail -1)")
+    lc+=("$(./longctx bench train --model vanilla "${shape[@]}" --steps 10 --warmup 2 --threads "$threads" | tail -1)")
     pt+=("$(/usr/bin/python3 bench/torch_train.py "${shape[@]}" --steps 10 --warmup-steps 2 --threads "$threads" | tail -1)")
 done
 printf '%s\n' "${lc[@]}" "${pt[@]}"
