@@ -94,56 +94,87 @@ static int bench_train(int argc, char **argv) {
     return st ? lc_cli_fail(st) : LC_EXIT_OK;
 }
 
-/* Milliseconds per predicted byte at attention length L: Transformer-XL feeds one byte against a
- * memory of L - 1 states; the vanilla model re-reads its whole window of L bytes for every byte
- * (timed on `reps` positions). Same shape, random weights: only speed is measured. */
-static lc_status xl_eval_point(const lc_config *shape, int L, int tokens, int reps, double *xl_ms, double *van_ms) {
-    lc_config xc = *shape, vc = *shape;
-    xc.model = LC_MODEL_XL, xc.seq_len = L, xc.mem_len = L - 1, xc.same_length = 0;
-    vc.model = LC_MODEL_VANILLA, vc.seq_len = L, vc.mem_len = 0;
-    lc_model *xl = NULL, *van = NULL;
-    lc_status st = lc_model_create(&xc, 1, 3, &xl);
-    if (!st) st = lc_model_create(&vc, 1, 3, &van);
-    int *tok = malloc(sizeof(int) * (size_t)(L + tokens));
-    if (!st && !tok) st = lc_fail(LC_ERR_NOMEM, "out of memory");
-    for (int i = 0; !st && i < L + tokens; i++) tok[i] = (i * 131 + 7) % 256;
-    if (!st) st = lc_model_forward(xl, tok, NULL, 1, L - 1, 0, NULL, NULL); /* fills the memory */
+/* Milliseconds per predicted byte at attention length L. Transformer-XL evaluates consecutive segments
+ * of `seg` bytes, each attending to a memory of L - seg states (state reuse: per byte, one segment's
+ * forward divided by its length); it also generates byte by byte against a memory of L - 1 states
+ * (gen_ms). The vanilla model re-reads a whole window of L bytes for every predicted byte (timed on
+ * `reps` windows, median). Same shape, random weights: only speed is measured. */
+typedef struct {
+    double xl_ms, gen_ms, van_ms;
+} xl_eval_times;
+
+static lc_status time_xl(const lc_config *shape, int L, int seg, int segments, int tokens, const int *tok,
+                         xl_eval_times *out) {
+    lc_config xc = *shape;
+    xc.model = LC_MODEL_XL, xc.seq_len = seg, xc.mem_len = L - seg, xc.same_length = 0;
+    lc_model *m = NULL;
+    lc_status st = lc_model_create(&xc, 1, 3, &m);
+    int fill = (L - seg + seg - 1) / seg; /* segments that fill the memory before timing */
+    for (int i = 0; !st && i < fill; i++) st = lc_model_forward(m, tok + (size_t)i * seg, NULL, 1, seg, 0, NULL, NULL);
     double t0 = lc_now_seconds();
-    for (int i = 0; !st && i < tokens; i++) st = lc_model_forward(xl, tok + L - 1 + i, NULL, 1, 1, 0, NULL, NULL);
-    *xl_ms = 1e3 * (lc_now_seconds() - t0) / tokens;
+    for (int i = 0; !st && i < segments; i++)
+        st = lc_model_forward(m, tok + (size_t)(fill + i) * seg, NULL, 1, seg, 0, NULL, NULL);
+    out->xl_ms = 1e3 * (lc_now_seconds() - t0) / ((double)segments * seg);
+    if (!st) st = lc_model_resize(m, 1, seg, L - 1); /* generation: memory of L - 1, filled by segments */
+    for (int i = 0; !st && i * seg < L; i++) st = lc_model_forward(m, tok + (size_t)i * seg, NULL, 1, seg, 0, NULL, NULL);
+    t0 = lc_now_seconds();
+    for (int i = 0; !st && i < tokens; i++) st = lc_model_forward(m, tok + 2 * L + i, NULL, 1, 1, 0, NULL, NULL);
+    out->gen_ms = 1e3 * (lc_now_seconds() - t0) / tokens;
+    lc_model_free(m);
+    return st;
+}
+
+static lc_status time_vanilla(const lc_config *shape, int L, int reps, const int *tok, double *ms) {
+    lc_config vc = *shape;
+    vc.model = LC_MODEL_VANILLA, vc.seq_len = L, vc.mem_len = 0, vc.same_length = 0, vc.clamp_len = 0;
+    lc_model *m = NULL;
+    lc_status st = lc_model_create(&vc, 1, 3, &m);
     double *v = calloc((size_t)reps, sizeof *v);
     for (int r = 0; !st && r < reps; r++) {
-        t0 = lc_now_seconds();
-        st = lc_model_forward(van, tok + r, NULL, 1, L, 0, NULL, NULL);
+        double t0 = lc_now_seconds();
+        st = lc_model_forward(m, tok + r, NULL, 1, L, 0, NULL, NULL);
         v[r] = 1e3 * (lc_now_seconds() - t0);
     }
     qsort(v, (size_t)reps, sizeof *v, cmp_double);
-    *van_ms = v[reps / 2];
+    *ms = v[reps / 2];
     free(v);
+    lc_model_free(m);
+    return st;
+}
+
+static lc_status xl_eval_point(const lc_config *shape, int L, int seg, int segments, int tokens, int reps,
+                               xl_eval_times *out) {
+    size_t n = (size_t)L * 3 + (size_t)(segments + 2) * seg + (size_t)tokens + (size_t)reps;
+    int *tok = malloc(sizeof(int) * n);
+    if (!tok) return lc_fail(LC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) tok[i] = (int)((i * 131 + 7) % 256);
+    lc_status st = time_xl(shape, L, seg, segments, tokens, tok, out);
+    if (!st) st = time_vanilla(shape, L, reps, tok, &out->van_ms);
     free(tok);
-    lc_model_free(xl);
-    lc_model_free(van);
     return st;
 }
 
 static int bench_xl_eval(int argc, char **argv) {
     const char *lens = "800,1800,2800,3800";
-    int tokens = 64, reps = 3, threads = 0, json = 0;
+    int tokens = 64, reps = 3, threads = 0, json = 0, seg = 0, segments = 8;
     lc_model_flags mf;
     lc_model_flags_init(&mf);
     lc_opt opts[32] = {
         {"--attn-len", OPT_STR, &lens, 0, 0, "attention lengths, comma separated (default 800,1800,2800,3800)", 0},
-        {"--tokens", OPT_INT, &tokens, 1, 1 << 20, "bytes generated by the XL model per length (default 64)", 0},
+        {"--eval-seg", OPT_INT, &seg, 1, 1 << 20, "XL evaluation segment length (default: the model's --seg-len)", 0},
+        {"--segments", OPT_INT, &segments, 1, 1 << 20, "XL segments timed per length (default 8)", 0},
+        {"--tokens", OPT_INT, &tokens, 1, 1 << 20, "bytes generated one at a time by XL per length (default 64)", 0},
         {"--reps", OPT_INT, &reps, 1, 1000, "vanilla windows timed per length (median; default 3)", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "JSON lines only", 0},
     };
-    int n = lc_model_flags_add(&mf, opts, 5);
+    int n = lc_model_flags_add(&mf, opts, 7);
     int rc = lc_parse_opts("bench xl-eval", "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     lc_config cfg;
     if ((rc = lc_model_flags_apply(&mf, opts, n, "bench xl-eval", &cfg)) >= 0) return rc;
     lc_set_threads(threads);
+    if (seg == 0) seg = cfg.seq_len;
     for (const char *p = lens; *p;) {
         char *end;
         long L = strtol(p, &end, 10);
@@ -151,12 +182,18 @@ static int bench_xl_eval(int argc, char **argv) {
             lc_cli_error("bench xl-eval: --attn-len must be a comma-separated list of lengths >= 2, got '%s'", lens);
             return LC_EXIT_USAGE;
         }
-        double xl_ms, van_ms;
-        lc_status st = xl_eval_point(&cfg, (int)L, tokens, reps, &xl_ms, &van_ms);
+        if (L <= seg) {
+            lc_cli_error("bench xl-eval: --attn-len %ld must exceed --eval-seg %d", L, seg);
+            return LC_EXIT_USAGE;
+        }
+        xl_eval_times tm = {0, 0, 0};
+        lc_status st = xl_eval_point(&cfg, (int)L, seg, segments, tokens, reps, &tm);
         if (st) return lc_cli_fail(st);
         printf("{\"attn_len\":%ld,\"xl_ms_per_token\":%.4f,\"vanilla_ms_per_token\":%.3f,\"speedup\":%.1f,"
+               "\"xl_eval_seg\":%d,\"xl_generate_ms_per_token\":%.4f,\"generate_speedup\":%.1f,"
                "\"layers\":%d,\"dim\":%d,\"threads\":%d}\n",
-               L, xl_ms, van_ms, van_ms / xl_ms, cfg.n_layer, cfg.d_model, lc_get_threads());
+               L, tm.xl_ms, tm.van_ms, tm.van_ms / tm.xl_ms, seg, tm.gen_ms, tm.van_ms / tm.gen_ms, cfg.n_layer,
+               cfg.d_model, lc_get_threads());
         fflush(stdout);
         p = *end ? end + 1 : end;
     }
