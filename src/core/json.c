@@ -119,7 +119,7 @@ static int lc_hex_value(int c) {
     return -1;
 }
 
-/* Read the 4 hex digits of a \uXXXX escape whose backslash is at p->pos; advances past it. */
+/* Read the 4 hex digits of a \u escape (backslash, u, four hex digits) at p->pos; advances past it. */
 static lc_status lc_json_read_hex4(lc_json_parser *p, unsigned long *out) {
     size_t start = p->pos;
     if (p->length - p->pos < 6) return lc_json_error_at(p, start, "truncated \\u escape");
@@ -134,7 +134,7 @@ static lc_status lc_json_read_hex4(lc_json_parser *p, unsigned long *out) {
     return LC_OK;
 }
 
-/* Decode a \uXXXX escape (or a surrogate pair of two) at p->pos into UTF-8 at out; *n gets its length. */
+/* Decode a \u escape (or a surrogate pair of two) at p->pos into UTF-8 at out; *n gets its length. */
 static lc_status lc_json_unicode_escape(lc_json_parser *p, char *out, size_t *n) {
     size_t start = p->pos;
     unsigned long cp, low;
