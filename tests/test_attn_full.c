@@ -303,6 +303,8 @@ TEST(fast_matches_reference_across_shapes) {
         {2, 2, 64, 70, 16, 0}, {1, 2, 65, 7, 64, 1}, {2, 1, 130, 70, 24, 1}, {1, 3, 130, 0, 64, 0},
         {1, 1, 65, 70, 3, 0}, {2, 2, 130, 7, 16, 1}, {1, 1, 64, 0, 64, 1},  {1, 1, 5, 70, 64, 1},
         {1, 2, 130, 0, 40, 1}, {1, 1, 70, 3, 80, 1},
+        /* one or two queries take the decode path (full_decode.c) */
+        {2, 3, 2, 70, 64, 1}, {1, 2, 2, 200, 3, 0}, {3, 1, 1, 130, 24, 1}, {1, 2, 2, 0, 16, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_fast_against_reference(cases[i], 0, 1.0f, 1e-4, 2e-6);

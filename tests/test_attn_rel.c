@@ -348,6 +348,7 @@ TEST(fast_matches_reference_with_window) {
         /* B, H, T, M, D, window, rel */
         {1, 1, 130, 0, 16, 1, 0}, {2, 2, 130, 7, 3, 5, 0},   {1, 2, 130, 70, 64, 64, 0}, {1, 1, 200, 70, 16, 100, 0},
         {2, 3, 65, 7, 24, 64, 0}, {1, 1, 129, 0, 64, 100, 0}, {1, 2, 63, 70, 3, 1, 0},    {1, 1, 5, 70, 16, 5, 0},
+        {2, 2, 2, 130, 16, 5, 0}, {1, 1, 1, 70, 64, 100, 0}, /* decode path */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_fast_against_reference(cases[i], 0, 1.0f, 1e-4, 2e-6);
 }
@@ -357,6 +358,7 @@ TEST(fast_matches_reference_with_relative_positions) {
         {1, 1, 1, 0, 16, 0, 1},  {2, 3, 5, 7, 3, 0, 1},    {1, 2, 63, 0, 16, 0, 1},  {1, 2, 65, 7, 64, 0, 1},
         {2, 1, 130, 70, 16, 0, 1}, {1, 1, 130, 0, 64, 0, 1}, {1, 2, 130, 7, 3, 0, 1}, {1, 1, 70, 3, 80, 0, 1},
         {1, 1, 5, 70, 64, 0, 1}, {1, 1, 192, 0, 16, 0, 1},
+        {2, 3, 2, 130, 32, 0, 1}, {1, 2, 1, 200, 3, 0, 1}, {1, 1, 2, 0, 64, 0, 1}, /* decode path */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_fast_against_reference(cases[i], 0, 1.0f, 1e-4, 2e-6);
 }
@@ -365,6 +367,7 @@ TEST(fast_matches_reference_with_window_and_relative_positions) {
     const rcase cases[] = {
         {1, 1, 130, 0, 16, 1, 1}, {2, 2, 130, 7, 3, 5, 1},    {1, 2, 130, 70, 64, 64, 1}, {1, 1, 200, 70, 16, 100, 1},
         {1, 3, 65, 70, 24, 5, 1}, {2, 1, 140, 7, 64, 100, 1}, {1, 1, 64, 0, 3, 64, 1},
+        {2, 2, 2, 130, 16, 5, 1}, {1, 1, 1, 70, 64, 64, 1}, /* decode path */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_fast_against_reference(cases[i], 0, 1.0f, 1e-4, 2e-6);
 }

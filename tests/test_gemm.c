@@ -104,13 +104,14 @@ static void check_shapes(gemm_fn f, const char *name, const dims *shapes, int co
     }
 }
 
-static const dims odd_shapes[4] = {{1, 1, 1}, {7, 13, 5}, {65, 33, 129}, {200, 150, 70}};
+static const dims odd_shapes[6] = {{1, 1, 1}, {7, 13, 5}, {65, 33, 129}, {200, 150, 70},
+                                   {1, 300, 70}, {2, 129, 133}}; /* M <= 2: the gemv path */
 /* Sizes that cross the built-in kernel's blocking boundaries (MC, NT, KC and NC) with ragged edges. */
 static const dims block_shapes[2] = {{205, 290, 520}, {37, 2085, 260}};
 
-TEST(gemm_dispatch_matches_reference) { check_shapes(lc_gemm, lc_gemm_backend(), odd_shapes, 4); }
+TEST(gemm_dispatch_matches_reference) { check_shapes(lc_gemm, lc_gemm_backend(), odd_shapes, 6); }
 
-TEST(gemm_builtin_matches_reference) { check_shapes(lc_gemm_builtin, "builtin", odd_shapes, 4); }
+TEST(gemm_builtin_matches_reference) { check_shapes(lc_gemm_builtin, "builtin", odd_shapes, 6); }
 
 TEST(gemm_builtin_block_boundaries) { check_shapes(lc_gemm_builtin, "builtin", block_shapes, 2); }
 
