@@ -87,4 +87,14 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
 void lc_attn_full_forward_ref(const lc_attn_shape *s, const lc_attn_tensors_d *t);
 void lc_attn_full_backward_ref(const lc_attn_shape *s, const lc_attn_tensors_d *t);
 
+/* The same reference for any mask (every sparse kind tests against it): visible(ctx, b, h, t, s) says
+ * whether query t of head h in batch b sees key s (0 <= s < M + T). A query that sees no key gets a
+ * zero output and zero gradients. Relative positions as above when t->rel is set (distance M + t - s
+ * must then be >= 0 for visible keys). */
+typedef int (*lc_attn_visible_fn)(const void *ctx, int b, int h, int t, int s);
+void lc_attn_masked_forward_ref(const lc_attn_shape *s, lc_attn_visible_fn visible, const void *ctx,
+                                const lc_attn_tensors_d *t);
+void lc_attn_masked_backward_ref(const lc_attn_shape *s, lc_attn_visible_fn visible, const void *ctx,
+                                 const lc_attn_tensors_d *t);
+
 #endif

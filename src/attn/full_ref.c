@@ -1,7 +1,9 @@
-/* Reference full attention in double precision, for tests only: builds the dense T x S probability
- * matrix of each (batch, head) with an explicit mask (causal, window), then applies the textbook formulas,
- * including the relative-position terms of Transformer-XL when x->rel is set.
- * Slow and allocation-heavy on purpose; it shares no code with the fast kernels in full.c. */
+/* Reference attention in double precision, for tests only: builds the dense T x S probability matrix of
+ * each (batch, head) with an explicit mask, then applies the textbook formulas, including the
+ * relative-position terms of Transformer-XL when x->rel is set. The mask is a callback, so every sparse
+ * kind tests against the same code (lc_attn_masked_*_ref); the full kind's mask is causal + window.
+ * A query that sees no key gets a zero output. Slow and allocation-heavy on purpose; it shares no code
+ * with the fast kernels. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +31,22 @@ static void ref_check(const lc_attn_shape *sh, const lc_attn_tensors_d *x) {
     }
 }
 
-/* Whether query t sees key s: causal (s <= M + t) and window W (s >= M + t - W + 1). */
-static int ref_visible(const lc_attn_shape *sh, int t, int s) {
+/* The full kind's mask: causal (s <= M + t) and window W (s >= M + t - W + 1). */
+static int full_visible(const void *ctx, int b, int h, int t, int s) {
+    const lc_attn_shape *sh = ctx;
+    (void)b, (void)h;
     if (!sh->causal) return 1;
     if (s > sh->M + t) return 0;
     return sh->window <= 0 || s >= sh->M + t - sh->window + 1;
 }
+
+typedef struct {
+    lc_attn_visible_fn fn;
+    const void *ctx;
+    int b, h;
+} ref_mask;
+
+static int ref_visible(const ref_mask *m, int t, int s) { return m->fn(m->ctx, m->b, m->h, t, s); }
 
 /* Element d of head h of row `row` of a [rows][H*D] relative-position tensor. */
 static double ref_rel(const double *p, int row, int h, const lc_attn_shape *sh, int d) {
@@ -45,14 +57,14 @@ static double ref_rel(const double *p, int row, int h, const lc_attn_shape *sh, 
  *   scale * (q_t . k_s)                                              (plain), or
  *   scale * ((q_t + u) . k_s + (q_t + v) . r[M + t - s])             (rel),
  * with hidden keys at probability 0. */
-static void ref_probabilities(const lc_attn_shape *sh, const lc_attn_tensors_d *x, int b, int h, double *probs) {
-    const int T = sh->T, S = sh->M + sh->T, D = sh->D;
+static void ref_probabilities(const lc_attn_shape *sh, const lc_attn_tensors_d *x, const ref_mask *mask, double *probs) {
+    const int T = sh->T, S = sh->M + sh->T, D = sh->D, b = mask->b, h = mask->h;
     const lc_attn_relpos_d *rel = x->rel;
     for (int t = 0; t < T; t++) {
         double *row = probs + (size_t)t * S;
         double row_max = -INFINITY;
         for (int s = 0; s < S; s++) {
-            if (!ref_visible(sh, t, s)) {
+            if (!ref_visible(mask, t, s)) {
                 row[s] = -INFINITY;
                 continue;
             }
@@ -69,18 +81,23 @@ static void ref_probabilities(const lc_attn_shape *sh, const lc_attn_tensors_d *
             if (row[s] > row_max) row_max = row[s];
         }
         double sum = 0;
+        if (row_max == -INFINITY) { /* nothing visible: a zero row */
+            memset(row, 0, sizeof(double) * (size_t)S);
+            continue;
+        }
         for (int s = 0; s < S; s++) sum += row[s] = exp(row[s] - row_max);
         for (int s = 0; s < S; s++) row[s] /= sum;
     }
 }
 
-void lc_attn_full_forward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d *x) {
-    ref_check(sh, x);
+void lc_attn_masked_forward_ref(const lc_attn_shape *sh, lc_attn_visible_fn visible, const void *ctx,
+                                const lc_attn_tensors_d *x) {
     const int T = sh->T, S = sh->M + sh->T, D = sh->D;
     double *probs = ref_alloc((size_t)T * S);
     for (int b = 0; b < sh->B; b++)
         for (int h = 0; h < sh->H; h++) {
-            ref_probabilities(sh, x, b, h, probs);
+            const ref_mask mask = {visible, ctx, b, h};
+            ref_probabilities(sh, x, &mask, probs);
             for (int t = 0; t < T; t++)
                 for (int d = 0; d < D; d++) {
                     double sum = 0;
@@ -91,8 +108,8 @@ void lc_attn_full_forward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d *
     free(probs);
 }
 
-void lc_attn_full_backward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d *x) {
-    ref_check(sh, x);
+void lc_attn_masked_backward_ref(const lc_attn_shape *sh, lc_attn_visible_fn visible, const void *ctx,
+                                 const lc_attn_tensors_d *x) {
     const int T = sh->T, S = sh->M + sh->T, D = sh->D, HD = sh->H * sh->D;
     const lc_attn_relpos_d *rel = x->rel;
     if (rel) { /* shared by the batch: summed over b below */
@@ -103,7 +120,8 @@ void lc_attn_full_backward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d 
     double *probs = ref_alloc((size_t)T * S), *dscores = ref_alloc((size_t)T * S);
     for (int b = 0; b < sh->B; b++)
         for (int h = 0; h < sh->H; h++) {
-            ref_probabilities(sh, x, b, h, probs);
+            const ref_mask mask = {visible, ctx, b, h};
+            ref_probabilities(sh, x, &mask, probs);
             /* dP = dout v^T; softmax backward: dS = P * (dP - sum_s P dP); the scale goes on the inputs */
             for (int t = 0; t < T; t++) {
                 double *dp = dscores + (size_t)t * S;
@@ -126,7 +144,7 @@ void lc_attn_full_backward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d 
                     for (int s = 0; s < S; s++) {
                         const double ds = dscores[(size_t)t * S + s];
                         content += ds * *ref_elem(&x->k, b, s, h, D, d);
-                        if (rel && ref_visible(sh, t, s)) {
+                        if (rel && ref_visible(&mask, t, s)) {
                             position += ds * ref_rel(rel->r, sh->M + t - s, h, sh, d);
                             const double qv = *ref_elem(&x->q, b, t, h, D, d) + ref_rel(rel->v, 0, h, sh, d);
                             rel->dr[((size_t)(sh->M + t - s) * sh->H + h) * D + d] += sh->scale * ds * qv;
@@ -153,4 +171,14 @@ void lc_attn_full_backward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d 
         }
     free(dscores);
     free(probs);
+}
+
+void lc_attn_full_forward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d *x) {
+    ref_check(sh, x);
+    lc_attn_masked_forward_ref(sh, full_visible, sh, x);
+}
+
+void lc_attn_full_backward_ref(const lc_attn_shape *sh, const lc_attn_tensors_d *x) {
+    ref_check(sh, x);
+    lc_attn_masked_backward_ref(sh, full_visible, sh, x);
 }
