@@ -358,6 +358,11 @@ TEST(kind_row_names_the_full_functions) {
     CHECK(lc_attn_full.forward == lc_attn_full_forward && lc_attn_full.backward == lc_attn_full_backward &&
               lc_attn_full.workspace_floats == lc_attn_full_workspace,
           "table row points elsewhere");
+    CHECK(lc_attn_kind_by_name("full") == &lc_attn_full, "the kinds table finds full");
+    CHECK(lc_attn_kind_by_name("no-such-kind") == NULL, "unknown kinds are NULL");
+    int found = 0;
+    for (int i = 0; i < lc_attn_kind_count(); i++) found += lc_attn_kind_at(i) == &lc_attn_full;
+    CHECK(found == 1 && lc_attn_kind_at(lc_attn_kind_count()) == NULL, "enumeration lists full once");
     /* the workspace does not grow with T beyond the B*H*T row statistics */
     lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, 1}), large = small;
     large.T = 16384;

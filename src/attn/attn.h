@@ -76,6 +76,11 @@ typedef struct lc_attn_kind {
     void (*backward)(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 } lc_attn_kind;
 
+/* The table of kinds (src/attn/kinds.c): lookup by name (NULL if unknown) and enumeration. */
+const lc_attn_kind *lc_attn_kind_by_name(const char *name);
+int lc_attn_kind_count(void);
+const lc_attn_kind *lc_attn_kind_at(int i);
+
 /* ---- full (dense) attention: streaming online-softmax forward, FlashAttention-2 style backward ---- */
 extern const lc_attn_kind lc_attn_full;
 size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthreads);

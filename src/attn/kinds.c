@@ -1,0 +1,21 @@
+/* The table of attention kinds: every kind is one row, found by name. Adding a kind is one line here
+ * and its own source file; no other kind changes. */
+#include <string.h>
+
+#include "attn/attn.h"
+
+static const lc_attn_kind *const lc_attn_kinds[] = {
+    &lc_attn_full,
+};
+
+const lc_attn_kind *lc_attn_kind_by_name(const char *name) {
+    for (size_t i = 0; i < sizeof lc_attn_kinds / sizeof lc_attn_kinds[0]; i++)
+        if (strcmp(lc_attn_kinds[i]->name, name) == 0) return lc_attn_kinds[i];
+    return NULL;
+}
+
+int lc_attn_kind_count(void) { return (int)(sizeof lc_attn_kinds / sizeof lc_attn_kinds[0]); }
+
+const lc_attn_kind *lc_attn_kind_at(int i) {
+    return i >= 0 && i < lc_attn_kind_count() ? lc_attn_kinds[i] : NULL;
+}
