@@ -352,13 +352,14 @@ TEST(fast_matches_reference_across_shapes) { sweep_against_reference(); }
 
 TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
     const int threads_before = lc_get_threads();
-    for (int causal = 0; causal < 2; causal++) {
-        const lc_attn_shape s = shape_of((case_shape){2, 3, 130, 70, 24, causal, 16});
+    for (int run = 0; run < 4; run++) {
+        const int causal = run % 2, param = run < 2 ? 16 : 3;
+        const lc_attn_shape s = shape_of((case_shape){2, 3, 130, 70, 24, causal, param});
         problem runs[3];
         const int threads[3] = {2, 2, 1};
         for (int i = 0; i < 3; i++) {
             lc_set_threads(threads[i]);
-            runs[i] = problem_new(s, 16, 2, 5);
+            runs[i] = problem_new(s, param, 2, 5);
             run_fast(&runs[i]);
         }
         lc_set_threads(threads_before);
@@ -388,15 +389,20 @@ TEST(empty_segment_writes_zero_memory_gradients) {
     problem_free(&p);
 }
 
-TEST(workspace_does_not_grow_with_the_parameter_or_S) {
+TEST(workspace_stays_within_row_statistics_and_per_thread_tiles) {
+    /* O(B H T + threads x tile): never a T x S matrix, whatever the parameter or the memory */
     CHECK(strcmp(KIND.name, KIND_NAME) == 0, "name %s", KIND.name);
-    lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, 1, 0}), large = small;
-    large.T = 16384;
-    const kind_opts o1 = opts_of(1), o2 = opts_of(256);
-    const size_t a = KIND.workspace_floats(&small, &o1, 2), b = KIND.workspace_floats(&large, &o2, 2);
-    CHECK(b - a == (size_t)8 * (16384 - 1024), "workspace %zu -> %zu floats", a, b);
-    small.M = 100000;
-    CHECK(KIND.workspace_floats(&small, &o1, 2) == a, "memory rows grow the workspace");
+    const int params[] = {1, 3, 64, 256, 100000}, Ts[] = {1024, 16384}, Ms[] = {0, 100000};
+    for (int ip = 0; ip < 5; ip++)
+        for (int it = 0; it < 2; it++)
+            for (int im = 0; im < 2; im++) {
+                const case_shape c = {1, 8, Ts[it], Ms[im], 64, 1, params[ip]};
+                const lc_attn_shape s = shape_of(c);
+                const kind_opts o = opts_of(c.param);
+                const size_t floats = KIND.workspace_floats(&s, &o, 2);
+                const size_t bound = (size_t)s.B * s.H * s.T + 2 * (size_t)s.T + 2 * 64 * 1024;
+                CHECK(floats <= bound, "T %d M %d param %d: %zu floats > %zu", c.T, c.M, c.param, floats, bound);
+            }
 }
 
 /* ======================================================================== end of the shared part */
@@ -428,7 +434,7 @@ int main(void) {
     RUN(fast_matches_reference_across_shapes);
     RUN(runs_are_bit_identical_across_repeats_and_thread_counts);
     RUN(empty_segment_writes_zero_memory_gradients);
-    RUN(workspace_does_not_grow_with_the_parameter_or_S);
+    RUN(workspace_stays_within_row_statistics_and_per_thread_tiles);
     RUN(stride_one_is_full_causal_attention);
     RUN(stride_beyond_the_keys_sees_only_itself);
     return test_summary("test_attn_strided");
