@@ -1,5 +1,5 @@
-/* The `block` attention kind, and the arithmetic-progression engine that block and strided share
- * (block.h). The engine works row by row, vectorized over D with 16-float GCC vectors:
+/* The `block` attention kind (64 x 64 tiles, bottom of this file), and the arithmetic-progression engine
+ * (block.h) that strided uses for short residue classes. The engine works row by row, vectorized over D with 16-float GCC vectors:
  *   forward, one task per query row: stream its keys in chunks of 64 (scores, chunk max, one rescale of
  *     the accumulator, vector exp, out += p v), save lse;
  *   backward: Delta_t = rowsum(dout out); then a query pass (dq = scale sum_s dS_ts k_s) and a key pass

@@ -3,8 +3,9 @@
  *   causal = 1: keys p - k s for k = 0, 1, 2, ... (every key at a distance that is a multiple of s);
  *   causal = 0: keys p + k s for every integer k with 0 <= p + k s < S.
  * The keys of a query form its residue class p mod s, so each class is a dense attention over the
- * subsequence of positions with that residue; queries run class by class so a class's keys stay in cache.
- * Cost O(T S D / s); no relative positions (tensors.rel must be NULL), no window. Engine: block.h. */
+ * subsequence of positions with that residue: long classes run the full kind on strided views (row stride
+ * s rows), short ones the row engine of block.h, class by class so a class's keys stay in cache.
+ * Cost O(T S D / s); no relative positions (tensors.rel must be NULL), no window. */
 #ifndef LC_ATTN_STRIDED_H
 #define LC_ATTN_STRIDED_H
 
