@@ -1,0 +1,530 @@
+/* The `block` attention kind (64 x 64 tiles, bottom of this file), and the arithmetic-progression engine
+ * (block.h) that strided uses for short residue classes. The engine works row by row, vectorized over D with 16-float GCC vectors:
+ *   forward, one task per query row: stream its keys in chunks of 64 (scores, chunk max, one rescale of
+ *     the accumulator, vector exp, out += p v), save lse;
+ *   backward: Delta_t = rowsum(dout out); then a query pass (dq = scale sum_s dS_ts k_s) and a key pass
+ *     (dv_s = sum_t P_ts dout_t, dk_s = scale sum_t dS_ts q_t), P recomputed from lse, dS = P (dP - Delta).
+ * Every row is written by exactly one task that sums in a fixed order: bit-identical for any thread
+ * count, no atomics. Tasks are runs of 64 rows in the pattern's order, handed out dynamically. */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "attn/attn.h"
+#include "attn/block.h"
+#include "attn/full_tile.h"
+#include "core/threads.h"
+
+enum { PROG_CHUNK = 64, PROG_TASK_ROWS = 64 };
+
+/* ---------------------------------------------------------------- row kernels */
+
+static inline float *prog_row(const lc_view *v, int b, int t, int h, int D) {
+    return v->p + (long)b * v->sb + (long)t * v->st + (long)h * D;
+}
+
+/* a . b over D floats, in a fixed order */
+static inline float prog_dot(const float *a, const float *b, int D) {
+    full_v16 acc = {0};
+    int d = 0;
+    for (; d + 16 <= D; d += 16) acc += full_vload(a + d) * full_vload(b + d);
+    float s = full_hsum(acc);
+    for (; d < D; d++) s += a[d] * b[d];
+    return s;
+}
+
+/* y += a x over D floats */
+static inline void prog_axpy(float *y, float a, const float *x, int D) {
+    int d = 0;
+    for (; d + 16 <= D; d += 16) full_vstore(y + d, full_vload(y + d) + a * full_vload(x + d));
+    for (; d < D; d++) y[d] += a * x[d];
+}
+
+static inline int prog_at(int (*order)(const void *, int), const void *ctx, int i) {
+    return order ? order(ctx, i) : i;
+}
+
+/* One query row: out_t = softmax(scale q_t . k_s) v_s over its keys, online softmax; lse saved. */
+static void forward_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t, int b, int h,
+                        int row, float *qs, float *acc) {
+    const int D = sh->D;
+    const float *q = prog_row(&t->q, b, row, h, D);
+    for (int d = 0; d < D; d++) qs[d] = sh->scale * q[d], acc[d] = 0;
+    const lc_attn_progression keys = pat->keys_of(pat->ctx, row);
+    assert(keys.count > 0);
+    float run_max = -INFINITY, run_sum = 0;
+    float score[PROG_CHUNK] __attribute__((aligned(64)));
+    for (int c0 = 0; c0 < keys.count; c0 += PROG_CHUNK) {
+        const int n = full_min(PROG_CHUNK, keys.count - c0);
+        const int key0 = keys.first + c0 * keys.step;
+        float chunk_max = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            score[j] = prog_dot(qs, prog_row(&t->k, b, key0 + j * keys.step, h, D), D);
+            chunk_max = score[j] > chunk_max ? score[j] : chunk_max;
+        }
+        if (chunk_max > run_max) {
+            const float correction = run_max == -INFINITY ? 0.0f : expf(run_max - chunk_max);
+            run_sum *= correction;
+            for (int d = 0; d < D; d++) acc[d] *= correction;
+            run_max = chunk_max;
+        }
+        for (int j = n; j < full_round_up(n, 16); j++) score[j] = -INFINITY;
+        full_v16 sum = {0};
+        for (int j = 0; j < n; j += 16) {
+            const full_v16 p = full_vexp(full_vload(score + j) - run_max);
+            full_vstore(score + j, p);
+            sum += p;
+        }
+        run_sum += full_hsum(sum);
+        for (int j = 0; j < n; j++) prog_axpy(acc, score[j], prog_row(&t->v, b, key0 + j * keys.step, h, D), D);
+    }
+    float *out = prog_row(&t->out, b, row, h, D);
+    const float inv_sum = 1.0f / run_sum; /* the row max contributes exp(0) = 1 */
+    for (int d = 0; d < D; d++) out[d] = acc[d] * inv_sum;
+    t->lse[((size_t)b * sh->H + h) * sh->T + row] = run_max + logf(run_sum);
+}
+
+/* dq of one query row: dq_t = scale sum_s P_ts (dout_t . v_s - Delta_t) k_s. */
+static void query_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t,
+                           const float *delta, int b, int h, int row, float *qs, float *acc) {
+    const int D = sh->D;
+    const float *q = prog_row(&t->q, b, row, h, D), *dout = prog_row(&t->dout, b, row, h, D);
+    for (int d = 0; d < D; d++) qs[d] = sh->scale * q[d], acc[d] = 0;
+    const size_t r = ((size_t)b * sh->H + h) * sh->T + row;
+    const float lse = t->lse[r], row_delta = delta[r];
+    const lc_attn_progression keys = pat->keys_of(pat->ctx, row);
+    float p[PROG_CHUNK] __attribute__((aligned(64))), dp[PROG_CHUNK] __attribute__((aligned(64)));
+    for (int c0 = 0; c0 < keys.count; c0 += PROG_CHUNK) {
+        const int n = full_min(PROG_CHUNK, keys.count - c0);
+        const int key0 = keys.first + c0 * keys.step;
+        for (int j = 0; j < n; j++) {
+            const int key = key0 + j * keys.step;
+            p[j] = prog_dot(qs, prog_row(&t->k, b, key, h, D), D);
+            dp[j] = prog_dot(dout, prog_row(&t->v, b, key, h, D), D);
+        }
+        for (int j = n; j < full_round_up(n, 16); j++) p[j] = -INFINITY, dp[j] = 0;
+        for (int j = 0; j < n; j += 16) {
+            const full_v16 prob = full_vexp(full_vload(p + j) - lse);
+            full_vstore(dp + j, prob * (full_vload(dp + j) - row_delta));
+        }
+        for (int j = 0; j < n; j++) prog_axpy(acc, dp[j], prog_row(&t->k, b, key0 + j * keys.step, h, D), D);
+    }
+    float *dq = prog_row(&t->dq, b, row, h, D);
+    for (int d = 0; d < D; d++) dq[d] = sh->scale * acc[d];
+}
+
+/* dk and dv of one key row s: dv_s = sum_t P_ts dout_t, dk_s = scale sum_t dS_ts q_t. */
+static void key_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t,
+                         const float *delta, int b, int h, int key, float *dk_acc, float *dv_acc) {
+    const int D = sh->D;
+    const float *k = prog_row(&t->k, b, key, h, D), *v = prog_row(&t->v, b, key, h, D);
+    for (int d = 0; d < D; d++) dk_acc[d] = 0, dv_acc[d] = 0;
+    const lc_attn_progression queries = pat->queries_of(pat->ctx, key);
+    const size_t r0 = ((size_t)b * sh->H + h) * sh->T;
+    float p[PROG_CHUNK] __attribute__((aligned(64))), ds[PROG_CHUNK] __attribute__((aligned(64)));
+    float lse[PROG_CHUNK] __attribute__((aligned(64))), dl[PROG_CHUNK] __attribute__((aligned(64)));
+    for (int c0 = 0; c0 < queries.count; c0 += PROG_CHUNK) {
+        const int n = full_min(PROG_CHUNK, queries.count - c0);
+        const int row0 = queries.first + c0 * queries.step;
+        for (int i = 0; i < n; i++) {
+            const int row = row0 + i * queries.step;
+            p[i] = sh->scale * prog_dot(prog_row(&t->q, b, row, h, D), k, D);
+            ds[i] = prog_dot(prog_row(&t->dout, b, row, h, D), v, D);
+            lse[i] = t->lse[r0 + row], dl[i] = delta[r0 + row];
+        }
+        for (int i = n; i < full_round_up(n, 16); i++) p[i] = -INFINITY, ds[i] = 0, lse[i] = 0, dl[i] = 0;
+        for (int i = 0; i < n; i += 16) {
+            const full_v16 prob = full_vexp(full_vload(p + i) - full_vload(lse + i));
+            full_vstore(p + i, prob);
+            full_vstore(ds + i, prob * (full_vload(ds + i) - full_vload(dl + i)));
+        }
+        for (int i = 0; i < n; i++) {
+            const int row = row0 + i * queries.step;
+            prog_axpy(dv_acc, p[i], prog_row(&t->dout, b, row, h, D), D);
+            prog_axpy(dk_acc, ds[i], prog_row(&t->q, b, row, h, D), D);
+        }
+    }
+    float *dk = prog_row(&t->dk, b, key, h, D), *dv = prog_row(&t->dv, b, key, h, D);
+    for (int d = 0; d < D; d++) dk[d] = sh->scale * dk_acc[d], dv[d] = dv_acc[d];
+}
+
+/* ---------------------------------------------------------------- drivers */
+
+/* Workspace: [16 floats of alignment slack][per thread: 2 x D_pad][Delta: B*H*T]. */
+size_t lc_attn_progression_workspace(const lc_attn_shape *s, int nthreads) {
+    if (nthreads < 1) nthreads = 1;
+    return 16 + (size_t)nthreads * 2 * full_round_up(s->D, 16) + (size_t)s->B * s->H * s->T;
+}
+
+static void check_shape(const lc_attn_shape *s, const lc_attn_tensors *t) {
+    assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
+    assert(s->window == 0); /* the pattern decides what each query sees */
+    assert(t->rel == NULL); /* relative positions are not supported by the sparse kinds */
+    (void)s, (void)t;
+}
+
+void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
+                                 float *work) {
+    check_shape(s, t);
+    if (s->B == 0 || s->H == 0 || s->T == 0) return;
+    const int nthreads = lc_get_threads(), D_pad = full_round_up(s->D, 16);
+    (void)nthreads; /* only the OpenMP build uses it */
+    float *base = full_workspace_base(work);
+    const long per_head = (s->T + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, tasks = (long)s->B * s->H * per_head;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < tasks; task++) {
+        float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
+        const long head = task / per_head;
+        const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % per_head) * PROG_TASK_ROWS;
+        for (int i = i0; i < full_min(s->T, i0 + PROG_TASK_ROWS); i++)
+            forward_row(s, pat, t, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
+    }
+}
+
+void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
+                                  float *work) {
+    check_shape(s, t);
+    const int S = s->M + s->T;
+    if (s->B == 0 || s->H == 0) return;
+    if (s->T == 0) { /* no queries: nothing flows back, but every row of dk and dv is written */
+        for (int b = 0; b < s->B; b++)
+            for (int j = 0; j < S; j++)
+                for (int h = 0; h < s->H; h++) {
+                    memset(prog_row(&t->dk, b, j, h, s->D), 0, sizeof(float) * s->D);
+                    memset(prog_row(&t->dv, b, j, h, s->D), 0, sizeof(float) * s->D);
+                }
+        return;
+    }
+    const int nthreads = lc_get_threads(), D_pad = full_round_up(s->D, 16);
+    (void)nthreads;
+    float *base = full_workspace_base(work);
+    float *delta = base + (size_t)nthreads * 2 * D_pad;
+    const long rows = (long)s->B * s->H * s->T;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+#endif
+    for (long r = 0; r < rows; r++) {
+        const int row = (int)(r % s->T), h = (int)(r / s->T % s->H), b = (int)(r / s->T / s->H);
+        const float *dout = prog_row(&t->dout, b, row, h, s->D), *out = prog_row(&t->out, b, row, h, s->D);
+        double sum = 0;
+        for (int d = 0; d < s->D; d++) sum += (double)dout[d] * out[d];
+        delta[r] = (float)sum;
+    }
+    /* query pass: dq */
+    const long q_per_head = (s->T + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, q_tasks = (long)s->B * s->H * q_per_head;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < q_tasks; task++) {
+        float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
+        const long head = task / q_per_head;
+        const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % q_per_head) * PROG_TASK_ROWS;
+        for (int i = i0; i < full_min(s->T, i0 + PROG_TASK_ROWS); i++)
+            query_grad_row(s, pat, t, delta, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
+    }
+    /* key pass: dk, dv of all S rows (rows no query sees get 0) */
+    const long k_per_head = (S + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, k_tasks = (long)s->B * s->H * k_per_head;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < k_tasks; task++) {
+        float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
+        const long head = task / k_per_head;
+        const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % k_per_head) * PROG_TASK_ROWS;
+        for (int i = i0; i < full_min(S, i0 + PROG_TASK_ROWS); i++)
+            key_grad_row(s, pat, t, delta, b, h, prog_at(pat->key_at, pat->ctx, i), w, w + D_pad);
+    }
+}
+
+/* ---------------------------------------------------------------- the block pattern */
+
+typedef struct {
+    long b; /* block size */
+    int M, S, causal;
+} block_ctx;
+
+static lc_attn_progression block_keys_of(const void *ctx, int t) {
+    const block_ctx *c = ctx;
+    const long p = c->M + t, start = p / c->b * c->b;
+    lc_attn_progression r = {0, 1, 0};
+    if (c->causal) {
+        r.first = (int)(start - c->b > 0 ? start - c->b : 0);
+        r.count = (int)(p - r.first + 1);
+    } else {
+        r.first = (int)start;
+        r.count = (int)((start + c->b < c->S ? start + c->b : c->S) - start);
+    }
+    return r;
+}
+
+static lc_attn_progression block_queries_of(const void *ctx, int s) {
+    const block_ctx *c = ctx;
+    const long start = s / c->b * c->b;
+    /* positions [lo, hi) that see key s: its block (causal: from s on) and, causal, the next block */
+    long lo = c->causal ? s : start, hi = start + (c->causal ? 2 : 1) * c->b;
+    lo = lo > c->M ? lo : c->M;
+    hi = hi < c->S ? hi : c->S;
+    lc_attn_progression r = {(int)(lo - c->M), 1, hi > lo ? (int)(hi - lo) : 0};
+    return r;
+}
+
+static block_ctx block_ctx_of(const lc_attn_shape *s, const void *opts) {
+    const lc_attn_block_opts *o = opts;
+    assert(o && o->block >= 1);
+    block_ctx c = {o->block, s->M, s->M + s->T, s->causal != 0};
+    return c;
+}
+
+/* ---------------------------------------------------------------- block: 64 x 64 tiles (full_tile.h)
+ * Keys of query position p form the range block_keys_of(p), non-decreasing at both ends in p, so a
+ * tile of 64 queries walks the key tiles from the first key of its first query to the last key of its
+ * last query: O(T (b + 64) D) in all. Within a tile, a (query, key) pair is masked by the key's query
+ * range (key-major tiles) or the query's key range (query-major tiles). The passes are those of the full
+ * kind (full.c, full_backward.c) with this mask: forward with an online softmax per query tile; backward
+ * with dk, dv per key tile and dq per query tile, every row owned by one task. */
+
+static full_geometry block_geometry(const lc_attn_shape *s) {
+    lc_attn_shape plain = *s;
+    plain.window = 0, plain.relpos = 0;
+    return full_geometry_of(&plain);
+}
+
+/* Lanes of queries t0 + 16 l + lane (0..15) that see key `key` (key-major tiles), -1, others 0. */
+static inline full_vi16 block_queries_seeing(const block_ctx *c, int t0, int l, int key) {
+    const lc_attn_progression r = block_queries_of(c, key);
+    return full_band_mask(t0 + 16 * l, r.first, r.first + r.count);
+}
+
+static void block_online_softmax_tile(const block_ctx *c, float *scores_t, int t0, int s0, int n_k,
+                                      float *running_max, float *running_sum, float *correction) {
+    enum { CHUNKS = FULL_TILE_Q / 16 };
+    full_v16 tile_max[CHUNKS], shift[CHUNKS], sum[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY), sum[l] = (full_v16){0};
+    for (int j = 0; j < n_k; j++)
+        for (int l = 0; l < CHUNKS; l++) {
+            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
+            const full_v16 masked =
+                full_vselect(block_queries_seeing(c, t0, l, s0 + j), full_vload(p), full_vsplat(-INFINITY));
+            full_vstore(p, masked);
+            tile_max[l] = full_vmax(tile_max[l], masked);
+        }
+    for (int l = 0; l < CHUNKS; l++) {
+        const full_v16 old_max = full_vload(running_max + 16 * l), new_max = full_vmax(old_max, tile_max[l]);
+        /* a query that has seen no key yet keeps max -inf and is shifted by 0: exp(-inf) = 0, not NaN */
+        shift[l] = full_vselect(new_max == full_vsplat(-INFINITY), full_vsplat(0.0f), new_max);
+        full_vstore(correction + 16 * l, full_vexp(old_max - shift[l]));
+        full_vstore(running_max + 16 * l, new_max);
+    }
+    for (int j = 0; j < n_k; j++)
+        for (int l = 0; l < CHUNKS; l++) {
+            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
+            const full_v16 prob = full_vexp(full_vload(p) - shift[l]);
+            full_vstore(p, prob);
+            sum[l] += prob;
+        }
+    for (int l = 0; l < CHUNKS; l++)
+        full_vstore(running_sum + 16 * l,
+                    full_vload(running_sum + 16 * l) * full_vload(correction + 16 * l) + sum[l]);
+}
+
+/* Keys [begin, end) seen by some query of [t0, t0 + n_q). */
+static void block_tile_keys(const block_ctx *c, int t0, int n_q, int *begin, int *end) {
+    const lc_attn_progression first = block_keys_of(c, t0), last = block_keys_of(c, t0 + n_q - 1);
+    *begin = first.first, *end = last.first + last.count;
+}
+
+static void block_forward_tile(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t, int b, int h,
+                               int q_tile, full_tiles *w) {
+    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int dp = g->D_pad;
+    float *running_max = w->row_a, *running_sum = w->row_b;
+    float correction[FULL_TILE_Q];
+    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
+    for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
+    int key_begin, key_end;
+    block_tile_keys(c, t0, n_q, &key_begin, &key_end);
+    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
+        const int n_k = full_min(FULL_TILE_K, key_end - s0);
+        long k_ld;
+        const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
+        full_load_rows(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
+        /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
+                  FULL_TILE_Q, 0);
+        block_online_softmax_tile(c, w->scores, t0, s0, n_k, running_max, running_sum, correction);
+        for (int i = 0; i < rows; i++) {
+            if (correction[i] == 1.0f) continue;
+            float *acc = w->q_acc + (size_t)i * dp;
+            for (int d = 0; d < dp; d++) acc[d] *= correction[i];
+        }
+        full_gemm(w->q_acc, dp, w->scores, 1, FULL_TILE_Q, w->key_b, dp, rows, n_k, dp, 1); /* out += P v */
+    }
+    float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
+    for (int i = 0; i < n_q; i++) { /* every query sees itself, so the sum is positive */
+        const float inv_sum = 1.0f / running_sum[i];
+        float *out = full_row(&t->out, b, t0 + i, h, g->D);
+        const float *acc = w->q_acc + (size_t)i * dp;
+        for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
+        lse[i] = running_max[i] + logf(running_sum[i]);
+    }
+}
+
+/* dk, dv of the key tile [s0, s0 + n_k): query-major tiles (row i = query t0 + i, keys along the lanes). */
+static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
+                                 const float *delta, int b, int h, int k_tile, full_tiles *w) {
+    const int s0 = k_tile * FULL_TILE_K, n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+    const int dp = g->D_pad;
+    full_load_transposed(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
+    full_load_transposed(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
+    memset(w->dk_acc, 0, sizeof(float) * (size_t)key_rows * dp);
+    memset(w->dv_acc, 0, sizeof(float) * (size_t)key_rows * dp);
+    const lc_attn_progression first = block_queries_of(c, s0), last = block_queries_of(c, s0 + n_k - 1);
+    const int query_begin = first.first, query_end = last.count ? last.first + last.count : first.first;
+    for (int t0 = query_begin; t0 < query_end; t0 += FULL_TILE_Q) {
+        const int n_q = full_min(FULL_TILE_Q, query_end - t0), rows = full_round_up(n_q, 4);
+        full_load_rows(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+        full_load_rows(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
+        full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
+        full_gemm(w->scores, FULL_TILE_K, w->q_tile, dp, 1, w->key_a, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
+        full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
+        for (int i = 0; i < rows; i++) { /* P = exp(s - lse), dS = P (dP - Delta); padding rows get 0 */
+            float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
+            int key_first = 0, key_end = 0;
+            if (i < n_q) {
+                const lc_attn_progression keys = block_keys_of(c, t0 + i);
+                key_first = keys.first - s0, key_end = full_min(n_k, keys.first + keys.count - s0);
+            }
+            const float lse = w->row_a[i], row_delta = w->row_b[i];
+            for (int l = 0; l < FULL_TILE_K / 16; l++) {
+                const full_v16 prob = full_vselect(full_band_mask(16 * l, key_first, key_end),
+                                                   full_vexp(full_vload(p + 16 * l) - lse), (full_v16){0});
+                full_vstore(p + 16 * l, prob);
+                full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
+            }
+        }
+        /* dv += P^T dout, dk += dS^T (scale q) */
+        full_gemm(w->dv_acc, dp, w->scores, 1, FULL_TILE_K, w->dout_tile, dp, key_rows, rows, dp, 1);
+        full_gemm(w->dk_acc, dp, w->dscores, 1, FULL_TILE_K, w->q_tile, dp, key_rows, rows, dp, 1);
+    }
+    for (int j = 0; j < n_k; j++) {
+        float *dk_row = full_row(&t->dk, b, s0 + j, h, g->D), *dv_row = full_row(&t->dv, b, s0 + j, h, g->D);
+        const float *dk = w->dk_acc + (size_t)j * dp, *dv = w->dv_acc + (size_t)j * dp;
+        for (int d = 0; d < g->D; d++) dk_row[d] = dk[d], dv_row[d] = dv[d];
+    }
+}
+
+/* dq of the query tile [t0, t0 + n_q): key-major tiles, as in the forward pass. */
+static void block_query_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
+                                   const float *delta, int b, int h, int q_tile, full_tiles *w) {
+    enum { CHUNKS = FULL_TILE_Q / 16 };
+    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int dp = g->D_pad;
+    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
+    full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
+    full_v16 lse[CHUNKS], row_delta[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++)
+        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
+    int key_begin, key_end;
+    block_tile_keys(c, t0, n_q, &key_begin, &key_end);
+    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
+        const int n_k = full_min(FULL_TILE_K, key_end - s0), key_rows = full_round_up(n_k, 4);
+        long v_ld;
+        full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
+        const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
+        full_gemm(w->scores, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
+        full_gemm(w->dscores, FULL_TILE_Q, v_rows, v_ld, 1, w->dout_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
+        for (int j = 0; j < key_rows; j++) /* dS^T = P^T (dP^T - Delta); padding rows get 0 */
+            for (int l = 0; l < CHUNKS; l++) {
+                const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
+                float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
+                const full_vi16 seen = j < n_k ? block_queries_seeing(c, t0, l, s0 + j) : (full_vi16){0};
+                const full_v16 prob = full_vselect(seen, full_vexp(full_vload(p) - lse[l]), (full_v16){0});
+                full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
+            }
+        full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, key_rows, dp, 1); /* dq += dS k */
+    }
+    for (int i = 0; i < n_q; i++) {
+        float *dq = full_row(&t->dq, b, t0 + i, h, g->D);
+        for (int d = 0; d < g->D; d++) dq[d] = g->scale * w->q_acc[(size_t)i * dp + d];
+    }
+}
+
+static size_t block_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+    (void)opts;
+    if (nthreads < 1) nthreads = 1;
+    const full_geometry g = block_geometry(s);
+    return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
+}
+
+static void block_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    check_shape(s, t);
+    const block_ctx c = block_ctx_of(s, opts);
+    const full_geometry g = block_geometry(s);
+    if (g.B == 0 || g.H == 0 || g.T == 0) return;
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+    float *base = full_workspace_base(work);
+    const long per_head = g.q_tiles, tasks = (long)g.B * g.H * per_head;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+        const long head = task / per_head;
+        block_forward_tile(&c, &g, t, (int)(head / g.H), (int)(head % g.H), (int)(task % per_head), &w);
+    }
+}
+
+static void block_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    check_shape(s, t);
+    const block_ctx c = block_ctx_of(s, opts);
+    const full_geometry g = block_geometry(s);
+    if (g.B == 0 || g.H == 0) return;
+    if (g.T == 0) { /* no queries: nothing flows back, but every row of dk and dv is written */
+        for (int b = 0; b < g.B; b++)
+            for (int j = 0; j < g.S; j++)
+                for (int h = 0; h < g.H; h++) {
+                    memset(full_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
+                    memset(full_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
+                }
+        return;
+    }
+    const int nthreads = lc_get_threads();
+    float *base = full_workspace_base(work);
+    float *delta = full_delta_of(base, &g, nthreads);
+    const long rows = (long)g.B * g.H * g.T;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+#endif
+    for (long r = 0; r < rows; r++) {
+        const int row = (int)(r % g.T), h = (int)(r / g.T % g.H), b = (int)(r / g.T / g.H);
+        const float *dout = full_row(&t->dout, b, row, h, g.D), *out = full_row(&t->out, b, row, h, g.D);
+        double sum = 0;
+        for (int d = 0; d < g.D; d++) sum += (double)dout[d] * out[d];
+        delta[r] = (float)sum;
+    }
+    const long heads = (long)g.B * g.H, key_tasks = heads * g.k_tiles, query_tasks = heads * g.q_tiles;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < key_tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+        const long head = task / g.k_tiles;
+        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.k_tiles), &w);
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < query_tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+        const long head = task / g.q_tiles;
+        block_query_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.q_tiles), &w);
+    }
+}
+
+const lc_attn_kind lc_attn_block = {"block", block_workspace, block_forward, block_backward};
