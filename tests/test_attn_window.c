@@ -389,12 +389,22 @@ TEST(unseen_keys_get_zero_gradients) {
 
 TEST(workspace_does_not_grow_like_t_squared) {
     CHECK(strcmp(lc_attn_window.name, "window") == 0, "name %s", lc_attn_window.name);
-    const lc_attn_window_opts o = {256, NULL};
-    lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, 1, 256, 0}), large = small;
-    large.T = 65536;
-    const size_t a = lc_attn_window_workspace(&small, &o, 2), b = lc_attn_window_workspace(&large, &o, 2);
-    CHECK(b - a == (size_t)8 * (65536 - 1024), "workspace %zu -> %zu floats", a, b);
-    CHECK(a < (size_t)8 * 1024 + 4096, "workspace %zu floats at T = 1024", a);
+    CHECK(lc_attn_window.forward == lc_attn_window_forward && lc_attn_window.backward == lc_attn_window_backward &&
+              lc_attn_window.workspace_floats == lc_attn_window_workspace,
+          "table row points elsewhere");
+    /* Beyond a fixed per-thread part, at most H floats per token (row statistics), in both modes and
+     * with dilation. */
+    const int dil[8] = {1, 1, 2, 3, 1, 1, 2, 3};
+    for (int causal = 0; causal <= 1; causal++)
+        for (int dilated = 0; dilated <= 1; dilated++) {
+            const lc_attn_window_opts o = {256, dilated ? dil : NULL};
+            lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, causal, 256, 0}), large = small;
+            large.T = 65536;
+            const size_t a = lc_attn_window_workspace(&small, &o, 2), b = lc_attn_window_workspace(&large, &o, 2);
+            CHECK(b >= a && b - a <= (size_t)8 * (65536 - 1024), "causal %d dilated %d: workspace %zu -> %zu floats",
+                  causal, dilated, a, b);
+            CHECK(a < (size_t)128 * 1024, "causal %d dilated %d: workspace %zu floats at T = 1024", causal, dilated, a);
+        }
 }
 
 int main(void) {

@@ -1,5 +1,13 @@
 /* The `window` attention kind (window.h): sliding window with per-head dilation.
- * Each query row streams over its visible keys p + k*d (at most w + 1 causal, 2w + 1 bidirectional):
+ *
+ * Causal: a head with dilation d splits into d independent problems, one per residue class c = position
+ * mod d: keys c, c + d, c + 2d, ... are a strided view (row stride d * st), the queries of the class see
+ * only keys of the class, and within it the window is an undilated causal band of w + 1 keys. Each class
+ * is handed to the full kind's tiled kernels (online softmax, FlashAttention-2 backward) with B = H = 1,
+ * memory M_c = the class's keys before M, and window W = w + 1; lse goes through a contiguous scratch row.
+ * When no head is dilated the whole problem is one call of the full kind with window w + 1.
+ *
+ * Bidirectional (the full kind's window is causal only): each query row streams over its visible keys p + k*d (at most w + 1 causal, 2w + 1 bidirectional):
  * scores into a per-thread buffer, max, exp, sum, then out = P v / sum; lse saved. Products are
  * vectorized over the head dimension (GCC vector extensions). Rows are independent tasks with a fixed
  * summation order, so the results do not depend on the thread count.
@@ -88,8 +96,113 @@ static inline void k_range(long p, long d, long kmin, long kmax, long first, lon
     *hi = b < kmax ? b : kmax;
 }
 
+/* ---- causal: one full-kind problem per (batch, head, residue class) ---- */
+
+typedef struct {
+    lc_attn_shape s; /* B = H = 1 */
+    long first_key;  /* key position of the class's first row (c) */
+    long first_query; /* query index t of the class's first query */
+    int n;           /* rows: S_c */
+} win_class;
+
+static win_class class_of(const lc_attn_shape *s, int w, int d, int c) {
+    const long S = (long)s->M + s->T;
+    win_class k;
+    memset(&k, 0, sizeof k);
+    k.n = c < S ? (int)((S - c + d - 1) / d) : 0;
+    long m = s->M > c ? (s->M - c + d - 1) / d : 0; /* class keys before M: the class's memory */
+    if (m > k.n) m = k.n;
+    const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, 1, s->scale, w + 1, 0};
+    k.s = sub;
+    k.first_key = c;
+    k.first_query = c + m * d - s->M;
+    return k;
+}
+
+static lc_view class_view(const lc_view *v, int b, long first_row, int h, int D, int d) {
+    lc_view r = {v->p + (long)b * v->sb + first_row * v->st + (long)h * D, 0, v->st * d};
+    return r;
+}
+
+static lc_attn_tensors class_tensors(const lc_attn_tensors *t, const win_class *k, int b, int h, int D, int d,
+                                     float *lse) {
+    lc_attn_tensors r;
+    memset(&r, 0, sizeof r);
+    r.q = class_view(&t->q, b, k->first_query, h, D, d), r.out = class_view(&t->out, b, k->first_query, h, D, d);
+    r.dout = class_view(&t->dout, b, k->first_query, h, D, d), r.dq = class_view(&t->dq, b, k->first_query, h, D, d);
+    r.k = class_view(&t->k, b, k->first_key, h, D, d), r.v = class_view(&t->v, b, k->first_key, h, D, d);
+    r.dk = class_view(&t->dk, b, k->first_key, h, D, d), r.dv = class_view(&t->dv, b, k->first_key, h, D, d);
+    r.lse = lse;
+    return r;
+}
+
+static int all_undilated(const lc_attn_shape *s, const lc_attn_window_opts *o) {
+    for (int h = 0; o->dilation && h < s->H; h++)
+        if (o->dilation[h] != 1) return 0;
+    return 1;
+}
+
+/* Without dilation the whole causal problem is the full kind with window w + 1: one call. */
+static lc_attn_shape undilated_shape(const lc_attn_shape *s, const lc_attn_window_opts *o) {
+    lc_attn_shape r = *s;
+    r.window = o->w + 1, r.relpos = 0;
+    return r;
+}
+
+/* Workspace of the causal path: the largest full-kind workspace over the classes, then T lse floats. */
+static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
+    if (all_undilated(s, o)) {
+        const lc_attn_shape u = undilated_shape(s, o);
+        return lc_attn_full_workspace(&u, NULL, nthreads);
+    }
+    size_t most = 0;
+    for (int h = 0; h < s->H; h++) {
+        const int d = o->dilation ? o->dilation[h] : 1;
+        if (h > 0 && d == (o->dilation ? o->dilation[h - 1] : 1)) continue;
+        for (int c = 0; c < d; c++) {
+            const win_class k = class_of(s, o->w, d, c);
+            const size_t need = lc_attn_full_workspace(&k.s, NULL, nthreads);
+            most = need > most ? need : most;
+        }
+    }
+    return most + round16((size_t)s->T);
+}
+
+static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+                        float *work, int backward) {
+    if (all_undilated(s, o)) {
+        const lc_attn_shape u = undilated_shape(s, o);
+        if (backward)
+            lc_attn_full_backward(&u, NULL, t, work);
+        else
+            lc_attn_full_forward(&u, NULL, t, work);
+        return;
+    }
+    const int nthreads = lc_get_threads();
+    const size_t full_floats = causal_workspace(s, o, nthreads) - round16((size_t)s->T);
+    float *scratch = work + full_floats;
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->H; h++) {
+            const int d = o->dilation ? o->dilation[h] : 1;
+            float *row_lse = t->lse + ((long)b * s->H + h) * s->T;
+            for (int c = 0; c < d; c++) {
+                const win_class k = class_of(s, o->w, d, c);
+                if (k.n == 0) continue;
+                const lc_attn_tensors ct = class_tensors(t, &k, b, h, s->D, d, scratch);
+                if (backward) {
+                    for (int i = 0; i < k.s.T; i++) scratch[i] = row_lse[k.first_query + (long)i * d];
+                    lc_attn_full_backward(&k.s, NULL, &ct, work);
+                } else {
+                    lc_attn_full_forward(&k.s, NULL, &ct, work);
+                    for (int i = 0; i < k.s.T; i++) row_lse[k.first_query + (long)i * d] = scratch[i];
+                }
+            }
+        }
+}
+
 size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
     if (nthreads < 1) nthreads = 1;
+    if (s->causal) return causal_workspace(s, opts, nthreads);
     const win_geometry g = win_geometry_of(s, opts);
     return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
 }
@@ -138,6 +251,10 @@ static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, 
 
 void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     check_args(s, opts, t);
+    if (s->causal) {
+        causal_pass(s, opts, t, work, 0);
+        return;
+    }
     const win_geometry g = win_geometry_of(s, opts);
     const long rows = (long)g.B * g.H * g.T;
     if (rows == 0) return;
@@ -198,6 +315,10 @@ static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float
 
 void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     check_args(s, opts, t);
+    if (s->causal) {
+        causal_pass(s, opts, t, work, 1);
+        return;
+    }
     const win_geometry g = win_geometry_of(s, opts);
     const int nthreads = lc_get_threads();
     (void)nthreads;
