@@ -1,4 +1,4 @@
-/* Benchmark of the full (dense) attention kind: forward and backward time (median of repetitions),
+/* Benchmark of an attention kind (full, or window: sliding window with per-head dilation): forward and backward time (median of repetitions),
  * achieved GFLOP/s, and memory per sequence length. Each length runs in a fresh child process (fork) so
  * its max RSS is its own. One JSON line per length on stdout:
  *   {"kind":"full","len":T,...,"rel":0|1,"window":W,"fwd_ms":..,"bwd_ms":..,"fwd_gflops":..,"bwd_gflops":..,
@@ -9,8 +9,12 @@
  * sum over t of min(t+1, W) with a window W < T), 6*pairs*D*H*B with relative positions (the position
  * products counted like the content ones); 2.5 times that for the backward.
  * --rel 1: Transformer-XL relative positions (needs causal); --window W: query t sees the last W keys.
- * usage: bench_attn [--len 1024,4096,16384] [--heads 8] [--head-dim 64] [--batch 1] [--causal 0|1]
- *                   [--rel 0|1] [--window W] [--threads N] [--reps N] */
+ * --kind window --w W --dilation d0,d1,...: the window kind (W keys per side, per-head dilations, repeated
+ * cyclically over the heads; default all 1); its pairs are counted exactly, and its JSON line adds "w" and
+ * "dilation".
+ * usage: bench_attn [--kind full|window] [--len 1024,4096,16384] [--heads 8] [--head-dim 64] [--batch 1]
+ *                   [--causal 0|1] [--rel 0|1] [--window W] [--w W] [--dilation d0,d1,..] [--threads N]
+ *                   [--reps N] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 #include <unistd.h>
 
 #include "attn/attn.h"
+#include "attn/window.h"
 #include "core/rng.h"
 #include "core/table.h"
 #include "core/threads.h"
@@ -30,6 +35,7 @@
 typedef struct {
     int lens[MAX_LENS], n_lens;
     int heads, head_dim, batch, causal, rel, window, threads, reps;
+    int is_window, w, dilation[MAX_LENS], n_dilation; /* --kind window */
 } bench_options;
 
 static void usage_error(const char *msg, const char *arg) {
@@ -45,7 +51,7 @@ static int parse_positive(const char *flag, const char *text, int allow_zero) {
 }
 
 static bench_options parse_options(int argc, char **argv) {
-    bench_options o = {{1024, 4096, 16384}, 3, 8, 64, 1, 1, 0, 0, 0, 3};
+    bench_options o = {{1024, 4096, 16384}, 3, 8, 64, 1, 1, 0, 0, 0, 3, 0, 256, {1}, 1};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (i + 1 >= argc) usage_error("missing value after", flag);
@@ -59,6 +65,21 @@ static bench_options parse_options(int argc, char **argv) {
                 o.lens[o.n_lens++] = parse_positive(flag, tok, 0);
             }
             if (o.n_lens == 0) usage_error("no lengths in", flag);
+        } else if (strcmp(flag, "--kind") == 0) {
+            if (strcmp(value, "full") == 0) o.is_window = 0;
+            else if (strcmp(value, "window") == 0) o.is_window = 1;
+            else usage_error("--kind takes full or window, not", value);
+        } else if (strcmp(flag, "--w") == 0) {
+            o.w = parse_positive(flag, value, 0);
+        } else if (strcmp(flag, "--dilation") == 0) {
+            o.n_dilation = 0;
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", value);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                if (o.n_dilation == MAX_LENS) usage_error("too many dilations in", flag);
+                o.dilation[o.n_dilation++] = parse_positive(flag, tok, 0);
+            }
+            if (o.n_dilation == 0) usage_error("no dilations in", flag);
         } else if (strcmp(flag, "--heads") == 0) {
             o.heads = parse_positive(flag, value, 0);
         } else if (strcmp(flag, "--head-dim") == 0) {
@@ -82,6 +103,7 @@ static bench_options parse_options(int argc, char **argv) {
         }
     }
     if ((o.rel || o.window) && !o.causal) usage_error("--rel and --window need --causal 1", NULL);
+    if (o.is_window && (o.rel || o.window)) usage_error("--kind window takes --w and --dilation, not --rel or --window", NULL);
     return o;
 }
 
@@ -124,7 +146,13 @@ static void bench_length(const bench_options *o, int len) {
         u = alloc_floats(n_uv, &bytes), vb = alloc_floats(n_uv, &bytes);
         du = alloc_floats(n_uv, &bytes), dvb = alloc_floats(n_uv, &bytes);
     }
-    const size_t work_floats = lc_attn_full.workspace_floats(&s, NULL, lc_get_threads());
+    const lc_attn_kind *kind = o->is_window ? &lc_attn_window : &lc_attn_full;
+    int *dil = calloc((size_t)s.H + 1, sizeof(int));
+    if (!dil) usage_error("out of memory", NULL);
+    for (int h = 0; h < s.H; h++) dil[h] = o->dilation[h % o->n_dilation];
+    const lc_attn_window_opts wopts = {o->w, dil};
+    const void *opts = o->is_window ? (const void *)&wopts : NULL;
+    const size_t work_floats = kind->workspace_floats(&s, opts, lc_get_threads());
     float *work = alloc_floats(work_floats, &bytes);
 
     lc_rng rng;
@@ -142,9 +170,9 @@ static void bench_length(const bench_options *o, int len) {
     const int reps = o->reps < 64 ? o->reps : 64;
     for (int r = 0; r < reps; r++) {
         double t0 = lc_now_seconds();
-        lc_attn_full.forward(&s, NULL, &t, work);
+        kind->forward(&s, opts, &t, work);
         double t1 = lc_now_seconds();
-        lc_attn_full.backward(&s, NULL, &t, work);
+        kind->backward(&s, opts, &t, work);
         double t2 = lc_now_seconds();
         fwd[r] = t1 - t0, bwd[r] = t2 - t1;
     }
@@ -154,20 +182,37 @@ static void bench_length(const bench_options *o, int len) {
         const double W = s.window;
         pairs = W * (W + 1) / 2 + ((double)s.T - W) * W;
     }
+    if (o->is_window) { /* exactly: visible keys of every query, per head, averaged over the heads */
+        pairs = 0;
+        for (int h = 0; h < s.H; h++)
+            for (long p = 0; p < s.T; p++) {
+                const long d = dil[h], before = p / d < o->w ? p / d : o->w;
+                const long after = (s.T - 1 - p) / d < o->w ? (s.T - 1 - p) / d : o->w;
+                pairs += (double)(1 + before + (s.causal ? 0 : after)) / s.H;
+            }
+    }
     const double fwd_flops = (o->rel ? 6.0 : 4.0) * pairs * s.D * s.H * s.B, bwd_flops = 2.5 * fwd_flops;
     double checksum = 0; /* keeps the work observable */
     for (size_t i = 0; i < n; i += 97) checksum += out[i] + dq[i] + dk[i] + dv[i];
 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"kind\":\"full\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"rel\":%d,"
+    char wdesc[600] = "";
+    if (o->is_window) {
+        int at = snprintf(wdesc, sizeof wdesc, ",\"w\":%d,\"dilation\":[", o->w);
+        for (int h = 0; h < s.H && at < (int)sizeof wdesc - 16; h++)
+            at += snprintf(wdesc + at, sizeof wdesc - (size_t)at, "%s%d", h ? "," : "", dil[h]);
+        snprintf(wdesc + at, sizeof wdesc - (size_t)at, "]");
+    }
+    printf("{\"kind\":\"%s\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"rel\":%d,"
            "\"window\":%d,\"threads\":%d,\"reps\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_gflops\":%.1f,\"bwd_gflops\":%.1f,\"peak_bytes\":%zu,"
-           "\"maxrss_bytes\":%ld,\"bytes_per_token\":%.1f,\"checksum\":%.6g}\n",
-           len, s.B, s.H, s.D, s.causal, o->rel, s.window, lc_get_threads(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
-           bwd_flops / bwd_s / 1e9, bytes, ru.ru_maxrss * 1024L, (double)bytes / ((double)s.B * s.T), checksum);
+           "\"maxrss_bytes\":%ld,\"bytes_per_token\":%.1f,\"checksum\":%.6g%s}\n",
+           kind->name, len, s.B, s.H, s.D, s.causal, o->rel, s.window, lc_get_threads(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
+           bwd_flops / bwd_s / 1e9, bytes, ru.ru_maxrss * 1024L, (double)bytes / ((double)s.B * s.T), checksum, wdesc);
     fflush(stdout);
     lc_free(q), lc_free(k), lc_free(v), lc_free(out), lc_free(dout);
     lc_free(dq), lc_free(dk), lc_free(dv), lc_free(lse), lc_free(work);
+    free(dil);
     if (o->rel) lc_free(rpos), lc_free(u), lc_free(vb), lc_free(dr), lc_free(du), lc_free(dvb);
 }
 

@@ -1,0 +1,359 @@
+/* The `window` attention kind (window.h): sliding window with per-head dilation.
+ *
+ * Causal: a head with dilation d splits into d independent problems, one per residue class c = position
+ * mod d: keys c, c + d, c + 2d, ... are a strided view (row stride d * st), the queries of the class see
+ * only keys of the class, and within it the window is an undilated causal band of w + 1 keys. Each class
+ * is handed to the full kind's tiled kernels (online softmax, FlashAttention-2 backward) with B = H = 1,
+ * memory M_c = the class's keys before M, and window W = w + 1; lse goes through a contiguous scratch row.
+ * When no head is dilated the whole problem is one call of the full kind with window w + 1.
+ *
+ * Bidirectional (the full kind's window is causal only): each query row streams over its visible keys p + k*d (at most w + 1 causal, 2w + 1 bidirectional):
+ * scores into a per-thread buffer, max, exp, sum, then out = P v / sum; lse saved. Products are
+ * vectorized over the head dimension (GCC vector extensions). Rows are independent tasks with a fixed
+ * summation order, so the results do not depend on the thread count.
+ * Backward (deterministic, no atomics), with Delta_t = dout_t . out_t computed once:
+ *   pass 1, one task per query row:  dq_t = scale sum_s dS(t,s) k_s
+ *   pass 2, one task per key row:    dv_s = sum_t P(t,s) dout_t,  dk_s = scale sum_t dS(t,s) q_t
+ * where the queries that see key s are at positions s + j*d (j = 0..w causal, -w..w bidirectional) and
+ * P = exp(scale q.k - lse), dS = P (dout.v - Delta) are recomputed. */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "attn/window.h"
+#include "core/threads.h"
+#include "kernels/fastmath.h"
+
+const lc_attn_kind lc_attn_window = {"window", lc_attn_window_workspace, lc_attn_window_forward,
+                                     lc_attn_window_backward};
+
+typedef float win_v16 __attribute__((vector_size(64)));
+
+static inline __attribute__((always_inline)) float win_dot(const float *restrict a, const float *restrict b,
+                                                           int D) {
+    win_v16 acc = {0};
+    int d = 0;
+    for (; d + 16 <= D; d += 16) {
+        win_v16 x, y;
+        memcpy(&x, a + d, sizeof x);
+        memcpy(&y, b + d, sizeof y);
+        acc += x * y;
+    }
+    float s = 0;
+    for (; d < D; d++) s += a[d] * b[d];
+    float h[16];
+    memcpy(h, &acc, sizeof h);
+    for (int l = 0; l < 8; l++) h[l] += h[l + 8];
+    for (int l = 0; l < 4; l++) h[l] += h[l + 4];
+    return s + ((h[0] + h[1]) + (h[2] + h[3]));
+}
+
+/* y += a x */
+static inline __attribute__((always_inline)) void win_axpy(float *restrict y, float a, const float *restrict x,
+                                                           int D) {
+    int d = 0;
+    const win_v16 av = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a};
+    for (; d + 16 <= D; d += 16) {
+        win_v16 xv, yv;
+        memcpy(&xv, x + d, sizeof xv);
+        memcpy(&yv, y + d, sizeof yv);
+        yv += av * xv;
+        memcpy(y + d, &yv, sizeof yv);
+    }
+    for (; d < D; d++) y[d] += a * x[d];
+}
+
+typedef struct {
+    int B, H, T, M, S, D, causal, w;
+    float scale;
+    const int *dil;
+    long max_keys;     /* visible keys per query at most */
+    size_t thread_floats;
+} win_geometry;
+
+static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+
+static win_geometry win_geometry_of(const lc_attn_shape *s, const void *opts) {
+    const lc_attn_window_opts *o = opts;
+    assert(o && o->w >= 1);
+    win_geometry g = {s->B, s->H, s->T, s->M, s->M + s->T, s->D, s->causal, o->w, s->scale, o->dilation, 0, 0};
+    long k = s->causal ? (long)o->w + 1 : 2L * o->w + 1;
+    g.max_keys = k < g.S ? k : g.S;
+    if (g.max_keys < 1) g.max_keys = 1;
+    g.thread_floats = round16((size_t)g.max_keys) + 2 * round16((size_t)g.D);
+    return g;
+}
+
+static inline int win_dilation(const win_geometry *g, int h) { return g->dil ? g->dil[h] : 1; }
+
+static inline long floordiv(long a, long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* Range [*lo, *hi] of k such that position `p + k*d` is in [first, last] and k in [kmin, kmax]. */
+static inline void k_range(long p, long d, long kmin, long kmax, long first, long last, long *lo, long *hi) {
+    long a = -floordiv(p - first, d); /* smallest k with p + k d >= first: ceil((first - p) / d) */
+    long b = floordiv(last - p, d);
+    *lo = a > kmin ? a : kmin;
+    *hi = b < kmax ? b : kmax;
+}
+
+/* ---- causal: one full-kind problem per (batch, head, residue class) ---- */
+
+typedef struct {
+    lc_attn_shape s; /* B = H = 1 */
+    long first_key;  /* key position of the class's first row (c) */
+    long first_query; /* query index t of the class's first query */
+    int n;           /* rows: S_c */
+} win_class;
+
+static win_class class_of(const lc_attn_shape *s, int w, int d, int c) {
+    const long S = (long)s->M + s->T;
+    win_class k;
+    memset(&k, 0, sizeof k);
+    k.n = c < S ? (int)((S - c + d - 1) / d) : 0;
+    long m = s->M > c ? (s->M - c + d - 1) / d : 0; /* class keys before M: the class's memory */
+    if (m > k.n) m = k.n;
+    const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, 1, s->scale, w + 1, 0};
+    k.s = sub;
+    k.first_key = c;
+    k.first_query = c + m * d - s->M;
+    return k;
+}
+
+static lc_view class_view(const lc_view *v, int b, long first_row, int h, int D, int d) {
+    lc_view r = {v->p + (long)b * v->sb + first_row * v->st + (long)h * D, 0, v->st * d};
+    return r;
+}
+
+static lc_attn_tensors class_tensors(const lc_attn_tensors *t, const win_class *k, int b, int h, int D, int d,
+                                     float *lse) {
+    lc_attn_tensors r;
+    memset(&r, 0, sizeof r);
+    r.q = class_view(&t->q, b, k->first_query, h, D, d), r.out = class_view(&t->out, b, k->first_query, h, D, d);
+    r.dout = class_view(&t->dout, b, k->first_query, h, D, d), r.dq = class_view(&t->dq, b, k->first_query, h, D, d);
+    r.k = class_view(&t->k, b, k->first_key, h, D, d), r.v = class_view(&t->v, b, k->first_key, h, D, d);
+    r.dk = class_view(&t->dk, b, k->first_key, h, D, d), r.dv = class_view(&t->dv, b, k->first_key, h, D, d);
+    r.lse = lse;
+    return r;
+}
+
+static int all_undilated(const lc_attn_shape *s, const lc_attn_window_opts *o) {
+    for (int h = 0; o->dilation && h < s->H; h++)
+        if (o->dilation[h] != 1) return 0;
+    return 1;
+}
+
+/* Without dilation the whole causal problem is the full kind with window w + 1: one call. */
+static lc_attn_shape undilated_shape(const lc_attn_shape *s, const lc_attn_window_opts *o) {
+    lc_attn_shape r = *s;
+    r.window = o->w + 1, r.relpos = 0;
+    return r;
+}
+
+/* Workspace of the causal path: the largest full-kind workspace over the classes, then T lse floats. */
+static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
+    if (all_undilated(s, o)) {
+        const lc_attn_shape u = undilated_shape(s, o);
+        return lc_attn_full_workspace(&u, NULL, nthreads);
+    }
+    size_t most = 0;
+    for (int h = 0; h < s->H; h++) {
+        const int d = o->dilation ? o->dilation[h] : 1;
+        if (h > 0 && d == (o->dilation ? o->dilation[h - 1] : 1)) continue;
+        for (int c = 0; c < d; c++) {
+            const win_class k = class_of(s, o->w, d, c);
+            const size_t need = lc_attn_full_workspace(&k.s, NULL, nthreads);
+            most = need > most ? need : most;
+        }
+    }
+    return most + round16((size_t)s->T);
+}
+
+static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+                        float *work, int backward) {
+    if (all_undilated(s, o)) {
+        const lc_attn_shape u = undilated_shape(s, o);
+        if (backward)
+            lc_attn_full_backward(&u, NULL, t, work);
+        else
+            lc_attn_full_forward(&u, NULL, t, work);
+        return;
+    }
+    const int nthreads = lc_get_threads();
+    const size_t full_floats = causal_workspace(s, o, nthreads) - round16((size_t)s->T);
+    float *scratch = work + full_floats;
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->H; h++) {
+            const int d = o->dilation ? o->dilation[h] : 1;
+            float *row_lse = t->lse + ((long)b * s->H + h) * s->T;
+            for (int c = 0; c < d; c++) {
+                const win_class k = class_of(s, o->w, d, c);
+                if (k.n == 0) continue;
+                const lc_attn_tensors ct = class_tensors(t, &k, b, h, s->D, d, scratch);
+                if (backward) {
+                    for (int i = 0; i < k.s.T; i++) scratch[i] = row_lse[k.first_query + (long)i * d];
+                    lc_attn_full_backward(&k.s, NULL, &ct, work);
+                } else {
+                    lc_attn_full_forward(&k.s, NULL, &ct, work);
+                    for (int i = 0; i < k.s.T; i++) row_lse[k.first_query + (long)i * d] = scratch[i];
+                }
+            }
+        }
+}
+
+size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+    if (nthreads < 1) nthreads = 1;
+    if (s->causal) return causal_workspace(s, opts, nthreads);
+    const win_geometry g = win_geometry_of(s, opts);
+    return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
+}
+
+static inline const float *row_of(const lc_view *v, int b, int r, int h, int D) {
+    return v->p + (long)b * v->sb + (long)r * v->st + (long)h * D;
+}
+static inline float *row_of_w(const lc_view *v, int b, int r, int h, int D) {
+    return v->p + (long)b * v->sb + (long)r * v->st + (long)h * D;
+}
+
+static void check_args(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t) {
+    const lc_attn_window_opts *o = opts;
+    assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
+    assert(o && o->w >= 1);
+    assert(s->window == 0);
+    assert(t->rel == NULL);
+    for (int h = 0; o->dilation && h < s->H; h++) assert(o->dilation[h] >= 1);
+    (void)o, (void)t, (void)s;
+}
+
+static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, int h, int row, float *work) {
+    const int D = g->D;
+    const long d = win_dilation(g, h), p = (long)g->M + row;
+    long lo, hi;
+    k_range(p, d, -g->w, g->causal ? 0 : g->w, 0, g->S - 1, &lo, &hi);
+    float *scores = work, *acc = work + round16((size_t)g->max_keys);
+    const float *q = row_of(&t->q, b, row, h, D);
+    float max = -INFINITY;
+    for (long k = lo; k <= hi; k++) {
+        const float sc = g->scale * win_dot(q, row_of(&t->k, b, (int)(p + k * d), h, D), D);
+        scores[k - lo] = sc;
+        max = sc > max ? sc : max;
+    }
+    const int n = (int)(hi - lo + 1);
+    float sum = 0;
+    for (int j = 0; j < n; j++) scores[j] = lc_expf(scores[j] - max);
+    for (int j = 0; j < n; j++) sum += scores[j];
+    memset(acc, 0, sizeof(float) * (size_t)D);
+    for (int j = 0; j < n; j++) win_axpy(acc, scores[j], row_of(&t->v, b, (int)(p + (lo + j) * d), h, D), D);
+    float *out = row_of_w(&t->out, b, row, h, D);
+    const float inv = 1.0f / sum; /* every query sees itself */
+    for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
+    t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
+}
+
+void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    check_args(s, opts, t);
+    if (s->causal) {
+        causal_pass(s, opts, t, work, 0);
+        return;
+    }
+    const win_geometry g = win_geometry_of(s, opts);
+    const long rows = (long)g.B * g.H * g.T;
+    if (rows == 0) return;
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static, 64)
+#endif
+    for (long i = 0; i < rows; i++) {
+        const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
+        forward_row(&g, t, b, h, row, work + 16 + (size_t)lc_thread_id() * g.thread_floats);
+    }
+}
+
+/* pass 1: dq of one query row */
+static void dq_row(const win_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h, int row,
+                   float *acc) {
+    const int D = g->D;
+    const long d = win_dilation(g, h), p = (long)g->M + row, r = ((long)b * g->H + h) * g->T + row;
+    long lo, hi;
+    k_range(p, d, -g->w, g->causal ? 0 : g->w, 0, g->S - 1, &lo, &hi);
+    const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+    const float lse = t->lse[r], dl = delta[r];
+    memset(acc, 0, sizeof(float) * (size_t)D);
+    for (long k = lo; k <= hi; k++) {
+        const int key = (int)(p + k * d);
+        const float *kr = row_of(&t->k, b, key, h, D);
+        const float prob = lc_expf(g->scale * win_dot(q, kr, D) - lse);
+        const float ds = prob * (win_dot(dout, row_of(&t->v, b, key, h, D), D) - dl);
+        win_axpy(acc, ds, kr, D);
+    }
+    float *dq = row_of_w(&t->dq, b, row, h, D);
+    for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
+}
+
+/* pass 2: dk and dv of one key row (all S rows, zero when no query sees the key) */
+static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h, int key,
+                    float *acc_k, float *acc_v) {
+    const int D = g->D;
+    const long d = win_dilation(g, h);
+    long lo, hi; /* query positions key + j d, j in [0, w] causal or [-w, w], within [M, S) */
+    k_range(key, d, g->causal ? 0 : -g->w, g->w, g->M, g->S - 1, &lo, &hi);
+    const float *kr = row_of(&t->k, b, key, h, D), *vr = row_of(&t->v, b, key, h, D);
+    memset(acc_k, 0, sizeof(float) * (size_t)D);
+    memset(acc_v, 0, sizeof(float) * (size_t)D);
+    const long r0 = ((long)b * g->H + h) * g->T;
+    for (long j = lo; j <= hi; j++) {
+        const int row = (int)(key + j * d - g->M);
+        const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+        const float prob = lc_expf(g->scale * win_dot(q, kr, D) - t->lse[r0 + row]);
+        const float ds = prob * (win_dot(dout, vr, D) - delta[r0 + row]);
+        win_axpy(acc_v, prob, dout, D);
+        win_axpy(acc_k, ds, q, D);
+    }
+    float *dk = row_of_w(&t->dk, b, key, h, D), *dv = row_of_w(&t->dv, b, key, h, D);
+    for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e], dv[e] = acc_v[e];
+}
+
+void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    check_args(s, opts, t);
+    if (s->causal) {
+        causal_pass(s, opts, t, work, 1);
+        return;
+    }
+    const win_geometry g = win_geometry_of(s, opts);
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+    float *base = work + 16, *delta = base + (size_t)nthreads * g.thread_floats;
+    const long rows = (long)g.B * g.H * g.T, keys = (long)g.B * g.H * g.S;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nthreads)
+#endif
+    {
+        float *mine = base + (size_t)lc_thread_id() * g.thread_floats;
+        float *acc_a = mine + round16((size_t)g.max_keys), *acc_b = acc_a + round16((size_t)g.D);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (long i = 0; i < rows; i++) {
+            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
+            const float *dout = row_of(&t->dout, b, row, h, g.D), *out = row_of(&t->out, b, row, h, g.D);
+            double sum = 0;
+            for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
+            delta[i] = (float)sum;
+        }
+        /* the implicit barrier of omp for: delta is complete */
+#ifdef _OPENMP
+#pragma omp for schedule(static, 64)
+#endif
+        for (long i = 0; i < rows; i++) {
+            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
+            dq_row(&g, t, delta, b, h, row, acc_a);
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(static, 64)
+#endif
+        for (long i = 0; i < keys; i++) {
+            const int key = (int)(i % g.S), h = (int)(i / g.S % g.H), b = (int)(i / g.S / g.H);
+            dkv_row(&g, t, delta, b, h, key, acc_a, acc_b);
+        }
+    }
+}
