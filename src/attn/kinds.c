@@ -5,11 +5,13 @@
 #include "attn/attn.h"
 #include "attn/block.h"
 #include "attn/strided.h"
+#include "attn/window.h"
 
 static const lc_attn_kind *const lc_attn_kinds[] = {
     &lc_attn_full,
     &lc_attn_block,
     &lc_attn_strided,
+    &lc_attn_window,
 };
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {
