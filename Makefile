@@ -70,7 +70,7 @@ $(CLI): $(CLI_OBJ) $(LIB)
 	@echo "  LD  $@"
 	@$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h tests/attn_kind_tests.h
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
