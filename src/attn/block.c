@@ -300,8 +300,8 @@ static inline full_vi16 block_queries_seeing(const block_ctx *c, int t0, int l, 
 static void block_online_softmax_tile(const block_ctx *c, float *scores_t, int t0, int s0, int n_k,
                                       float *running_max, float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    full_v16 tile_max[CHUNKS], shift[CHUNKS], sum[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY), sum[l] = (full_v16){0};
+    full_v16 tile_max[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY);
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
@@ -310,23 +310,7 @@ static void block_online_softmax_tile(const block_ctx *c, float *scores_t, int t
             full_vstore(p, masked);
             tile_max[l] = full_vmax(tile_max[l], masked);
         }
-    for (int l = 0; l < CHUNKS; l++) {
-        const full_v16 old_max = full_vload(running_max + 16 * l), new_max = full_vmax(old_max, tile_max[l]);
-        /* a query that has seen no key yet keeps max -inf and is shifted by 0: exp(-inf) = 0, not NaN */
-        shift[l] = full_vselect(new_max == full_vsplat(-INFINITY), full_vsplat(0.0f), new_max);
-        full_vstore(correction + 16 * l, full_vexp(old_max - shift[l]));
-        full_vstore(running_max + 16 * l, new_max);
-    }
-    for (int j = 0; j < n_k; j++)
-        for (int l = 0; l < CHUNKS; l++) {
-            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const full_v16 prob = full_vexp(full_vload(p) - shift[l]);
-            full_vstore(p, prob);
-            sum[l] += prob;
-        }
-    for (int l = 0; l < CHUNKS; l++)
-        full_vstore(running_sum + 16 * l,
-                    full_vload(running_sum + 16 * l) * full_vload(correction + 16 * l) + sum[l]);
+    full_softmax_update(scores_t, n_k, tile_max, running_max, running_sum, correction);
 }
 
 /* Keys [begin, end) seen by some query of [t0, t0 + n_q). */
@@ -397,23 +381,13 @@ static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, con
                 const lc_attn_progression keys = block_keys_of(c, t0 + i);
                 key_first = keys.first - s0, key_end = full_min(n_k, keys.first + keys.count - s0);
             }
-            const float lse = w->row_a[i], row_delta = w->row_b[i];
-            for (int l = 0; l < FULL_TILE_K / 16; l++) {
-                const full_v16 prob = full_vselect(full_band_mask(16 * l, key_first, key_end),
-                                                   full_vexp(full_vload(p + 16 * l) - lse), (full_v16){0});
-                full_vstore(p + 16 * l, prob);
-                full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
-            }
+            full_row_probs_and_dscores(p, ds, key_first, key_end, w->row_a[i], w->row_b[i]);
         }
         /* dv += P^T dout, dk += dS^T (scale q) */
         full_gemm(w->dv_acc, dp, w->scores, 1, FULL_TILE_K, w->dout_tile, dp, key_rows, rows, dp, 1);
         full_gemm(w->dk_acc, dp, w->dscores, 1, FULL_TILE_K, w->q_tile, dp, key_rows, rows, dp, 1);
     }
-    for (int j = 0; j < n_k; j++) {
-        float *dk_row = full_row(&t->dk, b, s0 + j, h, g->D), *dv_row = full_row(&t->dv, b, s0 + j, h, g->D);
-        const float *dk = w->dk_acc + (size_t)j * dp, *dv = w->dv_acc + (size_t)j * dp;
-        for (int d = 0; d < g->D; d++) dk_row[d] = dk[d], dv_row[d] = dv[d];
-    }
+    full_store_key_grads(t, g, w, b, h, s0, n_k);
 }
 
 /* dq of the query tile [t0, t0 + n_q): key-major tiles, as in the forward pass. */

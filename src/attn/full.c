@@ -37,8 +37,8 @@ size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthr
 static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0, int s0, int n_k,
                                 float *running_max, float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    full_v16 tile_max[CHUNKS], new_max[CHUNKS], shift[CHUNKS], sum[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY), sum[l] = (full_v16){0};
+    full_v16 tile_max[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY);
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
@@ -47,25 +47,7 @@ static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0,
             full_vstore(p, masked);
             tile_max[l] = full_vmax(tile_max[l], masked);
         }
-    for (int l = 0; l < CHUNKS; l++) {
-        const full_v16 old_max = full_vload(running_max + 16 * l);
-        /* A query that has seen no key yet (a window, or a padding lane) keeps max -inf; it is shifted by 0
-         * instead, so its probabilities and correction are exp(-inf) = 0, not NaN. */
-        new_max[l] = full_vmax(old_max, tile_max[l]);
-        shift[l] = full_vselect(new_max[l] == full_vsplat(-INFINITY), full_vsplat(0.0f), new_max[l]);
-        full_vstore(correction + 16 * l, full_vexp(old_max - shift[l]));
-        full_vstore(running_max + 16 * l, new_max[l]);
-    }
-    for (int j = 0; j < n_k; j++)
-        for (int l = 0; l < CHUNKS; l++) {
-            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const full_v16 prob = full_vexp(full_vload(p) - shift[l]);
-            full_vstore(p, prob);
-            sum[l] += prob;
-        }
-    for (int l = 0; l < CHUNKS; l++)
-        full_vstore(running_sum + 16 * l,
-                    full_vload(running_sum + 16 * l) * full_vload(correction + 16 * l) + sum[l]);
+    full_softmax_update(scores_t, n_k, tile_max, running_max, running_sum, correction);
 }
 
 static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t, int b, int h, int q_tile,

@@ -60,23 +60,13 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
             float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
             const int first_visible = full_first_visible_key(g, t0 + i, s0);
             const int n_visible = full_visible_keys(g, t0 + i, s0, n_k);
-            const float lse = w->row_a[i], row_delta = w->row_b[i];
-            for (int l = 0; l < FULL_TILE_K / 16; l++) {
-                const full_v16 prob = full_vselect(full_band_mask(16 * l, first_visible, n_visible),
-                                                   full_vexp(full_vload(p + 16 * l) - lse), (full_v16){0});
-                full_vstore(p + 16 * l, prob);
-                full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
-            }
+            full_row_probs_and_dscores(p, ds, first_visible, n_visible, w->row_a[i], w->row_b[i]);
         }
         /* dv += P^T dout, dk += dS^T (scale q): A read transposed from the query-major tiles */
         full_gemm(w->dv_acc, dp, w->scores, 1, FULL_TILE_K, w->dout_tile, dp, key_rows, n_q, dp, 1);
         full_gemm(w->dk_acc, dp, w->dscores, 1, FULL_TILE_K, w->q_tile, dp, key_rows, n_q, dp, 1);
     }
-    for (int j = 0; j < n_k; j++) {
-        float *dk_row = full_row(&t->dk, b, s0 + j, h, g->D), *dv_row = full_row(&t->dv, b, s0 + j, h, g->D);
-        const float *dk = w->dk_acc + (size_t)j * dp, *dv = w->dv_acc + (size_t)j * dp;
-        for (int d = 0; d < g->D; d++) dk_row[d] = dk[d], dv_row[d] = dv[d];
-    }
+    full_store_key_grads(t, g, w, b, h, s0, n_k);
 }
 
 /* Pass 2: dq of the query tile [t0, t0+n_q), summed over the key tiles it sees. Tiles are key-major

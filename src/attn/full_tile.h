@@ -374,4 +374,54 @@ static inline full_vi16 full_queries_seeing(const full_geometry *g, int t0, int 
     return (position >= s) & (position <= s + g->window - 1);
 }
 
+/* One row of a (query, key) tile in backward: P = exp(score - lse) on keys [first, end) (0 elsewhere),
+ * stored over the scores; dS = P (dP - Delta) stored over dP. */
+static inline void full_row_probs_and_dscores(float *p, float *ds, int first, int end, float lse, float delta) {
+    for (int l = 0; l < FULL_TILE_K / 16; l++) {
+        const full_v16 prob = full_vselect(full_band_mask(16 * l, first, end), full_vexp(full_vload(p + 16 * l) - lse),
+                                           (full_v16){0});
+        full_vstore(p + 16 * l, prob);
+        full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - delta));
+    }
+}
+
+/* Copies the dk/dv accumulators of key rows s0 .. s0+n_k-1 (head h, batch b) out to the gradient views. */
+static inline void full_store_key_grads(const lc_attn_tensors *t, const full_geometry *g, const full_tiles *w, int b,
+                                        int h, int s0, int n_k) {
+    for (int j = 0; j < n_k; j++) {
+        float *dk_row = full_row(&t->dk, b, s0 + j, h, g->D), *dv_row = full_row(&t->dv, b, s0 + j, h, g->D);
+        const float *dk = w->dk_acc + (size_t)j * g->D_pad, *dv = w->dv_acc + (size_t)j * g->D_pad;
+        for (int d = 0; d < g->D; d++) dk_row[d] = dk[d], dv_row[d] = dv[d];
+    }
+}
+
+/* The online-softmax step shared by the tiled kinds, after a kind has masked its key tile: scores_t
+ * (key-major, queries along the lanes; hidden entries -inf) has per-query maxima tile_max. Its entries
+ * become exp(score - new running max); running max and sum are updated, and `correction` receives the
+ * factor by which each query's output accumulator must be scaled before this tile is added. */
+static inline void full_softmax_update(float *scores_t, int n_k, const full_v16 *tile_max, float *running_max,
+                                       float *running_sum, float *correction) {
+    enum { CHUNKS = FULL_TILE_Q / 16 };
+    full_v16 shift[CHUNKS], sum[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) {
+        const full_v16 old_max = full_vload(running_max + 16 * l), new_max = full_vmax(old_max, tile_max[l]);
+        /* A query that has seen no key yet (a window, or a padding lane) keeps max -inf; it is shifted by 0
+         * instead, so its probabilities and correction are exp(-inf) = 0, not NaN. */
+        shift[l] = full_vselect(new_max == full_vsplat(-INFINITY), full_vsplat(0.0f), new_max);
+        full_vstore(correction + 16 * l, full_vexp(old_max - shift[l]));
+        full_vstore(running_max + 16 * l, new_max);
+        sum[l] = (full_v16){0};
+    }
+    for (int j = 0; j < n_k; j++)
+        for (int l = 0; l < CHUNKS; l++) {
+            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
+            const full_v16 prob = full_vexp(full_vload(p) - shift[l]);
+            full_vstore(p, prob);
+            sum[l] += prob;
+        }
+    for (int l = 0; l < CHUNKS; l++)
+        full_vstore(running_sum + 16 * l,
+                    full_vload(running_sum + 16 * l) * full_vload(correction + 16 * l) + sum[l]);
+}
+
 #endif
