@@ -17,7 +17,7 @@ ifneq ($(filter noblas,$(VARIANT)),)
 endif
 
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wshadow \
-  -Wno-unused-parameter -Iinclude -Isrc -g -ffp-contract=fast -fno-trapping-math
+  -Wno-unused-parameter -Wno-missing-field-initializers -Iinclude -Isrc -g -ffp-contract=fast -fno-trapping-math
 OPT := -O3 -march=$(ARCH)
 OMP := -fopenmp
 SAN :=

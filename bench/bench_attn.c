@@ -147,10 +147,10 @@ static void bench_length(const bench_options *o, int len) {
         du = alloc_floats(n_uv, &bytes), dvb = alloc_floats(n_uv, &bytes);
     }
     const lc_attn_kind *kind = o->is_window ? &lc_attn_window : &lc_attn_full;
-    int *dil = calloc((size_t)s.H + 1, sizeof(int));
-    if (!dil) usage_error("out of memory", NULL);
-    for (int h = 0; h < s.H; h++) dil[h] = o->dilation[h % o->n_dilation];
-    const lc_attn_window_opts wopts = {o->w, dil};
+    lc_attn_window_opts wopts;
+    memset(&wopts, 0, sizeof wopts);
+    wopts.w = o->w;
+    for (int h = 0; h < LC_ATTN_MAX_HEADS; h++) wopts.dilation[h] = o->dilation[h % o->n_dilation];
     const void *opts = o->is_window ? (const void *)&wopts : NULL;
     const size_t work_floats = kind->workspace_floats(&s, opts, lc_get_threads());
     float *work = alloc_floats(work_floats, &bytes);
@@ -186,7 +186,7 @@ static void bench_length(const bench_options *o, int len) {
         pairs = 0;
         for (int h = 0; h < s.H; h++)
             for (long p = 0; p < s.T; p++) {
-                const long d = dil[h], before = p / d < o->w ? p / d : o->w;
+                const long d = wopts.dilation[h], before = p / d < o->w ? p / d : o->w;
                 const long after = (s.T - 1 - p) / d < o->w ? (s.T - 1 - p) / d : o->w;
                 pairs += (double)(1 + before + (s.causal ? 0 : after)) / s.H;
             }
@@ -201,7 +201,7 @@ static void bench_length(const bench_options *o, int len) {
     if (o->is_window) {
         int at = snprintf(wdesc, sizeof wdesc, ",\"w\":%d,\"dilation\":[", o->w);
         for (int h = 0; h < s.H && at < (int)sizeof wdesc - 16; h++)
-            at += snprintf(wdesc + at, sizeof wdesc - (size_t)at, "%s%d", h ? "," : "", dil[h]);
+            at += snprintf(wdesc + at, sizeof wdesc - (size_t)at, "%s%d", h ? "," : "", wopts.dilation[h]);
         snprintf(wdesc + at, sizeof wdesc - (size_t)at, "]");
     }
     printf("{\"kind\":\"%s\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"rel\":%d,"
@@ -212,7 +212,6 @@ static void bench_length(const bench_options *o, int len) {
     fflush(stdout);
     lc_free(q), lc_free(k), lc_free(v), lc_free(out), lc_free(dout);
     lc_free(dq), lc_free(dk), lc_free(dv), lc_free(lse), lc_free(work);
-    free(dil);
     if (o->rel) lc_free(rpos), lc_free(u), lc_free(vb), lc_free(dr), lc_free(du), lc_free(dvb);
 }
 

@@ -27,10 +27,15 @@ static lc_attn_shape shape_of(case_shape c) {
     return s;
 }
 
-static lc_attn_window_opts opts_of(case_shape c) {
-    lc_attn_window_opts o = {c.w, c.dilated ? DILATIONS : NULL};
+static lc_attn_window_opts window_opts(int w, const int *dil, int n) {
+    lc_attn_window_opts o;
+    memset(&o, 0, sizeof o);
+    o.w = w;
+    for (int h = 0; h < LC_ATTN_MAX_HEADS; h++) o.dilation[h] = dil ? dil[h % n] : 1;
     return o;
 }
+
+static lc_attn_window_opts opts_of(case_shape c) { return window_opts(c.w, c.dilated ? DILATIONS : NULL, 8); }
 
 /* The window's mask straight from the definition (ctx: the shape's M and causal plus the options). */
 typedef struct {
@@ -41,7 +46,7 @@ typedef struct {
 static int window_visible(const void *ctx, int b, int h, int t, int s) {
     const window_mask *m = ctx;
     (void)b;
-    const int d = m->o.dilation ? m->o.dilation[h] : 1, diff = s - (m->M + t);
+    const int d = lc_attn_window_dilation(&m->o, h), diff = s - (m->M + t);
     if (m->causal && diff > 0) return 0;
     if (diff % d != 0) return 0;
     const int k = abs(diff) / d;
@@ -373,7 +378,7 @@ TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
 TEST(unseen_keys_get_zero_gradients) {
     /* T = 0: nothing flows back, but all M rows of dk and dv are written as zeros. */
     const lc_attn_shape s = {2, 2, 0, 5, 24, 1, 0.2f, 0, 0};
-    const lc_attn_window_opts o = {3, NULL};
+    const lc_attn_window_opts o = window_opts(3, NULL, 1);
     problem p = problem_new(s, o, lc_get_threads(), 9, 1.0f);
     run_fast(&p);
     const int HD = s.H * s.D;
@@ -397,7 +402,7 @@ TEST(workspace_does_not_grow_like_t_squared) {
     const int dil[8] = {1, 1, 2, 3, 1, 1, 2, 3};
     for (int causal = 0; causal <= 1; causal++)
         for (int dilated = 0; dilated <= 1; dilated++) {
-            const lc_attn_window_opts o = {256, dilated ? dil : NULL};
+            const lc_attn_window_opts o = window_opts(256, dilated ? dil : NULL, 8);
             lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, causal, 256, 0}), large = small;
             large.T = 65536;
             const size_t a = lc_attn_window_workspace(&small, &o, 2), b = lc_attn_window_workspace(&large, &o, 2);

@@ -17,6 +17,7 @@
 #define LC_ATTN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int B, H; /* batch, heads */
@@ -57,10 +58,33 @@ typedef struct {
  * Backward reads q, k, v, out, lse, dout and WRITES dq, dk, dv (all S rows of dk, dv).
  * rel = NULL: plain attention; otherwise relative positions (see above), and backward also writes
  * rel->dr, rel->du, rel->dv. */
+/* Global tokens (Longformer): n chosen query positions pos[0..n) (sorted, distinct, in [0, T); key
+ * position M + pos) that every query sees and that see every key (causal: every key up to themselves).
+ * Ordinary rows score the global keys with the ordinary q and k (one softmax over the global columns and
+ * the kind's own keys, global keys counted once); the global rows themselves are computed with their own
+ * projections qg (read at the global rows only), kg, vg over all S keys and overwrite out there.
+ * Kinds that support them say so in their header; others reject tensors.global != NULL in check(). */
+typedef struct {
+    int n;
+    const int *pos;
+    lc_view qg, kg, vg;     /* like q, k, v */
+    lc_view dqg, dkg, dvg;  /* WRITTEN by backward (dqg at the global rows only, dkg/dvg all S rows) */
+    float *lse;             /* [B*H*n] log-sum-exp of the global rows */
+} lc_attn_global;
+
 typedef struct {
     lc_view q, k, v, out, dout, dq, dk, dv;
     float *lse;
     const lc_attn_relpos *rel;
+    const lc_attn_global *global; /* NULL: no global tokens */
+    /* Learned parameters of the kind (param_floats > 0, e.g. Linformer's projections): read by forward;
+     * backward ACCUMULATES their gradients into dparams. NULL for kinds without parameters. */
+    const float *params;
+    float *dparams;
+    /* Fixed per layer by the model (the same in training, evaluation and after a reload): the source
+     * of a kind's random choices (BigBird's random blocks, LSH rotations), so backward and reloads
+     * reproduce them exactly. */
+    uint64_t seed;
 } lc_attn_tensors;
 
 typedef struct {
@@ -68,13 +92,43 @@ typedef struct {
     const lc_attn_relpos_d *rel;
 } lc_attn_tensors_d;
 
+/* Room for any kind's options (parsed from the spec string): opts_size must not exceed it. */
+#define LC_ATTN_OPTS_BYTES 1024
+/* Per-head option lists hold at most this many entries. */
+#define LC_ATTN_MAX_HEADS 64
+
+/* One attention kind. Designated initializers, please: optional members stay NULL.
+ * Options: a kind's options are a plain struct of opts_size bytes (no pointers into other memory);
+ * opts_init fills the defaults for a group of H heads, opts_set takes one key=value of the spec string
+ * (docs/attention.md) and check validates them against a shape before any memory is planned. Both return
+ * 0, or -1 after writing a one-line message to err. Kinds without options leave the three NULL. */
 typedef struct lc_attn_kind {
     const char *name;
+    const char *options_help; /* e.g. "w=<keys per side> dil=<d0/d1/...>"; "" when none */
+    size_t opts_size;
+    void (*opts_init)(void *opts, int H);
+    int (*opts_set)(void *opts, int H, const char *key, const char *value, char *err, size_t errlen);
+    int (*check)(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
+                 size_t errlen);
     /* Scratch floats needed by forward/backward when run with `nthreads` threads. */
     size_t (*workspace_floats)(const lc_attn_shape *s, const void *opts, int nthreads);
     void (*forward)(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
     void (*backward)(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
+    /* Optional learned parameters for a group of H heads of dimension D at sequence length up to
+     * max_len, and their initialisation from a seed. */
+    size_t (*param_floats)(const void *opts, int H, int D, int max_len);
+    void (*param_init)(float *params, const void *opts, int H, int D, int max_len, uint64_t seed);
 } lc_attn_kind;
+
+/* Helpers for opts_set (src/attn/opts.c): parse an integer in [lo, hi] / a '/'-separated list of at
+ * most max such integers (returns the count) / a float; -1 with a message naming key on error. */
+int lc_attn_opt_int(const char *key, const char *value, long lo, long hi, int *out, char *err, size_t errlen);
+int lc_attn_opt_int_list(const char *key, const char *value, long lo, long hi, int *out, int max, char *err,
+                         size_t errlen);
+int lc_attn_opt_float(const char *key, const char *value, double lo, double hi, float *out, char *err,
+                      size_t errlen);
+/* The message for an unknown key of `kind` (lists its options); always returns -1. */
+int lc_attn_opt_unknown(const lc_attn_kind *kind, const char *key, char *err, size_t errlen);
 
 /* The table of kinds (src/attn/kinds.c): lookup by name (NULL if unknown) and enumeration. */
 const lc_attn_kind *lc_attn_kind_by_name(const char *name);

@@ -8,6 +8,7 @@
  * count, no atomics. Tasks are runs of 64 rows in the pattern's order, handed out dynamically. */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attn/attn.h"
@@ -501,4 +502,34 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
     }
 }
 
-const lc_attn_kind lc_attn_block = {"block", block_workspace, block_forward, block_backward};
+static void block_opts_init(void *opts, int H) {
+    ((lc_attn_block_opts *)opts)->block = 64;
+    (void)H;
+}
+
+static int block_opts_set(void *opts, int H, const char *key, const char *value, char *err, size_t errlen) {
+    (void)H;
+    if (strcmp(key, "b") == 0) return lc_attn_opt_int(key, value, 1, 1 << 24, &((lc_attn_block_opts *)opts)->block, err, errlen);
+    return lc_attn_opt_unknown(&lc_attn_block, key, err, errlen);
+}
+
+static int block_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
+                        size_t errlen) {
+    if (((const lc_attn_block_opts *)opts)->block < 1) return snprintf(err, errlen, "block: b must be >= 1"), -1;
+    if (s->relpos || s->window)
+        return snprintf(err, errlen, "block: no relative positions or same_length (use --model vanilla)"), -1;
+    if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;
+    return 0;
+}
+
+const lc_attn_kind lc_attn_block = {
+    .name = "block",
+    .options_help = "b=<block size, default 64>",
+    .opts_size = sizeof(lc_attn_block_opts),
+    .opts_init = block_opts_init,
+    .opts_set = block_opts_set,
+    .check = block_check,
+    .workspace_floats = block_workspace,
+    .forward = block_forward,
+    .backward = block_backward,
+};

@@ -10,13 +10,31 @@
 #include <assert.h>
 #include <math.h>
 
+#include <stdio.h>
+
 #include "attn/attn.h"
 #include "attn/full_decode.h"
 #include "attn/full_rel.h"
 #include "attn/full_tile.h"
 #include "core/threads.h"
 
-const lc_attn_kind lc_attn_full = {"full", lc_attn_full_workspace, lc_attn_full_forward, lc_attn_full_backward};
+static int full_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
+                      size_t errlen) {
+    (void)opts;
+    if ((s->window || s->relpos) && !s->causal)
+        return snprintf(err, errlen, "full: relative positions and same_length need causal attention"), -1;
+    if (global) return snprintf(err, errlen, "full: global tokens are meaningless (every token is global)"), -1;
+    return 0;
+}
+
+const lc_attn_kind lc_attn_full = {
+    .name = "full",
+    .options_help = "",
+    .check = full_check,
+    .workspace_floats = lc_attn_full_workspace,
+    .forward = lc_attn_full_forward,
+    .backward = lc_attn_full_backward,
+};
 
 /* Forward and backward run with lc_get_threads() threads, so `work` must hold at least
  * lc_attn_full_workspace(s, opts, lc_get_threads()) floats. It need not be aligned. Each thread takes

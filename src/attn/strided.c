@@ -3,6 +3,8 @@
  * its class in [M, S) (causal: those >= j). Rows run class by class (query_at / key_at), so the keys of
  * one class, S / s rows, are reused from cache by the T / s queries of that class. */
 #include <assert.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "attn/attn.h"
 #include "attn/block.h"
@@ -145,4 +147,34 @@ static void strided_backward(const lc_attn_shape *s, const void *opts, const lc_
         lc_attn_progression_backward(s, &pat, t, work);
 }
 
-const lc_attn_kind lc_attn_strided = {"strided", strided_workspace, strided_forward, strided_backward};
+static void strided_opts_init(void *opts, int H) {
+    ((lc_attn_strided_opts *)opts)->stride = 64;
+    (void)H;
+}
+
+static int strided_opts_set(void *opts, int H, const char *key, const char *value, char *err, size_t errlen) {
+    (void)H;
+    if (strcmp(key, "s") == 0) return lc_attn_opt_int(key, value, 1, 1 << 24, &((lc_attn_strided_opts *)opts)->stride, err, errlen);
+    return lc_attn_opt_unknown(&lc_attn_strided, key, err, errlen);
+}
+
+static int strided_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
+                        size_t errlen) {
+    if (((const lc_attn_strided_opts *)opts)->stride < 1) return snprintf(err, errlen, "strided: s must be >= 1"), -1;
+    if (s->relpos || s->window)
+        return snprintf(err, errlen, "strided: no relative positions or same_length (use --model vanilla)"), -1;
+    if (global) return snprintf(err, errlen, "strided: global tokens are not supported"), -1;
+    return 0;
+}
+
+const lc_attn_kind lc_attn_strided = {
+    .name = "strided",
+    .options_help = "s=<stride, default 64>",
+    .opts_size = sizeof(lc_attn_strided_opts),
+    .opts_init = strided_opts_init,
+    .opts_set = strided_opts_set,
+    .check = strided_check,
+    .workspace_floats = strided_workspace,
+    .forward = strided_forward,
+    .backward = strided_backward,
+};

@@ -18,14 +18,62 @@
  * P = exp(scale q.k - lse), dS = P (dout.v - Delta) are recomputed. */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attn/window.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
 
-const lc_attn_kind lc_attn_window = {"window", lc_attn_window_workspace, lc_attn_window_forward,
-                                     lc_attn_window_backward};
+static void window_opts_init(void *opts, int H) {
+    lc_attn_window_opts *o = opts;
+    memset(o, 0, sizeof *o);
+    o->w = 64;
+    for (int h = 0; h < LC_ATTN_MAX_HEADS; h++) o->dilation[h] = 1;
+    (void)H;
+}
+
+/* dil=d applies to every head of the group; dil=d0/d1/... gives one per head (a list shorter than the
+ * group repeats cyclically). */
+static int window_opts_set(void *opts, int H, const char *key, const char *value, char *err, size_t errlen) {
+    lc_attn_window_opts *o = opts;
+    if (strcmp(key, "w") == 0) return lc_attn_opt_int(key, value, 1, 1 << 24, &o->w, err, errlen);
+    if (strcmp(key, "dil") == 0) {
+        int list[LC_ATTN_MAX_HEADS];
+        const int n = lc_attn_opt_int_list(key, value, 1, 1 << 16, list, LC_ATTN_MAX_HEADS, err, errlen);
+        if (n < 0) return -1;
+        for (int h = 0; h < LC_ATTN_MAX_HEADS; h++) o->dilation[h] = list[h % n];
+        (void)H;
+        return 0;
+    }
+    return lc_attn_opt_unknown(&lc_attn_window, key, err, errlen);
+}
+
+static int window_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
+                        size_t errlen) {
+    const lc_attn_window_opts *o = opts;
+    if (o->w < 1) return snprintf(err, errlen, "window: w=%d must be >= 1", o->w), -1;
+    if (s->H > LC_ATTN_MAX_HEADS) return snprintf(err, errlen, "window: at most %d heads", LC_ATTN_MAX_HEADS), -1;
+    int dilated = 0;
+    for (int h = 0; h < s->H && h < LC_ATTN_MAX_HEADS; h++) dilated |= lc_attn_window_dilation(o, h) != 1;
+    if (s->relpos && (!s->causal || dilated))
+        return snprintf(err, errlen, "window: relative positions (--model xl) need causal, undilated heads"), -1;
+    if (s->window) return snprintf(err, errlen, "window: same_length is not supported"), -1;
+    if (global) return snprintf(err, errlen, "window: global tokens are not supported yet"), -1;
+    return 0;
+}
+
+const lc_attn_kind lc_attn_window = {
+    .name = "window",
+    .options_help = "w=<keys per side, default 64> dil=<dilation, or d0/d1/... per head, default 1>",
+    .opts_size = sizeof(lc_attn_window_opts),
+    .opts_init = window_opts_init,
+    .opts_set = window_opts_set,
+    .check = window_check,
+    .workspace_floats = lc_attn_window_workspace,
+    .forward = lc_attn_window_forward,
+    .backward = lc_attn_window_backward,
+};
 
 typedef float win_v16 __attribute__((vector_size(64)));
 
@@ -84,7 +132,7 @@ static win_geometry win_geometry_of(const lc_attn_shape *s, const void *opts) {
     return g;
 }
 
-static inline int win_dilation(const win_geometry *g, int h) { return g->dil ? g->dil[h] : 1; }
+static inline int win_dilation(const win_geometry *g, int h) { return g->dil[h] > 0 ? g->dil[h] : 1; }
 
 static inline long floordiv(long a, long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -137,15 +185,15 @@ static lc_attn_tensors class_tensors(const lc_attn_tensors *t, const win_class *
 }
 
 static int all_undilated(const lc_attn_shape *s, const lc_attn_window_opts *o) {
-    for (int h = 0; o->dilation && h < s->H; h++)
-        if (o->dilation[h] != 1) return 0;
+    for (int h = 0; h < s->H; h++)
+        if (lc_attn_window_dilation(o, h) != 1) return 0;
     return 1;
 }
 
 /* Without dilation the whole causal problem is the full kind with window w + 1: one call. */
 static lc_attn_shape undilated_shape(const lc_attn_shape *s, const lc_attn_window_opts *o) {
     lc_attn_shape r = *s;
-    r.window = o->w + 1, r.relpos = 0;
+    r.window = o->w + 1;
     return r;
 }
 
@@ -157,8 +205,8 @@ static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts
     }
     size_t most = 0;
     for (int h = 0; h < s->H; h++) {
-        const int d = o->dilation ? o->dilation[h] : 1;
-        if (h > 0 && d == (o->dilation ? o->dilation[h - 1] : 1)) continue;
+        const int d = lc_attn_window_dilation(o, h);
+        if (h > 0 && d == lc_attn_window_dilation(o, h - 1)) continue;
         for (int c = 0; c < d; c++) {
             const win_class k = class_of(s, o->w, d, c);
             const size_t need = lc_attn_full_workspace(&k.s, NULL, nthreads);
@@ -183,7 +231,7 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
     float *scratch = work + full_floats;
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->H; h++) {
-            const int d = o->dilation ? o->dilation[h] : 1;
+            const int d = lc_attn_window_dilation(o, h);
             float *row_lse = t->lse + ((long)b * s->H + h) * s->T;
             for (int c = 0; c < d; c++) {
                 const win_class k = class_of(s, o->w, d, c);
@@ -219,8 +267,8 @@ static void check_args(const lc_attn_shape *s, const void *opts, const lc_attn_t
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
     assert(o && o->w >= 1);
     assert(s->window == 0);
-    assert(t->rel == NULL);
-    for (int h = 0; o->dilation && h < s->H; h++) assert(o->dilation[h] >= 1);
+    assert(t->rel == NULL || (s->causal && all_undilated(s, o)));
+    assert(s->H <= LC_ATTN_MAX_HEADS);
     (void)o, (void)t, (void)s;
 }
 

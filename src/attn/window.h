@@ -12,9 +12,13 @@
 #include "attn/attn.h"
 
 typedef struct {
-    int w;               /* keys per side, >= 1 */
-    const int *dilation; /* per head (H entries), each >= 1; NULL = all 1 */
+    int w;                              /* keys per side, >= 1 */
+    int dilation[LC_ATTN_MAX_HEADS];    /* per head; 0 is read as 1 */
 } lc_attn_window_opts;
+
+static inline int lc_attn_window_dilation(const lc_attn_window_opts *o, int h) {
+    return o->dilation[h] > 0 ? o->dilation[h] : 1;
+}
 
 extern const lc_attn_kind lc_attn_window;
 size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
