@@ -85,6 +85,10 @@ typedef struct {
      * of a kind's random choices (BigBird's random blocks, LSH rotations), so backward and reloads
      * reproduce them exactly. */
     uint64_t seed;
+    /* Non-learned state a kind keeps across calls (state_floats > 0, e.g. routing centroids), updated
+     * by forward only when train != 0. */
+    float *state;
+    int train;
 } lc_attn_tensors;
 
 typedef struct {
@@ -118,6 +122,9 @@ typedef struct lc_attn_kind {
      * max_len, and their initialisation from a seed. */
     size_t (*param_floats)(const void *opts, int H, int D, int max_len);
     void (*param_init)(float *params, const void *opts, int H, int D, int max_len, uint64_t seed);
+    /* Optional state (saved in checkpoints, never trained by gradient) and its initialisation. */
+    size_t (*state_floats)(const void *opts, int H, int D);
+    void (*state_init)(float *state, const void *opts, int H, int D, uint64_t seed);
 } lc_attn_kind;
 
 /* Helpers for opts_set (src/attn/opts.c): parse an integer in [lo, hi] / a '/'-separated list of at
