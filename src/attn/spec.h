@@ -1,0 +1,56 @@
+/* The attention spec string: which kind (with which options) each layer and each group of heads uses.
+ *
+ *   spec   := layer (';' layer)*        one layer: every layer; otherwise exactly one per layer
+ *   layer  := group ('+' group)*        groups take consecutive heads, in order
+ *   group  := [N 'x'] kind [':' opt (',' opt)*]
+ *   opt    := key '=' value             the kind's options; global=G is common to every kind
+ *
+ * N is the group's head count; at most one group of a layer may leave it out and takes the remaining
+ * heads. global=G makes the first G positions of every sequence global tokens (Longformer) for the
+ * group, with the layer's own global projections. Examples (docs/attention.md has more):
+ *   full                               dense attention everywhere (the default)
+ *   window:w=128                       sliding window of 128 keys per side in every layer
+ *   2xfull+window:w=32,dil=1/2         per layer 2 full heads, the rest windowed with dilations 1, 2, 1, 2...
+ *   window:w=32;window:w=64;full       layer 0, layer 1, layer 2
+ */
+#ifndef LC_ATTN_SPEC_H
+#define LC_ATTN_SPEC_H
+
+#include <stddef.h>
+
+#include "attn/attn.h"
+
+#define LC_ATTN_MAX_GROUPS 8
+#define LC_ATTN_SPEC_MAX 512 /* characters of a spec string, terminator included */
+
+typedef struct {
+    const lc_attn_kind *kind;
+    int h0, heads;   /* first head and number of heads */
+    int n_global;    /* global tokens at the first n_global positions (0: none) */
+    _Alignas(16) unsigned char opts[LC_ATTN_OPTS_BYTES]; /* the kind's options struct */
+} lc_attn_group;
+
+typedef struct {
+    int n_groups;
+    lc_attn_group group[LC_ATTN_MAX_GROUPS];
+} lc_attn_layer;
+
+/* Parse `spec` for n_layer layers of H heads into layers[0..n_layer). Returns 0, or -1 with a one-line
+ * message in err naming the offending part. Options are checked by syntax here; lc_attn_layer_check
+ * checks them against a shape. */
+int lc_attn_spec_parse(const char *spec, int n_layer, int H, lc_attn_layer *layers, char *err, size_t errlen);
+
+/* The shape of group g of a layer whose full shape is s (the group's heads only). */
+lc_attn_shape lc_attn_group_shape(const lc_attn_shape *s, const lc_attn_group *g);
+
+/* Check every group of a layer against the layer's shape (lengths, memory, causal, relpos); 0 or -1
+ * with a message in err. */
+int lc_attn_layer_check(const lc_attn_layer *layer, const lc_attn_shape *s, char *err, size_t errlen);
+
+/* Workspace floats for running the layer's groups one after another with nthreads threads. */
+size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *s, int nthreads);
+
+/* Whether any group of the layer has global tokens (the layer then needs global projections). */
+int lc_attn_layer_has_global(const lc_attn_layer *layer);
+
+#endif
