@@ -32,7 +32,17 @@ typedef enum {
     LC_MODEL_XL = 1       /* Transformer-XL: segment recurrence + relative positions */
 } lc_model_kind;
 
-/* Shape and behaviour of a byte-level decoder language model. */
+typedef enum {
+    LC_OBJECTIVE_CLM = 0, /* causal language model (decoder): predict the next byte */
+    LC_OBJECTIVE_MLM = 1  /* masked language model (bidirectional encoder): BERT-style byte masking */
+} lc_objective;
+
+/* Characters of an attention spec string, terminator included. */
+#define LC_ATTN_SPEC_CHARS 512
+/* The masked-LM mask symbol: the byte embedding has one extra row for it (tokens 0..256). */
+#define LC_MASK_TOKEN 256
+
+/* Shape and behaviour of a byte-level language model (a decoder, or an encoder with the MLM objective). */
 typedef struct {
     int vocab;          /* always 256: bytes */
     int n_layer;        /* Transformer blocks */
@@ -50,6 +60,11 @@ typedef struct {
     int clamp_len;      /* relative distances beyond this use this one (0: no clamp) */
     int same_length;    /* every query sees exactly mem_len keys (needs mem_len > 0) */
     int shared_uv;      /* one pair of position biases u, v for all layers (else one per layer) */
+    /* Attention (docs/attention.md): */
+    char attn[LC_ATTN_SPEC_CHARS]; /* kind per layer and head group, e.g. "window:w=128" ("": full) */
+    int qk_share;       /* consecutive heads sharing one query and one key projection (0 or 1: none) */
+    int attn_share;     /* consecutive layers sharing one attention module (0 or 1: none) */
+    lc_objective objective; /* MLM needs model vanilla: bidirectional, absolute positions */
 } lc_config;
 
 /* The defaults of the "small" preset. */
@@ -149,6 +164,17 @@ lc_status lc_stream_batch(const uint8_t *data, size_t n, int B, int T, long k, i
 lc_status lc_evaluate(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
                       long *tokens);
 
+/* Masked-LM evaluation (models with the MLM objective) on data[0, n) in segments of seg_len: 15% of the
+ * positions masked by the BERT rule from `seed` (the same positions on every call), reporting bits per
+ * masked byte, the accuracy of the most likely byte there, and the number of masked positions. */
+lc_status lc_evaluate_mlm(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, uint64_t seed,
+                          double *bpc, double *accuracy, long *masked);
+
+/* BERT's masking of tokens[n] (bytes) for the MLM objective: each position is chosen with probability
+ * 15% (at least one per call); a chosen position's target is its byte and its token becomes
+ * LC_MASK_TOKEN (80%), a random byte (10%) or stays (10%); other targets are -1. Deterministic in seed. */
+void lc_mlm_mask(int *tokens, int *targets, long n, uint64_t seed);
+
 /* ---------------------------------------------------------------- training */
 typedef struct {
     long step, steps;      /* steps done, schedule length */
@@ -157,7 +183,8 @@ typedef struct {
     double lr;
     double tokens_per_s;   /* training throughput of this run so far */
     double elapsed_s;      /* wall time of this run so far */
-    double valid_bpc;      /* after a validation pass; NaN otherwise */
+    double valid_bpc;      /* after a validation pass; NaN otherwise (MLM: bits per masked byte) */
+    double valid_accuracy; /* MLM: masked-byte accuracy of that pass; NaN otherwise */
 } lc_progress;
 
 typedef void (*lc_progress_fn)(const lc_progress *p, void *user);

@@ -25,6 +25,10 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
         {"--clamp-len", OPT_INT, &f->clamp_len, 0, 1 << 24, "xl: clamp relative distances (0: off)", 0},
         {"--same-length", OPT_FLAG, &f->same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
         {"--shared-uv", OPT_FLAG, &f->shared_uv, 0, 0, "xl: one pair of position biases for all layers", 0},
+        {"--attn", OPT_STR, &f->attn, 0, 0, "attention kinds per layer/head group, e.g. window:w=128 (docs/attention.md)", 0},
+        {"--share-qk", OPT_INT, &f->share_qk, 1, 4096, "heads per group sharing one query and one key projection", 0},
+        {"--share-attn", OPT_INT, &f->share_attn, 1, 1024, "consecutive layers sharing one attention module", 0},
+        {"--objective", OPT_STR, &f->objective, 0, 0, "clm (default: causal LM) or mlm (bidirectional encoder, masked LM)", 0},
     };
     int k = (int)(sizeof add / sizeof add[0]);
     memcpy(opts + n, add, sizeof add);
@@ -36,7 +40,7 @@ static int seen(lc_opt *opts, int n, const char *name) { return lc_opt_get(opts,
 int lc_model_flags_any(lc_opt *opts, int n, const char **which) {
     const char *names[] = {"--preset", "--layers", "--dim", "--heads", "--ffn", "--seg-len", "--norm",
                            "--activation", "--untied", "--dropout", "--model", "--mem-len", "--clamp-len",
-                           "--same-length", "--shared-uv"};
+                           "--same-length", "--shared-uv", "--attn", "--share-qk", "--share-attn", "--objective"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (seen(opts, n, names[i])) { *which = names[i]; return 1; }
     return 0;
@@ -67,6 +71,25 @@ int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const cha
             return LC_EXIT_USAGE;
         }
     }
+    if (f->objective) {
+        if (strcmp(f->objective, "clm") == 0) cfg->objective = LC_OBJECTIVE_CLM;
+        else if (strcmp(f->objective, "mlm") == 0) {
+            cfg->objective = LC_OBJECTIVE_MLM;
+            if (!f->model) cfg->model = LC_MODEL_VANILLA; /* an encoder: absolute positions, no memory */
+        } else {
+            lc_cli_error("%s: --objective must be clm or mlm, got '%s'", cmd, f->objective);
+            return LC_EXIT_USAGE;
+        }
+    }
+    if (f->attn) {
+        if (strlen(f->attn) >= sizeof cfg->attn) {
+            lc_cli_error("%s: --attn is longer than %zu characters", cmd, sizeof cfg->attn - 1);
+            return LC_EXIT_USAGE;
+        }
+        strcpy(cfg->attn, f->attn);
+    }
+    if (seen(opts, n, "--share-qk")) cfg->qk_share = f->share_qk;
+    if (seen(opts, n, "--share-attn")) cfg->attn_share = f->share_attn;
     if (f->model) {
         if (strcmp(f->model, "xl") == 0) cfg->model = LC_MODEL_XL;
         else if (strcmp(f->model, "vanilla") == 0) cfg->model = LC_MODEL_VANILLA;

@@ -1,6 +1,8 @@
 /* Model configuration: presets, defaults and validation. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "attn/spec.h"
 #include "core/status.h"
 #include "longctx.h"
 
@@ -68,5 +70,20 @@ lc_status lc_config_validate(const lc_config *c) {
         if (c->clamp_len < 0) return lc_fail(LC_ERR_ARG, "clamp-len must be >= 0, got %d", c->clamp_len);
         if (c->same_length && c->mem_len < 1) return lc_fail(LC_ERR_ARG, "same-length needs mem-len >= 1");
     }
+    if (c->objective != LC_OBJECTIVE_CLM && c->objective != LC_OBJECTIVE_MLM)
+        return lc_fail(LC_ERR_ARG, "objective must be clm or mlm");
+    if (c->objective == LC_OBJECTIVE_MLM && c->model != LC_MODEL_VANILLA)
+        return lc_fail(LC_ERR_ARG, "objective mlm is a bidirectional encoder: it needs --model vanilla");
+    if (c->qk_share < 0 || (c->qk_share > 1 && c->n_head % c->qk_share))
+        return lc_fail(LC_ERR_ARG, "share-qk %d must divide heads %d", c->qk_share, c->n_head);
+    if (c->attn_share < 0 || c->attn_share > c->n_layer)
+        return lc_fail(LC_ERR_ARG, "share-attn must be 0..%d (layers), got %d", c->n_layer, c->attn_share);
+    if (!memchr(c->attn, 0, sizeof c->attn)) return lc_fail(LC_ERR_ARG, "attn spec is not terminated");
+    lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c->n_layer);
+    if (!layers) return lc_fail(LC_ERR_NOMEM, "out of memory parsing the attention spec");
+    char err[512];
+    int rc = lc_attn_spec_parse(c->attn, c->n_layer, c->n_head, layers, err, sizeof err);
+    free(layers);
+    if (rc) return lc_fail(LC_ERR_ARG, "%s", err);
     return LC_OK;
 }

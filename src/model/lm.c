@@ -49,30 +49,62 @@ static void plan_patch(const lc_plan *p, float *base) {
 
 /* ---------------------------------------------------------------- parameters */
 
+/* The layer whose attention module layer l uses (itself unless modules are shared across layers). */
+static int attn_owner(const lc_config *c, int l) { return c->attn_share > 1 ? l - l % c->attn_share : l; }
+/* Distinct query (and key) projections per layer with Q/K tied across groups of heads (0: not tied). */
+static int qk_groups(const lc_config *c) { return c->qk_share > 1 ? c->n_head / c->qk_share : 0; }
+static int is_mlm(const lc_config *c) { return c->objective == LC_OBJECTIVE_MLM; }
+
 static void plan_params(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
     long C = c->d_model, F = c->d_ff, V = c->vocab;
     char nm[LC_NAME_MAX];
     int xl = c->model == LC_MODEL_XL;
-    long H = c->n_head, D = C / H;
-    plan_add(p, &m->wte, "wte", 2, V, C);
+    long H = c->n_head, D = C / H, G = qk_groups(c);
+    plan_add(p, &m->wte, "wte", 2, V + (is_mlm(c) ? 1 : 0), C); /* MLM: one more row, the mask symbol */
     if (!xl) plan_add(p, &m->wpe, "wpe", 2, c->seq_len, C);
     for (int l = 0; l < c->n_layer; l++) {
         lc_block_weights *w = &m->blk[l];
 #define P(field, suffix, nd, a, b)                                                                     \
     snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);                                                \
     plan_add(p, &w->field, nm, nd, a, b)
-        P(ln1_w, "ln1.weight", 1, C, 0);
-        P(ln1_b, "ln1.bias", 1, C, 0);
-        P(qkv_w, "attn.qkv.weight", 2, 3 * C, C);
-        if (!xl) { P(qkv_b, "attn.qkv.bias", 1, 3 * C, 0); }
-        if (xl) { P(r_w, "attn.r.weight", 2, C, C); }
-        if (xl && !c->shared_uv) {
-            P(u, "attn.u", 2, H, D);
-            P(v, "attn.v", 2, H, D);
+        if (attn_owner(c, l) == l) { /* the attention module (shared layers point to their owner's) */
+            P(ln1_w, "ln1.weight", 1, C, 0);
+            P(ln1_b, "ln1.bias", 1, C, 0);
+            if (G) {
+                snprintf(nm, sizeof nm, "blocks.%d.attn.qk.weight", l);
+                plan_add(p, &m->qk_w[l], nm, 2, 2 * G * D, C);
+                snprintf(nm, sizeof nm, "blocks.%d.attn.v.weight", l);
+                plan_add(p, &m->v_w[l], nm, 2, C, C);
+                if (!xl) {
+                    snprintf(nm, sizeof nm, "blocks.%d.attn.qk.bias", l);
+                    plan_add(p, &m->qk_b[l], nm, 1, 2 * G * D, 0);
+                    snprintf(nm, sizeof nm, "blocks.%d.attn.v.bias", l);
+                    plan_add(p, &m->v_b[l], nm, 1, C, 0);
+                }
+            } else {
+                P(qkv_w, "attn.qkv.weight", 2, 3 * C, C);
+                if (!xl) { P(qkv_b, "attn.qkv.bias", 1, 3 * C, 0); }
+            }
+            if (xl) { P(r_w, "attn.r.weight", 2, C, C); }
+            if (xl && !c->shared_uv) {
+                P(u, "attn.u", 2, H, D);
+                P(v, "attn.v", 2, H, D);
+            }
+            P(proj_w, "attn.proj.weight", 2, C, C);
+            if (!xl) { P(proj_b, "attn.proj.bias", 1, C, 0); }
+            if (lc_attn_layer_has_global(&m->layers[l])) {
+                P(qkvg_w, "attn.global.qkv.weight", 2, 3 * C, C);
+                if (!xl) { P(qkvg_b, "attn.global.qkv.bias", 1, 3 * C, 0); }
+            }
+            for (int i = 0; i < m->layers[l].n_groups; i++) {
+                const lc_attn_group *g = &m->layers[l].group[i];
+                size_t n = g->kind->param_floats ? g->kind->param_floats(g->opts, g->heads, (int)D, c->seq_len) : 0;
+                if (!n) continue;
+                snprintf(nm, sizeof nm, "blocks.%d.attn.group%d.params", l, i);
+                plan_add(p, &w->attn_params[i], nm, 1, (long)n, 0);
+            }
         }
-        P(proj_w, "attn.proj.weight", 2, C, C);
-        if (!xl) { P(proj_b, "attn.proj.bias", 1, C, 0); }
         P(ln2_w, "ln2.weight", 1, C, 0);
         P(ln2_b, "ln2.bias", 1, C, 0);
         P(fc1_w, "ffn.fc1.weight", 2, F, C);
@@ -90,6 +122,95 @@ static void plan_params(lc_model *m, lc_plan *p) {
         plan_add(p, &m->lnf_b, "ln_f.bias", 1, C, 0);
     }
     if (!c->tied) plan_add(p, &m->head, "lm_head.weight", 2, V, C);
+}
+
+/* Layers sharing an attention module point at their owner's weights (gradients follow by mirroring). */
+static void alias_shared_attention(lc_model *m) {
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const int o = attn_owner(&m->cfg, l);
+        if (o == l) continue;
+        lc_block_weights *w = &m->blk[l];
+        const lc_block_weights *src = &m->blk[o];
+        w->ln1_w = src->ln1_w, w->ln1_b = src->ln1_b, w->qkv_w = src->qkv_w, w->qkv_b = src->qkv_b;
+        w->r_w = src->r_w, w->u = src->u, w->v = src->v, w->proj_w = src->proj_w, w->proj_b = src->proj_b;
+        w->qkvg_w = src->qkvg_w, w->qkvg_b = src->qkvg_b;
+        memcpy(w->attn_params, src->attn_params, sizeof w->attn_params);
+    }
+}
+
+/* Q/K tying: the owner layers' qkv_w/qkv_b (and gradients) become rows of the expanded copies. */
+static lc_status build_qk_expansion(lc_model *m) {
+    const lc_config *c = &m->cfg;
+    if (!qk_groups(c)) return LC_OK;
+    const size_t C = (size_t)c->d_model, per = 3 * C * C + 3 * C;
+    m->qk_exp = lc_alloc_aligned(sizeof(float) * per * (size_t)c->n_layer);
+    m->g_qk_exp = lc_alloc_aligned(sizeof(float) * per * (size_t)c->n_layer);
+    if (!m->qk_exp || !m->g_qk_exp) return lc_fail(LC_ERR_NOMEM, "out of memory for tied Q/K projections");
+    for (int l = 0; l < c->n_layer; l++) {
+        const int o = attn_owner(c, l);
+        float *w = m->qk_exp + per * (size_t)o, *g = m->g_qk_exp + per * (size_t)o;
+        m->blk[l].qkv_w = w, m->gblk[l].qkv_w = g;
+        m->blk[l].qkv_b = m->qk_b[o] ? w + 3 * C * C : NULL;
+        m->gblk[l].qkv_b = m->qk_b[o] ? g + 3 * C * C : NULL;
+    }
+    return LC_OK;
+}
+
+/* Copy the tied parameters into the expanded projections: head h's query rows are query group
+ * h / qk_share's rows (keys likewise); values are copied as they are. */
+void lc_model_expand_shared(lc_model *m) {
+    const lc_config *c = &m->cfg;
+    const int G = qk_groups(c);
+    if (!G) return;
+    const size_t C = (size_t)c->d_model, D = C / (size_t)c->n_head, GD = (size_t)G * D;
+    for (int l = 0; l < c->n_layer; l++) {
+        if (attn_owner(c, l) != l) continue;
+        float *w = m->blk[l].qkv_w, *b = m->blk[l].qkv_b;
+        for (int h = 0; h < c->n_head; h++) {
+            const size_t src = (size_t)(h / c->qk_share) * D;
+            memcpy(w + h * D * C, m->qk_w[l] + src * C, sizeof(float) * D * C);
+            memcpy(w + (C + h * D) * C, m->qk_w[l] + (GD + src) * C, sizeof(float) * D * C);
+            if (b) {
+                memcpy(b + h * D, m->qk_b[l] + src, sizeof(float) * D);
+                memcpy(b + C + h * D, m->qk_b[l] + GD + src, sizeof(float) * D);
+            }
+        }
+        memcpy(w + 2 * C * C, m->v_w[l], sizeof(float) * C * C);
+        if (b) memcpy(b + 2 * C, m->v_b[l], sizeof(float) * C);
+    }
+}
+
+/* Add the expanded projections' gradients into the tied parameters' gradients and clear them. */
+void lc_model_fold_shared(lc_model *m) {
+    const lc_config *c = &m->cfg;
+    const int G = qk_groups(c);
+    if (!G) return;
+    const size_t C = (size_t)c->d_model, D = C / (size_t)c->n_head, GD = (size_t)G * D;
+    for (int l = 0; l < c->n_layer; l++) {
+        if (attn_owner(c, l) != l) continue;
+        float *gw = m->gblk[l].qkv_w, *gb = m->gblk[l].qkv_b;
+        float *gqk = m->grads + (m->qk_w[l] - m->params), *gv = m->grads + (m->v_w[l] - m->params);
+        for (int h = 0; h < c->n_head; h++) {
+            const size_t dst = (size_t)(h / c->qk_share) * D;
+            for (size_t i = 0; i < D * C; i++) {
+                gqk[dst * C + i] += gw[h * D * C + i];
+                gqk[(GD + dst) * C + i] += gw[(C + h * D) * C + i];
+            }
+            if (gb) {
+                float *gqkb = m->grads + (m->qk_b[l] - m->params);
+                for (size_t i = 0; i < D; i++) {
+                    gqkb[dst + i] += gb[h * D + i];
+                    gqkb[GD + dst + i] += gb[C + h * D + i];
+                }
+            }
+        }
+        for (size_t i = 0; i < C * C; i++) gv[i] += gw[2 * C * C + i];
+        if (gb) {
+            float *gvb = m->grads + (m->v_b[l] - m->params);
+            for (size_t i = 0; i < C; i++) gvb[i] += gb[2 * C + i];
+        }
+        memset(gw, 0, sizeof(float) * (3 * C * C + (gb ? 3 * C : 0)));
+    }
 }
 
 /* Gradient pointers mirror parameter pointers at the same offsets in the gradient allocation. */
@@ -130,7 +251,63 @@ static void init_params(lc_model *m, uint64_t seed) {
     }
 }
 
+/* Kinds' own learned parameters start from the kind's initialisation; their non-learned state (one
+ * table, saved in checkpoints) from state_init. Layers sharing a module share both. */
+static lc_status build_kind_state(lc_model *m, uint64_t seed) {
+    const lc_config *c = &m->cfg;
+    const int D = c->d_model / c->n_head;
+    char nm[LC_NAME_MAX];
+    lc_table_init(&m->stab);
+    lc_plan sp = {&m->stab, NULL, 0, 0, 0};
+    for (int l = 0; l < c->n_layer; l++) {
+        if (attn_owner(c, l) != l) continue;
+        for (int i = 0; i < m->layers[l].n_groups; i++) {
+            const lc_attn_group *g = &m->layers[l].group[i];
+            if (g->kind->param_init && m->blk[l].attn_params[i])
+                g->kind->param_init(m->blk[l].attn_params[i], g->opts, g->heads, D, c->seq_len,
+                                    lc_seed_mix(seed, 0x70617261ULL + (uint64_t)(l * LC_ATTN_MAX_GROUPS + i)));
+            const size_t n = g->kind->state_floats ? g->kind->state_floats(g->opts, g->heads, D) : 0;
+            if (!n) continue;
+            snprintf(nm, sizeof nm, "blocks.%d.attn.group%d.state", l, i);
+            plan_add(&sp, &m->group_state[l * LC_ATTN_MAX_GROUPS + i], nm, 1, (long)n, 0);
+        }
+    }
+    if (sp.failed) { free(sp.fix); return LC_ERR_NOMEM; }
+    if (m->stab.n > 0) {
+        m->state = lc_table_alloc(&m->stab);
+        if (!m->state) { free(sp.fix); return LC_ERR_NOMEM; }
+        plan_patch(&sp, m->state);
+    }
+    free(sp.fix);
+    for (int l = 0; l < c->n_layer; l++) {
+        const int o = attn_owner(c, l);
+        for (int i = 0; i < m->layers[l].n_groups; i++) {
+            float **dst = &m->group_state[l * LC_ATTN_MAX_GROUPS + i];
+            if (o != l) *dst = m->group_state[o * LC_ATTN_MAX_GROUPS + i];
+            else if (*dst) {
+                const lc_attn_group *g = &m->layers[l].group[i];
+                g->kind->state_init(*dst, g->opts, g->heads, D,
+                                    lc_seed_mix(seed, 0x73746174ULL + (uint64_t)(l * LC_ATTN_MAX_GROUPS + i)));
+            }
+        }
+    }
+    return LC_OK;
+}
+
 /* ---------------------------------------------------------------- activations */
+
+/* The attention shape of every layer at the model's capacity. */
+static lc_attn_shape layer_shape(const lc_model *m) {
+    const lc_config *c = &m->cfg;
+    const int xl = c->model == LC_MODEL_XL;
+    lc_attn_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.B = m->max_B, sh.H = c->n_head, sh.T = m->cap_T, sh.M = m->cap_M, sh.D = c->d_model / c->n_head;
+    sh.causal = !is_mlm(c), sh.scale = 1;
+    sh.relpos = xl;
+    sh.window = xl && c->same_length ? c->mem_len : 0;
+    return sh;
+}
 
 static void plan_acts(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
@@ -161,6 +338,10 @@ static void plan_acts(lc_model *m, lc_plan *p) {
         if (xl) { A(r, "r", S, C); }
         A(att, "att", N, C);
         A(lse, "lse", B * H * T, 1);
+        if (m->blk[l].qkvg_w) {
+            A(qkvg, "qkvg", NS, 3 * C);
+            A(lse_g, "lse_g", B * H * T, 1);
+        }
         A(s1, "s1", N, C);
         if (pre) { A(norm2, "norm2", N, C); }
         else { A(s2, "s2", N, C); }
@@ -190,6 +371,9 @@ static void plan_acts(lc_model *m, lc_plan *p) {
     plan_add(p, &s->d_norm, "d.norm", 2, NS, C);
     if (Mc > 0) plan_add(p, &s->d_cat, "d.cat", 2, NS, C);
     plan_add(p, &s->d_qkv, "d.qkv", 2, NS, 3 * C);
+    int any_global = 0;
+    for (int l = 0; l < c->n_layer; l++) any_global |= m->blk[l].qkvg_w != NULL;
+    if (any_global) plan_add(p, &s->d_qkvg, "d.qkvg", 2, NS, 3 * C);
     plan_add(p, &s->d_fc1, "d.fc1", 2, N, F);
     plan_add(p, &s->d_act, "d.act", 2, N, F);
     if (xl) {
@@ -197,24 +381,49 @@ static void plan_acts(lc_model *m, lc_plan *p) {
         plan_add(p, &s->d_u, "d.u", 1, C, 0);
         plan_add(p, &s->d_v, "d.v", 1, C, 0);
     }
-    lc_attn_shape sh;
-    memset(&sh, 0, sizeof sh);
-    sh.B = (int)B, sh.H = (int)H, sh.T = (int)T, sh.M = (int)Mc, sh.D = (int)(C / H), sh.causal = 1, sh.scale = 1;
-    sh.relpos = xl;
-    sh.window = xl && c->same_length ? c->mem_len : 0;
-    size_t work = m->attn->workspace_floats(&sh, NULL, lc_get_threads());
+    const lc_attn_shape sh = layer_shape(m);
+    size_t work = 0;
+    for (int l = 0; l < c->n_layer; l++) {
+        const size_t need = lc_attn_layer_workspace(&m->layers[l], &sh, lc_get_threads());
+        work = need > work ? need : work;
+    }
     plan_add(p, &m->attn_work, "attn.workspace", 1, work ? (long)work : 1, 0);
+}
+
+/* Every layer's head groups must accept the shapes the model will run (lengths, memory, positions). */
+static lc_status check_attention(const lc_model *m) {
+    const lc_config *c = &m->cfg;
+    const lc_attn_shape sh = layer_shape(m);
+    char err[512];
+    for (int l = 0; l < c->n_layer; l++) {
+        const lc_attn_layer *layer = &m->layers[l];
+        if (sh.relpos && layer->n_groups > 1)
+            return lc_fail(LC_ERR_ARG, "attn layer %d: several head groups with --model xl are not supported yet "
+                                       "(use --model vanilla)", l);
+        if (lc_attn_layer_has_global(layer) && sh.M > 0)
+            return lc_fail(LC_ERR_ARG, "attn layer %d: global tokens need a model without memory (--model vanilla)",
+                           l);
+        if (lc_attn_layer_check(layer, &sh, err, sizeof err))
+            return lc_fail(LC_ERR_ARG, "attn layer %d: %s", l, err);
+    }
+    return LC_OK;
 }
 
 /* (Re)build the activation table for the model's capacity (max_B, cap_T, cap_M). */
 static lc_status build_acts(lc_model *m) {
+    lc_status st = check_attention(m);
+    if (st) return st;
     lc_free(m->acts);
     m->acts = NULL;
     lc_table_free(&m->atab);
     lc_table_init(&m->atab);
     free(m->tokens);
     free(m->targets);
+    free(m->global_pos);
     size_t N = (size_t)m->max_B * (size_t)m->cap_T;
+    m->global_pos = malloc(sizeof(int) * (size_t)m->cap_T);
+    if (!m->global_pos) return lc_fail(LC_ERR_NOMEM, "out of memory for %d positions", m->cap_T);
+    for (int t = 0; t < m->cap_T; t++) m->global_pos[t] = t;
     m->tokens = calloc(N, sizeof *m->tokens);
     m->targets = calloc(N, sizeof *m->targets);
     if (!m->tokens || !m->targets) return lc_fail(LC_ERR_NOMEM, "out of memory for %zu token rows", N);
@@ -249,8 +458,21 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->cfg = *cfg;
     m->max_B = max_batch;
     m->seed = seed;
-    m->attn = &lc_attn_full;
     int L = cfg->n_layer;
+    m->layers = calloc((size_t)L, sizeof *m->layers);
+    m->qk_w = calloc((size_t)L, sizeof *m->qk_w);
+    m->qk_b = calloc((size_t)L, sizeof *m->qk_b);
+    m->v_w = calloc((size_t)L, sizeof *m->v_w);
+    m->v_b = calloc((size_t)L, sizeof *m->v_b);
+    m->group_state = calloc((size_t)L * LC_ATTN_MAX_GROUPS, sizeof *m->group_state);
+    if (!m->layers || !m->qk_w || !m->qk_b || !m->v_w || !m->v_b || !m->group_state) goto nomem;
+    {
+        char err[512];
+        if (lc_attn_spec_parse(cfg->attn, L, cfg->n_head, m->layers, err, sizeof err)) {
+            lc_model_free(m);
+            return lc_fail(LC_ERR_ARG, "%s", err);
+        }
+    }
     m->blk = calloc((size_t)L, sizeof *m->blk);
     m->gblk = calloc((size_t)L, sizeof *m->gblk);
     m->bact = calloc((size_t)L, sizeof *m->bact);
@@ -270,6 +492,7 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     if (!m->params || !m->grads || !m->adam_m || !m->adam_v) { free(pp.fix); goto nomem; }
     plan_patch(&pp, m->params);
     free(pp.fix);
+    alias_shared_attention(m);
     if (cfg->tied) m->head = m->wte;
     for (int l = 0; l < L && m->shared_u; l++) {
         m->blk[l].u = m->shared_u;
@@ -281,7 +504,9 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->g_lnf_b = mirror(m, m->lnf_b);
     m->g_head = mirror(m, m->head);
     for (int l = 0; l < L; l++) mirror_block(m, &m->blk[l], &m->gblk[l]);
+    if ((st = build_qk_expansion(m))) { lc_model_free(m); return st; }
     init_params(m, seed);
+    if ((st = build_kind_state(m, seed))) { lc_model_free(m); return st; }
 
     m->cap_T = cfg->seq_len;
     m->cap_M = cfg->model == LC_MODEL_XL ? cfg->mem_len : 0;
@@ -302,6 +527,17 @@ void lc_model_free(lc_model *m) {
     lc_free(m->acts);
     lc_table_free(&m->ptab);
     lc_table_free(&m->atab);
+    lc_table_free(&m->stab);
+    lc_free(m->state);
+    lc_free(m->qk_exp);
+    lc_free(m->g_qk_exp);
+    free(m->layers);
+    free(m->qk_w);
+    free(m->qk_b);
+    free(m->v_w);
+    free(m->v_b);
+    free(m->group_state);
+    free(m->global_pos);
     free(m->blk);
     free(m->gblk);
     free(m->bact);
@@ -343,10 +579,16 @@ lc_status lc_model_resize(lc_model *m, int max_batch, int seq_len, int mem_len) 
     if (c->model != LC_MODEL_XL && mem_len > 0) return lc_fail(LC_ERR_ARG, "mem-len needs an xl model");
     if (c->model == LC_MODEL_XL && c->same_length && mem_len < 1)
         return lc_fail(LC_ERR_ARG, "same-length needs mem-len >= 1");
+    const int old_B = m->max_B, old_T = m->cap_T, old_M = m->cap_M, old_mem = m->cfg.mem_len;
     m->max_B = max_batch;
     m->cap_T = seq_len;
     m->cap_M = mem_len;
     if (c->model == LC_MODEL_XL) m->cfg.mem_len = mem_len;
+    lc_status st = check_attention(m);
+    if (st) { /* keep the model as it was */
+        m->max_B = old_B, m->cap_T = old_T, m->cap_M = old_M, m->cfg.mem_len = old_mem;
+        return st;
+    }
     return build_acts(m);
 }
 

@@ -35,7 +35,17 @@ struct lc_model {
     int *tokens, *targets;  /* copies of the last forward's inputs */
     int B, T, have_targets; /* shape of the last forward */
     int cur_train;          /* whether the last forward used dropout */
-    const lc_attn_kind *attn;
+    lc_attn_layer *layers;  /* per layer: the head groups' kinds and options, parsed from cfg.attn */
+    int *global_pos;        /* [cap_T]: 0, 1, 2, ... (global tokens are the first positions) */
+    /* Q/K projections tied across groups of qk_share heads: the blocks' qkv_w/qkv_b point into these
+     * expanded copies (and their gradients), refreshed from the parameters before every forward and
+     * folded back into the parameters' gradients after every backward. */
+    float *qk_exp, *g_qk_exp;
+    float **qk_w, **qk_b, **v_w, **v_b; /* per owner layer: the parameters behind the expansion */
+    /* Kinds' non-learned state (e.g. routing centroids): one allocation laid out by stab. */
+    lc_table stab;
+    float *state;
+    float **group_state; /* [n_layer * LC_ATTN_MAX_GROUPS]: each head group's slice (or NULL) */
 
     /* Transformer-XL state. */
     float **mem;        /* per layer [max_B * cap_M, C]: memory rows of each stream (batch row) */
@@ -51,6 +61,11 @@ struct lc_model {
     int kv_rows, kv_start;
     int r_ready;        /* blocks' r hold every distance for the current weights (kv mode) */
 };
+
+/* Q/K tying (cfg.qk_share): refresh the expanded projections from the parameters (before a forward) /
+ * fold their gradients back into the parameters' gradients (after a backward). No-ops otherwise. */
+void lc_model_expand_shared(lc_model *m);
+void lc_model_fold_shared(lc_model *m);
 
 /* Seed of the randomness (dropout) used at the model's current step, for stream `what`. */
 uint64_t lc_model_step_seed(const lc_model *m, uint64_t what);

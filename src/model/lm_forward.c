@@ -20,7 +20,13 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
     ctx.B = m->B, ctx.T = m->T, ctx.C = c->d_model, ctx.H = c->n_head, ctx.F = c->d_ff;
     ctx.norm = c->norm, ctx.activation = c->activation, ctx.dropout = c->dropout, ctx.train = train;
     ctx.seed = lc_model_step_seed(m, SEED_BLOCK + (uint64_t)layer);
-    ctx.attn = m->attn, ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
+    const int owner = c->attn_share > 1 ? layer - layer % c->attn_share : layer;
+    ctx.layer = &m->layers[layer];
+    ctx.causal = c->objective != LC_OBJECTIVE_MLM;
+    ctx.attn_seed = lc_seed_mix(0x6c6f6e67637478ULL, (uint64_t)owner); /* fixed per layer, survives reloads */
+    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) ctx.attn_state[i] = m->group_state[layer * LC_ATTN_MAX_GROUPS + i];
+    ctx.global_pos = m->global_pos;
+    ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
     ctx.M = M;
     ctx.mem = M > 0 ? m->mem[layer] : NULL;
     ctx.mem_stride = (long)m->cap_M * c->d_model;
@@ -117,14 +123,14 @@ static void advance_kv(lc_model *m, int M) {
 int lc_model_memory_rows(const lc_model *m) { return m->mem_rows; }
 
 static lc_status check_inputs(const lc_model *m, const int *tokens, const int *targets, int B, int T) {
-    int V = m->cfg.vocab;
+    int V = m->cfg.vocab, VT = V + (m->cfg.objective == LC_OBJECTIVE_MLM); /* MLM: the mask symbol too */
     if (B < 1 || B > m->max_B) return lc_fail(LC_ERR_ARG, "batch %d outside 1..%d", B, m->max_B);
     if (T < 1 || T > m->cap_T) return lc_fail(LC_ERR_ARG, "segment length %d outside 1..%d", T, m->cap_T);
     if (m->mem_rows > 0 && B != m->mem_B)
         return lc_fail(LC_ERR_ARG, "batch %d differs from the memory's %d streams (reset the memory first)", B,
                        m->mem_B);
     for (long i = 0; i < (long)B * T; i++) {
-        if (tokens[i] < 0 || tokens[i] >= V) return lc_fail(LC_ERR_ARG, "token %d outside 0..%d", tokens[i], V - 1);
+        if (tokens[i] < 0 || tokens[i] >= VT) return lc_fail(LC_ERR_ARG, "token %d outside 0..%d", tokens[i], VT - 1);
         if (targets && targets[i] >= V) return lc_fail(LC_ERR_ARG, "target %d outside 0..%d", targets[i], V - 1);
     }
     return LC_OK;
@@ -135,6 +141,7 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     const lc_config *c = &m->cfg;
     lc_status st = check_inputs(m, tokens, targets, B, T);
     if (st) return st;
+    lc_model_expand_shared(m); /* tied Q/K: the projections the blocks (and the key/value cache) read */
     long N = (long)B * T;
     int C = c->d_model, V = c->vocab;
     int cached = is_xl(m) && !train && m->cap_M > 0; /* inference: keys and values are kept */
@@ -203,4 +210,5 @@ void lc_model_backward(lc_model *m, float loss_scale) {
     lc_dropout_backward(m->dres, m->dres, NC, m->cur_train ? c->dropout : 0.0f, lc_model_step_seed(m, SEED_EMBED));
     if (is_xl(m)) lc_scale(m->dres, NC, sqrtf((float)C));
     lc_embedding_backward(m->g_wte, m->g_wpe, m->dres, m->tokens, B, T, C);
+    lc_model_fold_shared(m);
 }

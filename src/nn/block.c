@@ -1,5 +1,6 @@
-/* The Transformer block: causal self-attention and feed-forward sublayers with residual connections,
- * in pre-LN (x + f(LN(x))) or post-LN (LN(x + f(x))) arrangement; forward and backward. With memory
+/* The Transformer block: self-attention (causal or bidirectional; each head group with its own attention
+ * kind, optional global tokens with their own projection) and feed-forward sublayers with residual
+ * connections, in pre-LN (x + f(LN(x))) or post-LN (LN(x + f(x))) arrangement; forward and backward. With memory
  * (Transformer-XL) the attention reads keys and values from concat(memory, segment), LayerNorm (pre-LN)
  * covers the memory rows too, and no gradient flows into the memory. */
 #include <math.h>
@@ -43,7 +44,7 @@ static void add_segment_rows(const lc_block_ctx *c, float *dx, const float *dcat
 static lc_attn_shape attn_shape(const lc_block_ctx *c) {
     lc_attn_shape s;
     memset(&s, 0, sizeof s);
-    s.B = c->B, s.H = c->H, s.T = c->T, s.M = c->M, s.D = c->C / c->H, s.causal = 1;
+    s.B = c->B, s.H = c->H, s.T = c->T, s.M = c->M, s.D = c->C / c->H, s.causal = c->causal;
     s.scale = 1.0f / sqrtf((float)s.D);
     s.window = c->window;
     s.relpos = c->relpos;
@@ -62,11 +63,72 @@ static lc_attn_tensors attn_views(const lc_block_ctx *c, float *qkv, float *att)
     return t;
 }
 
+static lc_view view_at(lc_view v, long off) {
+    if (v.p) v.p += off;
+    return v;
+}
+
+/* Global-token tensors over the fused [B, S, 3C] global projection (and its gradient). */
+static lc_attn_global global_views(const lc_block_ctx *c, const lc_block_acts *a, const lc_block_scratch *sc) {
+    long S = rows_s(c), C = c->C, M = c->M;
+    lc_attn_global g;
+    memset(&g, 0, sizeof g);
+    g.pos = c->global_pos;
+    g.qg = (lc_view){a->qkvg + M * 3 * C, S * 3 * C, 3 * C};
+    g.kg = (lc_view){a->qkvg + C, S * 3 * C, 3 * C};
+    g.vg = (lc_view){a->qkvg + 2 * C, S * 3 * C, 3 * C};
+    if (sc) {
+        g.dqg = (lc_view){sc->d_qkvg + M * 3 * C, S * 3 * C, 3 * C};
+        g.dkg = (lc_view){sc->d_qkvg + C, S * 3 * C, 3 * C};
+        g.dvg = (lc_view){sc->d_qkvg + 2 * C, S * 3 * C, 3 * C};
+    }
+    g.lse = a->lse_g;
+    return g;
+}
+
+/* Run the layer's head groups one after another: group i sees heads h0 .. h0 + heads - 1, i.e. the
+ * views shifted by h0*D columns, its own slice of lse, its kind's parameters and state. g (the
+ * gradients) is NULL for forward. */
+static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                       const lc_attn_tensors *t, const lc_attn_global *glob) {
+    const lc_attn_shape s = attn_shape(c);
+    const long D = c->C / c->H, BT = (long)c->B * c->T;
+    for (int i = 0; i < c->layer->n_groups; i++) {
+        const lc_attn_group *grp = &c->layer->group[i];
+        const long off = grp->h0 * D;
+        const lc_attn_shape gs = lc_attn_group_shape(&s, grp);
+        lc_attn_tensors gt = *t;
+        gt.q = view_at(t->q, off), gt.k = view_at(t->k, off), gt.v = view_at(t->v, off);
+        gt.out = view_at(t->out, off), gt.dout = view_at(t->dout, off);
+        gt.dq = view_at(t->dq, off), gt.dk = view_at(t->dk, off), gt.dv = view_at(t->dv, off);
+        gt.lse = t->lse + BT * grp->h0;
+        lc_attn_global gg;
+        gt.global = NULL;
+        if (grp->n_global) {
+            gg = *glob;
+            gg.n = grp->n_global;
+            gg.qg = view_at(glob->qg, off), gg.kg = view_at(glob->kg, off), gg.vg = view_at(glob->vg, off);
+            gg.dqg = view_at(glob->dqg, off), gg.dkg = view_at(glob->dkg, off), gg.dvg = view_at(glob->dvg, off);
+            gg.lse = glob->lse + BT * grp->h0;
+            gt.global = &gg;
+        }
+        gt.params = w->attn_params[i];
+        gt.dparams = g ? g->attn_params[i] : NULL;
+        gt.state = c->attn_state[i];
+        gt.train = c->train;
+        gt.seed = lc_seed_mix(c->attn_seed, (uint64_t)i);
+        /* relative positions (XL) are only combined with a layer of one group (lc_model_create checks) */
+        if (g)
+            grp->kind->backward(&gs, grp->opts, &gt, c->attn_work);
+        else
+            grp->kind->forward(&gs, grp->opts, &gt, c->attn_work);
+    }
+}
+
 /* tmp = drop(proj(attention(qkv(a)))), a holding B*S rows (B*T rows with a key/value cache). */
 static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
                                const float *in) {
     int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
-    lc_attn_shape s = attn_shape(c);
     lc_attn_tensors t;
     if (c->kv) {
         lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * C);
@@ -93,7 +155,12 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
         t.rel = &rel;
     }
     t.lse = a->lse;
-    c->attn->forward(&s, c->attn_opts, &t, c->attn_work);
+    lc_attn_global glob;
+    if (w->qkvg_w) { /* global tokens: their own projection of every row (no key/value cache here) */
+        lc_linear_forward(a->qkvg, in, w->qkvg_w, w->qkvg_b, BS, C, 3 * C);
+        glob = global_views(c, a, NULL);
+    }
+    run_groups(c, w, NULL, &t, w->qkvg_w ? &glob : NULL);
     lc_linear_forward(c->tmp, a->att, w->proj_w, w->proj_b, N, C, C);
     lc_dropout_forward(c->tmp, c->tmp, (size_t)N * C, drop_p(c), site_seed(c, SITE_ATTN_OUT));
 }
@@ -166,7 +233,6 @@ static void attention_backward(const lc_block_ctx *c, const lc_block_weights *w,
     lc_dropout_backward(s->d_tmp, dsum, (size_t)N * C, drop_p(c), site_seed(c, SITE_ATTN_OUT));
     memset(s->d_att, 0, sizeof(float) * (size_t)N * C);
     lc_linear_backward(s->d_att, g->proj_w, g->proj_b, s->d_tmp, a->att, w->proj_w, N, C, C);
-    lc_attn_shape sh = attn_shape(c);
     lc_attn_tensors t = attn_views(c, a->qkv, a->att);
     long S = rows_s(c);
     if (c->M > 0) memset(s->d_qkv, 0, sizeof(float) * (size_t)BS * 3 * C); /* memory rows get no dq */
@@ -182,7 +248,13 @@ static void attention_backward(const lc_block_ctx *c, const lc_block_weights *w,
         rel.dr = s->d_r, rel.du = s->d_u, rel.dv = s->d_v;
         t.rel = &rel;
     }
-    c->attn->backward(&sh, c->attn_opts, &t, c->attn_work);
+    lc_attn_global glob;
+    if (w->qkvg_w) {
+        memset(s->d_qkvg, 0, sizeof(float) * (size_t)BS * 3 * C);
+        glob = global_views(c, a, s);
+    }
+    run_groups(c, w, g, &t, w->qkvg_w ? &glob : NULL);
+    if (w->qkvg_w) lc_linear_backward(din, g->qkvg_w, g->qkvg_b, s->d_qkvg, in, w->qkvg_w, BS, C, 3 * C);
     if (c->relpos) {
         add_vec(g->u, s->d_u, C);
         add_vec(g->v, s->d_v, C);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "attn/attn.h"
+#include "attn/spec.h"
 #include "longctx.h"
 
 /* ---- embedding: out[b,t,:] = wte[tok[b,t], :] + wpe[t, :] (wpe may be NULL) ---- */
@@ -30,6 +31,8 @@ typedef struct {
     float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
     float *r_w;   /* XL: [C, C] projection of the sinusoid position embeddings (NULL for vanilla) */
     float *u, *v; /* XL: [H*D] content and position biases (may be shared between layers) */
+    float *qkvg_w, *qkvg_b; /* global tokens (Longformer): their own [3C, C] projection (NULL: none) */
+    float *attn_params[LC_ATTN_MAX_GROUPS]; /* learned parameters of each head group's kind (or NULL) */
 } lc_block_weights;
 
 /* Activations one block saves for backward (N = B*T segment rows; B*S rows where noted). */
@@ -40,7 +43,9 @@ typedef struct {
     float *qkv;          /* [B*S, 3C] */
     float *r;            /* XL: [S, C] projected position embeddings by distance */
     float *att;          /* [N, C] attention output before the projection */
-    float *lse;          /* [B*H*T] row log-sum-exp of the attention */
+    float *lse;          /* [B*H*T] row log-sum-exp of the attention (head group g: from B*T*h0 on) */
+    float *qkvg;         /* global tokens: [B*S, 3C] projection by qkvg_w */
+    float *lse_g;        /* global tokens: [B*H*n_global] log-sum-exp of the global rows */
     float *s1;           /* x + drop(proj(att)) */
     float *norm2;        /* pre: LN2(s1); post: unused */
     float *mean2, *rstd2;
@@ -52,6 +57,7 @@ typedef struct {
  * d_norm, d_cat; [B*S, 3C] d_qkv; [N, F] d_fc1, d_act; XL: [S, C] d_r, [C] d_u, d_v. */
 typedef struct {
     float *d_a, *d_b, *d_tmp, *d_att, *d_norm, *d_cat, *d_qkv, *d_fc1, *d_act, *d_r, *d_u, *d_v;
+    float *d_qkvg; /* [B*S, 3C] when some layer has global tokens */
 } lc_block_scratch;
 
 typedef struct {
@@ -61,9 +67,12 @@ typedef struct {
     float dropout;   /* applied when train != 0 */
     int train;
     uint64_t seed;   /* dropout stream of this block for this step */
-    const lc_attn_kind *attn;
-    const void *attn_opts;
-    float *attn_work; /* workspace of attn->workspace_floats() */
+    const lc_attn_layer *layer; /* the kinds of this layer's head groups, with their options */
+    int causal;       /* 1: decoder; 0: bidirectional encoder */
+    uint64_t attn_seed; /* fixed per layer: the kinds' random choices (BigBird plans, LSH rotations) */
+    float *attn_state[LC_ATTN_MAX_GROUPS]; /* per group: the kind's non-learned state (or NULL) */
+    const int *global_pos; /* 0, 1, 2, ...: global token positions (the first n_global of a group) */
+    float *attn_work; /* workspace of lc_attn_layer_workspace() */
     float *tmp;       /* [N, C] forward scratch */
     int M;            /* memory rows in front of the segment (0: none) */
     const float *mem; /* [B, M, C] memory of this layer when M > 0 */

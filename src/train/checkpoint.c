@@ -47,6 +47,10 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
     meta_put(l, "activation", "%s", c->activation == LC_ACT_GELU ? "gelu" : "relu");
     meta_put(l, "tied", "%d", c->tied);
     meta_put(l, "dropout", "%.9g", (double)c->dropout);
+    meta_put(l, "attn", "%s", c->attn[0] ? c->attn : "full");
+    meta_put(l, "qk_share", "%d", c->qk_share);
+    meta_put(l, "attn_share", "%d", c->attn_share);
+    meta_put(l, "objective", "%s", c->objective == LC_OBJECTIVE_MLM ? "mlm" : "clm");
     if (c->model == LC_MODEL_XL) {
         meta_put(l, "mem_len", "%d", c->mem_len);
         meta_put(l, "clamp_len", "%d", c->clamp_len);
@@ -97,7 +101,7 @@ static float *memory_snapshot(const lc_model *m, lc_st_tensor *t, char (*names)[
 lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path) {
     int n = m->ptab.n;
     int L = m->cfg.n_layer;
-    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)L, sizeof *t);
+    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)L + (size_t)m->stab.n, sizeof *t);
     char(*names)[LC_NAME_MAX + 16] = calloc((size_t)2 * n + (size_t)L, sizeof *names);
     meta_list *meta = calloc(1, sizeof *meta);
     if (!t || !names || !meta) {
@@ -124,8 +128,14 @@ lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const
     describe(m, o, meta);
     int n_mem = 0;
     float *mem = memory_snapshot(m, t + 3 * n, names + 2 * n, &n_mem);
+    int n_state = 0;
+    for (int i = 0; i < m->stab.n && n_mem >= 0; i++, n_state++) { /* attention kinds' state (not trained) */
+        const lc_slot *s = &m->stab.slots[i];
+        t[3 * n + n_mem + i] = (lc_st_tensor){s->name, LC_DT_F32, s->ndim, {s->shape[0], s->shape[1]},
+                                              m->state + s->offset};
+    }
     lc_status st = n_mem < 0 ? lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the XL memory", path)
-                             : lc_st_write(path, t, 3 * n + n_mem, meta->items, meta->n);
+                             : lc_st_write(path, t, 3 * n + n_mem + n_state, meta->items, meta->n);
     free(mem);
     free(t);
     free(names);
@@ -201,6 +211,26 @@ static lc_status read_config(const lc_st_file *f, lc_config *c, long *step, uint
     }
     c->norm = norm ? LC_NORM_POST : LC_NORM_PRE;
     c->activation = act ? LC_ACT_RELU : LC_ACT_GELU;
+    /* attention layout and objective (absent from older checkpoints: full attention, causal LM) */
+    const char *attn = lc_st_get_meta(f, "attn");
+    if (attn) {
+        if (strlen(attn) >= sizeof c->attn) return lc_fail(LC_ERR_FORMAT, "%s: attn spec too long", lc_st_path(f));
+        strcpy(c->attn, attn);
+    }
+    long share;
+    if (lc_st_get_meta(f, "qk_share")) {
+        if ((st = meta_long(f, "qk_share", 0, 1 << 20, &share))) return st;
+        c->qk_share = (int)share;
+    }
+    if (lc_st_get_meta(f, "attn_share")) {
+        if ((st = meta_long(f, "attn_share", 0, 1 << 20, &share))) return st;
+        c->attn_share = (int)share;
+    }
+    if (lc_st_get_meta(f, "objective")) {
+        int mlm = 0;
+        if ((st = meta_choice(f, "objective", "clm", "mlm", &mlm))) return st;
+        c->objective = mlm ? LC_OBJECTIVE_MLM : LC_OBJECTIVE_CLM;
+    }
     if (lc_config_validate(c)) return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), lc_last_error());
     long sd;
     if ((st = meta_long(f, "step", 0, 1L << 62, step))) return st;
@@ -246,6 +276,11 @@ static lc_status read_tensors(const lc_st_file *f, lc_model *m) {
             st = lc_st_read(f, nm, LC_DT_F32, s->ndim, s->shape, (which ? m->adam_v : m->adam_m) + s->offset);
             if (st) return st;
         }
+    }
+    for (int i = 0; i < m->stab.n; i++) { /* kinds' state */
+        const lc_slot *s = &m->stab.slots[i];
+        lc_status st = lc_st_read(f, s->name, LC_DT_F32, s->ndim, s->shape, m->state + s->offset);
+        if (st) return st;
     }
     return LC_OK;
 }
