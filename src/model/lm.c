@@ -456,6 +456,7 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     lc_model *m = calloc(1, sizeof *m);
     if (!m) return lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;
+    if (!m->cfg.attn[0]) strcpy(m->cfg.attn, "full"); /* the default, spelled out (checkpoints record it) */
     m->max_B = max_batch;
     m->seed = seed;
     int L = cfg->n_layer;
