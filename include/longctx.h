@@ -174,6 +174,8 @@ lc_status lc_evaluate_mlm(lc_model *m, const uint8_t *data, size_t n, int seg_le
  * 15% (at least one per call); a chosen position's target is its byte and its token becomes
  * LC_MASK_TOKEN (80%), a random byte (10%) or stays (10%); other targets are -1. Deterministic in seed. */
 void lc_mlm_mask(int *tokens, int *targets, long n, uint64_t seed);
+/* The masking seed of every validation pass (training's and `longctx eval`'s): the same positions. */
+#define LC_MLM_EVAL_SEED 0x6d6c6d2d6576616cULL
 
 /* ---------------------------------------------------------------- training */
 typedef struct {

@@ -53,6 +53,18 @@ int lc_cmd_eval(int argc, char **argv) {
     if (len < 2) {
         lc_cli_error("eval: --data %s: the %s split has %zu bytes; at least 2 are needed", data, split, len);
         rc = LC_EXIT_RUNTIME;
+    } else if (lc_model_config(m)->objective == LC_OBJECTIVE_MLM) {
+        double acc = 0;
+        if ((st = lc_evaluate_mlm(m, c.bytes + begin, len, seg_len ? seg_len : T, batch, LC_MLM_EVAL_SEED, &bpc, &acc,
+                                  &tokens))) {
+            rc = lc_cli_fail(st);
+        } else {
+            printf("%s bpc %.4f and accuracy %.4f over %ld masked bytes of %s\n", split, bpc, acc, tokens, data);
+            if (json)
+                printf("{\"bpc\":%s,\"masked_accuracy\":%s,\"tokens\":%ld}\n", lc_json_number(bpc),
+                       lc_json_number(acc), tokens);
+            rc = LC_EXIT_OK;
+        }
     } else if ((st = lc_evaluate(m, c.bytes + begin, len, seg_len ? seg_len : T, batch, &bpc, &tokens))) {
         rc = lc_cli_fail(st);
     } else {

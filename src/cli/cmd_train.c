@@ -94,20 +94,29 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus) {
     lc_progress_done(&pp);
     if (st) return lc_cli_fail(st);
     double tok_s = 0;
-    double bpc = NAN;
+    double bpc = NAN, acc = NAN;
     long tokens = 0;
+    const int mlm = lc_model_config(m)->objective == LC_OBJECTIVE_MLM;
     size_t vb = corpus->begin[LC_PART_VALID], vn = corpus->end[LC_PART_VALID] - vb;
     if (vn >= 2) {
-        st = lc_evaluate(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc, &tokens);
+        if (mlm)
+            st = lc_evaluate_mlm(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, LC_MLM_EVAL_SEED,
+                                 &bpc, &acc, &tokens);
+        else
+            st = lc_evaluate(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc, &tokens);
         if (st) return lc_cli_fail(st);
     }
     if (a->out && (st = lc_checkpoint_save(m, &a->o, a->out))) return lc_cli_fail(st);
     tok_s = pp.tokens_per_s;
-    printf("valid bpc %.4f over %ld bytes after %ld steps (%.0f tokens/s)\n", bpc, tokens, lc_model_step(m), tok_s);
+    if (mlm)
+        printf("valid bpc %.4f and accuracy %.4f over %ld masked bytes after %ld steps (%.0f tokens/s)\n", bpc, acc,
+               tokens, lc_model_step(m), tok_s);
+    else
+        printf("valid bpc %.4f over %ld bytes after %ld steps (%.0f tokens/s)\n", bpc, tokens, lc_model_step(m), tok_s);
     if (a->out) printf("saved %s\n", a->out);
     if (a->json)
-        printf("{\"valid_bpc\":%s,\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n", lc_json_number(bpc),
-               tok_s, lc_model_step(m), lc_model_num_params(m));
+        printf("{\"valid_bpc\":%s,\"masked_accuracy\":%s,\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n",
+               lc_json_number(bpc), lc_json_number(acc), tok_s, lc_model_step(m), lc_model_num_params(m));
     return LC_EXIT_OK;
 }
 

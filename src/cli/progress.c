@@ -34,6 +34,7 @@ void lc_progress_print(const lc_progress *pr, void *user) {
     fprintf(stderr, "%s[%s] step %ld/%ld | loss %.4f | bpc %.3f | lr %.2e | %.0f tok/s | ETA %s", p->tty ? "\r" : "",
             bar, pr->step, pr->steps, pr->loss, pr->loss / log(2.0), pr->lr, pr->tokens_per_s, eta);
     if (has_valid) fprintf(stderr, " | valid bpc %.4f", pr->valid_bpc);
+    if (has_valid && !isnan(pr->valid_accuracy)) fprintf(stderr, " | masked acc %.3f", pr->valid_accuracy);
     if (!p->tty || has_valid) fputc('\n', stderr);
     fflush(stderr);
     p->last_printed = pr->step;

@@ -59,6 +59,8 @@ static lc_status next_logits_xl(lc_model *m, const int *ctx, size_t len, size_t 
 
 lc_status lc_sample(lc_model *m, const uint8_t *prompt, size_t prompt_len, int n_tokens, float temperature,
                     int top_k, uint64_t seed, lc_emit_fn emit, void *user) {
+    if (m->cfg.objective == LC_OBJECTIVE_MLM)
+        return lc_fail(LC_ERR_ARG, "sampling needs a causal model; this one is a masked-LM encoder (objective mlm)");
     if (n_tokens < 0) return lc_fail(LC_ERR_ARG, "tokens must be >= 0, got %d", n_tokens);
     if (!(temperature >= 0.0f)) return lc_fail(LC_ERR_ARG, "temperature must be >= 0");
     if (top_k < 0 || top_k > 256) return lc_fail(LC_ERR_ARG, "top-k must be 0..256, got %d", top_k);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
@@ -67,10 +68,12 @@ static double optimizer_step(lc_model *m, const lc_train_options *o, long step) 
     return norm;
 }
 
-static lc_status validate(lc_model *m, const lc_corpus *c, const lc_train_options *o, double *bpc) {
+static lc_status validate(lc_model *m, const lc_corpus *c, const lc_train_options *o, double *bpc, double *acc) {
     size_t begin = c->begin[LC_PART_VALID], n = c->end[LC_PART_VALID] - begin;
     if (o->eval_bytes > 0 && (size_t)o->eval_bytes < n) n = (size_t)o->eval_bytes;
     if (n < 2) { *bpc = NAN; return LC_OK; }
+    if (m->cfg.objective == LC_OBJECTIVE_MLM)
+        return lc_evaluate_mlm(m, c->bytes + begin, n, m->cfg.seq_len, m->max_B, LC_MLM_EVAL_SEED, bpc, acc, NULL);
     return lc_evaluate(m, c->bytes + begin, n, m->cfg.seq_len, m->max_B, bpc, NULL);
 }
 
@@ -92,6 +95,8 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
             long k = step * o->grad_accum + a;
             st = lc_stream_batch(train, n_train, B, T, k, tok, tgt);
             if (st) break;
+            if (m->cfg.objective == LC_OBJECTIVE_MLM) /* predict masked bytes of the segment itself */
+                lc_mlm_mask(tok, tgt, (long)B * T, lc_seed_mix(o->seed, (uint64_t)k));
             lc_model_set_noise_key(m, k);
             double sum;
             long count;
@@ -103,9 +108,9 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
         if (st) break;
         optimizer_step(m, o, step);
         m->step = step + 1;
-        lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN};
+        lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN};
         p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum / p.elapsed_s;
-        if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) st = validate(m, c, o, &p.valid_bpc);
+        if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) st = validate(m, c, o, &p.valid_bpc, &p.valid_accuracy);
         if (fn && !st) fn(&p, user);
     }
     free(tok);
