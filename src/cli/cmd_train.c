@@ -114,9 +114,11 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus) {
     else
         printf("valid bpc %.4f over %ld bytes after %ld steps (%.0f tokens/s)\n", bpc, tokens, lc_model_step(m), tok_s);
     if (a->out) printf("saved %s\n", a->out);
-    if (a->json)
-        printf("{\"valid_bpc\":%s,\"masked_accuracy\":%s,\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n",
-               lc_json_number(bpc), lc_json_number(acc), tok_s, lc_model_step(m), lc_model_num_params(m));
+    if (a->json) {
+        printf("{\"valid_bpc\":%s,", lc_json_number(bpc));
+        if (mlm) printf("\"masked_accuracy\":%s,", lc_json_number(acc));
+        printf("\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n", tok_s, lc_model_step(m), lc_model_num_params(m));
+    }
     return LC_EXIT_OK;
 }
 
