@@ -2,7 +2,7 @@
  *
  * Workspace layout (floats): pooled keys Kbar and values Vbar, [B][H][nb][D] each (nb = ceil(S / s));
  * their gradients dKbar, dVbar (same size, backward only); Delta [B H T] (backward only); then one
- * scratch area per thread (a score row and two D-vectors).
+ * scratch area per thread (a score row and the accumulators of 16 pooled blocks, 32 D-vectors).
  *
  * Forward, one parallel region:
  *   1. pooling, one task per (b, h, block): Kbar_j, Vbar_j = mean of the block's keys / values;
@@ -12,8 +12,9 @@
  * P = exp(scale q.k - lse) and dS = P (dout.v - Delta), Delta_t = dout_t . out_t, recomputed:
  *   1. pooling again (the workspace need not survive from forward) and Delta;
  *   2a. one task per query row:    dq_t = scale sum_c dS(t, c) k_c over its pooled and raw columns;
- *   2b. one task per pooled block: dKbar_j = scale sum_t dS(t, j) q_t, dVbar_j = sum_t P(t, j) dout_t
- *       over the queries that see block j (one or two contiguous ranges of queries);
+ *   2b. one task per group of 16 pooled blocks: dKbar_j = scale sum_t dS(t, j) q_t,
+ *       dVbar_j = sum_t P(t, j) dout_t over the queries that see block j (each q, dout row read once per
+ *       group);
  *   3. one task per key row s:     dk_s = scale sum_t dS(t, s) q_t + dKbar_j / n_j, and the same for dv,
  *       over the queries whose raw window holds s, with j = s / s and n_j the size of block j.
  * Dot products and axpys are vectorised over the head dimension (GCC vector extensions). */
@@ -118,8 +119,12 @@ typedef struct {
     float scale;
     long max_cols;        /* columns of one query row at most */
     size_t pooled_floats; /* B H nb D */
+    long groups;          /* groups of CMP_GROUP pooled blocks per head (backward tasks) */
     size_t thread_floats;
 } cmp_geometry;
+
+/* Pooled blocks per backward task of pass 2b. */
+#define CMP_GROUP 16
 
 static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
@@ -136,7 +141,8 @@ static cmp_geometry geometry_of(const lc_attn_shape *s, const void *opts) {
     g.max_cols = raw + g.nb;
     if (g.max_cols < 1) g.max_cols = 1;
     g.pooled_floats = round16((size_t)g.B * g.H * (size_t)g.nb * g.D);
-    g.thread_floats = round16((size_t)g.max_cols) + 2 * round16((size_t)g.D);
+    g.groups = (g.nb + CMP_GROUP - 1) / CMP_GROUP;
+    g.thread_floats = round16((size_t)g.max_cols) + 2 * CMP_GROUP * round16((size_t)g.D);
     return g;
 }
 
@@ -314,31 +320,46 @@ static void dq_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_wo
     for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
 }
 
-/* pass 2b: dKbar, dVbar of pooled block j (zero when no query sees it) */
-static void dpooled_block(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, int b, int h, long j,
-                          float *acc_k, float *acc_v) {
+/* pass 2b: dKbar, dVbar of the pooled blocks [j0, j1) of one head, zero for blocks no query sees. The
+ * task walks the queries that see any block of the group once, in increasing order, so each q and dout
+ * row is read once per group rather than once per block. */
+static void dpooled_group(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, int b, int h, long j0,
+                          long j1, float *acc_k, float *acc_v) {
     const int D = g->D;
-    const size_t at = (((size_t)b * g->H + h) * g->nb + j) * D;
-    const float *kr = w->kbar + at, *vr = w->vbar + at;
+    const size_t head = ((size_t)b * g->H + h) * g->nb, dstride = round16((size_t)D);
+    const float *kb = w->kbar + head * D, *vb = w->vbar + head * D;
     const long r0 = ((long)b * g->H + h) * g->T, last = g->S - 1;
-    memset(acc_k, 0, sizeof(float) * (size_t)D);
-    memset(acc_v, 0, sizeof(float) * (size_t)D);
-    /* queries (key positions p in [M, S)) that see block j: p >= (j+1) s + w (the block ends before the
-     * window), and bidirectional also p <= j s - w - 1 (the block starts after it) */
-    long ranges[2][2] = {{(j + 1) * g->s + g->w, last}, {g->M, g->causal ? g->M - 1 : j * g->s - g->w - 1}};
+    memset(acc_k, 0, sizeof(float) * dstride * (size_t)(j1 - j0));
+    memset(acc_v, 0, sizeof(float) * dstride * (size_t)(j1 - j0));
+    /* block j is seen by the queries p >= (j+1) s + w (it ends before their window) and, bidirectional,
+     * p <= j s - w - 1 (it starts after it): the group by p >= pa or p <= pb */
+    const long pa = (j0 + 1) * g->s + g->w, pb = g->causal ? g->M - 1 : (j1 - 1) * g->s - g->w - 1;
+    long ranges[2][2] = {{g->M, pb}, {pa, last}};
+    if (pb >= pa - 1) ranges[0][1] = g->M - 1, ranges[1][0] = g->M; /* the two ranges meet: every query */
     for (int k = 0; k < 2; k++) {
         const long p0 = ranges[k][0] > g->M ? ranges[k][0] : g->M, p1 = ranges[k][1] < last ? ranges[k][1] : last;
         for (long p = p0; p <= p1; p++) {
             const long row = p - g->M;
+            const cmp_cols c = cols_of(g, p);
             const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
-            const float prob = lc_expf(g->scale * cmp_dot(q, kr, D) - t->lse[r0 + row]);
-            const float ds = prob * (cmp_dot(dout, vr, D) - w->delta[r0 + row]);
-            cmp_axpy(acc_v, prob, dout, D);
-            cmp_axpy(acc_k, ds, q, D);
+            const float lse = t->lse[r0 + row], dl = w->delta[r0 + row];
+            for (int side = 0; side < 2; side++) {
+                long a = side ? c.right0 : 0, e = side ? g->nb : c.left;
+                a = a > j0 ? a : j0, e = e < j1 ? e : j1;
+                for (long j = a; j < e; j++) {
+                    const float prob = lc_expf(g->scale * cmp_dot(q, kb + j * D, D) - lse);
+                    const float ds = prob * (cmp_dot(dout, vb + j * D, D) - dl);
+                    cmp_axpy(acc_v + (j - j0) * dstride, prob, dout, D);
+                    cmp_axpy(acc_k + (j - j0) * dstride, ds, q, D);
+                }
+            }
         }
     }
-    float *dk = w->dkbar + at, *dv = w->dvbar + at;
-    for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e], dv[e] = acc_v[e];
+    for (long j = j0; j < j1; j++) {
+        float *dk = w->dkbar + (head + j) * D, *dv = w->dvbar + (head + j) * D;
+        const float *ak = acc_k + (j - j0) * dstride, *av = acc_v + (j - j0) * dstride;
+        for (int e = 0; e < D; e++) dk[e] = g->scale * ak[e], dv[e] = av[e];
+    }
 }
 
 /* pass 3: dk, dv of key row `key` (every S row is written) */
@@ -373,6 +394,7 @@ void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const
     check_args(s, opts, t);
     const cmp_geometry g = geometry_of(s, opts);
     const long rows = (long)g.B * g.H * g.T, blocks = (long)g.B * g.H * g.nb, keys = (long)g.B * g.H * g.S;
+    const long groups = (long)g.B * g.H * g.groups;
     const cmp_work w = work_of(&g, work);
     const int nthreads = lc_get_threads();
     (void)nthreads;
@@ -381,7 +403,7 @@ void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const
 #endif
     {
         float *scratch = w.threads + (size_t)lc_thread_id() * g.thread_floats;
-        float *acc_a = scratch + round16((size_t)g.max_cols), *acc_b = acc_a + round16((size_t)g.D);
+        float *acc_a = scratch + round16((size_t)g.max_cols), *acc_b = acc_a + CMP_GROUP * round16((size_t)g.D);
 #ifdef _OPENMP
 #pragma omp for schedule(static) nowait
 #endif
@@ -404,10 +426,12 @@ void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const
         for (long i = 0; i < rows; i++)
             dq_row(&g, t, &w, (int)(i / g.T / g.H), (int)(i / g.T % g.H), (int)(i % g.T), acc_a);
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, 1)
 #endif
-        for (long i = 0; i < blocks; i++)
-            dpooled_block(&g, t, &w, (int)(i / g.nb / g.H), (int)(i / g.nb % g.H), i % g.nb, acc_a, acc_b);
+        for (long i = 0; i < groups; i++) {
+            const long j0 = i % g.groups * CMP_GROUP, j1 = j0 + CMP_GROUP < g.nb ? j0 + CMP_GROUP : g.nb;
+            dpooled_group(&g, t, &w, (int)(i / g.groups / g.H), (int)(i / g.groups % g.H), j0, j1, acc_a, acc_b);
+        }
         /* implicit barrier: dKbar, dVbar are complete */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 16)
