@@ -13,7 +13,7 @@
  * Backward writes dq and all S rows of dk, dv: a key's gradient is its raw-window share plus
  * dKbar_j / |block j| of its pooled block j. Average pooling only (no learned pooling).
  * No relative positions (shape.relpos = 0), no same_length window (shape.window = 0), no global tokens.
- * Cost O(T (w + S/s) D); workspace O(B H (S/s) D + B H T + threads (w + S/s + D)); deterministic for any
+ * Cost O(T (w + S/s) D); workspace O(B H (S/s) D + B H T + threads (w + S/s + 32 D)); deterministic for any
  * thread count. */
 #ifndef LC_ATTN_COMPRESSED_H
 #define LC_ATTN_COMPRESSED_H
