@@ -65,6 +65,10 @@ typedef struct {
     int qk_share;       /* consecutive heads sharing one query and one key projection (0 or 1: none) */
     int attn_share;     /* consecutive layers sharing one attention module (0 or 1: none) */
     lc_objective objective; /* MLM needs model vanilla: bidirectional, absolute positions */
+    /* Memory savers (Reformer): */
+    int reversible;     /* reversible residual layers: backward rebuilds each layer's inputs from its outputs,
+                           so activations do not grow with depth (needs pre-LN, model vanilla) */
+    int ffn_chunk;      /* feed-forward over chunks of this many rows (0: all at once) */
 } lc_config;
 
 /* The defaults of the "small" preset. */

@@ -315,11 +315,28 @@ static void plan_acts(lc_model *m, lc_plan *p) {
     long T = m->cap_T, Mc = m->cap_M, S = T + Mc, B = m->max_B;
     long N = B * T, NS = B * S, C = c->d_model, F = c->d_ff, H = c->n_head;
     char nm[LC_NAME_MAX];
+    /* Reversible layers keep two streams instead of every layer's input, and one set of activations
+     * that every layer reuses (backward recomputes them); rev_store keeps them all (a reference). */
+    const int rev = c->reversible, shared_acts = rev && !m->rev_store;
+    const long K = c->ffn_chunk > 0 && c->ffn_chunk < N ? c->ffn_chunk : N; /* feed-forward rows at once */
     for (int l = 0; l <= c->n_layer; l++) {
+        if (rev && l > 0 && l < c->n_layer) continue;
         snprintf(nm, sizeof nm, "res.%d", l);
         plan_add(p, &m->res[l], nm, 2, N, C);
     }
-    for (int l = 0; l < c->n_layer; l++) {
+    if (rev) {
+        plan_add(p, &m->rev_y1, "rev.y1", 2, N, C);
+        plan_add(p, &m->rev_y2, "rev.y2", 2, N, C);
+        plan_add(p, &m->rev_d1, "rev.d1", 2, N, C);
+        plan_add(p, &m->rev_d2, "rev.d2", 2, N, C);
+        for (int l = 0; m->rev_store && l <= c->n_layer; l++) {
+            snprintf(nm, sizeof nm, "rev.x1.%d", l);
+            plan_add(p, &m->rev_x1[l], nm, 2, N, C);
+            snprintf(nm, sizeof nm, "rev.x2.%d", l);
+            plan_add(p, &m->rev_x2[l], nm, 2, N, C);
+        }
+    }
+    for (int l = 0; l < (shared_acts ? 1 : c->n_layer); l++) {
         lc_block_acts *a = &m->bact[l];
 #define A(field, suffix, rows, cols)                                                                   \
     snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);                                                \
@@ -347,8 +364,8 @@ static void plan_acts(lc_model *m, lc_plan *p) {
         else { A(s2, "s2", N, C); }
         A(mean2, "mean2", N, 1);
         A(rstd2, "rstd2", N, 1);
-        A(fc1, "fc1", N, F);
-        A(act, "act", N, F);
+        A(fc1, "fc1", K, F);
+        A(act, "act", K, F);
 #undef A
     }
     if (pre) {
@@ -374,8 +391,8 @@ static void plan_acts(lc_model *m, lc_plan *p) {
     int any_global = 0;
     for (int l = 0; l < c->n_layer; l++) any_global |= m->blk[l].qkvg_w != NULL;
     if (any_global) plan_add(p, &s->d_qkvg, "d.qkvg", 2, NS, 3 * C);
-    plan_add(p, &s->d_fc1, "d.fc1", 2, N, F);
-    plan_add(p, &s->d_act, "d.act", 2, N, F);
+    plan_add(p, &s->d_fc1, "d.fc1", 2, K, F);
+    plan_add(p, &s->d_act, "d.act", 2, K, F);
     if (xl) {
         plan_add(p, &s->d_r, "d.r", 2, S, C);
         plan_add(p, &s->d_u, "d.u", 1, C, 0);
@@ -438,6 +455,8 @@ static lc_status build_acts(lc_model *m) {
     if (!m->acts) { free(ap.fix); return LC_ERR_NOMEM; }
     plan_patch(&ap, m->acts);
     free(ap.fix);
+    if (m->cfg.reversible && !m->rev_store) /* one set of activations for every layer */
+        for (int l = 1; l < m->cfg.n_layer; l++) m->bact[l] = m->bact[0];
     m->mem_rows = 0;
     m->kv_mode = 0;
     m->kv_start = 0;
@@ -480,6 +499,9 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->res = calloc((size_t)L + 1, sizeof *m->res);
     m->mem = calloc((size_t)L, sizeof *m->mem);
     m->kv = calloc((size_t)L, sizeof *m->kv);
+    m->rev_x1 = calloc((size_t)L + 1, sizeof *m->rev_x1);
+    m->rev_x2 = calloc((size_t)L + 1, sizeof *m->rev_x2);
+    if (!m->rev_x1 || !m->rev_x2) goto nomem;
     if (!m->blk || !m->gblk || !m->bact || !m->res || !m->mem || !m->kv) goto nomem;
 
     lc_plan pp = {&m->ptab, NULL, 0, 0, 0};
@@ -545,6 +567,8 @@ void lc_model_free(lc_model *m) {
     free(m->res);
     free(m->mem);
     free(m->kv);
+    free(m->rev_x1);
+    free(m->rev_x2);
     free(m->tokens);
     free(m->targets);
     free(m);
@@ -590,6 +614,12 @@ lc_status lc_model_resize(lc_model *m, int max_batch, int seq_len, int mem_len) 
         m->max_B = old_B, m->cap_T = old_T, m->cap_M = old_M, m->cfg.mem_len = old_mem;
         return st;
     }
+    return build_acts(m);
+}
+
+lc_status lc_model_set_reversible_store(lc_model *m, int on) {
+    if (!m->cfg.reversible) return lc_fail(LC_ERR_ARG, "not a reversible model");
+    m->rev_store = on != 0;
     return build_acts(m);
 }
 

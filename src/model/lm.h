@@ -47,6 +47,12 @@ struct lc_model {
     float *state;
     float **group_state; /* [n_layer * LC_ATTN_MAX_GROUPS]: each head group's slice (or NULL) */
 
+    /* Reversible layers: the two streams (y1, y2) and their gradients; with rev_store (a reference for
+     * tests) every layer's inputs x1[l], x2[l] (l = 0..L, L: the outputs) and activations are kept. */
+    float *rev_y1, *rev_y2, *rev_d1, *rev_d2;
+    float **rev_x1, **rev_x2;
+    int rev_store;
+
     /* Transformer-XL state. */
     float **mem;        /* per layer [max_B * cap_M, C]: memory rows of each stream (batch row) */
     int mem_rows;       /* rows currently in every layer's memory */
@@ -66,6 +72,10 @@ struct lc_model {
  * fold their gradients back into the parameters' gradients (after a backward). No-ops otherwise. */
 void lc_model_expand_shared(lc_model *m);
 void lc_model_fold_shared(lc_model *m);
+
+/* Reversible models: keep every layer's activations instead of recomputing them (1), or not (0, the
+ * default); re-plans the activations. */
+lc_status lc_model_set_reversible_store(lc_model *m, int on);
 
 /* Seed of the randomness (dropout) used at the model's current step, for stream `what`. */
 uint64_t lc_model_step_seed(const lc_model *m, uint64_t what);

@@ -27,6 +27,7 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
     for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) ctx.attn_state[i] = m->group_state[layer * LC_ATTN_MAX_GROUPS + i];
     ctx.global_pos = m->global_pos;
     ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
+    ctx.ffn_chunk = c->ffn_chunk;
     ctx.M = M;
     ctx.mem = M > 0 ? m->mem[layer] : NULL;
     ctx.mem_stride = (long)m->cap_M * c->d_model;
@@ -122,6 +123,70 @@ static void advance_kv(lc_model *m, int M) {
 }
 int lc_model_memory_rows(const lc_model *m) { return m->mem_rows; }
 
+/* ---------------------------------------------------------------- reversible layers (Reformer)
+ * Two streams start as the embedding, x1 = x2 = e; layer l maps them to y1 = x1 + f_l(x2),
+ * y2 = x2 + g_l(y1) (f: the attention half, g: the feed-forward half); the output is (y1 + y2) / 2.
+ * Backward walks down from the outputs and rebuilds each layer's inputs from its outputs,
+ * x2 = y2 - g_l(y1), x1 = y1 - f_l(x2), recomputing each half's activations (with the same dropout
+ * masks) right before its backward, so activations are kept for one layer only. */
+
+static void axpy(float *y, float a, const float *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static void reversible_forward(lc_model *m, int train) {
+    const lc_config *c = &m->cfg;
+    const size_t NC = (size_t)m->B * m->T * c->d_model;
+    float *y1 = m->rev_y1, *y2 = m->rev_y2;
+    memcpy(y1, m->res[0], sizeof(float) * NC);
+    memcpy(y2, m->res[0], sizeof(float) * NC);
+    for (int l = 0; l < c->n_layer; l++) {
+        lc_block_ctx ctx = block_ctx(m, l, train, 0);
+        if (m->rev_store) {
+            memcpy(m->rev_x1[l], y1, sizeof(float) * NC);
+            memcpy(m->rev_x2[l], y2, sizeof(float) * NC);
+        }
+        lc_block_attn_half(&ctx, &m->blk[l], &m->bact[l], y2);
+        axpy(y1, 1.0f, m->tmp, NC);
+        lc_block_ffn_half(&ctx, &m->blk[l], &m->bact[l], y1);
+        axpy(y2, 1.0f, m->tmp, NC);
+    }
+    if (m->rev_store) {
+        memcpy(m->rev_x1[c->n_layer], y1, sizeof(float) * NC);
+        memcpy(m->rev_x2[c->n_layer], y2, sizeof(float) * NC);
+    }
+    float *out = m->res[c->n_layer];
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < NC; i++) out[i] = 0.5f * (y1[i] + y2[i]);
+}
+
+/* On entry m->dres holds d loss / d output; on return d loss / d embedding. */
+static void reversible_backward(lc_model *m) {
+    const lc_config *c = &m->cfg;
+    const size_t NC = (size_t)m->B * m->T * c->d_model;
+    float *y1 = m->rev_y1, *y2 = m->rev_y2, *d1 = m->rev_d1, *d2 = m->rev_d2;
+    for (size_t i = 0; i < NC; i++) d1[i] = d2[i] = 0.5f * m->dres[i];
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        lc_block_ctx ctx = block_ctx(m, l, m->cur_train, 0);
+        const lc_block_weights *w = &m->blk[l];
+        lc_block_weights *g = &m->gblk[l];
+        const lc_block_acts *a = &m->bact[l];
+        if (m->rev_store) { /* the reference: inputs and activations as the forward left them */
+            lc_block_ffn_half_backward(&ctx, w, g, a, m->rev_x1[l + 1], d2, d1, &m->scratch);
+            lc_block_attn_half_backward(&ctx, w, g, a, m->rev_x2[l], d1, d2, &m->scratch);
+            continue;
+        }
+        lc_block_ffn_half(&ctx, w, a, y1); /* g(y1) again: x2 = y2 - g(y1) */
+        axpy(y2, -1.0f, m->tmp, NC);
+        lc_block_ffn_half_backward(&ctx, w, g, a, y1, d2, d1, &m->scratch);
+        lc_block_attn_half(&ctx, w, a, y2); /* f(x2) again: x1 = y1 - f(x2) */
+        axpy(y1, -1.0f, m->tmp, NC);
+        lc_block_attn_half_backward(&ctx, w, g, a, y2, d1, d2, &m->scratch);
+    }
+    for (size_t i = 0; i < NC; i++) m->dres[i] = d1[i] + d2[i];
+}
+
 static lc_status check_inputs(const lc_model *m, const int *tokens, const int *targets, int B, int T) {
     int V = m->cfg.vocab, VT = V + (m->cfg.objective == LC_OBJECTIVE_MLM); /* MLM: the mask symbol too */
     if (B < 1 || B > m->max_B) return lc_fail(LC_ERR_ARG, "batch %d outside 1..%d", B, m->max_B);
@@ -164,9 +229,13 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     }
     lc_dropout_forward(m->res[0], m->res[0], (size_t)N * C, train ? c->dropout : 0.0f,
                        lc_model_step_seed(m, SEED_EMBED));
-    for (int l = 0; l < c->n_layer; l++) {
-        lc_block_ctx ctx = block_ctx(m, l, train, M);
-        lc_block_forward(&ctx, &m->blk[l], &m->bact[l], m->res[l], m->res[l + 1]);
+    if (c->reversible) {
+        reversible_forward(m, train);
+    } else {
+        for (int l = 0; l < c->n_layer; l++) {
+            lc_block_ctx ctx = block_ctx(m, l, train, M);
+            lc_block_forward(&ctx, &m->blk[l], &m->bact[l], m->res[l], m->res[l + 1]);
+        }
     }
     if (cached) advance_kv(m, M);
     else if (is_xl(m) && c->mem_len > 0) update_memory(m, M);
@@ -203,9 +272,13 @@ void lc_model_backward(lc_model *m, float loss_scale) {
         memset(m->dres, 0, NC * sizeof *m->dres);
         lc_linear_backward(m->dres, m->g_head, NULL, m->dlogits, m->res[L], m->head, N, C, V);
     }
-    for (int l = L - 1; l >= 0; l--) {
-        lc_block_ctx ctx = block_ctx(m, l, m->cur_train, m->last_M);
-        lc_block_backward(&ctx, &m->blk[l], &m->gblk[l], &m->bact[l], m->res[l], m->dres, &m->scratch);
+    if (c->reversible) {
+        reversible_backward(m);
+    } else {
+        for (int l = L - 1; l >= 0; l--) {
+            lc_block_ctx ctx = block_ctx(m, l, m->cur_train, m->last_M);
+            lc_block_backward(&ctx, &m->blk[l], &m->gblk[l], &m->bact[l], m->res[l], m->dres, &m->scratch);
+        }
     }
     lc_dropout_backward(m->dres, m->dres, NC, m->cur_train ? c->dropout : 0.0f, lc_model_step_seed(m, SEED_EMBED));
     if (is_xl(m)) lc_scale(m->dres, NC, sqrtf((float)C));

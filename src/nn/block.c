@@ -165,15 +165,26 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
     lc_dropout_forward(c->tmp, c->tmp, (size_t)N * C, drop_p(c), site_seed(c, SITE_ATTN_OUT));
 }
 
-/* tmp = drop(fc2(act(fc1(in)))) */
+/* Rows per feed-forward chunk: the [rows, F] intermediate exists for one chunk at a time. */
+static int ffn_rows(const lc_block_ctx *c) {
+    const int N = c->B * c->T;
+    return c->ffn_chunk > 0 && c->ffn_chunk < N ? c->ffn_chunk : N;
+}
+
+static void activation_forward(const lc_block_ctx *c, float *act, const float *pre, size_t n) {
+    if (c->activation == LC_ACT_GELU) lc_gelu_forward(act, pre, n);
+    else lc_relu_forward(act, pre, n);
+}
+
+/* tmp = drop(fc2(act(fc1(in)))), chunk by chunk; a->fc1/a->act hold the last chunk's rows. */
 static void ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *in) {
-    int N = c->B * c->T, C = c->C, F = c->F;
-    lc_linear_forward(a->fc1, in, w->fc1_w, w->fc1_b, N, C, F);
-    if (c->activation == LC_ACT_GELU)
-        lc_gelu_forward(a->act, a->fc1, (size_t)N * F);
-    else
-        lc_relu_forward(a->act, a->fc1, (size_t)N * F);
-    lc_linear_forward(c->tmp, a->act, w->fc2_w, w->fc2_b, N, F, C);
+    int N = c->B * c->T, C = c->C, F = c->F, K = ffn_rows(c);
+    for (int r0 = 0; r0 < N; r0 += K) {
+        const int n = N - r0 < K ? N - r0 : K;
+        lc_linear_forward(a->fc1, in + (size_t)r0 * C, w->fc1_w, w->fc1_b, n, C, F);
+        activation_forward(c, a->act, a->fc1, (size_t)n * F);
+        lc_linear_forward(c->tmp + (size_t)r0 * C, a->act, w->fc2_w, w->fc2_b, n, F, C);
+    }
     lc_dropout_forward(c->tmp, c->tmp, (size_t)N * C, drop_p(c), site_seed(c, SITE_FFN_OUT));
 }
 
@@ -204,20 +215,29 @@ void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc
     }
 }
 
-/* Given dsum = d loss / d (residual + drop(ffn(in))), accumulate d loss / d in into din. */
+/* Given dsum = d loss / d (residual + drop(ffn(in))), accumulate d loss / d in into din. Chunked: each
+ * chunk's fc1 and activation are recomputed from in (unchunked: they are the forward's). */
 static void ffn_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
                          const lc_block_acts *a, const float *in, const float *dsum, float *din,
                          const lc_block_scratch *s) {
-    int N = c->B * c->T, C = c->C, F = c->F;
+    int N = c->B * c->T, C = c->C, F = c->F, K = ffn_rows(c);
     lc_dropout_backward(s->d_tmp, dsum, (size_t)N * C, drop_p(c), site_seed(c, SITE_FFN_OUT));
-    memset(s->d_act, 0, sizeof(float) * (size_t)N * F);
-    lc_linear_backward(s->d_act, g->fc2_w, g->fc2_b, s->d_tmp, a->act, w->fc2_w, N, F, C);
-    memset(s->d_fc1, 0, sizeof(float) * (size_t)N * F);
-    if (c->activation == LC_ACT_GELU)
-        lc_gelu_backward(s->d_fc1, a->fc1, s->d_act, (size_t)N * F);
-    else
-        lc_relu_backward(s->d_fc1, a->fc1, s->d_act, (size_t)N * F);
-    lc_linear_backward(din, g->fc1_w, g->fc1_b, s->d_fc1, in, w->fc1_w, N, C, F);
+    for (int r0 = 0; r0 < N; r0 += K) {
+        const int n = N - r0 < K ? N - r0 : K;
+        const float *x = in + (size_t)r0 * C;
+        if (K < N) {
+            lc_linear_forward(a->fc1, x, w->fc1_w, w->fc1_b, n, C, F);
+            activation_forward(c, a->act, a->fc1, (size_t)n * F);
+        }
+        memset(s->d_act, 0, sizeof(float) * (size_t)n * F);
+        lc_linear_backward(s->d_act, g->fc2_w, g->fc2_b, s->d_tmp + (size_t)r0 * C, a->act, w->fc2_w, n, F, C);
+        memset(s->d_fc1, 0, sizeof(float) * (size_t)n * F);
+        if (c->activation == LC_ACT_GELU)
+            lc_gelu_backward(s->d_fc1, a->fc1, s->d_act, (size_t)n * F);
+        else
+            lc_relu_backward(s->d_fc1, a->fc1, s->d_act, (size_t)n * F);
+        lc_linear_backward(din + (size_t)r0 * C, g->fc1_w, g->fc1_b, s->d_fc1, x, w->fc1_w, n, C, F);
+    }
 }
 
 static void add_vec(float *dst, const float *src, long n) {
@@ -311,4 +331,35 @@ void lc_sinusoid_positions(float *out, int S, int C, int clamp_len) {
             out[(long)d * C + half + k] = (float)cos(pos * inv_freq);
         }
     }
+}
+
+/* ---------------------------------------------------------------- reversible halves (Reformer)
+ * f(x) = drop(attn(LN1(x))) and g(y) = drop(ffn(LN2(y))) of a pre-LN block, each into ctx->tmp; their
+ * backward accumulates d loss / d input into dx given dy = d loss / d output. No memory rows (M = 0). */
+void lc_block_attn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x) {
+    lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, x, w->ln1_w, w->ln1_b, c->B * c->T, c->C, LC_LN_EPS);
+    attention_sublayer(c, w, a, a->norm1);
+}
+
+void lc_block_attn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                 const lc_block_acts *a, const float *x, const float *dy, float *dx,
+                                 const lc_block_scratch *s) {
+    const int N = c->B * c->T, C = c->C;
+    memset(s->d_norm, 0, sizeof(float) * (size_t)N * C);
+    attention_backward(c, w, g, a, a->norm1, dy, s->d_norm, s);
+    lc_layernorm_backward(dx, g->ln1_w, g->ln1_b, s->d_norm, x, w->ln1_w, a->mean1, a->rstd1, N, C);
+}
+
+void lc_block_ffn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *y) {
+    lc_layernorm_forward(a->norm2, a->mean2, a->rstd2, y, w->ln2_w, w->ln2_b, c->B * c->T, c->C, LC_LN_EPS);
+    ffn_sublayer(c, w, a, a->norm2);
+}
+
+void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                const lc_block_acts *a, const float *y, const float *dy, float *dx,
+                                const lc_block_scratch *s) {
+    const int N = c->B * c->T, C = c->C;
+    memset(s->d_norm, 0, sizeof(float) * (size_t)N * C);
+    ffn_backward(c, w, g, a, a->norm2, dy, s->d_norm, s);
+    lc_layernorm_backward(dx, g->ln2_w, g->ln2_b, s->d_norm, y, w->ln2_w, a->mean2, a->rstd2, N, C);
 }

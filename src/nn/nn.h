@@ -73,6 +73,7 @@ typedef struct {
     float *attn_state[LC_ATTN_MAX_GROUPS]; /* per group: the kind's non-learned state (or NULL) */
     const int *global_pos; /* 0, 1, 2, ...: global token positions (the first n_global of a group) */
     float *attn_work; /* workspace of lc_attn_layer_workspace() */
+    int ffn_chunk;    /* rows per feed-forward chunk (0: all N rows at once); fc1/act/d_fc1/d_act hold one chunk */
     float *tmp;       /* [N, C] forward scratch */
     int M;            /* memory rows in front of the segment (0: none) */
     const float *mem; /* [B, M, C] memory of this layer when M > 0 */
@@ -95,6 +96,19 @@ void lc_block_forward(const lc_block_ctx *ctx, const lc_block_weights *w, const 
  * gradients accumulate into g. */
 void lc_block_backward(const lc_block_ctx *ctx, const lc_block_weights *w, lc_block_weights *g,
                        const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s);
+
+/* Reversible residual halves (Reformer; pre-LN blocks without memory): f(x) = drop(attn(LN1(x))) and
+ * g(y) = drop(ffn(LN2(y))) written to ctx->tmp; the activations go to a (which may be shared by every
+ * layer, since backward recomputes them). Backward: dx += (d half / d input)^T dy; weight gradients
+ * accumulate into g. */
+void lc_block_attn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x);
+void lc_block_attn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                 const lc_block_acts *a, const float *x, const float *dy, float *dx,
+                                 const lc_block_scratch *s);
+void lc_block_ffn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *y);
+void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                const lc_block_acts *a, const float *y, const float *dy, float *dx,
+                                const lc_block_scratch *s);
 
 /* Sinusoid embeddings of distances 0..S-1 ([sin | cos] halves, inv_freq_k = 10000^(-2k/C)), distances
  * beyond clamp_len (when > 0) using clamp_len, as Transformer-XL. out is [S, C], C even. */

@@ -51,6 +51,8 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
     meta_put(l, "qk_share", "%d", c->qk_share);
     meta_put(l, "attn_share", "%d", c->attn_share);
     meta_put(l, "objective", "%s", c->objective == LC_OBJECTIVE_MLM ? "mlm" : "clm");
+    meta_put(l, "reversible", "%d", c->reversible);
+    meta_put(l, "ffn_chunk", "%d", c->ffn_chunk);
     if (c->model == LC_MODEL_XL) {
         meta_put(l, "mem_len", "%d", c->mem_len);
         meta_put(l, "clamp_len", "%d", c->clamp_len);
@@ -225,6 +227,14 @@ static lc_status read_config(const lc_st_file *f, lc_config *c, long *step, uint
     if (lc_st_get_meta(f, "attn_share")) {
         if ((st = meta_long(f, "attn_share", 0, 1 << 20, &share))) return st;
         c->attn_share = (int)share;
+    }
+    if (lc_st_get_meta(f, "reversible")) {
+        if ((st = meta_long(f, "reversible", 0, 1, &share))) return st;
+        c->reversible = (int)share;
+    }
+    if (lc_st_get_meta(f, "ffn_chunk")) {
+        if ((st = meta_long(f, "ffn_chunk", 0, 1 << 30, &share))) return st;
+        c->ffn_chunk = (int)share;
     }
     if (lc_st_get_meta(f, "objective")) {
         int mlm = 0;
