@@ -1,6 +1,7 @@
 /* Model checkpoints as safetensors: parameters under their model names, AdamW moments under
  * optim.m.<name> / optim.v.<name>, and the config, step and training options as string metadata.
  * The layout is documented in docs/checkpoint.md. */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,16 +14,18 @@
 
 #define LC_CKPT_FORMAT "longctx"
 #define LC_CKPT_VERSION "1"
-#define META_MAX 40
+#define META_MAX 64
 
 typedef struct {
     lc_st_meta items[META_MAX];
-    char values[META_MAX][48];
+    char values[META_MAX][LC_ATTN_SPEC_CHARS]; /* the longest value is the attention spec */
     int n;
 } meta_list;
 
 static void meta_put(meta_list *l, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void meta_put(meta_list *l, const char *key, const char *fmt, ...) {
+    assert(l->n < META_MAX && "raise META_MAX");
+    if (l->n >= META_MAX) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(l->values[l->n], sizeof l->values[0], fmt, ap);
