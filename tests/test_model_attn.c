@@ -326,7 +326,9 @@ TEST(mlm_masking_rule) {
 }
 
 TEST(checkpoint_keeps_the_layout) {
-    const layout l = {"2xwindow:w=3,dil=2+block:b=8;strided:s=5", LC_MODEL_VANILLA, 2, 0, LC_OBJECTIVE_MLM};
+    /* a long spec: metadata values must hold it whole */
+    const layout l = {"1xwindow:w=3,dil=2+1xwindow:w=4,dil=1+block:b=8;1xstrided:s=5+1xstrided:s=6+1xblock:b=4+window:w=9",
+                      LC_MODEL_VANILLA, 2, 0, LC_OBJECTIVE_MLM};
     lc_model *m = make(l, 21), *back = NULL;
     if (!m) return;
     const batch x = make_batch(8, 1);
