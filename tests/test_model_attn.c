@@ -281,6 +281,24 @@ TEST(shared_attention_equals_copied_layers) {
     }
 }
 
+TEST(xl_window_cache_equals_recomputation) {
+    /* Inference keeps keys and values of the memory (train = 0); training recomputes them from the
+     * hidden-state memory (train = 1, no dropout here): the windowed XL model must agree over segments. */
+    const layout l = {"window:w=9", LC_MODEL_XL, 0, 0, 0};
+    lc_model *a = make(l, 31), *b = make(l, 31);
+    if (!a || !b) return;
+    for (int seg = 0; seg < 3; seg++) {
+        const batch x = make_batch(40 + seg, 0);
+        CHECK(lc_model_forward(a, x.tok, NULL, B, T, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+        CHECK(lc_model_forward(b, x.tok, NULL, B, T, 1, NULL, NULL) == LC_OK, "%s", lc_last_error());
+        char label[64];
+        snprintf(label, sizeof label, "logits, segment %d", seg);
+        CHECK_CLOSE(label, lc_model_logits(a), lc_model_logits(b), B * T * 256, 1e-4, 1e-5);
+    }
+    lc_model_free(a);
+    lc_model_free(b);
+}
+
 TEST(encoder_is_bidirectional) {
     for (int mlm = 0; mlm <= 1; mlm++) {
         lc_model *m = make((layout){"window:w=40", LC_MODEL_VANILLA, 0, 0, mlm ? LC_OBJECTIVE_MLM : LC_OBJECTIVE_CLM}, 5);
@@ -387,6 +405,7 @@ int main(void) {
     RUN(gradients_of_mixed_layers);
     RUN(tied_qk_equals_duplicated_weights);
     RUN(shared_attention_equals_copied_layers);
+    RUN(xl_window_cache_equals_recomputation);
     RUN(encoder_is_bidirectional);
     RUN(mlm_masking_rule);
     RUN(checkpoint_keeps_the_layout);
