@@ -5,6 +5,7 @@
 #include "attn/attn.h"
 #include "attn/block.h"
 #include "attn/linformer.h"
+#include "attn/routing.h"
 #include "attn/strided.h"
 #include "attn/window.h"
 
@@ -14,6 +15,7 @@ static const lc_attn_kind *const lc_attn_kinds[] = {
     &lc_attn_strided,
     &lc_attn_window,
     &lc_attn_linformer,
+    &lc_attn_routing,
 };
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {
