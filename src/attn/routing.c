@@ -1,15 +1,18 @@
 /* The `routing` attention kind (routing.h): options, state, and the attention passes over the routing
  * plan built by routing_plan.c.
  *
- * Forward: copy live centroids to the snapshot, build the plan from the snapshot, then one task per query
- * row: gather its keys (itself, then the keys of each of its centroids in centroid order; a per-thread
- * stamp array drops duplicates and, when causal, keys after the query stop each sorted list), scores,
- * softmax, out and lse. With train != 0 the centroids are then updated (routing_plan.c).
- * Backward (deterministic, no atomics), Delta_t = dout_t . out_t:
- *   one task per query row:  dq_t = scale sum_s dS(t,s) k_s over the same key list as forward;
- *   one task per key row:    dv_s = sum_t P(t,s) dout_t, dk_s = scale sum_t dS(t,s) q_t over the queries
- *                            that see s (the query at s itself, then the members of each centroid of s);
- * with P = exp(scale q.k - lse) and dS = P (dout.v - Delta) recomputed. */
+ * Each centroid's members form a dense block: its wq queries x its wk keys, gathered into contiguous
+ * buffers and multiplied with lc_gemm (BLAS when built with it), in blocks of at most R query rows. A
+ * (query, key) pair that shares several centroids is scored only in the block of the lowest one; pairs
+ * after the query (causal) are masked; a query's own key, when no centroid holds both, is a separate
+ * self term. Forward: per query a running softmax (max m, sum l, output accumulated in out) starts with
+ * the self term and absorbs each block it appears in (rescaled by the block's row max and sum), so the
+ * result is one softmax over the union. Backward recomputes P = exp(scale q.k - lse) per block:
+ *   dS = P (dout.v - Delta),  dq += scale dS K,  dK += scale dS^T Q,  dV += P^T dout,
+ * scattered back into dq, dk, dv rows block after block. Heads and centroids run in a fixed order; the
+ * products thread internally and the row loops split rows, so results do not depend on the thread count.
+ * Forward copies the live centroids to the snapshot first; with train != 0 the plan also records each
+ * vector's nearest centroid and the centroids are updated at the end (routing_plan.c). */
 #include "attn/routing.h"
 
 #include <assert.h>
@@ -22,6 +25,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
+#include "kernels/kernels.h"
 
 static void routing_opts_init(void *opts, int H) {
     lc_attn_routing_opts *o = opts;
@@ -94,189 +98,223 @@ static void check_args(const lc_attn_shape *s, const lc_attn_routing_opts *o, co
     (void)s, (void)o, (void)t;
 }
 
-/* Row scratch of one thread: stamp [max(T, S)] ints, list [cap] ints, scores [cap], two D accumulators. */
+/* The per-head buffers of the workspace (routing_plan.h). */
 typedef struct {
-    int *stamp, *list;
-    float *scores, *acc_a, *acc_b;
-} rt_rows;
+    float *m, *l, *delta, *rowm, *rowl, *kg, *vg, *dkg, *dvg, *qg, *dog, *og, *sc, *dp;
+} rt_bufs;
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
-static rt_rows rows_of(const rt_geom *g, float *work, int thread) {
-    float *base = rt_thread_scratch(g, work, thread);
-    const size_t N = round16((size_t)(g->T > g->S ? g->T : g->S > 0 ? g->S : 1)), L = round16((size_t)g->list_cap);
-    rt_rows r;
-    r.stamp = (int *)base;
-    r.list = (int *)(base + N);
-    r.scores = base + N + L;
-    r.acc_a = base + N + 2 * L;
-    r.acc_b = r.acc_a + round16((size_t)g->D);
-    const int n = g->T > g->S ? g->T : g->S;
-    for (int i = 0; i < n; i++) r.stamp[i] = -1;
-    return r;
+static rt_bufs bufs_of(const rt_geom *g, float *work) {
+    rt_bufs w;
+    w.m = work + g->m_off, w.l = work + g->l_off, w.delta = work + g->delta_off;
+    w.rowm = work + g->rowm_off, w.rowl = work + g->rowl_off;
+    w.kg = work + g->kg_off, w.vg = work + g->vg_off, w.dkg = work + g->dkg_off, w.dvg = work + g->dvg_off;
+    w.qg = work + g->qg_off, w.dog = work + g->dog_off, w.og = work + g->og_off;
+    w.sc = work + g->sc_off, w.dp = work + g->dp_off;
+    return w;
 }
 
-/* The keys query `row` of (b, h) sees, in a fixed order; returns the count. id: the row's unique id. */
-static int keys_of(const rt_geom *g, const rt_plan *p, int row, int id, const rt_rows *r) {
-    const int pos = g->M + row;
-    int n = 0;
-    r->list[n++] = pos;
-    r->stamp[pos] = id;
-    for (int ci = p->qoff[row]; ci < p->qoff[row + 1]; ci++) {
-        const int *keys = p->ksel + (size_t)p->qcl[ci] * g->wk;
-        for (int j = 0; j < g->wk; j++) {
-            const int s = keys[j];
-            if (g->causal && s > pos) break;
-            if (r->stamp[s] != id) r->stamp[s] = id, r->list[n++] = s;
+/* dst[i] = row rows[i] of head h of sequence b, i < n (contiguous n x D). */
+static void gather(const lc_view *v, int b, int h, int D, const int *rows, int n, float *dst) {
+    for (int i = 0; i < n; i++) memcpy(dst + (size_t)i * D, rt_row(v, b, rows[i], h, D), sizeof(float) * (size_t)D);
+}
+
+/* Scores of query t against the keys ks of block c that are NOT scored there become -inf: keys after the
+ * query when causal (ks is sorted, so they are a suffix), and keys the query shares a lower centroid with. */
+static void mask_row(const rt_geom *g, const rt_plan *p, int c, int t, const int *ks, float *row) {
+    const int pos = g->M + t, W = g->W;
+    const uint64_t *qm = p->qmask + (size_t)t * W;
+    int j = 0;
+    if (g->causal)
+        while (j < g->wk && ks[j] <= pos) j++;
+    else
+        j = g->wk;
+    for (int i = j; i < g->wk; i++) row[i] = -INFINITY;
+    if (!rt_in_lower_centroid(qm, c)) return; /* the query's first centroid: nothing to deduplicate */
+    for (int i = 0; i < j; i++)
+        if (!rt_lowest_common_is(qm, p->kmask + (size_t)ks[i] * W, W, c)) row[i] = -INFINITY;
+}
+
+/* Whether query t's own key is scored in some centroid block (otherwise it is a separate self term). */
+static int self_in_block(const rt_geom *g, const rt_plan *p, int t) {
+    return rt_share_any(p->qmask + (size_t)t * g->W, p->kmask + (size_t)(g->M + t) * g->W, g->W);
+}
+
+static void forward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const rt_bufs *w, int b,
+                         int h) {
+    const int D = g->D, T = g->T, wq = g->wq, wk = g->wk, nthreads = lc_get_threads();
+    (void)nthreads;
+    float *lse = t->lse + ((long)b * g->H + h) * T;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)T * D > 16384)
+#endif
+    for (int i = 0; i < T; i++) { /* the running softmax of every query starts with its self term, if any */
+        float *out = rt_row_w(&t->out, b, i, h, D);
+        if (self_in_block(g, p, i)) {
+            w->m[i] = -INFINITY, w->l[i] = 0;
+            memset(out, 0, sizeof(float) * (size_t)D);
+        } else {
+            w->m[i] = g->scale * rt_dot(rt_row(&t->q, b, i, h, D), rt_row(&t->k, b, g->M + i, h, D), D);
+            w->l[i] = 1;
+            memcpy(out, rt_row(&t->v, b, g->M + i, h, D), sizeof(float) * (size_t)D);
         }
     }
-    return n;
-}
-
-/* The queries that see key s of (b, h), in a fixed order; returns the count. id: the key's unique id. */
-static int queries_of(const rt_geom *g, const rt_plan *p, int s, int id, const rt_rows *r) {
-    int n = 0;
-    if (s >= g->M) r->list[n++] = s - g->M, r->stamp[s - g->M] = id;
-    for (int ci = p->koff[s]; ci < p->koff[s + 1]; ci++) {
-        const int *queries = p->qsel + (size_t)p->kcl[ci] * g->wq;
-        for (int j = 0; j < g->wq; j++) {
-            const int t = queries[j];
-            if (g->causal && g->M + t < s) continue;
-            if (r->stamp[t] != id) r->stamp[t] = id, r->list[n++] = t;
+    for (int c = 0; c < g->C && wq > 0; c++) {
+        const int *qs = p->qsel + (size_t)c * wq, *ks = p->ksel + (size_t)c * wk;
+        gather(&t->k, b, h, D, ks, wk, w->kg);
+        gather(&t->v, b, h, D, ks, wk, w->vg);
+        for (int r0 = 0; r0 < wq; r0 += g->R) {
+            const int n = wq - r0 < g->R ? wq - r0 : g->R;
+            gather(&t->q, b, h, D, qs + r0, n, w->qg);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, n, wk, D, g->scale, w->qg, D, w->kg, D, 0.0f, w->sc, wk);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * wk > 16384)
+#endif
+            for (int i = 0; i < n; i++) {
+                float *row = w->sc + (size_t)i * wk;
+                mask_row(g, p, c, qs[r0 + i], ks, row);
+                float max = -INFINITY, sum = 0;
+                for (int j = 0; j < wk; j++) max = row[j] > max ? row[j] : max;
+                if (max == -INFINITY) max = 0; /* nothing scored here: P = 0, sum 0 */
+                for (int j = 0; j < wk; j++) row[j] = lc_expf(row[j] - max);
+                for (int j = 0; j < wk; j++) sum += row[j];
+                w->rowm[i] = max, w->rowl[i] = sum;
+            }
+            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, wk, 1.0f, w->sc, wk, w->vg, D, 0.0f, w->og, D);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * D > 16384)
+#endif
+            for (int i = 0; i < n; i++) { /* merge the block into the query's running softmax */
+                if (w->rowl[i] == 0) continue;
+                const int q = qs[r0 + i];
+                const float m_old = w->m[q], m_new = m_old > w->rowm[i] ? m_old : w->rowm[i];
+                const float a = m_old == -INFINITY ? 0.0f : lc_expf(m_old - m_new), e = lc_expf(w->rowm[i] - m_new);
+                float *out = rt_row_w(&t->out, b, q, h, D);
+                const float *blk = w->og + (size_t)i * D;
+                for (int d = 0; d < D; d++) out[d] = out[d] * a + blk[d] * e;
+                w->l[q] = w->l[q] * a + w->rowl[i] * e;
+                w->m[q] = m_new;
+            }
         }
     }
-    return n;
-}
-
-static void forward_row(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, int b, int h, int row, int id,
-                        const rt_rows *r) {
-    const int D = g->D, n = keys_of(g, p, row, id, r);
-    const float *q = rt_row(&t->q, b, row, h, D);
-    float max = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        const float sc = g->scale * rt_dot(q, rt_row(&t->k, b, r->list[j], h, D), D);
-        r->scores[j] = sc;
-        max = sc > max ? sc : max;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)T * D > 16384)
+#endif
+    for (int i = 0; i < T; i++) {
+        float *out = rt_row_w(&t->out, b, i, h, D);
+        const float inv = 1.0f / w->l[i]; /* l >= the self term's share > 0 */
+        for (int d = 0; d < D; d++) out[d] *= inv;
+        lse[i] = w->m[i] + logf(w->l[i]);
     }
-    float sum = 0;
-    for (int j = 0; j < n; j++) r->scores[j] = lc_expf(r->scores[j] - max);
-    for (int j = 0; j < n; j++) sum += r->scores[j];
-    memset(r->acc_a, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n; j++) rt_axpy(r->acc_a, r->scores[j], rt_row(&t->v, b, r->list[j], h, D), D);
-    const float inv = 1.0f / sum; /* n >= 1: the query sees itself */
-    float *out = rt_row_w(&t->out, b, row, h, D);
-    for (int e = 0; e < D; e++) out[e] = r->acc_a[e] * inv;
-    t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
 }
 
 void lc_attn_routing_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const lc_attn_routing_opts *o = opts;
     check_args(s, o, t);
-    const int nthreads = lc_get_threads();
-    const rt_geom g = rt_geom_of(s, o, nthreads);
+    const rt_geom g = rt_geom_of(s, o, lc_get_threads());
     const size_t cent = (size_t)g.H * g.C * g.D;
     float *live = t->state, *used = t->state + cent;
     memcpy(used, live, sizeof(float) * cent);
     if (g.S == 0) return;
-    rt_build_plans(&g, t, used, work);
-    const long rows = (long)g.B * g.H * g.T;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nthreads)
-#endif
-    {
-        const rt_rows r = rows_of(&g, work, lc_thread_id());
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 16)
-#endif
-        for (long i = 0; i < rows; i++) {
-            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
+    rt_build_plans(&g, t, used, t->train, work);
+    const rt_bufs w = bufs_of(&g, work);
+    for (int b = 0; b < g.B; b++)
+        for (int h = 0; h < g.H; h++) {
             const rt_plan p = rt_plan_at(&g, work, b, h);
-            forward_row(&g, t, &p, b, h, row, (int)i, &r);
+            forward_head(&g, t, &p, &w, b, h);
         }
-    }
     if (t->train) rt_update_centroids(&g, o, t, used, live, work);
 }
 
-static void dq_row(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const float *delta, int b, int h,
-                   int row, int id, const rt_rows *r) {
-    const int D = g->D, n = keys_of(g, p, row, id, r);
-    const long li = ((long)b * g->H + h) * g->T + row;
-    const float *q = rt_row(&t->q, b, row, h, D), *dout = rt_row(&t->dout, b, row, h, D);
-    const float lse = t->lse[li], dl = delta[li];
-    memset(r->acc_a, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n; j++) {
-        const int s = r->list[j];
-        const float *k = rt_row(&t->k, b, s, h, D);
-        const float prob = lc_expf(g->scale * rt_dot(q, k, D) - lse);
-        rt_axpy(r->acc_a, prob * (rt_dot(dout, rt_row(&t->v, b, s, h, D), D) - dl), k, D);
+/* dst row rows[i] += src row i, i < n (distinct rows: parallel-safe) */
+static void scatter_add(const lc_view *v, int b, int h, int D, const int *rows, int n, const float *src, float mul) {
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * D > 16384)
+#endif
+    for (int i = 0; i < n; i++) {
+        float *dst = rt_row_w(v, b, rows[i], h, D);
+        const float *x = src + (size_t)i * D;
+        for (int d = 0; d < D; d++) dst[d] += mul * x[d];
     }
-    float *dq = rt_row_w(&t->dq, b, row, h, D);
-    for (int e = 0; e < D; e++) dq[e] = g->scale * r->acc_a[e];
 }
 
-static void dkv_row(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const float *delta, int b, int h,
-                    int key, int id, const rt_rows *r) {
-    const int D = g->D, n = queries_of(g, p, key, id, r);
-    const long r0 = ((long)b * g->H + h) * g->T;
-    const float *k = rt_row(&t->k, b, key, h, D), *v = rt_row(&t->v, b, key, h, D);
-    memset(r->acc_a, 0, sizeof(float) * (size_t)D);
-    memset(r->acc_b, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n; j++) {
-        const int row = r->list[j];
-        const float *q = rt_row(&t->q, b, row, h, D), *dout = rt_row(&t->dout, b, row, h, D);
-        const float prob = lc_expf(g->scale * rt_dot(q, k, D) - t->lse[r0 + row]);
-        rt_axpy(r->acc_b, prob, dout, D);
-        rt_axpy(r->acc_a, prob * (rt_dot(dout, v, D) - delta[r0 + row]), q, D);
+static void backward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const rt_bufs *w, int b,
+                          int h) {
+    const int D = g->D, T = g->T, S = g->S, wq = g->wq, wk = g->wk, nthreads = lc_get_threads();
+    (void)nthreads;
+    const float *lse = t->lse + ((long)b * g->H + h) * T;
+    for (int s = 0; s < S; s++) {
+        memset(rt_row_w(&t->dk, b, s, h, D), 0, sizeof(float) * (size_t)D);
+        memset(rt_row_w(&t->dv, b, s, h, D), 0, sizeof(float) * (size_t)D);
     }
-    float *dk = rt_row_w(&t->dk, b, key, h, D), *dv = rt_row_w(&t->dv, b, key, h, D);
-    for (int e = 0; e < D; e++) dk[e] = g->scale * r->acc_a[e], dv[e] = r->acc_b[e];
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)T * D > 16384)
+#endif
+    for (int i = 0; i < T; i++) { /* Delta, and the self term (its key row belongs to this query alone) */
+        const float *dout = rt_row(&t->dout, b, i, h, D), *out = rt_row(&t->out, b, i, h, D);
+        double acc = 0;
+        for (int d = 0; d < D; d++) acc += (double)dout[d] * out[d];
+        const float delta = (float)acc;
+        w->delta[i] = delta;
+        float *dq = rt_row_w(&t->dq, b, i, h, D);
+        memset(dq, 0, sizeof(float) * (size_t)D);
+        if (self_in_block(g, p, i)) continue;
+        const float *q = rt_row(&t->q, b, i, h, D), *k = rt_row(&t->k, b, g->M + i, h, D);
+        const float prob = lc_expf(g->scale * rt_dot(q, k, D) - lse[i]);
+        const float ds = prob * (rt_dot(dout, rt_row(&t->v, b, g->M + i, h, D), D) - delta);
+        float *dk = rt_row_w(&t->dk, b, g->M + i, h, D), *dv = rt_row_w(&t->dv, b, g->M + i, h, D);
+        for (int d = 0; d < D; d++) {
+            dq[d] = g->scale * ds * k[d];
+            dk[d] = g->scale * ds * q[d];
+            dv[d] = prob * dout[d];
+        }
+    }
+    for (int c = 0; c < g->C && wq > 0; c++) {
+        const int *qs = p->qsel + (size_t)c * wq, *ks = p->ksel + (size_t)c * wk;
+        gather(&t->k, b, h, D, ks, wk, w->kg);
+        gather(&t->v, b, h, D, ks, wk, w->vg);
+        for (int r0 = 0; r0 < wq; r0 += g->R) {
+            const int n = wq - r0 < g->R ? wq - r0 : g->R;
+            const float beta = r0 == 0 ? 0.0f : 1.0f;
+            gather(&t->q, b, h, D, qs + r0, n, w->qg);
+            gather(&t->dout, b, h, D, qs + r0, n, w->dog);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, n, wk, D, g->scale, w->qg, D, w->kg, D, 0.0f, w->sc, wk);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, n, wk, D, 1.0f, w->dog, D, w->vg, D, 0.0f, w->dp, wk);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * wk > 16384)
+#endif
+            for (int i = 0; i < n; i++) { /* P (in sc) and dS = P (dP - Delta) (in dp) */
+                const int q = qs[r0 + i];
+                float *prow = w->sc + (size_t)i * wk, *drow = w->dp + (size_t)i * wk;
+                mask_row(g, p, c, q, ks, prow);
+                const float l = lse[q], dl = w->delta[q];
+                for (int j = 0; j < wk; j++) prow[j] = lc_expf(prow[j] - l);
+                for (int j = 0; j < wk; j++) drow[j] = prow[j] * (drow[j] - dl);
+            }
+            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, wk, 1.0f, w->dp, wk, w->kg, D, 0.0f, w->og, D);
+            scatter_add(&t->dq, b, h, D, qs + r0, n, w->og, g->scale);
+            lc_gemm(LC_TRANS, LC_NO_TRANS, wk, D, n, g->scale, w->dp, wk, w->qg, D, beta, w->dkg, D);
+            lc_gemm(LC_TRANS, LC_NO_TRANS, wk, D, n, 1.0f, w->sc, wk, w->dog, D, beta, w->dvg, D);
+        }
+        scatter_add(&t->dk, b, h, D, ks, wk, w->dkg, 1.0f);
+        scatter_add(&t->dv, b, h, D, ks, wk, w->dvg, 1.0f);
+    }
 }
 
 void lc_attn_routing_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const lc_attn_routing_opts *o = opts;
     check_args(s, o, t);
-    const int nthreads = lc_get_threads();
-    const rt_geom g = rt_geom_of(s, o, nthreads);
+    const rt_geom g = rt_geom_of(s, o, lc_get_threads());
     if (g.S == 0) return;
     const float *used = t->state + (size_t)g.H * g.C * g.D;
-    rt_build_plans(&g, t, used, work);
-    float *delta = work + g.delta_off;
-    const long rows = (long)g.B * g.H * g.T, keys = (long)g.B * g.H * g.S;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nthreads)
-#endif
-    {
-        const int me = lc_thread_id();
-        rt_rows r = rows_of(&g, work, me);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (long i = 0; i < rows; i++) {
-            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-            const float *dout = rt_row(&t->dout, b, row, h, g.D), *out = rt_row(&t->out, b, row, h, g.D);
-            double sum = 0;
-            for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
-            delta[i] = (float)sum;
-        }
-        /* the implicit barrier of omp for: delta is complete */
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 16)
-#endif
-        for (long i = 0; i < rows; i++) {
-            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
+    rt_build_plans(&g, t, used, 0, work);
+    const rt_bufs w = bufs_of(&g, work);
+    for (int b = 0; b < g.B; b++)
+        for (int h = 0; h < g.H; h++) {
             const rt_plan p = rt_plan_at(&g, work, b, h);
-            dq_row(&g, t, &p, delta, b, h, row, (int)i, &r);
+            backward_head(&g, t, &p, &w, b, h);
         }
-        r = rows_of(&g, work, me); /* stamps now mark query rows: start afresh */
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 16)
-#endif
-        for (long i = 0; i < keys; i++) {
-            const int key = (int)(i % g.S), h = (int)(i / g.S % g.H), b = (int)(i / g.S / g.H);
-            const rt_plan p = rt_plan_at(&g, work, b, h);
-            dkv_row(&g, t, &p, delta, b, h, key, (int)i, &r);
-        }
-    }
 }
 
 const lc_attn_kind lc_attn_routing = {

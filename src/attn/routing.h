@@ -28,9 +28,10 @@
  *   live_c = normalise(decay * snapshot_c + (1 - decay) * (sum of its assigned vectors) / n)
  * (option decay, default 0.999); a centroid with none keeps its value.
  *
- * Cost O(C (T + S) D + sum_t |keys of t| D): about O(S w D) for balanced clusters. Workspace O(B H (T + S))
- * ints for the routing plan plus O(threads (S + C w + D)) scratch: never a T x S matrix. Results are
- * identical for any thread count. */
+ * Cost O((T + S) C D) for the routing plus O(sum over centroids of wq wk D) for the blocks (about
+ * O(S w D) when balanced), all big products through lc_gemm. Workspace linear in the length: the plans
+ * of every (b, h) (O(B H (T + S)) ints), the gathered blocks of one centroid (O(w D)), score blocks of about
+ * 2^18 floats, never a T x S matrix. Results are identical for any thread count. */
 #ifndef LC_ATTN_ROUTING_H
 #define LC_ATTN_ROUTING_H
 
@@ -58,8 +59,9 @@ void lc_attn_routing_members_per_centroid(const lc_attn_shape *s, const lc_attn_
 
 /* The routing the kind uses for head h of sequence b with centroids cent ([H][C][D] of the group, e.g. the
  * snapshot half of the state after a forward): qsel[c * wq + j] and ksel[c * wk + j], each centroid's
- * members in increasing position order. scratch: 2 * max(T, S) floats. For tests and diagnostics. */
-void lc_attn_routing_members(const lc_attn_shape *s, const lc_attn_routing_opts *o, const lc_attn_tensors *t,
-                             const float *cent, int b, int h, int *qsel, int *ksel, float *scratch);
+ * members in increasing position order. Computed exactly as forward does (it plans every head, in an
+ * allocated workspace); 0, or -1 when out of memory. For tests and diagnostics. */
+int lc_attn_routing_members(const lc_attn_shape *s, const lc_attn_routing_opts *o, const lc_attn_tensors *t,
+                            const float *cent, int b, int h, int *qsel, int *ksel);
 
 #endif

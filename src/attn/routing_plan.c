@@ -3,8 +3,8 @@
  *
  * Selection: for each (b, h, c) one task scores all queries (and all keys) against the centroid with the
  * cosine q.mu / |q|, sorts (score descending, position ascending: a strict order, so the result does not
- * depend on the sort algorithm) and keeps the first w, then sorts those by position. The per-query and
- * per-key centroid lists are then built per (b, h), centroids in increasing order.
+ * depend on the sort algorithm) and keeps the first w, then sorts those by position. The membership
+ * bit masks of every query and key are then set per (b, h).
  * Update: one task per vector finds its nearest centroid; one task per (h, c) sums its vectors in the
  * fixed order b, queries, keys (in double). Every task writes only its own outputs: results are identical
  * for any thread count. */
@@ -15,6 +15,9 @@
 
 #include "attn/routing_plan.h"
 #include "core/threads.h"
+#include "kernels/kernels.h"
+
+enum { RT_CENTROID_BLOCK = 64 }; /* centroids scored per product */
 
 static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -32,47 +35,60 @@ rt_geom rt_geom_of(const lc_attn_shape *s, const lc_attn_routing_opts *o, int nt
     rt_geom g;
     memset(&g, 0, sizeof g);
     g.B = s->B, g.H = s->H, g.T = s->T, g.M = s->M, g.S = s->M + s->T, g.D = s->D, g.causal = s->causal;
-    g.C = o->clusters, g.scale = s->scale;
+    g.C = o->clusters, g.W = (o->clusters + 63) / 64, g.scale = s->scale;
     lc_attn_routing_members_per_centroid(s, o, &g.wq, &g.wk);
-    const long keys_cap = imin(g.S, g.C * g.wk + 1), queries_cap = imin(g.T, g.C * g.wq + 1);
-    g.list_cap = (int)(keys_cap > queries_cap ? keys_cap : queries_cap);
-    if (g.list_cap < 1) g.list_cap = 1;
-    g.plan_ints = 2 * (size_t)g.C * ((size_t)g.wq + g.wk) + (size_t)g.T + 1 + (size_t)g.S + 1;
-    const size_t N = (size_t)imax(imax(g.T, g.S), 1), D16 = round16((size_t)g.D);
-    const size_t select = round16(2 * N), rows = round16(N) + 2 * round16((size_t)g.list_cap) + 2 * D16,
-                 sums = 4 * D16;
-    g.thread_floats = select > rows ? select : rows;
-    if (sums > g.thread_floats) g.thread_floats = sums;
+    const int budget = 1 << 18, floor_rows = 16;
+    g.R = budget / (g.wk > 0 ? g.wk : 1);
+    if (g.R < floor_rows) g.R = floor_rows;
+    if (g.R > g.wq) g.R = g.wq;
+    if (g.R < 1) g.R = 1;
+    const size_t N = (size_t)imax(g.S, 1), D16 = round16((size_t)g.D), BH = (size_t)g.B * g.H;
+    const size_t select = round16(2 * N), sums = 4 * D16;
+    g.thread_floats = select > sums ? select : sums;
     if (nthreads < 1) nthreads = 1;
-    const size_t BH = (size_t)g.B * g.H;
-    g.plans_off = 16;
-    g.delta_off = g.plans_off + round16(BH * g.plan_ints);
-    g.assign_off = g.delta_off + round16(BH * (size_t)g.T);
-    g.threads_off = g.assign_off + round16(BH * ((size_t)g.T + g.S));
-    g.total = g.threads_off + (size_t)nthreads * g.thread_floats;
+    const size_t R = (size_t)g.R, wk = (size_t)g.wk;
+    size_t at = 16;
+#define TAKE(field, floats) (g.field = at, at += round16(floats))
+    TAKE(masks_off, BH * ((size_t)g.T + g.S) * g.W * 2); /* uint64 = 2 floats */
+    TAKE(lists_off, BH * (size_t)g.C * ((size_t)g.wq + g.wk));
+    TAKE(assign_off, BH * ((size_t)g.T + g.S));
+    TAKE(m_off, (size_t)g.T);
+    TAKE(l_off, (size_t)g.T);
+    TAKE(delta_off, (size_t)g.T);
+    TAKE(rowm_off, R);
+    TAKE(rowl_off, R);
+    TAKE(kg_off, wk * g.D);
+    TAKE(vg_off, wk * g.D);
+    TAKE(dkg_off, wk * g.D);
+    TAKE(dvg_off, wk * g.D);
+    TAKE(qg_off, R * g.D);
+    TAKE(dog_off, R * g.D);
+    TAKE(og_off, R * g.D);
+    TAKE(sc_off, R * wk);
+    TAKE(dp_off, R * wk);
+    TAKE(sel_off, N * (size_t)(g.C < RT_CENTROID_BLOCK ? g.C : RT_CENTROID_BLOCK));
+    TAKE(inv_off, N);
+    TAKE(best_off, N);
+    TAKE(threads_off, (size_t)nthreads * g.thread_floats);
+#undef TAKE
+    g.total = at;
     return g;
 }
 
 rt_plan rt_plan_at(const rt_geom *g, float *work, int b, int h) {
-    int *base = (int *)(work + g->plans_off) + ((size_t)b * g->H + h) * g->plan_ints;
+    const size_t bh = (size_t)b * g->H + h;
+    uint64_t *masks = (uint64_t *)(work + g->masks_off) + bh * ((size_t)g->T + g->S) * g->W;
+    int *lists = (int *)(work + g->lists_off) + bh * (size_t)g->C * ((size_t)g->wq + g->wk);
     rt_plan p;
-    p.qsel = base;
-    p.ksel = p.qsel + (size_t)g->C * g->wq;
-    p.qoff = p.ksel + (size_t)g->C * g->wk;
-    p.qcl = p.qoff + g->T + 1;
-    p.koff = p.qcl + (size_t)g->C * g->wq;
-    p.kcl = p.koff + g->S + 1;
+    p.qmask = masks;
+    p.kmask = masks + (size_t)g->T * g->W;
+    p.qsel = lists;
+    p.ksel = lists + (size_t)g->C * g->wq;
     return p;
 }
 
-float *rt_thread_scratch(const rt_geom *g, float *work, int thread) {
+static float *rt_thread_scratch(const rt_geom *g, float *work, int thread) {
     return work + g->threads_off + (size_t)thread * g->thread_floats;
-}
-
-/* cosine of row x with the unit centroid mu: x.mu / |x| (0 for a zero row) */
-static inline float unit_dot(const float *x, const float *mu, int D) {
-    const float n2 = rt_dot(x, x, D);
-    return n2 > 0 ? rt_dot(x, mu, D) / sqrtf(n2) : 0.0f;
 }
 
 typedef struct {
@@ -80,83 +96,131 @@ typedef struct {
     int pos;
 } rt_pair;
 
-static int by_score_then_position(const void *a, const void *b) {
-    const rt_pair *x = a, *y = b;
-    if (x->score > y->score) return -1;
-    if (x->score < y->score) return 1;
-    return (x->pos > y->pos) - (x->pos < y->pos);
+/* The strict order of membership: higher score first, then lower position. */
+static inline int before(rt_pair a, rt_pair b) { return a.score > b.score || (a.score == b.score && a.pos < b.pos); }
+
+/* Rearranges a[0..n) so that a[k] is the element of rank k in `before` order (quickselect, median of three). */
+static void select_rank(rt_pair *a, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        rt_pair x = a[lo], y = a[mid], z = a[hi], pivot;
+        if (before(x, y))
+            pivot = before(y, z) ? y : (before(x, z) ? z : x);
+        else
+            pivot = before(x, z) ? x : (before(y, z) ? z : y);
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (before(a[i], pivot)) i++;
+            while (before(pivot, a[j])) j--;
+            if (i <= j) {
+                const rt_pair tmp = a[i];
+                a[i++] = a[j], a[j--] = tmp;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
 }
 
-static int by_int(const void *a, const void *b) {
-    const int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* out[0..w) = the w rows of x (n rows of sequence b, head h) with the largest cosine to mu, by position. */
-static void select_top(const lc_view *x, int b, int h, int n, int w, int D, const float *mu, rt_pair *pairs,
-                       int *out) {
+/* out[0..w) = the positions of the w largest of the n scores col[i * ld] in `before` order, in increasing
+ * position order. pairs: n of scratch. */
+static void select_top(const float *col, long ld, int n, int w, rt_pair *pairs, int *out) {
     if (w >= n) {
         for (int i = 0; i < n; i++) out[i] = i;
         return;
     }
-    for (int i = 0; i < n; i++) pairs[i].score = unit_dot(rt_row(x, b, i, h, D), mu, D), pairs[i].pos = i;
-    qsort(pairs, (size_t)n, sizeof *pairs, by_score_then_position);
-    for (int j = 0; j < w; j++) out[j] = pairs[j].pos;
-    qsort(out, (size_t)w, sizeof *out, by_int);
-}
-
-void lc_attn_routing_members(const lc_attn_shape *s, const lc_attn_routing_opts *o, const lc_attn_tensors *t,
-                             const float *cent, int b, int h, int *qsel, int *ksel, float *scratch) {
-    int wq, wk;
-    lc_attn_routing_members_per_centroid(s, o, &wq, &wk);
-    const int S = s->M + s->T;
-    _Static_assert(sizeof(rt_pair) == 2 * sizeof(float), "pair layout");
-    for (int c = 0; c < o->clusters; c++) {
-        const float *mu = cent + ((size_t)h * o->clusters + c) * s->D;
-        select_top(&t->q, b, h, s->T, wq, s->D, mu, (rt_pair *)scratch, qsel + (size_t)c * wq);
-        select_top(&t->k, b, h, S, wk, s->D, mu, (rt_pair *)scratch, ksel + (size_t)c * wk);
+    for (int i = 0; i < n; i++) pairs[i].score = col[i * ld], pairs[i].pos = i;
+    select_rank(pairs, n, w - 1);
+    const rt_pair last = pairs[w - 1];
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        const rt_pair x = {col[i * ld], i};
+        if (before(x, last) || i == last.pos) out[j++] = i;
     }
+    assert(j == w);
 }
 
-/* off[0..n] and list: the centroids of each member, from sel[C][w]; cursor: n ints of scratch. */
-static void invert(const int *sel, int C, int w, int n, int *off, int *list, int *cursor) {
-    memset(off, 0, sizeof(int) * ((size_t)n + 1));
-    for (int i = 0; i < C * w; i++) off[sel[i] + 1]++;
-    for (int i = 0; i < n; i++) off[i + 1] += off[i];
-    memcpy(cursor, off, sizeof(int) * (size_t)n);
+/* Bit c of mask[member * W] for every member of every centroid. */
+static void set_masks(const int *sel, int C, int w, int n, int W, uint64_t *mask) {
+    memset(mask, 0, sizeof(uint64_t) * (size_t)n * W);
     for (int c = 0; c < C; c++)
-        for (int j = 0; j < w; j++) list[cursor[sel[(size_t)c * w + j]]++] = c;
+        for (int j = 0; j < w; j++) mask[(size_t)sel[(size_t)c * w + j] * W + (c >> 6)] |= (uint64_t)1 << (c & 63);
 }
 
-void rt_build_plans(const rt_geom *g, const lc_attn_tensors *t, const float *cent, float *work) {
-    const long tasks = (long)g->B * g->H * g->C, heads = (long)g->B * g->H;
-    const int nthreads = lc_get_threads();
+/* Members of every centroid among the n rows of x (queries or keys of (b, h)), and with assign != NULL each
+ * row's nearest centroid. Cosines: one product of the rows with a block of <= 64 centroids, times 1/|x|. */
+static void plan_rows(const rt_geom *g, const lc_view *x, int b, int h, int n, int w, const float *cent, int *sel,
+                      int *assign, float *work) {
+    const int D = g->D, nthreads = lc_get_threads();
+    float *sc = work + g->sel_off, *inv = work + g->inv_off, *best = work + g->best_off;
+    const float *x0 = rt_row(x, b, 0, h, D);
     (void)nthreads;
+    if (n == 0) return;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * D > 16384)
+#endif
+    for (int i = 0; i < n; i++) {
+        const float *r = x0 + (long)i * x->st;
+        const float n2 = rt_dot(r, r, D);
+        inv[i] = n2 > 0 ? 1.0f / sqrtf(n2) : 0.0f;
+        best[i] = -INFINITY;
+    }
+    for (int c0 = 0; c0 < g->C; c0 += RT_CENTROID_BLOCK) {
+        const int cb = g->C - c0 < RT_CENTROID_BLOCK ? g->C - c0 : RT_CENTROID_BLOCK;
+        lc_gemm(LC_NO_TRANS, LC_TRANS, n, cb, D, 1.0f, x0, (int)x->st, cent + ((size_t)h * g->C + c0) * D, D, 0.0f, sc,
+                cb);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nthreads)
 #endif
-    {
-        float *mine = rt_thread_scratch(g, work, lc_thread_id());
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-        for (long i = 0; i < tasks; i++) {
-            const int c = (int)(i % g->C), h = (int)(i / g->C % g->H), b = (int)(i / g->C / g->H);
-            const rt_plan p = rt_plan_at(g, work, b, h);
-            const float *mu = cent + ((size_t)h * g->C + c) * g->D;
-            select_top(&t->q, b, h, g->T, g->wq, g->D, mu, (rt_pair *)mine, p.qsel + (size_t)c * g->wq);
-            select_top(&t->k, b, h, g->S, g->wk, g->D, mu, (rt_pair *)mine, p.ksel + (size_t)c * g->wk);
-        }
+        {
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (long i = 0; i < heads; i++) {
-            const int h = (int)(i % g->H), b = (int)(i / g->H);
-            const rt_plan p = rt_plan_at(g, work, b, h);
-            invert(p.qsel, g->C, g->wq, g->T, p.qoff, p.qcl, (int *)mine);
-            invert(p.ksel, g->C, g->wk, g->S, p.koff, p.kcl, (int *)mine);
+            for (int i = 0; i < n; i++) {
+                float *r = sc + (size_t)i * cb;
+                for (int c = 0; c < cb; c++) r[c] *= inv[i];
+                if (!assign) continue;
+                for (int c = 0; c < cb; c++)
+                    if (r[c] > best[i]) best[i] = r[c], assign[i] = c0 + c; /* ties: the lower centroid */
+            }
+            rt_pair *pairs = (rt_pair *)rt_thread_scratch(g, work, lc_thread_id());
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+            for (int c = 0; c < cb; c++) select_top(sc + c, cb, n, w, pairs, sel + (size_t)(c0 + c) * w);
         }
     }
+}
+
+void rt_build_plans(const rt_geom *g, const lc_attn_tensors *t, const float *cent, int assign, float *work) {
+    _Static_assert(sizeof(rt_pair) == 2 * sizeof(float), "pair layout");
+    for (int b = 0; b < g->B; b++)
+        for (int h = 0; h < g->H; h++) {
+            const rt_plan p = rt_plan_at(g, work, b, h);
+            int *a = assign ? (int *)(work + g->assign_off) + ((size_t)b * g->H + h) * ((size_t)g->T + g->S) : NULL;
+            plan_rows(g, &t->q, b, h, g->T, g->wq, cent, p.qsel, a, work);
+            plan_rows(g, &t->k, b, h, g->S, g->wk, cent, p.ksel, a ? a + g->T : NULL, work);
+            set_masks(p.qsel, g->C, g->wq, g->T, g->W, p.qmask);
+            set_masks(p.ksel, g->C, g->wk, g->S, g->W, p.kmask);
+        }
+}
+
+int lc_attn_routing_members(const lc_attn_shape *s, const lc_attn_routing_opts *o, const lc_attn_tensors *t,
+                            const float *cent, int b, int h, int *qsel, int *ksel) {
+    const rt_geom g = rt_geom_of(s, o, lc_get_threads());
+    float *work = malloc(g.total * sizeof(float));
+    if (!work) return -1;
+    rt_build_plans(&g, t, cent, 0, work);
+    const rt_plan p = rt_plan_at(&g, work, b, h);
+    memcpy(qsel, p.qsel, sizeof(int) * (size_t)g.C * g.wq);
+    memcpy(ksel, p.ksel, sizeof(int) * (size_t)g.C * g.wk);
+    free(work);
+    return 0;
 }
 
 /* Vector v of (b, h): queries first (v < T), then keys. */
@@ -164,30 +228,17 @@ static const float *vector_at(const rt_geom *g, const lc_attn_tensors *t, int b,
     return v < g->T ? rt_row(&t->q, b, v, h, g->D) : rt_row(&t->k, b, v - g->T, h, g->D);
 }
 
+/* Sums per (h, c) over the assignments recorded by rt_build_plans (assign != 0). */
 void rt_update_centroids(const rt_geom *g, const lc_attn_routing_opts *o, const lc_attn_tensors *t, const float *used,
                          float *live, float *work) {
     const int per = g->T + g->S, D = g->D, nthreads = lc_get_threads();
-    const long vectors = (long)g->B * g->H * per, tasks = (long)g->H * g->C;
-    int *assign = (int *)(work + g->assign_off);
+    const long tasks = (long)g->H * g->C;
+    const int *assign = (const int *)(work + g->assign_off);
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nthreads)
 #endif
     {
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (long i = 0; i < vectors; i++) {
-            const int v = (int)(i % per), h = (int)(i / per % g->H), b = (int)(i / per / g->H);
-            const float *x = vector_at(g, t, b, h, v);
-            int best = 0;
-            float best_score = -INFINITY;
-            for (int c = 0; c < g->C; c++) {
-                const float sc = unit_dot(x, used + ((size_t)h * g->C + c) * D, D);
-                if (sc > best_score) best_score = sc, best = c;
-            }
-            assign[i] = best;
-        }
         double *acc = (double *)rt_thread_scratch(g, work, lc_thread_id());
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
