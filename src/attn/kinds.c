@@ -5,6 +5,8 @@
 #include "attn/attn.h"
 #include "attn/block.h"
 #include "attn/compressed.h"
+#include "attn/linformer.h"
+#include "attn/routing.h"
 #include "attn/strided.h"
 #include "attn/window.h"
 
@@ -14,6 +16,8 @@ static const lc_attn_kind *const lc_attn_kinds[] = {
     &lc_attn_strided,
     &lc_attn_window,
     &lc_attn_compressed,
+    &lc_attn_linformer,
+    &lc_attn_routing,
 };
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {

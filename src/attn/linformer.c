@@ -1,0 +1,262 @@
+/* The `linformer` attention kind (linformer.h): sequence-axis projections of keys and values, then dense
+ * softmax attention over the k projected rows.
+ *
+ * Every product is an lc_gemm call made outside parallel regions (BLAS when built with it; lc_gemm
+ * threads internally and its results do not depend on the thread count). Heads are processed one after
+ * another; per head:
+ *   forward:  K' = E_S K, V' = F_S V (k x D); per block of <= 512 query rows:
+ *             Sc = scale Q K'^T, row softmax (lse saved), out = P V'
+ *   backward: K', V' recomputed; per block: Sc and P again, dP = dout V'^T, dS = P (dP - Delta) with
+ *             Delta = rowsum(dout * out); dq = scale dS K' (written), dK' += scale dS^T Q, dV' += P^T dout;
+ *             then dk = E_S^T dK', dv = F_S^T dV' (written) and dE_S^T += K dK'^T, dF_S^T += V dV'^T
+ *             (accumulated into dparams, heads and batches in order b, h, keys before values).
+ * The row-wise softmax steps run in parallel over rows; each row is one task with a fixed order, so
+ * results are identical for any thread count. */
+#include "attn/linformer.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/threads.h"
+#include "kernels/fastmath.h"
+#include "kernels/kernels.h"
+
+enum { LIN_BLOCK_ROWS = 512 };
+
+static void linformer_opts_init(void *opts, int H) {
+    lc_attn_linformer_opts *o = opts;
+    memset(o, 0, sizeof *o);
+    o->k = 256;
+    o->share = LC_LINFORMER_SHARE_HEADWISE;
+    (void)H;
+}
+
+static int linformer_opts_set(void *opts, int H, const char *key, const char *value, char *err, size_t errlen) {
+    lc_attn_linformer_opts *o = opts;
+    (void)H;
+    if (strcmp(key, "k") == 0) return lc_attn_opt_int(key, value, 1, 1 << 20, &o->k, err, errlen);
+    if (strcmp(key, "share") == 0) {
+        if (strcmp(value, "none") == 0)
+            o->share = LC_LINFORMER_SHARE_NONE;
+        else if (strcmp(value, "headwise") == 0)
+            o->share = LC_LINFORMER_SHARE_HEADWISE;
+        else if (strcmp(value, "kv") == 0)
+            o->share = LC_LINFORMER_SHARE_KV;
+        else if (strcmp(value, "layerwise") == 0)
+            return snprintf(err, errlen,
+                            "option share=layerwise: layerwise sharing is done by the model giving several layers "
+                            "the same parameters; use share=none|headwise|kv here"),
+                   -1;
+        else
+            return snprintf(err, errlen, "option share=%s: expected none, headwise or kv", value), -1;
+        return 0;
+    }
+    return lc_attn_opt_unknown(&lc_attn_linformer, key, err, errlen);
+}
+
+static int linformer_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
+                           size_t errlen) {
+    const lc_attn_linformer_opts *o = opts;
+    if (o->k < 1) return snprintf(err, errlen, "linformer: k=%d must be >= 1", o->k), -1;
+    if (o->share < LC_LINFORMER_SHARE_NONE || o->share > LC_LINFORMER_SHARE_KV)
+        return snprintf(err, errlen, "linformer: unknown share mode %d", o->share), -1;
+    if (s->causal) return snprintf(err, errlen, "linformer is bidirectional only (causal attention requested)"), -1;
+    if (s->M > 0) return snprintf(err, errlen, "linformer: memory rows (M = %d > 0) are not supported", s->M), -1;
+    if (s->relpos) return snprintf(err, errlen, "linformer: relative positions are not supported"), -1;
+    if (s->window) return snprintf(err, errlen, "linformer: same_length / window is not supported"), -1;
+    if (global) return snprintf(err, errlen, "linformer: global tokens are not supported"), -1;
+    return 0;
+}
+
+int lc_attn_linformer_projections(const lc_attn_linformer_opts *o, int H) {
+    return o->share == LC_LINFORMER_SHARE_NONE ? 2 * H : o->share == LC_LINFORMER_SHARE_HEADWISE ? 2 : 1;
+}
+
+int lc_attn_linformer_key_proj(const lc_attn_linformer_opts *o, int h) {
+    return o->share == LC_LINFORMER_SHARE_NONE ? 2 * h : 0;
+}
+
+int lc_attn_linformer_value_proj(const lc_attn_linformer_opts *o, int h) {
+    return o->share == LC_LINFORMER_SHARE_NONE ? 2 * h + 1 : o->share == LC_LINFORMER_SHARE_HEADWISE ? 1 : 0;
+}
+
+size_t lc_attn_linformer_param_floats(const void *opts, int H, int D, int max_len) {
+    const lc_attn_linformer_opts *o = opts;
+    (void)D;
+    return (size_t)(max_len > 0 ? max_len : 0) * (size_t)lc_attn_linformer_projections(o, H) * (size_t)o->k;
+}
+
+/* xavier-uniform, gain 1/sqrt(2), per k x n matrix; draws in the order p, row j, column s. */
+void lc_attn_linformer_param_init(float *params, const void *opts, int H, int D, int max_len, uint64_t seed) {
+    const lc_attn_linformer_opts *o = opts;
+    (void)D;
+    const int P = lc_attn_linformer_projections(o, H), K = o->k;
+    const float a = (float)sqrt(3.0 / ((double)K + (double)max_len));
+    lc_rng rng;
+    lc_rng_seed(&rng, seed);
+    for (int p = 0; p < P; p++)
+        for (int j = 0; j < K; j++)
+            for (int s = 0; s < max_len; s++)
+                params[((size_t)s * P + p) * K + j] = a * (2.0f * lc_rng_uniform(&rng) - 1.0f);
+}
+
+static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+
+static int block_rows(const lc_attn_shape *s) { return s->T < LIN_BLOCK_ROWS ? (s->T > 0 ? s->T : 1) : LIN_BLOCK_ROWS; }
+
+/* Layout: K', V', dK', dV' (k x D each), then two blocks of rows x k (scores / P, dP / dS). */
+size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+    const lc_attn_linformer_opts *o = opts;
+    (void)nthreads;
+    const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)block_rows(s) * (size_t)o->k);
+    return 4 * kd + 2 * blk;
+}
+
+typedef struct {
+    int K, P, rows;
+    float *kp, *vp, *dkp, *dvp, *sc, *dp;
+} lin_work;
+
+static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts *o, float *work) {
+    lin_work w;
+    w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s);
+    const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)w.rows * (size_t)o->k);
+    w.kp = work, w.vp = work + kd, w.dkp = work + 2 * kd, w.dvp = work + 3 * kd;
+    w.sc = work + 4 * kd, w.dp = w.sc + blk;
+    return w;
+}
+
+static inline float *at(const lc_view *v, int b, int row, int h, int D) {
+    return v->p + (long)b * v->sb + (long)row * v->st + (long)h * D;
+}
+
+static void check_args(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t) {
+    assert(o && o->k >= 1);
+    assert(!s->causal && s->M == 0 && !s->window && !t->rel && !t->global);
+    assert(s->T == 0 || t->params);
+    (void)s, (void)o, (void)t;
+}
+
+/* K' = E_S K and V' = F_S V of head h of sequence b. */
+static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t,
+                    const lin_work *w, int b, int h) {
+    const int S = s->T, D = s->D, ld = w->P * w->K;
+    const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h) * w->K;
+    const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h) * w->K;
+    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, E, ld, at(&t->k, b, 0, h, D), (int)t->k.st, 0.0f, w->kp, D);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, F, ld, at(&t->v, b, 0, h, D), (int)t->v.st, 0.0f, w->vp, D);
+}
+
+/* In place: row i of sc (n rows of K) becomes softmax; lse written. */
+static void softmax_rows(float *sc, int n, int K, float *lse) {
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * K > 32768)
+#endif
+    for (int i = 0; i < n; i++) {
+        float *r = sc + (size_t)i * K;
+        float max = -INFINITY;
+        for (int j = 0; j < K; j++) max = r[j] > max ? r[j] : max;
+        float sum = 0;
+        for (int j = 0; j < K; j++) r[j] = lc_expf(r[j] - max);
+        for (int j = 0; j < K; j++) sum += r[j];
+        const float inv = 1.0f / sum;
+        for (int j = 0; j < K; j++) r[j] *= inv;
+        lse[i] = max + logf(sum);
+    }
+}
+
+void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    const lc_attn_linformer_opts *o = opts;
+    check_args(s, o, t);
+    if (s->T == 0) return;
+    const lin_work w = lin_work_of(s, o, work);
+    const int D = s->D, K = w.K;
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->H; h++) {
+            project(s, o, t, &w, b, h);
+            float *lse = t->lse + ((long)b * s->H + h) * s->T;
+            for (int r0 = 0; r0 < s->T; r0 += w.rows) {
+                const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
+                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, at(&t->q, b, r0, h, D), (int)t->q.st, w.kp, D, 0.0f,
+                        w.sc, K);
+                softmax_rows(w.sc, n, K, lse + r0);
+                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w.sc, K, w.vp, D, 0.0f, at(&t->out, b, r0, h, D),
+                        (int)t->out.st);
+            }
+        }
+}
+
+/* sc: scores in, P out; dp: dP in, dS out. */
+static void backward_rows(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int r0, int n, int K,
+                          float *sc, float *dp) {
+    const int D = s->D, nthreads = lc_get_threads();
+    const float *lse = t->lse + ((long)b * s->H + h) * s->T + r0;
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * K > 32768)
+#endif
+    for (int i = 0; i < n; i++) {
+        const float *dout = at(&t->dout, b, r0 + i, h, D), *out = at(&t->out, b, r0 + i, h, D);
+        double acc = 0;
+        for (int e = 0; e < D; e++) acc += (double)dout[e] * out[e];
+        const float delta = (float)acc, l = lse[i];
+        float *p = sc + (size_t)i * K, *d = dp + (size_t)i * K;
+        for (int j = 0; j < K; j++) p[j] = lc_expf(p[j] - l);
+        for (int j = 0; j < K; j++) d[j] = p[j] * (d[j] - delta);
+    }
+}
+
+void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    const lc_attn_linformer_opts *o = opts;
+    check_args(s, o, t);
+    if (s->T == 0) return;
+    const lin_work w = lin_work_of(s, o, work);
+    const int D = s->D, K = w.K, S = s->T, ld = w.P * w.K;
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->H; h++) {
+            project(s, o, t, &w, b, h);
+            for (int r0 = 0; r0 < s->T; r0 += w.rows) {
+                const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
+                const float *q = at(&t->q, b, r0, h, D), *dout = at(&t->dout, b, r0, h, D);
+                const float beta = r0 == 0 ? 0.0f : 1.0f;
+                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, q, (int)t->q.st, w.kp, D, 0.0f, w.sc, K);
+                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, 1.0f, dout, (int)t->dout.st, w.vp, D, 0.0f, w.dp, K);
+                backward_rows(s, t, b, h, r0, n, K, w.sc, w.dp);
+                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w.dp, K, w.kp, D, 0.0f, at(&t->dq, b, r0, h, D),
+                        (int)t->dq.st);
+                lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, s->scale, w.dp, K, q, (int)t->q.st, beta, w.dkp, D);
+                lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, 1.0f, w.sc, K, dout, (int)t->dout.st, beta, w.dvp, D);
+            }
+            const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
+            const float *E = t->params + (size_t)pk * K, *F = t->params + (size_t)pv * K;
+            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, E, ld, w.dkp, D, 0.0f, at(&t->dk, b, 0, h, D),
+                    (int)t->dk.st);
+            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w.dvp, D, 0.0f, at(&t->dv, b, 0, h, D),
+                    (int)t->dv.st);
+            if (t->dparams) {
+                lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->k, b, 0, h, D), (int)t->k.st, w.dkp, D, 1.0f,
+                        t->dparams + (size_t)pk * K, ld);
+                lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->v, b, 0, h, D), (int)t->v.st, w.dvp, D, 1.0f,
+                        t->dparams + (size_t)pv * K, ld);
+            }
+        }
+}
+
+const lc_attn_kind lc_attn_linformer = {
+    .name = "linformer",
+    .options_help = "k=<projected length, default 256> share=<none|headwise|kv, default headwise>",
+    .opts_size = sizeof(lc_attn_linformer_opts),
+    .opts_init = linformer_opts_init,
+    .opts_set = linformer_opts_set,
+    .check = linformer_check,
+    .workspace_floats = lc_attn_linformer_workspace,
+    .forward = lc_attn_linformer_forward,
+    .backward = lc_attn_linformer_backward,
+    .param_floats = lc_attn_linformer_param_floats,
+    .param_init = lc_attn_linformer_param_init,
+};
