@@ -485,7 +485,8 @@ static void check_relative_against_reference(case_shape c, double rtol, double a
     do {                                                                                                  \
         snprintf(label, sizeof label, "rel %s B%d H%d T%d M%d D%d w%d dil%d", name, c.B, c.H, c.T, c.M, c.D, \
                  c.w, c.dilated);                                                                         \
-        CHECK_CLOSE(label, got, want, n, rtol, atol_frac * scale_of(want, n));                            \
+        const double atol_ = atol_frac * scale_of(want, n);                                               \
+        CHECK_CLOSE(label, got, want, n, rtol, atol_);                                                    \
     } while (0)
     view_to_d(&p->t.out, c.T, &s, got);
     COMPARE_REL("out", r.out, nq);
