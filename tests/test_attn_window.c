@@ -2,7 +2,8 @@
  * reference with the window's visibility against finite differences; the fast fp32 forward/backward
  * against that reference over causal and bidirectional shapes, per-head dilations, memories and strided
  * fused views; a window covering everything against the full kind; determinism across runs and thread
- * counts; the workspace bound. */
+ * counts; the workspace bound; relative positions (Transformer-XL) on dilated causal heads against the
+ * masked reference with rel, and their determinism. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,135 @@ TEST(workspace_does_not_grow_like_t_squared) {
         }
 }
 
+/* ---------------------------------------------------------------- relative positions, dilated */
+
+/* The fused fp32 problem plus r [S, H*D], u, vb [H*D] and their gradients (exactly sized, SENTINEL first,
+ * so every element must be written); the shape gets relpos = 1. */
+typedef struct {
+    problem p;
+    float *r, *u, *vb, *dr, *du, *dvb;
+    lc_attn_relpos rel;
+} rel_problem;
+
+static rel_problem *rel_problem_new(case_shape c, int nthreads, uint64_t seed) {
+    rel_problem *x = xcalloc(1, sizeof *x);
+    lc_attn_shape s = shape_of(c);
+    s.relpos = 1;
+    x->p = problem_new(s, opts_of(c), nthreads, seed, 1.0f);
+    const size_t S = (size_t)c.M + c.T, HD = (size_t)c.H * c.D;
+    x->r = xcalloc(S * HD, sizeof(float)), x->dr = xcalloc(S * HD, sizeof(float));
+    x->u = xcalloc(HD, sizeof(float)), x->vb = xcalloc(HD, sizeof(float));
+    x->du = xcalloc(HD, sizeof(float)), x->dvb = xcalloc(HD, sizeof(float));
+    lc_rng rng;
+    lc_rng_seed(&rng, seed + 1);
+    for (size_t i = 0; i < S * HD; i++) x->r[i] = lc_rng_normal(&rng), x->dr[i] = SENTINEL;
+    for (size_t i = 0; i < HD; i++) {
+        x->u[i] = 0.5f * lc_rng_normal(&rng), x->vb[i] = 0.5f * lc_rng_normal(&rng);
+        x->du[i] = x->dvb[i] = SENTINEL;
+    }
+    x->rel = (lc_attn_relpos){x->r, x->u, x->vb, x->dr, x->du, x->dvb};
+    x->p.t.rel = &x->rel;
+    return x;
+}
+
+static void rel_problem_free(rel_problem *x) {
+    problem_free(&x->p);
+    free(x->r), free(x->u), free(x->vb), free(x->dr), free(x->du), free(x->dvb);
+    free(x);
+}
+
+static void floats_to_d(const float *src, size_t n, double *dst) {
+    for (size_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+/* Causal heads with dilations 1, 2, 3, ... and relative positions against the masked reference with rel
+ * (the distance of key s from query t is M + t - s, as in the full kind). */
+static void check_relative_against_reference(case_shape c, double rtol, double atol_frac) {
+    rel_problem *x = rel_problem_new(c, lc_get_threads(), 400 + c.T + 13 * c.M + 101 * c.D + 7 * c.w);
+    problem *p = &x->p;
+    char err[256];
+    CHECK(lc_attn_window.check(&p->s, &p->o, NULL, err, sizeof err) == 0, "check refused: %s", err);
+    run_fast(p);
+
+    const lc_attn_shape s = p->s;
+    const window_mask m = {c.M, 1, p->o};
+    problem_d r = problem_d_new(s);
+    const int S = c.M + c.T, HD = c.H * c.D;
+    view_to_d(&p->t.q, c.T, &s, r.q), view_to_d(&p->t.k, S, &s, r.k), view_to_d(&p->t.v, S, &s, r.v);
+    view_to_d(&p->t.dout, c.T, &s, r.dout);
+    double *rel_d = xcalloc((size_t)(2 * S + 4) * HD, sizeof(double));
+    double *rr = rel_d, *ru = rr + (size_t)S * HD, *rv = ru + HD, *rdr = rv + HD, *rdu = rdr + (size_t)S * HD,
+           *rdv = rdu + HD;
+    floats_to_d(x->r, (size_t)S * HD, rr), floats_to_d(x->u, HD, ru), floats_to_d(x->vb, HD, rv);
+    const lc_attn_relpos_d rel = {rr, ru, rv, rdr, rdu, rdv};
+    r.t.rel = &rel;
+    lc_attn_masked_forward_ref(&s, window_visible, &m, &r.t);
+    lc_attn_masked_backward_ref(&s, window_visible, &m, &r.t);
+
+    const size_t nq = (size_t)c.B * c.T * HD, nk = (size_t)c.B * S * HD;
+    double *got = xcalloc(nk > (size_t)S * HD ? nk : (size_t)S * HD, sizeof(double));
+    char label[160];
+#define COMPARE_REL(name, want, n)                                                                          \
+    do {                                                                                                  \
+        snprintf(label, sizeof label, "rel %s B%d H%d T%d M%d D%d w%d dil%d", name, c.B, c.H, c.T, c.M, c.D, \
+                 c.w, c.dilated);                                                                         \
+        const double atol_ = atol_frac * scale_of(want, n);                                               \
+        CHECK_CLOSE(label, got, want, n, rtol, atol_);                                                    \
+    } while (0)
+    view_to_d(&p->t.out, c.T, &s, got);
+    COMPARE_REL("out", r.out, nq);
+    view_to_d(&p->t.dq, c.T, &s, got);
+    COMPARE_REL("dq", r.dq, nq);
+    view_to_d(&p->t.dk, S, &s, got);
+    COMPARE_REL("dk", r.dk, nk);
+    view_to_d(&p->t.dv, S, &s, got);
+    COMPARE_REL("dv", r.dv, nk);
+    floats_to_d(x->dr, (size_t)S * HD, got);
+    COMPARE_REL("dr", rdr, (size_t)S * HD);
+    floats_to_d(x->du, HD, got);
+    COMPARE_REL("du", rdu, (size_t)HD);
+    floats_to_d(x->dvb, HD, got);
+    COMPARE_REL("dv(bias)", rdv, (size_t)HD);
+#undef COMPARE_REL
+    CHECK(sentinels_intact(p), "a write landed outside the q/k/v/out columns or in memory rows of dq");
+    free(got), free(rel_d);
+    problem_d_free(&r);
+    rel_problem_free(x);
+}
+
+TEST(dilated_relative_positions_match_reference) {
+    const case_shape cases[] = {
+        /* B, H, T, M, D, causal, w, dilated */
+        {1, 3, 1, 0, 16, 1, 1, 1},  {2, 3, 5, 7, 3, 1, 3, 1},    {1, 3, 65, 70, 64, 1, 64, 1},
+        {2, 3, 130, 0, 16, 1, 3, 1}, {1, 3, 200, 7, 16, 1, 100, 1}, {1, 4, 130, 70, 3, 1, 1, 1},
+        {2, 2, 40, 5, 8, 1, 4, 0}, /* undilated: the whole problem goes to the full kind */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_relative_against_reference(cases[i], 1e-4, 2e-6);
+}
+
+TEST(dilated_relative_positions_are_deterministic) {
+    const case_shape c = {2, 3, 150, 40, 24, 1, 8, 1};
+    const int threads_before = lc_get_threads(), threads[3] = {2, 1, 3};
+    rel_problem *runs[3];
+    for (int i = 0; i < 3; i++) {
+        lc_set_threads(threads[i]);
+        runs[i] = rel_problem_new(c, threads[i], 17);
+        run_fast(&runs[i]->p);
+    }
+    lc_set_threads(threads_before);
+    const size_t S = (size_t)c.M + c.T, HD = (size_t)c.H * c.D;
+    for (int i = 1; i < 3; i++) {
+        CHECK(memcmp(runs[0]->p.out, runs[i]->p.out, runs[0]->p.out_n * sizeof(float)) == 0, "out differs (run %d)", i);
+        CHECK(memcmp(runs[0]->p.grad, runs[i]->p.grad, runs[0]->p.qkv_n * sizeof(float)) == 0,
+              "gradients differ (run %d)", i);
+        CHECK(memcmp(runs[0]->dr, runs[i]->dr, S * HD * sizeof(float)) == 0, "dr differs (run %d)", i);
+        CHECK(memcmp(runs[0]->du, runs[i]->du, HD * sizeof(float)) == 0 &&
+                  memcmp(runs[0]->dvb, runs[i]->dvb, HD * sizeof(float)) == 0,
+              "du / dv(bias) differ (run %d)", i);
+    }
+    for (int i = 0; i < 3; i++) rel_problem_free(runs[i]);
+}
+
 int main(void) {
     lc_set_threads(2);
     RUN(reference_backward_matches_finite_differences);
@@ -422,5 +552,7 @@ int main(void) {
     RUN(runs_are_bit_identical_across_repeats_and_thread_counts);
     RUN(unseen_keys_get_zero_gradients);
     RUN(workspace_does_not_grow_like_t_squared);
+    RUN(dilated_relative_positions_match_reference);
+    RUN(dilated_relative_positions_are_deterministic);
     return test_summary("test_attn_window");
 }

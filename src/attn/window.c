@@ -6,9 +6,15 @@
  * is handed to the full kind's tiled kernels (online softmax, FlashAttention-2 backward) with B = H = 1,
  * memory M_c = the class's keys before M, and window W = w + 1; lse goes through a contiguous scratch row.
  * When no head is dilated the whole problem is one call of the full kind with window w + 1.
+ * Relative positions: the full kind implements them, so an undilated problem just passes tensors.rel on.
+ * In a class of dilation d, class distance j is distance j d: the class gets the rows r[0], r[d], r[2d], ...
+ * of its head gathered into a contiguous H = 1 tensor (with the head's u and v), and the dr, du, dv the
+ * full kind writes for the class go through a scratch and are added into the head's rows (dr of distance
+ * j d), classes and batch rows in a fixed order.
+ * Global tokens: window_global.c, after the band passes here.
  *
- * Bidirectional (the full kind's window is causal only): each query row streams over its visible keys p + k*d (at most w + 1 causal, 2w + 1 bidirectional):
- * scores into a per-thread buffer, max, exp, sum, then out = P v / sum; lse saved. Products are
+ * Bidirectional (the full kind's window is causal only): each query row streams over its visible keys
+ * p + k*d (at most 2w + 1): scores into a per-thread buffer, max, exp, sum, then out = P v / sum; lse saved. Products are
  * vectorized over the head dimension (GCC vector extensions). Rows are independent tasks with a fixed
  * summation order, so the results do not depend on the thread count.
  * Backward (deterministic, no atomics), with Delta_t = dout_t . out_t computed once:
@@ -49,17 +55,31 @@ static int window_opts_set(void *opts, int H, const char *key, const char *value
     return lc_attn_opt_unknown(&lc_attn_window, key, err, errlen);
 }
 
+/* Global tokens: any memory M (global rows also see the memory keys), causal or not, any dilation; not
+ * with relative positions. spec.c probes with pos = NULL (only the count is known then). */
 static int window_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     const lc_attn_window_opts *o = opts;
     if (o->w < 1) return snprintf(err, errlen, "window: w=%d must be >= 1", o->w), -1;
     if (s->H > LC_ATTN_MAX_HEADS) return snprintf(err, errlen, "window: at most %d heads", LC_ATTN_MAX_HEADS), -1;
-    int dilated = 0;
-    for (int h = 0; h < s->H && h < LC_ATTN_MAX_HEADS; h++) dilated |= lc_attn_window_dilation(o, h) != 1;
-    if (s->relpos && (!s->causal || dilated))
-        return snprintf(err, errlen, "window: relative positions (--model xl) need causal, undilated heads"), -1;
+    if (s->relpos && !s->causal)
+        return snprintf(err, errlen, "window: relative positions (--model xl) need causal attention"), -1;
     if (s->window) return snprintf(err, errlen, "window: same_length is not supported"), -1;
-    if (global) return snprintf(err, errlen, "window: global tokens are not supported yet"), -1;
+    if (!global) return 0;
+    if (s->relpos)
+        return snprintf(err, errlen, "window: global tokens together with relative positions are not supported"), -1;
+    if (global->n < 0 || global->n > s->T)
+        return snprintf(err, errlen, "window: %d global tokens in a segment of %d positions", global->n, s->T), -1;
+    if (global->pos)
+        for (int i = 0; i < global->n; i++) {
+            const int p = global->pos[i];
+            if (p < 0 || p >= s->T)
+                return snprintf(err, errlen, "window: global position %d is outside the segment [0, %d)", p, s->T), -1;
+            if (i > 0 && p <= global->pos[i - 1])
+                return snprintf(err, errlen, "window: global positions must be increasing (%d after %d)", p,
+                                global->pos[i - 1]),
+                       -1;
+        }
     return 0;
 }
 
@@ -160,7 +180,7 @@ static win_class class_of(const lc_attn_shape *s, int w, int d, int c) {
     k.n = c < S ? (int)((S - c + d - 1) / d) : 0;
     long m = s->M > c ? (s->M - c + d - 1) / d : 0; /* class keys before M: the class's memory */
     if (m > k.n) m = k.n;
-    const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, 1, s->scale, w + 1, 0};
+    const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, 1, s->scale, w + 1, s->relpos};
     k.s = sub;
     k.first_key = c;
     k.first_query = c + m * d - s->M;
@@ -197,12 +217,8 @@ static lc_attn_shape undilated_shape(const lc_attn_shape *s, const lc_attn_windo
     return r;
 }
 
-/* Workspace of the causal path: the largest full-kind workspace over the classes, then T lse floats. */
-static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
-    if (all_undilated(s, o)) {
-        const lc_attn_shape u = undilated_shape(s, o);
-        return lc_attn_full_workspace(&u, NULL, nthreads);
-    }
+/* The largest full-kind workspace over the classes of the dilated heads. */
+static size_t class_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
     size_t most = 0;
     for (int h = 0; h < s->H; h++) {
         const int d = lc_attn_window_dilation(o, h);
@@ -213,7 +229,47 @@ static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts
             most = need > most ? need : most;
         }
     }
-    return most + round16((size_t)s->T);
+    return most;
+}
+
+/* Relative positions on the dilated path: per class, the rows of r at distances 0, d, 2d, ... of the head
+ * (contiguous, so the class sees them as an H = 1 tensor), the class's dr, and its du, dv. */
+static size_t rel_scratch(const lc_attn_shape *s) {
+    return s->relpos ? 2 * round16((size_t)(s->M + s->T) * s->D) + 2 * round16((size_t)s->D) : 0;
+}
+
+/* Workspace of the causal path: the largest full-kind workspace over the classes, then T lse floats and
+ * the relative-position scratch. */
+static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
+    if (all_undilated(s, o)) {
+        const lc_attn_shape u = undilated_shape(s, o);
+        return lc_attn_full_workspace(&u, NULL, nthreads);
+    }
+    return class_workspace(s, o, nthreads) + round16((size_t)s->T) + rel_scratch(s);
+}
+
+/* The classes' relative-position inputs: r_c[j] = r[j d] of head h (j < n), u and v of the head; gradients
+ * into the scratch (the full kind writes them). */
+static lc_attn_relpos class_rel(const lc_attn_relpos *rel, int H, int D, int h, int d, int n, float *scratch,
+                                size_t S) {
+    float *r = scratch, *dr = r + round16(S * D), *du = dr + round16(S * D), *dv = du + round16((size_t)D);
+    const long row = (long)H * D;
+    for (int j = 0; j < n; j++) memcpy(r + (size_t)j * D, rel->r + (long)j * d * row + (long)h * D, sizeof(float) * D);
+    lc_attn_relpos c = {r, rel->u + (long)h * D, rel->v + (long)h * D, dr, du, dv};
+    return c;
+}
+
+/* Adds a class's dr, du, dv (c: as made by class_rel) into the head's rows (distance j of the class is
+ * distance j d). */
+static void add_class_rel_grads(const lc_attn_relpos *rel, const lc_attn_relpos *c, int H, int D, int h, int d,
+                                int n) {
+    const long row = (long)H * D;
+    for (int j = 0; j < n; j++) {
+        float *dst = rel->dr + (long)j * d * row + (long)h * D;
+        const float *src = c->dr + (size_t)j * D;
+        for (int e = 0; e < D; e++) dst[e] += src[e];
+    }
+    for (int e = 0; e < D; e++) rel->du[(long)h * D + e] += c->du[e], rel->dv[(long)h * D + e] += c->dv[e];
 }
 
 static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
@@ -227,8 +283,14 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
         return;
     }
     const int nthreads = lc_get_threads();
-    const size_t full_floats = causal_workspace(s, o, nthreads) - round16((size_t)s->T);
-    float *scratch = work + full_floats;
+    const size_t full_floats = class_workspace(s, o, nthreads), S = (size_t)s->M + s->T;
+    float *scratch = work + full_floats, *rel_work = scratch + round16((size_t)s->T);
+    const lc_attn_relpos *rel = t->rel;
+    if (rel && backward) { /* every class adds its share; distances no class reaches stay 0 */
+        memset(rel->dr, 0, sizeof(float) * S * s->H * s->D);
+        memset(rel->du, 0, sizeof(float) * (size_t)s->H * s->D);
+        memset(rel->dv, 0, sizeof(float) * (size_t)s->H * s->D);
+    }
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->H; h++) {
             const int d = lc_attn_window_dilation(o, h);
@@ -236,10 +298,16 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
             for (int c = 0; c < d; c++) {
                 const win_class k = class_of(s, o->w, d, c);
                 if (k.n == 0) continue;
-                const lc_attn_tensors ct = class_tensors(t, &k, b, h, s->D, d, scratch);
+                lc_attn_tensors ct = class_tensors(t, &k, b, h, s->D, d, scratch);
+                lc_attn_relpos crel;
+                if (rel) {
+                    crel = class_rel(rel, s->H, s->D, h, d, k.n, rel_work, S);
+                    ct.rel = &crel;
+                }
                 if (backward) {
                     for (int i = 0; i < k.s.T; i++) scratch[i] = row_lse[k.first_query + (long)i * d];
                     lc_attn_full_backward(&k.s, NULL, &ct, work);
+                    if (rel) add_class_rel_grads(rel, &crel, s->H, s->D, h, d, k.n);
                 } else {
                     lc_attn_full_forward(&k.s, NULL, &ct, work);
                     for (int i = 0; i < k.s.T; i++) row_lse[k.first_query + (long)i * d] = scratch[i];
@@ -248,11 +316,18 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
         }
 }
 
+/* The band passes and the global-token passes run one after the other, so they share the workspace. */
 size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
     if (nthreads < 1) nthreads = 1;
-    if (s->causal) return causal_workspace(s, opts, nthreads);
-    const win_geometry g = win_geometry_of(s, opts);
-    return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
+    size_t band;
+    if (s->causal) {
+        band = causal_workspace(s, opts, nthreads);
+    } else {
+        const win_geometry g = win_geometry_of(s, opts);
+        band = 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
+    }
+    const size_t global = lc_attn_window_global_workspace(s, nthreads);
+    return band > global ? band : global;
 }
 
 static inline const float *row_of(const lc_view *v, int b, int r, int h, int D) {
@@ -267,7 +342,7 @@ static void check_args(const lc_attn_shape *s, const void *opts, const lc_attn_t
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
     assert(o && o->w >= 1);
     assert(s->window == 0);
-    assert(t->rel == NULL || (s->causal && all_undilated(s, o)));
+    assert(t->rel == NULL || (s->causal && s->relpos));
     assert(s->H <= LC_ATTN_MAX_HEADS);
     (void)o, (void)t, (void)s;
 }
@@ -297,12 +372,7 @@ static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, 
     t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
 }
 
-void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    check_args(s, opts, t);
-    if (s->causal) {
-        causal_pass(s, opts, t, work, 0);
-        return;
-    }
+static void bidirectional_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const win_geometry g = win_geometry_of(s, opts);
     const long rows = (long)g.B * g.H * g.T;
     if (rows == 0) return;
@@ -361,12 +431,8 @@ static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float
     for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e], dv[e] = acc_v[e];
 }
 
-void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    check_args(s, opts, t);
-    if (s->causal) {
-        causal_pass(s, opts, t, work, 1);
-        return;
-    }
+static void bidirectional_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t,
+                                   float *work) {
     const win_geometry g = win_geometry_of(s, opts);
     const int nthreads = lc_get_threads();
     (void)nthreads;
@@ -404,4 +470,22 @@ void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_
             dkv_row(&g, t, delta, b, h, key, acc_a, acc_b);
         }
     }
+}
+
+void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    check_args(s, opts, t);
+    if (s->causal)
+        causal_pass(s, opts, t, work, 0);
+    else
+        bidirectional_forward(s, opts, t, work);
+    if (t->global) lc_attn_window_global_forward(s, opts, t, work);
+}
+
+void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    check_args(s, opts, t);
+    if (s->causal)
+        causal_pass(s, opts, t, work, 1);
+    else
+        bidirectional_backward(s, opts, t, work);
+    if (t->global) lc_attn_window_global_backward(s, opts, t, work);
 }

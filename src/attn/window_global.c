@@ -1,0 +1,308 @@
+/* Global tokens (Longformer) for the `window` kind (window.h has the semantics). The band passes of
+ * window.c run first, unchanged, over every row; this file then adds what the global tokens change.
+ *
+ * Forward, one task per query row:
+ *  - an ordinary row (not global) also sees the global keys that are not already in its band (causal: only
+ *    those at or before it), scored with the ordinary q and k: one more partial softmax over those few
+ *    columns (chunks of 64, online max), merged with the band's result by log-sum-exp:
+ *      lse = log(e^lse_band + sum_g e^s_g),  out = (e^lse_band out_band + sum_g e^s_g v_g) / e^lse;
+ *  - a global row is recomputed from scratch with qg against kg, vg over all S keys (causal: up to itself),
+ *    streamed in chunks of 64 keys; it overwrites out, its log-sum-exp goes to global->lse, and lse[] of the
+ *    row is set to +inf, so that the band backward sees probability exp(score - inf) = 0 for that row.
+ * Backward (FlashAttention style: only the merged out and lse are needed, and the band part's gradient is
+ * the band kernels' own backward run on them): the band backward of window.c runs first and writes dq, dk,
+ * dv (global rows contribute nothing: their P is 0, so their dq is 0). Then 2 B H tasks, each owning its
+ * output rows and summing in a fixed order (no atomics, the same bits for any thread count):
+ *  - (b, h) columns: for each ordinary row t and each extra global column g of it, P = exp(s - lse_t),
+ *    dS = P (dout_t . v_g - Delta_t):  dq_t += scale dS k_g,  dk_g += scale dS q_t,  dv_g += P dout_t;
+ *  - (b, h) rows: dkg, dvg (all S rows) zeroed, then per global row i (P, dS as usual with its own lse):
+ *    dqg_i = scale sum_s dS k_s,  dkg_s += scale dS qg_i,  dvg_s += P dout_i;  dqg of ordinary rows = 0.
+ * Cost O(B H (n S + T n) D) on top of the band; no T x S matrix; workspace O(threads (64 + D)). */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "attn/full_tile.h"
+#include "attn/window.h"
+#include "core/threads.h"
+#include "kernels/fastmath.h"
+
+enum { GLOB_CHUNK = 64 };
+
+static size_t glob_round16(size_t n) { return (n + 15) / 16 * 16; }
+
+/* One thread's floats: GLOB_CHUNK scores and an accumulator of D. */
+static size_t slot_floats(int D) { return GLOB_CHUNK + glob_round16((size_t)D); }
+
+size_t lc_attn_window_global_workspace(const lc_attn_shape *s, int nthreads) {
+    if (nthreads < 1) nthreads = 1;
+    return 16 + (size_t)nthreads * slot_floats(s->D);
+}
+
+static inline float *grow(const lc_view *v, int b, long r, int h, int D) {
+    return v->p + (long)b * v->sb + r * v->st + (long)h * D;
+}
+
+/* a . b over D floats in a fixed order */
+static inline float gdot(const float *a, const float *b, int D) {
+    full_v16 acc = {0};
+    int d = 0;
+    for (; d + 16 <= D; d += 16) acc += full_vload(a + d) * full_vload(b + d);
+    float s = full_hsum(acc);
+    for (; d < D; d++) s += a[d] * b[d];
+    return s;
+}
+
+/* y += a x over D floats */
+static inline void gaxpy(float *y, float a, const float *x, int D) {
+    int d = 0;
+    for (; d + 16 <= D; d += 16) full_vstore(y + d, full_vload(y + d) + a * full_vload(x + d));
+    for (; d < D; d++) y[d] += a * x[d];
+}
+
+/* dout . out summed in double, as the band backward does */
+static inline float row_delta(const float *dout, const float *out, int D) {
+    double sum = 0;
+    for (int e = 0; e < D; e++) sum += (double)dout[e] * out[e];
+    return (float)sum;
+}
+
+/* Index i with pos[i] == row, or -1 (pos is sorted). */
+static int global_index(const lc_attn_global *g, int row) {
+    int lo = 0, hi = g->n - 1;
+    while (lo <= hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (g->pos[mid] == row) return mid;
+        if (g->pos[mid] < row)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Whether the band of the query at key position p (dilation d, w keys per side) holds key position `key`:
+ * causal p - k d for k = 0..w, bidirectional p + k d for k = -w..w (window.h). */
+static inline int in_band(long p, long key, long d, long w, int causal) {
+    const long diff = p - key;
+    if (causal && diff < 0) return 0;
+    const long a = diff < 0 ? -diff : diff;
+    return a % d == 0 && a / d <= w;
+}
+
+/* The ordinary row's extra columns are the global keys M + pos[i] it sees (causal: at or before p) that its
+ * band does not already hold. Returns the first such i >= i0 (increasing key order), or G->n. */
+static inline int next_extra(const lc_attn_global *G, int i0, long M, long p, long d, long w, int causal) {
+    for (int i = i0; i < G->n; i++) {
+        const long key = M + G->pos[i];
+        if (causal && key > p) return G->n;
+        if (!in_band(p, key, d, w, causal)) return i;
+    }
+    return G->n;
+}
+
+/* Adds keys[0..n) (rows of k, v) to the running softmax (max, sum, acc = sum e^(s - max) v) of query q. */
+static void stream_keys(const float *q, const lc_view *k, const lc_view *v, int b, int h, int D, float scale,
+                        const long *keys, int n, float *scores, float *acc, float *run_max, float *run_sum) {
+    float m = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        scores[j] = scale * gdot(q, grow(k, b, keys[j], h, D), D);
+        m = scores[j] > m ? scores[j] : m;
+    }
+    if (m > *run_max) { /* rescale what was summed under the old maximum (none at first: factor 0) */
+        const float c = *run_max == -INFINITY ? 0.0f : lc_expf(*run_max - m);
+        *run_sum *= c;
+        for (int e = 0; e < D; e++) acc[e] *= c;
+        *run_max = m;
+    }
+    for (int j = 0; j < n; j++) {
+        const float p = lc_expf(scores[j] - *run_max);
+        *run_sum += p;
+        gaxpy(acc, p, grow(v, b, keys[j], h, D), D);
+    }
+}
+
+typedef struct {
+    int B, H, T, M, S, D, causal, w;
+    float scale;
+    const lc_attn_window_opts *o;
+} glob_geometry;
+
+static glob_geometry geometry_of(const lc_attn_shape *s, const lc_attn_window_opts *o) {
+    const glob_geometry g = {s->B, s->H, s->T, s->M, s->M + s->T, s->D, s->causal, o->w, s->scale, o};
+    return g;
+}
+
+/* An ordinary row: merges the extra global columns into the band's out and lse. */
+static void ordinary_forward(const glob_geometry *g, const lc_attn_tensors *t, int b, int h, int row, float *slot) {
+    const lc_attn_global *G = t->global;
+    const int D = g->D;
+    const long p = (long)g->M + row, d = lc_attn_window_dilation(g->o, h);
+    float *scores = slot, *acc = slot + GLOB_CHUNK;
+    float run_max = -INFINITY, run_sum = 0;
+    memset(acc, 0, sizeof(float) * (size_t)D);
+    const float *q = grow(&t->q, b, row, h, D);
+    long keys[GLOB_CHUNK];
+    int n = 0;
+    for (int i = next_extra(G, 0, g->M, p, d, g->w, g->causal); i < G->n;
+         i = next_extra(G, i + 1, g->M, p, d, g->w, g->causal)) {
+        keys[n++] = (long)g->M + G->pos[i];
+        if (n == GLOB_CHUNK) {
+            stream_keys(q, &t->k, &t->v, b, h, D, g->scale, keys, n, scores, acc, &run_max, &run_sum);
+            n = 0;
+        }
+    }
+    if (n) stream_keys(q, &t->k, &t->v, b, h, D, g->scale, keys, n, scores, acc, &run_max, &run_sum);
+    if (run_sum == 0) return; /* no extra column: the band's result stands */
+    float *lse = t->lse + ((long)b * g->H + h) * g->T + row, *out = grow(&t->out, b, row, h, D);
+    const float band = *lse, top = band > run_max ? band : run_max;
+    const float w_band = lc_expf(band - top), w_glob = lc_expf(run_max - top);
+    const float total = w_band + w_glob * run_sum, inv = 1.0f / total;
+    for (int e = 0; e < D; e++) out[e] = (w_band * out[e] + w_glob * acc[e]) * inv;
+    *lse = top + logf(total);
+}
+
+/* Global row i (query position pos[i]): qg against kg, vg over keys 0 .. M + pos (causal) or all S. */
+static void global_forward(const glob_geometry *g, const lc_attn_tensors *t, int b, int h, int i, float *slot) {
+    const lc_attn_global *G = t->global;
+    const int D = g->D, row = G->pos[i];
+    const long last = g->causal ? (long)g->M + row : g->S - 1;
+    float *scores = slot, *acc = slot + GLOB_CHUNK;
+    float run_max = -INFINITY, run_sum = 0;
+    memset(acc, 0, sizeof(float) * (size_t)D);
+    const float *q = grow(&G->qg, b, row, h, D);
+    long keys[GLOB_CHUNK];
+    for (long k0 = 0; k0 <= last; k0 += GLOB_CHUNK) {
+        const int n = (int)(last - k0 + 1 < GLOB_CHUNK ? last - k0 + 1 : GLOB_CHUNK);
+        for (int j = 0; j < n; j++) keys[j] = k0 + j;
+        stream_keys(q, &G->kg, &G->vg, b, h, D, g->scale, keys, n, scores, acc, &run_max, &run_sum);
+    }
+    float *out = grow(&t->out, b, row, h, D);
+    const float inv = 1.0f / run_sum; /* the row sees itself */
+    for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
+    G->lse[((long)b * g->H + h) * G->n + i] = run_max + logf(run_sum);
+    t->lse[((long)b * g->H + h) * g->T + row] = INFINITY; /* the band backward skips the row */
+}
+
+static void check_global(const lc_attn_shape *s, const lc_attn_global *G) {
+    assert(G->n >= 0 && G->n <= s->T && (G->n == 0 || G->pos));
+    for (int i = 0; i < G->n; i++) assert(G->pos[i] >= 0 && G->pos[i] < s->T && (i == 0 || G->pos[i] > G->pos[i - 1]));
+    assert(!G->n || G->lse);
+    (void)s, (void)G;
+}
+
+void lc_attn_window_global_forward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+                                   float *work) {
+    const lc_attn_global *G = t->global;
+    check_global(s, G);
+    const glob_geometry g = geometry_of(s, o);
+    const long rows = (long)g.B * g.H * g.T;
+    if (G->n == 0 || rows == 0) return;
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+    const size_t slot = slot_floats(g.D);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 16)
+#endif
+    for (long r = 0; r < rows; r++) {
+        const int row = (int)(r % g.T), h = (int)(r / g.T % g.H), b = (int)(r / g.T / g.H);
+        float *mine = work + 16 + (size_t)lc_thread_id() * slot;
+        const int i = global_index(G, row);
+        if (i >= 0)
+            global_forward(&g, t, b, h, i, mine);
+        else
+            ordinary_forward(&g, t, b, h, row, mine);
+    }
+}
+
+/* Gradients through the extra global columns of every ordinary row of (b, h): adds to dq of those rows
+ * and to dk, dv of the global keys. */
+static void columns_backward(const glob_geometry *g, const lc_attn_tensors *t, int b, int h, float *acc) {
+    const lc_attn_global *G = t->global;
+    const int D = g->D;
+    const long d = lc_attn_window_dilation(g->o, h), r0 = ((long)b * g->H + h) * g->T;
+    int next_global = 0; /* rows walk up, so the next global row is found by a pointer into pos */
+    for (int row = 0; row < g->T; row++) {
+        if (next_global < G->n && G->pos[next_global] == row) {
+            next_global++;
+            continue;
+        }
+        const long p = (long)g->M + row;
+        const float *q = grow(&t->q, b, row, h, D), *dout = grow(&t->dout, b, row, h, D);
+        float lse = 0, delta = 0;
+        int any = 0;
+        for (int i = next_extra(G, 0, g->M, p, d, g->w, g->causal); i < G->n;
+             i = next_extra(G, i + 1, g->M, p, d, g->w, g->causal)) {
+            const long key = (long)g->M + G->pos[i];
+            if (!any) {
+                any = 1;
+                lse = t->lse[r0 + row], delta = row_delta(dout, grow(&t->out, b, row, h, D), D);
+                memset(acc, 0, sizeof(float) * (size_t)D);
+            }
+            const float *kr = grow(&t->k, b, key, h, D), *vr = grow(&t->v, b, key, h, D);
+            const float prob = lc_expf(g->scale * gdot(q, kr, D) - lse);
+            const float ds = prob * (gdot(dout, vr, D) - delta);
+            gaxpy(acc, ds, kr, D);
+            gaxpy(grow(&t->dk, b, key, h, D), g->scale * ds, q, D);
+            gaxpy(grow(&t->dv, b, key, h, D), prob, dout, D);
+        }
+        if (any) gaxpy(grow(&t->dq, b, row, h, D), g->scale, acc, D);
+    }
+}
+
+/* Gradients of the global rows of (b, h): dqg (zero on ordinary rows), dkg and dvg (all S rows). */
+static void rows_backward(const glob_geometry *g, const lc_attn_tensors *t, int b, int h, float *acc) {
+    const lc_attn_global *G = t->global;
+    const int D = g->D;
+    for (long s = 0; s < g->S; s++) {
+        memset(grow(&G->dkg, b, s, h, D), 0, sizeof(float) * (size_t)D);
+        memset(grow(&G->dvg, b, s, h, D), 0, sizeof(float) * (size_t)D);
+    }
+    for (int row = 0, i = 0; row < g->T; row++) {
+        if (i < G->n && G->pos[i] == row) {
+            i++;
+            continue;
+        }
+        memset(grow(&G->dqg, b, row, h, D), 0, sizeof(float) * (size_t)D);
+    }
+    for (int i = 0; i < G->n; i++) {
+        const int row = G->pos[i];
+        const long last = g->causal ? (long)g->M + row : g->S - 1;
+        const float *q = grow(&G->qg, b, row, h, D), *dout = grow(&t->dout, b, row, h, D);
+        const float lse = G->lse[((long)b * g->H + h) * G->n + i];
+        const float delta = row_delta(dout, grow(&t->out, b, row, h, D), D);
+        memset(acc, 0, sizeof(float) * (size_t)D);
+        for (long s = 0; s <= last; s++) {
+            const float *kr = grow(&G->kg, b, s, h, D), *vr = grow(&G->vg, b, s, h, D);
+            const float prob = lc_expf(g->scale * gdot(q, kr, D) - lse);
+            const float ds = prob * (gdot(dout, vr, D) - delta);
+            gaxpy(acc, ds, kr, D);
+            gaxpy(grow(&G->dkg, b, s, h, D), g->scale * ds, q, D);
+            gaxpy(grow(&G->dvg, b, s, h, D), prob, dout, D);
+        }
+        float *dq = grow(&G->dqg, b, row, h, D);
+        for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
+    }
+}
+
+void lc_attn_window_global_backward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+                                    float *work) {
+    check_global(s, t->global);
+    const glob_geometry g = geometry_of(s, o);
+    const long heads = (long)g.B * g.H, tasks = 2 * heads;
+    const int nthreads = lc_get_threads();
+    (void)nthreads;
+    const size_t slot = slot_floats(g.D);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < tasks; task++) {
+        const long head = task % heads;
+        const int b = (int)(head / g.H), h = (int)(head % g.H);
+        float *acc = work + 16 + (size_t)lc_thread_id() * slot + GLOB_CHUNK;
+        if (task < heads) /* the row tasks first: they are the longer ones (n S against T n extra columns) */
+            rows_backward(&g, t, b, h, acc);
+        else
+            columns_backward(&g, t, b, h, acc);
+    }
+}
