@@ -4,6 +4,7 @@
 
 #include "attn/attn.h"
 #include "attn/block.h"
+#include "attn/lsh.h"
 #include "attn/strided.h"
 #include "attn/window.h"
 
@@ -12,6 +13,7 @@ static const lc_attn_kind *const lc_attn_kinds[] = {
     &lc_attn_block,
     &lc_attn_strided,
     &lc_attn_window,
+    &lc_attn_lsh,
 };
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {
