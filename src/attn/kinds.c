@@ -7,6 +7,7 @@
 #include "attn/compressed.h"
 #include "attn/linformer.h"
 #include "attn/routing.h"
+#include "attn/lsh.h"
 #include "attn/strided.h"
 #include "attn/window.h"
 
@@ -18,6 +19,7 @@ static const lc_attn_kind *const lc_attn_kinds[] = {
     &lc_attn_compressed,
     &lc_attn_linformer,
     &lc_attn_routing,
+    &lc_attn_lsh,
 };
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {
