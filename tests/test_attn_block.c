@@ -1,7 +1,8 @@
 /* Tests of the `block` attention kind (blockwise local attention): the masked double reference against
  * finite differences; the fast fp32 forward/backward against the reference for causal and bidirectional
  * patterns over block sizes, lengths, memories and head sizes, through strided views into fused buffers;
- * a block covering all keys against the full kind; determinism across runs and thread counts. */
+ * a block covering all keys against the full kind; determinism across runs and thread counts. Causal cases
+ * also run with Transformer-XL relative positions (dr, du, dv compared too; bidirectional + rel rejected). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 typedef lc_attn_block_opts kind_opts;
 
 typedef struct {
-    int B, H, T, M, D, causal, param; /* param: the block size */
+    int B, H, T, M, D, causal, param, rel; /* rel: relative positions (causal only); param: the block size */
 } case_shape;
 
 /* The pattern, straight from its definition: position p = M + t sees key s when both lie in the same
@@ -62,14 +63,23 @@ TEST(block_one_keeps_two_keys_causal_and_one_key_bidirectional) {
     problem_free(&p);
 }
 
+TEST(block_covering_all_keys_is_full_causal_attention_with_relative_positions) {
+    check_equals_full((case_shape){2, 2, 130, 7, 64, 1, 137, 1});
+    check_equals_full((case_shape){1, 3, 65, 70, 16, 1, 1000, 1});
+}
+
 int main(void) {
     lc_set_threads(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference_across_shapes);
+    RUN(fast_matches_reference_with_relative_positions);
     RUN(runs_are_bit_identical_across_repeats_and_thread_counts);
     RUN(empty_segment_writes_zero_memory_gradients);
+    RUN(empty_segment_with_relative_positions_writes_zero_gradients);
+    RUN(check_accepts_relative_positions_only_when_causal);
     RUN(workspace_stays_within_row_statistics_and_per_thread_tiles);
     RUN(block_covering_all_keys_is_full_bidirectional_attention);
     RUN(block_one_keeps_two_keys_causal_and_one_key_bidirectional);
+    RUN(block_covering_all_keys_is_full_causal_attention_with_relative_positions);
     return test_summary("test_attn_block");
 }

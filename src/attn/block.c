@@ -13,6 +13,7 @@
 
 #include "attn/attn.h"
 #include "attn/block.h"
+#include "attn/full_rel.h"
 #include "attn/full_tile.h"
 #include "core/threads.h"
 
@@ -160,7 +161,7 @@ size_t lc_attn_progression_workspace(const lc_attn_shape *s, int nthreads) {
 static void check_shape(const lc_attn_shape *s, const lc_attn_tensors *t) {
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
     assert(s->window == 0); /* the pattern decides what each query sees */
-    assert(t->rel == NULL); /* relative positions are not supported by the sparse kinds */
+    assert(t->rel == NULL); /* the progression engine has no relative positions (the block tiles do) */
     (void)s, (void)t;
 }
 
@@ -284,11 +285,16 @@ static block_ctx block_ctx_of(const lc_attn_shape *s, const void *opts) {
  * last query: O(T (b + 64) D) in all. Within a tile, a (query, key) pair is masked by the key's query
  * range (key-major tiles) or the query's key range (query-major tiles). The passes are those of the full
  * kind (full.c, full_backward.c) with this mask: forward with an online softmax per query tile; backward
- * with dk, dv per key tile and dq per query tile, every row owned by one task. */
+ * with dk, dv per key tile and dq per query tile, every row owned by one task.
+ * Relative positions (causal only): a query's keys are the interval [first key of its range, itself], so
+ * the tiles are the full kind's with its position code (full_rel.h): the forward adds the position
+ * diagonals to each score tile (full_rel_slide, full_rel_add_positions: the key tiles of a query tile are
+ * 64 apart, as there, though not aligned to 64), and the backward is full_rel_backward_keys with the block
+ * key ranges (one pass per head writing dq, dk, dv, dr, du, dv). */
 
 static full_geometry block_geometry(const lc_attn_shape *s) {
     lc_attn_shape plain = *s;
-    plain.window = 0, plain.relpos = 0;
+    plain.window = 0; /* relpos kept: it sizes the position tiles */
     return full_geometry_of(&plain);
 }
 
@@ -326,7 +332,13 @@ static void block_forward_tile(const block_ctx *c, const full_geometry *g, const
     const int dp = g->D_pad;
     float *running_max = w->row_a, *running_sum = w->row_b;
     float correction[FULL_TILE_Q];
-    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    const lc_attn_relpos *rel = t->rel;
+    if (rel) { /* content scores with scale (q + u), position scores with scale (q + v) */
+        full_load_transposed_bias(w->q_tile, &t->q, rel->u + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
+        full_load_transposed_bias(w->rel_qv, &t->q, rel->v + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
+    } else {
+        full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    }
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
     for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
     int key_begin, key_end;
@@ -339,6 +351,10 @@ static void block_forward_tile(const block_ctx *c, const full_geometry *g, const
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
         full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
+        if (rel) {
+            full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
+            full_rel_add_positions(w->scores, w->rel_pos, n_k);
+        }
         block_online_softmax_tile(c, w->scores, t0, s0, n_k, running_max, running_sum, correction);
         for (int i = 0; i < rows; i++) {
             if (correction[i] == 1.0f) continue;
@@ -436,8 +452,24 @@ static size_t block_workspace(const lc_attn_shape *s, const void *opts, int nthr
     return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
 }
 
+/* Checks for the tiled passes: the progression engine's, with relative positions allowed when causal. */
+static void block_check_shape(const lc_attn_shape *s, const lc_attn_tensors *t) {
+    lc_attn_tensors plain = *t;
+    plain.rel = NULL;
+    check_shape(s, &plain);
+    assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */
+}
+
+/* full_rel_keys of a query tile: the keys of query t are [block_keys_of(t).first, M + t]. */
+static void block_rel_keys_of(const void *ctx, const full_geometry *g, int t0, int n_q, full_rel_keys *keys) {
+    const block_ctx *c = ctx;
+    (void)g;
+    block_tile_keys(c, t0, n_q, &keys->begin, &keys->end);
+    for (int i = 0; i < FULL_TILE_Q; i++) keys->first[i] = block_keys_of(c, t0 + i).first;
+}
+
 static void block_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    check_shape(s, t);
+    block_check_shape(s, t);
     const block_ctx c = block_ctx_of(s, opts);
     const full_geometry g = block_geometry(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
@@ -456,10 +488,17 @@ static void block_forward(const lc_attn_shape *s, const void *opts, const lc_att
 }
 
 static void block_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    check_shape(s, t);
+    block_check_shape(s, t);
     const block_ctx c = block_ctx_of(s, opts);
     const full_geometry g = block_geometry(s);
-    if (g.B == 0 || g.H == 0) return;
+    const lc_attn_relpos *rel = t->rel;
+    if (g.H == 0) return;
+    if (rel && (g.B == 0 || g.T == 0)) { /* nothing flows back to r, u, v */
+        memset(rel->dr, 0, sizeof(float) * (size_t)g.S * g.H * g.D);
+        memset(rel->du, 0, sizeof(float) * (size_t)g.H * g.D);
+        memset(rel->dv, 0, sizeof(float) * (size_t)g.H * g.D);
+    }
+    if (g.B == 0) return;
     if (g.T == 0) { /* no queries: nothing flows back, but every row of dk and dv is written */
         for (int b = 0; b < g.B; b++)
             for (int j = 0; j < g.S; j++)
@@ -482,6 +521,10 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
         double sum = 0;
         for (int d = 0; d < g.D; d++) sum += (double)dout[d] * out[d];
         delta[r] = (float)sum;
+    }
+    if (rel) {
+        full_rel_backward_keys(&g, t, delta, base, nthreads, block_rel_keys_of, &c);
+        return;
     }
     const long heads = (long)g.B * g.H, key_tasks = heads * g.k_tiles, query_tasks = heads * g.q_tiles;
 #ifdef _OPENMP
@@ -516,8 +559,9 @@ static int block_opts_set(void *opts, int H, const char *key, const char *value,
 static int block_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     if (((const lc_attn_block_opts *)opts)->block < 1) return snprintf(err, errlen, "block: b must be >= 1"), -1;
-    if (s->relpos || s->window)
-        return snprintf(err, errlen, "block: no relative positions or same_length (use --model vanilla)"), -1;
+    if (s->window) return snprintf(err, errlen, "block: no same_length window (the blocks decide what a query sees)"), -1;
+    if (s->relpos && !s->causal)
+        return snprintf(err, errlen, "block: relative positions need causal attention (distances M + t - s >= 0)"), -1;
     if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;
     return 0;
 }

@@ -5,7 +5,9 @@
  *   causal = 0: query p sees every key of its own block.
  *   causal = 1: query p sees the keys of its own block up to itself and every key of the previous block.
  * Cost O(T (b + 64) D): each 64-query tile walks the 64-key tiles of its key range (full_tile.h, as the
- * full kind). No relative positions (tensors.rel must be NULL), no window (shape.window must be 0).
+ * full kind). Transformer-XL relative positions (tensors.rel, shape.relpos) in causal mode, with the full
+ * kind's position tiles (full_rel.h); the keys of a query reach into the memory rows as without them.
+ * No window (shape.window must be 0).
  *
  * The engine (lc_attn_progression_*, used by strided for short residue classes): any pattern in which the
  * keys seen by each query, and the queries that see each key, form arithmetic progressions. Each output row (out / dq of a query, dk and dv of a

@@ -41,9 +41,13 @@ static void flush_position_grads(const full_geometry *g, full_tiles *w, int c_hi
 
 /* Query tile q_tile of (b, h): writes dq, adds to the head's dk, dv (w->rel_dk, rel_dv: batch row b),
  * dr (w->rel_dr), du and dv(bias) (w->rel_duv). Tiles are key-major (row j = key s0 + j, queries along
- * the lanes) as in the forward pass; the products that need query rows (dk, dv, dr) get them as rows. */
-static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
-                             int q_tile, full_tiles *w) {
+ * the lanes) as in the forward pass; the products that need query rows (dk, dv, dr) get them as rows.
+ * keys: the tile's keys (full_rel_keys), or NULL for the full kind's own (its mask, full_queries_seeing).
+ * Always inlined into the two callers below, so the full kind's copy is the code it had before
+ * full_rel_keys existed. */
+static inline __attribute__((always_inline)) void tile_grads(const full_geometry *g, const lc_attn_tensors *t,
+                                                             const float *delta, int b, int h, int q_tile,
+                                                             const full_rel_keys *keys, full_tiles *w) {
     enum { CHUNKS = FULL_TILE_Q / 16, BLOCK = FULL_TILE_K };
     const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
     const int dp = g->D_pad;
@@ -57,18 +61,25 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
     full_load_rows(w->rel_dout_rows, &t->dout, g, b, h, t0, n_q, 1.0f);
     full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
     full_v16 lse[CHUNKS], row_delta[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++)
+    full_vi16 query_pos[CHUNKS], first[CHUNKS]; /* with keys: query t0 + i sees [first[i], query_pos[i]] */
+    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    for (int l = 0; l < CHUNKS; l++) {
         lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+        query_pos[l] = lane + (g->M + t0 + 16 * l);
+        if (keys) memcpy(&first[l], keys->first + 16 * l, sizeof first[l]);
+    }
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
     memset(w->rel_qpos_acc, 0, sizeof(float) * (size_t)rows * dp);
     /* dS^T of the key tile before the first one: its keys are hidden from every query here */
     memset(w->rel_ds, 0, sizeof(float) * BLOCK * FULL_TILE_Q);
     float *probs = w->scores, *dscores = w->rel_ds + BLOCK * FULL_TILE_Q;
 
-    const int key_begin = full_key_tile_begin(g, t0), key_end = full_key_end(g, t0, n_q);
+    const int key_begin = keys ? keys->begin : full_key_tile_begin(g, t0);
+    const int key_end = keys ? keys->end : full_key_end(g, t0, n_q);
     int c0 = 0; /* M + t0 - s0 of the current key tile */
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+        /* the full kind's key tiles are aligned and end at S or at the tile's last visible key */
+        const int n_k = full_min(FULL_TILE_K, (keys ? key_end : g->S) - s0), key_rows = full_round_up(n_k, 4);
         long v_ld;
         full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f); /* k is also the B operand of dq += dS k */
         const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
@@ -86,8 +97,10 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
         for (int j = 0; j < n_k; j++) /* P^T = exp(scores^T - lse), dS^T = P^T (dP^T - Delta) */
             for (int l = 0; l < CHUNKS; l++) {
                 float *p = probs + (size_t)j * FULL_TILE_Q + 16 * l, *ds = dscores + (size_t)j * FULL_TILE_Q + 16 * l;
-                const full_v16 prob = full_vselect(full_queries_seeing(g, t0, l, s0 + j),
-                                                   full_vexp(full_vload(p) - lse[l]), (full_v16){0});
+                const int key = s0 + j;
+                const full_vi16 seen = keys ? (query_pos[l] >= key) & (first[l] <= key)
+                                            : full_queries_seeing(g, t0, l, key);
+                const full_v16 prob = full_vselect(seen, full_vexp(full_vload(p) - lse[l]), (full_v16){0});
                 full_vstore(p, prob);
                 full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
             }
@@ -118,8 +131,24 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
     }
 }
 
+static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
+                             int q_tile, full_tiles *w) {
+    tile_grads(g, t, delta, b, h, q_tile, NULL, w);
+}
+
+static void query_tile_grads_keys(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b,
+                                  int h, int q_tile, const full_rel_keys *keys, full_tiles *w) {
+    tile_grads(g, t, delta, b, h, q_tile, keys, w);
+}
+
 void full_rel_backward(const full_geometry *g, const lc_attn_tensors *t, const float *delta, float *base,
                        int nthreads) {
+    full_rel_backward_keys(g, t, delta, base, nthreads, NULL, NULL);
+}
+
+/* keys_of NULL: the full kind's keys (full_rel_backward). */
+void full_rel_backward_keys(const full_geometry *g, const lc_attn_tensors *t, const float *delta, float *base,
+                            int nthreads, full_rel_keys_fn keys_of, const void *ctx) {
     const lc_attn_relpos *rel = t->rel;
     assert(rel && g->relpos && g->causal);
     (void)nthreads; /* only the OpenMP build uses it */
@@ -135,7 +164,16 @@ void full_rel_backward(const full_geometry *g, const lc_attn_tensors *t, const f
         for (int b = 0; b < g->B; b++) {
             memset(w.rel_dk, 0, sizeof(float) * key_floats);
             memset(w.rel_dv, 0, sizeof(float) * key_floats);
-            for (int q_tile = 0; q_tile < g->q_tiles; q_tile++) query_tile_grads(g, t, delta, b, h, q_tile, &w);
+            for (int q_tile = 0; q_tile < g->q_tiles; q_tile++) {
+                if (!keys_of) {
+                    query_tile_grads(g, t, delta, b, h, q_tile, &w);
+                    continue;
+                }
+                const int t0 = q_tile * FULL_TILE_Q;
+                full_rel_keys keys;
+                keys_of(ctx, g, t0, full_min(FULL_TILE_Q, g->T - t0), &keys);
+                query_tile_grads_keys(g, t, delta, b, h, q_tile, &keys, &w);
+            }
             for (int s = 0; s < g->S; s++) {
                 float *dk = full_row(&t->dk, b, s, h, g->D), *dv = full_row(&t->dv, b, s, h, g->D);
                 const float *dk_acc = w.rel_dk + (size_t)s * dp, *dv_acc = w.rel_dv + (size_t)s * dp;

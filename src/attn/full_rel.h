@@ -10,6 +10,7 @@
 #ifndef LC_ATTN_FULL_REL_H
 #define LC_ATTN_FULL_REL_H
 
+#include <stdint.h>
 #include <string.h>
 
 #include "attn/full_tile.h"
@@ -67,5 +68,20 @@ static inline void full_rel_add_positions(float *scores_t, const float *pos, int
  * base: the aligned workspace (full_workspace_base). */
 void full_rel_backward(const full_geometry *g, const lc_attn_tensors *t, const float *delta, float *base,
                        int nthreads);
+
+/* The same backward for any causal pattern in which each query sees an interval of keys ending at itself
+ * (full with or without a window, block): query t0 + i of a tile of 64 sees the keys [first[i], M + t0 + i],
+ * and the tile walks the key tiles [begin, end) in steps of 64 (begin need not be a multiple of 64; keys
+ * before begin are hidden from every query of the tile, end <= S). keys_of fills them for the tile at t0
+ * (n_q queries; first[] for all 64 lanes). */
+typedef struct {
+    int begin, end;
+    int32_t first[FULL_TILE_Q];
+} full_rel_keys;
+
+typedef void (*full_rel_keys_fn)(const void *ctx, const full_geometry *g, int t0, int n_q, full_rel_keys *keys);
+
+void full_rel_backward_keys(const full_geometry *g, const lc_attn_tensors *t, const float *delta, float *base,
+                            int nthreads, full_rel_keys_fn keys_of, const void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* The `strided` attention kind (strided.h) on the progression engine of block.c: the keys of query
  * position p are its residue class p mod s (causal: those <= p), the queries of key j the positions of
  * its class in [M, S) (causal: those >= j). Rows run class by class (query_at / key_at), so the keys of
- * one class, S / s rows, are reused from cache by the T / s queries of that class. */
+ * one class, S / s rows, are reused from cache by the T / s queries of that class. Long classes, and
+ * every class with relative positions, run the full kind on strided views (below). */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,6 +89,91 @@ static lc_view class_view(const lc_view *v, int b, int row, int h, int D, int st
     return c;
 }
 
+/* ---------------------------------------------------------------- relative positions
+ * Query i and key j of a class (positions first_query + i s and r + j s, M' class positions in the memory)
+ * are (M' + i - j) s apart: the class is full attention with relative positions whose distance row d' is
+ * r[d' s]. lc_attn_relpos has no row stride, so the rows r[0], r[s], r[2s], ... are gathered once into
+ * the workspace, shared by every class. One full-kind call per class covers all batch rows and heads (its
+ * backward runs one task per head); it writes the class's dr, du, dv into the workspace, and they are
+ * added up class by class in a fixed order: deterministic for any thread count. dr rows at distances that
+ * are not multiples of s stay 0. Short classes take the tiles too (the row engine has no positions). */
+
+/* Workspace: [full kind for the longest class, all B and H][lse B*H*T'][r rows S' x HD][dr S' x HD]
+ * [du, dv: HD each]. */
+static lc_attn_shape longest_rel_class(const lc_attn_shape *s, int stride) {
+    lc_attn_shape c = longest_class(s, stride);
+    c.B = s->B, c.H = s->H, c.relpos = 1;
+    return c;
+}
+
+static size_t strided_rel_workspace(const lc_attn_shape *s, int stride, int nthreads) {
+    const lc_attn_shape c = longest_rel_class(s, stride);
+    const size_t hd = (size_t)s->H * s->D, rows = (size_t)c.M + c.T;
+    return lc_attn_full_workspace(&c, NULL, nthreads) + (size_t)c.B * c.H * c.T + 2 * rows * hd + 2 * hd;
+}
+
+/* A class's rows of a view for every batch row and head: row `row`, then every stride-th. */
+static lc_view class_rows(const lc_view *v, int row, int stride) {
+    lc_view c = {v->p + (long)row * v->st, v->sb, v->st * stride};
+    return c;
+}
+
+static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_attn_tensors *t, float *work,
+                                   int backward) {
+    const int S = s->M + s->T, HD = s->H * s->D;
+    const lc_attn_relpos *rel = t->rel;
+    const lc_attn_shape longest = longest_rel_class(s, stride);
+    const int rows = longest.M + longest.T; /* >= every class's key count */
+    float *class_lse = work + lc_attn_full_workspace(&longest, NULL, lc_get_threads());
+    float *r_rows = class_lse + (size_t)longest.B * longest.H * longest.T, *dr_rows = r_rows + (size_t)rows * HD;
+    float *du = dr_rows + (size_t)rows * HD, *dv = du + HD;
+    if (backward) {
+        memset(rel->dr, 0, sizeof(float) * (size_t)S * HD);
+        memset(rel->du, 0, sizeof(float) * (size_t)HD);
+        memset(rel->dv, 0, sizeof(float) * (size_t)HD);
+    }
+    if (s->B == 0 || s->H == 0) return;
+    for (int d = 0; d < rows; d++) { /* class distance d is distance d s; rows past S - 1 are never read */
+        if ((long)d * stride < S)
+            memcpy(r_rows + (size_t)d * HD, rel->r + (size_t)d * stride * HD, sizeof(float) * (size_t)HD);
+        else
+            memset(r_rows + (size_t)d * HD, 0, sizeof(float) * (size_t)HD);
+    }
+    const lc_attn_relpos class_rel = {.r = r_rows, .u = rel->u, .v = rel->v, .dr = dr_rows, .du = du, .dv = dv};
+    for (int r = 0; r < stride && r < S; r++) {
+        const int first_query = s->M + ((r - s->M) % stride + stride) % stride; /* position */
+        lc_attn_shape c = longest;
+        c.M = class_length(r, s->M, stride), c.T = class_length(first_query, S, stride);
+        const int t0 = first_query - s->M;
+        lc_attn_tensors ct;
+        memset(&ct, 0, sizeof ct);
+        ct.q = class_rows(&t->q, t0, stride), ct.out = class_rows(&t->out, t0, stride);
+        ct.dout = class_rows(&t->dout, t0, stride), ct.dq = class_rows(&t->dq, t0, stride);
+        ct.k = class_rows(&t->k, r, stride), ct.v = class_rows(&t->v, r, stride);
+        ct.dk = class_rows(&t->dk, r, stride), ct.dv = class_rows(&t->dv, r, stride);
+        ct.lse = class_lse, ct.rel = &class_rel;
+        for (int bh = 0; bh < s->B * s->H && backward; bh++) {
+            const float *lse = t->lse + (size_t)bh * s->T + t0;
+            for (int i = 0; i < c.T; i++) class_lse[(size_t)bh * c.T + i] = lse[(long)i * stride];
+        }
+        if (backward) {
+            lc_attn_full_backward(&c, NULL, &ct, work);
+            for (int d = 0; d < c.M + c.T; d++) {
+                float *dst = rel->dr + (size_t)d * stride * HD;
+                const float *src = dr_rows + (size_t)d * HD;
+                for (int i = 0; i < HD; i++) dst[i] += src[i];
+            }
+            for (int i = 0; i < HD; i++) rel->du[i] += du[i], rel->dv[i] += dv[i];
+        } else {
+            lc_attn_full_forward(&c, NULL, &ct, work);
+            for (int bh = 0; bh < s->B * s->H; bh++) {
+                float *lse = t->lse + (size_t)bh * s->T + t0;
+                for (int i = 0; i < c.T; i++) lse[(long)i * stride] = class_lse[(size_t)bh * c.T + i];
+            }
+        }
+    }
+}
+
 /* Runs the full kind on every (batch, head, class); backward = 0: forward. */
 static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn_tensors *t, float *work,
                                int backward) {
@@ -120,18 +206,28 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
 
 /* ---------------------------------------------------------------- the kind */
 
+static size_t strided_plain_workspace(const lc_attn_shape *s, int stride, int nthreads) {
+    if (!uses_tiles(s, stride)) return lc_attn_progression_workspace(s, nthreads);
+    const lc_attn_shape longest = longest_class(s, stride);
+    return lc_attn_full_workspace(&longest, NULL, nthreads) + (size_t)longest.T;
+}
+
+/* With shape.relpos the calls may still pass rel = NULL (plain passes), so the workspace covers both. */
 static size_t strided_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
     const strided_ctx c = strided_ctx_of(s, opts);
-    if (!uses_tiles(s, c.s)) return lc_attn_progression_workspace(s, nthreads);
-    const lc_attn_shape longest = longest_class(s, c.s);
-    return lc_attn_full_workspace(&longest, NULL, nthreads) + (size_t)longest.T;
+    const size_t plain = strided_plain_workspace(s, c.s, nthreads);
+    if (!s->relpos) return plain;
+    const size_t rel = strided_rel_workspace(s, c.s, nthreads);
+    return rel > plain ? rel : plain;
 }
 
 static void strided_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const strided_ctx c = strided_ctx_of(s, opts);
     const lc_attn_pattern pat = {strided_keys_of, strided_queries_of, strided_query_at, strided_key_at, &c};
-    assert(s->window == 0 && t->rel == NULL);
-    if (uses_tiles(s, c.s))
+    assert(s->window == 0 && (!t->rel || (s->causal && s->relpos)));
+    if (t->rel)
+        strided_rel_by_classes(s, c.s, t, work, 0);
+    else if (uses_tiles(s, c.s))
         strided_by_classes(s, c.s, t, work, 0);
     else
         lc_attn_progression_forward(s, &pat, t, work);
@@ -140,8 +236,10 @@ static void strided_forward(const lc_attn_shape *s, const void *opts, const lc_a
 static void strided_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const strided_ctx c = strided_ctx_of(s, opts);
     const lc_attn_pattern pat = {strided_keys_of, strided_queries_of, strided_query_at, strided_key_at, &c};
-    assert(s->window == 0 && t->rel == NULL);
-    if (uses_tiles(s, c.s))
+    assert(s->window == 0 && (!t->rel || (s->causal && s->relpos)));
+    if (t->rel)
+        strided_rel_by_classes(s, c.s, t, work, 1);
+    else if (uses_tiles(s, c.s))
         strided_by_classes(s, c.s, t, work, 1);
     else
         lc_attn_progression_backward(s, &pat, t, work);
@@ -161,8 +259,10 @@ static int strided_opts_set(void *opts, int H, const char *key, const char *valu
 static int strided_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     if (((const lc_attn_strided_opts *)opts)->stride < 1) return snprintf(err, errlen, "strided: s must be >= 1"), -1;
-    if (s->relpos || s->window)
-        return snprintf(err, errlen, "strided: no relative positions or same_length (use --model vanilla)"), -1;
+    if (s->window)
+        return snprintf(err, errlen, "strided: no same_length window (the stride decides what a query sees)"), -1;
+    if (s->relpos && !s->causal)
+        return snprintf(err, errlen, "strided: relative positions need causal attention (distances M + t - s >= 0)"), -1;
     if (global) return snprintf(err, errlen, "strided: global tokens are not supported"), -1;
     return 0;
 }

@@ -5,7 +5,9 @@
  * The keys of a query form its residue class p mod s, so each class is a dense attention over the
  * subsequence of positions with that residue: long classes run the full kind on strided views (row stride
  * s rows), short ones the row engine of block.h, class by class so a class's keys stay in cache.
- * Cost O(T S D / s); no relative positions (tensors.rel must be NULL), no window. */
+ * Cost O(T S D / s). Transformer-XL relative positions (tensors.rel) in causal mode: every class runs the
+ * full kind's relative-position tiles, its r rows (distances 0, s, 2s, ...) gathered into the workspace;
+ * no window. */
 #ifndef LC_ATTN_STRIDED_H
 #define LC_ATTN_STRIDED_H
 
