@@ -374,6 +374,9 @@ static void plan_acts(lc_model *m, lc_plan *p) {
         plan_add(p, &m->lnf_rstd, "ln_f.rstd", 2, N, 1);
     }
     if (xl) plan_add(p, &m->sinus, "sinusoids", 2, S, C);
+    int any_groups = 0;
+    for (int l = 0; l < c->n_layer; l++) any_groups |= m->layers[l].n_groups > 1;
+    if (xl && any_groups) plan_add(p, &m->rel_scratch, "rel.group", 2, 2 * S, C);
     plan_add(p, &m->logits, "logits", 2, N, c->vocab);
     plan_add(p, &m->dlogits, "dlogits", 2, N, c->vocab);
     plan_add(p, &m->losses, "losses", 2, N, 1);
@@ -414,9 +417,6 @@ static lc_status check_attention(const lc_model *m) {
     char err[512];
     for (int l = 0; l < c->n_layer; l++) {
         const lc_attn_layer *layer = &m->layers[l];
-        if (sh.relpos && layer->n_groups > 1)
-            return lc_fail(LC_ERR_ARG, "attn layer %d: several head groups with --model xl are not supported yet "
-                                       "(use --model vanilla)", l);
         if (lc_attn_layer_has_global(layer) && sh.M > 0)
             return lc_fail(LC_ERR_ARG, "attn layer %d: global tokens need a model without memory (--model vanilla)",
                            l);

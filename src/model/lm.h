@@ -32,6 +32,7 @@ struct lc_model {
     lc_block_scratch scratch;
     float *lnf, *lnf_mean, *lnf_rstd; /* final LayerNorm (pre-LN only) */
     float *logits, *dlogits, *losses, *lse, *dres, *tmp, *attn_work;
+    float *rel_scratch; /* XL layers of several head groups: [2 S C] */
     int *tokens, *targets;  /* copies of the last forward's inputs */
     int B, T, have_targets; /* shape of the last forward */
     int cur_train;          /* whether the last forward used dropout */

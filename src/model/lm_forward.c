@@ -28,6 +28,7 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
     ctx.global_pos = m->global_pos;
     ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
     ctx.ffn_chunk = c->ffn_chunk;
+    ctx.rel_scratch = m->rel_scratch;
     ctx.M = M;
     ctx.mem = M > 0 ? m->mem[layer] : NULL;
     ctx.mem_stride = (long)m->cap_M * c->d_model;

@@ -117,11 +117,29 @@ static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
         gt.state = c->attn_state[i];
         gt.train = c->train;
         gt.seed = lc_seed_mix(c->attn_seed, (uint64_t)i);
-        /* relative positions (XL) are only combined with a layer of one group (lc_model_create checks) */
+        /* Relative positions: u, v (and du, dv) of the group's heads are contiguous; r and dr rows hold
+         * every head, so with several groups the group's columns go through a contiguous copy. */
+        lc_attn_relpos gr;
+        const int split_r = t->rel && c->layer->n_groups > 1;
+        const long S = rows_s(c), GD = grp->heads * D;
+        if (t->rel) {
+            gr = *t->rel;
+            gr.u = t->rel->u + off, gr.v = t->rel->v + off;
+            if (g) gr.du = t->rel->du + off, gr.dv = t->rel->dv + off;
+            if (split_r) {
+                float *r = c->rel_scratch;
+                for (long d = 0; d < S; d++) memcpy(r + d * GD, t->rel->r + d * c->C + off, sizeof(float) * GD);
+                gr.r = r;
+                if (g) gr.dr = r + S * GD;
+            }
+            gt.rel = &gr;
+        }
         if (g)
             grp->kind->backward(&gs, grp->opts, &gt, c->attn_work);
         else
             grp->kind->forward(&gs, grp->opts, &gt, c->attn_work);
+        if (split_r && g)
+            for (long d = 0; d < S; d++) memcpy(t->rel->dr + d * c->C + off, gr.dr + d * GD, sizeof(float) * GD);
     }
 }
 
