@@ -69,6 +69,9 @@ typedef struct {
     int reversible;     /* reversible residual layers: backward rebuilds each layer's inputs from its outputs,
                            so activations do not grow with depth (needs pre-LN, model vanilla) */
     int ffn_chunk;      /* feed-forward over chunks of this many rows (0: all at once) */
+    int extra_tokens;   /* learned tokens put in front of every sequence (BigBird ETC's global tokens; with
+                           global=G or bigbird:variant=etc,g=G they are the global positions); never scored.
+                           Needs model vanilla */
 } lc_config;
 
 /* The defaults of the "small" preset. */

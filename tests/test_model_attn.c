@@ -22,6 +22,7 @@ typedef struct {
     lc_model_kind kind;
     int qk_share, attn_share;
     lc_objective objective;
+    int extra; /* extra (global) tokens in front */
 } layout;
 
 static lc_model *make(layout l, uint64_t seed) {
@@ -33,6 +34,7 @@ static lc_model *make(layout l, uint64_t seed) {
     c.dropout = 0;
     snprintf(c.attn, sizeof c.attn, "%s", l.spec);
     c.qk_share = l.qk_share, c.attn_share = l.attn_share, c.objective = l.objective;
+    c.extra_tokens = l.extra;
     lc_model *m = NULL;
     CHECK(lc_model_create(&c, B, seed, &m) == LC_OK, "%s: %s", l.spec, lc_last_error());
     return m;
@@ -199,6 +201,9 @@ TEST(gradients_of_mixed_layers) {
      * smooth while the wiring is the same (the kinds' own tests cover their patterns). */
     check_gradients((layout){"window:w=3,global=1;lsh:buckets=4,chunk=64", LC_MODEL_VANILLA, 0, 0, LC_OBJECTIVE_MLM}, "attn");
     check_gradients((layout){"2xlinformer:k=8+routing:clusters=1,window=64", LC_MODEL_VANILLA, 0, 0, LC_OBJECTIVE_MLM}, "attn");
+    /* extra tokens in front (ETC-style globals): their embeddings and positions train too */
+    check_gradients((layout){"window:w=4,global=3", LC_MODEL_VANILLA, 0, 0, LC_OBJECTIVE_MLM, 3}, "attn");
+    check_gradients((layout){"window:w=4,global=3", LC_MODEL_VANILLA, 0, 0, 0, 3}, "w");
     check_gradients((layout){"2xwindow:w=4+2xstrided:s=3", LC_MODEL_VANILLA, 2, 2, LC_OBJECTIVE_MLM}, "attn");
 }
 
@@ -302,6 +307,22 @@ TEST(xl_window_cache_equals_recomputation) {
     }
     lc_model_free(a);
     lc_model_free(b);
+}
+
+TEST(extra_tokens_are_seen_not_scored) {
+    /* Extra tokens add embedding and position rows; they are attended to but never scored. (In the last
+     * layer their own rows feed nothing scored, so that layer's global projection gets no gradient.) */
+    lc_model *plain = make((layout){"full", LC_MODEL_VANILLA, 0, 0, 0, 0}, 50);
+    lc_model *extra = make((layout){"full", LC_MODEL_VANILLA, 0, 0, 0, 4}, 50);
+    if (!plain || !extra) return;
+    CHECK(lc_model_num_params(extra) - lc_model_num_params(plain) == 2 * 4 * 64, "4 extra rows of wte and wpe");
+    const batch x = make_batch(60, 0);
+    double sum;
+    long n;
+    CHECK(lc_model_forward(extra, x.tok, x.tgt, B, T, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
+    CHECK(n == B * T, "only the given positions are scored (%ld)", n);
+    lc_model_free(plain);
+    lc_model_free(extra);
 }
 
 TEST(encoder_is_bidirectional) {
@@ -413,6 +434,7 @@ int main(void) {
     RUN(tied_qk_equals_duplicated_weights);
     RUN(shared_attention_equals_copied_layers);
     RUN(xl_window_cache_equals_recomputation);
+    RUN(extra_tokens_are_seen_not_scored);
     RUN(encoder_is_bidirectional);
     RUN(mlm_masking_rule);
     RUN(checkpoint_keeps_the_layout);

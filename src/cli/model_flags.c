@@ -30,6 +30,7 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
         {"--share-attn", OPT_INT, &f->share_attn, 1, 1024, "consecutive layers sharing one attention module", 0},
         {"--reversible", OPT_FLAG, &f->reversible, 0, 0, "reversible residual layers (activations do not grow with depth)", 0},
         {"--ffn-chunk", OPT_INT, &f->ffn_chunk, 0, 1 << 30, "feed-forward over chunks of N rows (0: all at once)", 0},
+        {"--extra-tokens", OPT_INT, &f->extra_tokens, 0, 65536, "learned tokens in front of every sequence (ETC globals)", 0},
         {"--objective", OPT_STR, &f->objective, 0, 0, "clm (default: causal LM) or mlm (bidirectional encoder, masked LM)", 0},
     };
     int k = (int)(sizeof add / sizeof add[0]);
@@ -42,7 +43,7 @@ static int seen(lc_opt *opts, int n, const char *name) { return lc_opt_get(opts,
 int lc_model_flags_any(lc_opt *opts, int n, const char **which) {
     const char *names[] = {"--preset", "--layers", "--dim", "--heads", "--ffn", "--seg-len", "--norm",
                            "--activation", "--untied", "--dropout", "--model", "--mem-len", "--clamp-len",
-                           "--same-length", "--shared-uv", "--attn", "--share-qk", "--share-attn", "--objective", "--reversible", "--ffn-chunk"};
+                           "--same-length", "--shared-uv", "--attn", "--share-qk", "--share-attn", "--objective", "--reversible", "--ffn-chunk", "--extra-tokens"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (seen(opts, n, names[i])) { *which = names[i]; return 1; }
     return 0;
@@ -92,6 +93,7 @@ int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const cha
     }
     if (seen(opts, n, "--share-qk")) cfg->qk_share = f->share_qk;
     if (f->reversible) cfg->reversible = 1;
+    if (seen(opts, n, "--extra-tokens")) cfg->extra_tokens = f->extra_tokens;
     if (seen(opts, n, "--ffn-chunk")) cfg->ffn_chunk = f->ffn_chunk;
     if (seen(opts, n, "--share-attn")) cfg->attn_share = f->share_attn;
     if (f->model) {

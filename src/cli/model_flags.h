@@ -4,11 +4,11 @@
 
 #include "cli/cli.h"
 
-#define LC_MODEL_FLAG_COUNT 21
+#define LC_MODEL_FLAG_COUNT 22
 
 typedef struct {
     const char *preset, *norm, *activation, *model, *attn, *objective;
-    int layers, dim, heads, ffn, seg_len, untied, share_qk, share_attn, reversible, ffn_chunk;
+    int layers, dim, heads, ffn, seg_len, untied, share_qk, share_attn, reversible, ffn_chunk, extra_tokens;
     int mem_len, clamp_len, same_length, shared_uv;
     float dropout;
 } lc_model_flags;

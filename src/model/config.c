@@ -80,6 +80,10 @@ lc_status lc_config_validate(const lc_config *c) {
         return lc_fail(LC_ERR_ARG, "share-attn must be 0..%d (layers), got %d", c->n_layer, c->attn_share);
     if (c->reversible && (c->norm != LC_NORM_PRE || c->model != LC_MODEL_VANILLA))
         return lc_fail(LC_ERR_ARG, "reversible layers need --norm pre and --model vanilla (no memory)");
+    if (c->extra_tokens < 0 || c->extra_tokens > 65536)
+        return lc_fail(LC_ERR_ARG, "extra-tokens must be 0..65536, got %d", c->extra_tokens);
+    if (c->extra_tokens && c->model != LC_MODEL_VANILLA)
+        return lc_fail(LC_ERR_ARG, "extra-tokens need --model vanilla (no memory)");
     if (c->ffn_chunk < 0) return lc_fail(LC_ERR_ARG, "ffn-chunk must be >= 0, got %d", c->ffn_chunk);
     if (!memchr(c->attn, 0, sizeof c->attn)) return lc_fail(LC_ERR_ARG, "attn spec is not terminated");
     lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c->n_layer);

@@ -61,8 +61,9 @@ static void plan_params(lc_model *m, lc_plan *p) {
     char nm[LC_NAME_MAX];
     int xl = c->model == LC_MODEL_XL;
     long H = c->n_head, D = C / H, G = qk_groups(c);
-    plan_add(p, &m->wte, "wte", 2, V + (is_mlm(c) ? 1 : 0), C); /* MLM: one more row, the mask symbol */
-    if (!xl) plan_add(p, &m->wpe, "wpe", 2, c->seq_len, C);
+    /* MLM: one more row, the mask symbol; then one row per extra (global) token */
+    plan_add(p, &m->wte, "wte", 2, V + (is_mlm(c) ? 1 : 0) + c->extra_tokens, C);
+    if (!xl) plan_add(p, &m->wpe, "wpe", 2, c->seq_len + c->extra_tokens, C);
     for (int l = 0; l < c->n_layer; l++) {
         lc_block_weights *w = &m->blk[l];
 #define P(field, suffix, nd, a, b)                                                                     \
@@ -99,7 +100,7 @@ static void plan_params(lc_model *m, lc_plan *p) {
             }
             for (int i = 0; i < m->layers[l].n_groups; i++) {
                 const lc_attn_group *g = &m->layers[l].group[i];
-                size_t n = g->kind->param_floats ? g->kind->param_floats(g->opts, g->heads, (int)D, c->seq_len) : 0;
+                size_t n = g->kind->param_floats ? g->kind->param_floats(g->opts, g->heads, (int)D, c->seq_len + c->extra_tokens) : 0;
                 if (!n) continue;
                 snprintf(nm, sizeof nm, "blocks.%d.attn.group%d.params", l, i);
                 plan_add(p, &w->attn_params[i], nm, 1, (long)n, 0);
@@ -264,7 +265,7 @@ static lc_status build_kind_state(lc_model *m, uint64_t seed) {
         for (int i = 0; i < m->layers[l].n_groups; i++) {
             const lc_attn_group *g = &m->layers[l].group[i];
             if (g->kind->param_init && m->blk[l].attn_params[i])
-                g->kind->param_init(m->blk[l].attn_params[i], g->opts, g->heads, D, c->seq_len,
+                g->kind->param_init(m->blk[l].attn_params[i], g->opts, g->heads, D, c->seq_len + c->extra_tokens,
                                     lc_seed_mix(seed, 0x70617261ULL + (uint64_t)(l * LC_ATTN_MAX_GROUPS + i)));
             const size_t n = g->kind->state_floats ? g->kind->state_floats(g->opts, g->heads, D) : 0;
             if (!n) continue;
@@ -302,7 +303,7 @@ static lc_attn_shape layer_shape(const lc_model *m) {
     const int xl = c->model == LC_MODEL_XL;
     lc_attn_shape sh;
     memset(&sh, 0, sizeof sh);
-    sh.B = m->max_B, sh.H = c->n_head, sh.T = m->cap_T, sh.M = m->cap_M, sh.D = c->d_model / c->n_head;
+    sh.B = m->max_B, sh.H = c->n_head, sh.T = m->cap_T + c->extra_tokens, sh.M = m->cap_M, sh.D = c->d_model / c->n_head;
     sh.causal = !is_mlm(c), sh.scale = 1;
     sh.relpos = xl;
     sh.window = xl && c->same_length ? c->mem_len : 0;
@@ -312,7 +313,8 @@ static lc_attn_shape layer_shape(const lc_model *m) {
 static void plan_acts(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
     int xl = c->model == LC_MODEL_XL, pre = c->norm == LC_NORM_PRE;
-    long T = m->cap_T, Mc = m->cap_M, S = T + Mc, B = m->max_B;
+    long T = m->cap_T + c->extra_tokens, Mc = m->cap_M, S = T + Mc, B = m->max_B; /* rows inside the model */
+    long N_out = B * m->cap_T; /* scored rows (without the extra tokens) */
     long N = B * T, NS = B * S, C = c->d_model, F = c->d_ff, H = c->n_head;
     char nm[LC_NAME_MAX];
     /* Reversible layers keep two streams instead of every layer's input, and one set of activations
@@ -377,10 +379,14 @@ static void plan_acts(lc_model *m, lc_plan *p) {
     int any_groups = 0;
     for (int l = 0; l < c->n_layer; l++) any_groups |= m->layers[l].n_groups > 1;
     if (xl && any_groups) plan_add(p, &m->rel_scratch, "rel.group", 2, 2 * S, C);
-    plan_add(p, &m->logits, "logits", 2, N, c->vocab);
-    plan_add(p, &m->dlogits, "dlogits", 2, N, c->vocab);
-    plan_add(p, &m->losses, "losses", 2, N, 1);
-    plan_add(p, &m->lse, "logits.lse", 2, N, 1);
+    plan_add(p, &m->logits, "logits", 2, N_out, c->vocab);
+    plan_add(p, &m->dlogits, "dlogits", 2, N_out, c->vocab);
+    plan_add(p, &m->losses, "losses", 2, N_out, 1);
+    plan_add(p, &m->lse, "logits.lse", 2, N_out, 1);
+    if (c->extra_tokens) {
+        plan_add(p, &m->head_in, "head.in", 2, N_out, C);
+        plan_add(p, &m->d_head_in, "d.head.in", 2, N_out, C);
+    }
     plan_add(p, &m->dres, "d.res", 2, N, C);
     plan_add(p, &m->tmp, "tmp", 2, N, C);
     lc_block_scratch *s = &m->scratch;
@@ -437,10 +443,11 @@ static lc_status build_acts(lc_model *m) {
     free(m->tokens);
     free(m->targets);
     free(m->global_pos);
-    size_t N = (size_t)m->max_B * (size_t)m->cap_T;
-    m->global_pos = malloc(sizeof(int) * (size_t)m->cap_T);
-    if (!m->global_pos) return lc_fail(LC_ERR_NOMEM, "out of memory for %d positions", m->cap_T);
-    for (int t = 0; t < m->cap_T; t++) m->global_pos[t] = t;
+    const int rows = m->cap_T + m->cfg.extra_tokens; /* per sequence inside the model */
+    size_t N = (size_t)m->max_B * (size_t)rows;
+    m->global_pos = malloc(sizeof(int) * (size_t)rows);
+    if (!m->global_pos) return lc_fail(LC_ERR_NOMEM, "out of memory for %d positions", rows);
+    for (int t = 0; t < rows; t++) m->global_pos[t] = t;
     m->tokens = calloc(N, sizeof *m->tokens);
     m->targets = calloc(N, sizeof *m->targets);
     if (!m->tokens || !m->targets) return lc_fail(LC_ERR_NOMEM, "out of memory for %zu token rows", N);

@@ -33,8 +33,9 @@ struct lc_model {
     float *lnf, *lnf_mean, *lnf_rstd; /* final LayerNorm (pre-LN only) */
     float *logits, *dlogits, *losses, *lse, *dres, *tmp, *attn_work;
     float *rel_scratch; /* XL layers of several head groups: [2 S C] */
-    int *tokens, *targets;  /* copies of the last forward's inputs */
-    int B, T, have_targets; /* shape of the last forward */
+    float *head_in, *d_head_in; /* extra tokens: the scored rows of the final hidden state, gathered */
+    int *tokens, *targets;  /* the last forward's tokens (extra tokens in front) and targets (as given) */
+    int B, T, have_targets; /* shape of the last forward; T counts the extra tokens */
     int cur_train;          /* whether the last forward used dropout */
     lc_attn_layer *layers;  /* per layer: the head groups' kinds and options, parsed from cfg.attn */
     int *global_pos;        /* [cap_T]: 0, 1, 2, ... (global tokens are the first positions) */

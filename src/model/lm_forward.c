@@ -51,6 +51,25 @@ static const float *final_hidden(const lc_model *m) {
     return m->cfg.norm == LC_NORM_PRE ? m->lnf : m->res[m->cfg.n_layer];
 }
 
+/* The scored rows of the final hidden state: all of them, or (extra tokens) the rows after the extra
+ * tokens of each sequence, gathered into head_in. */
+static const float *head_input(lc_model *m) {
+    const int G = m->cfg.extra_tokens, C = m->cfg.d_model, T = m->T - G;
+    if (!G) return final_hidden(m);
+    const float *h = final_hidden(m);
+    for (int b = 0; b < m->B; b++)
+        memcpy(m->head_in + (size_t)b * T * C, h + ((size_t)b * m->T + G) * C, sizeof(float) * (size_t)T * C);
+    return m->head_in;
+}
+
+/* dh[B*T_model rows] = the gradient of head_input() (zero at the extra tokens' rows). */
+static void scatter_head_grad(const lc_model *m, float *dh) {
+    const int G = m->cfg.extra_tokens, C = m->cfg.d_model, T = m->T - G;
+    memset(dh, 0, sizeof(float) * (size_t)m->B * m->T * C);
+    for (int b = 0; b < m->B; b++)
+        memcpy(dh + ((size_t)b * m->T + G) * C, m->d_head_in + (size_t)b * T * C, sizeof(float) * (size_t)T * C);
+}
+
 static void ensure_sinusoids(lc_model *m, int S) {
     if (m->sinus_rows >= S && m->sinus_clamp == m->cfg.clamp_len) return;
     lc_sinusoid_positions(m->sinus, m->cap_T + m->cap_M, m->cfg.d_model, m->cfg.clamp_len);
@@ -208,7 +227,8 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     lc_status st = check_inputs(m, tokens, targets, B, T);
     if (st) return st;
     lc_model_expand_shared(m); /* tied Q/K: the projections the blocks (and the key/value cache) read */
-    long N = (long)B * T;
+    const int G = c->extra_tokens, TT = T + G; /* rows per sequence inside the model */
+    long N = (long)B * T, NN = (long)B * TT;
     int C = c->d_model, V = c->vocab;
     int cached = is_xl(m) && !train && m->cap_M > 0; /* inference: keys and values are kept */
     if (is_xl(m) && train && m->kv_mode && m->mem_rows > 0)
@@ -217,18 +237,22 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     if (!cached) m->kv_mode = 0, m->r_ready = 0;
     int M = is_xl(m) ? m->mem_rows : 0;
     m->B = B;
-    m->T = T;
+    m->T = TT;
     m->last_M = M;
     m->have_targets = targets != NULL;
-    memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
+    const int extra_id = V + (c->objective == LC_OBJECTIVE_MLM); /* the extra tokens' embedding rows */
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < G; i++) m->tokens[(long)b * TT + i] = extra_id + i;
+        memcpy(m->tokens + (long)b * TT + G, tokens + (long)b * T, (size_t)T * sizeof *tokens);
+    }
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof *targets);
 
-    lc_embedding_forward(m->res[0], tokens, m->wte, m->wpe, B, T, C);
+    lc_embedding_forward(m->res[0], m->tokens, m->wte, m->wpe, B, TT, C);
     if (is_xl(m)) {
         lc_scale(m->res[0], (size_t)N * C, sqrtf((float)C)); /* Transformer-XL's embedding scale */
         ensure_sinusoids(m, M + T);
     }
-    lc_dropout_forward(m->res[0], m->res[0], (size_t)N * C, train ? c->dropout : 0.0f,
+    lc_dropout_forward(m->res[0], m->res[0], (size_t)NN * C, train ? c->dropout : 0.0f,
                        lc_model_step_seed(m, SEED_EMBED));
     if (c->reversible) {
         reversible_forward(m, train);
@@ -241,9 +265,9 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     if (cached) advance_kv(m, M);
     else if (is_xl(m) && c->mem_len > 0) update_memory(m, M);
     if (c->norm == LC_NORM_PRE)
-        lc_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res[c->n_layer], m->lnf_w, m->lnf_b, (int)N, C,
+        lc_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res[c->n_layer], m->lnf_w, m->lnf_b, (int)NN, C,
                              LC_LN_EPS);
-    lc_linear_forward(m->logits, final_hidden(m), m->head, NULL, (int)N, C, V);
+    lc_linear_forward(m->logits, head_input(m), m->head, NULL, (int)N, C, V);
     if (targets) {
         double sum = lc_xent_forward(m->losses, m->lse, m->logits, targets, (int)N, V);
         long n = 0;
@@ -257,21 +281,26 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
 
 void lc_model_backward(lc_model *m, float loss_scale) {
     const lc_config *c = &m->cfg;
+    const int G = c->extra_tokens;
     int B = m->B, T = m->T, C = c->d_model, V = c->vocab, L = c->n_layer;
-    int N = B * T;
+    int N = B * T, N_out = B * (T - G); /* model rows, scored rows */
     size_t NC = (size_t)N * C;
     if (!m->have_targets) return; /* nothing to differentiate */
-    lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N, V, loss_scale);
-    if (c->norm == LC_NORM_PRE) {
-        float *dh = m->scratch.d_norm;
+    lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N_out, V, loss_scale);
+    /* d loss / d final hidden state, into dh (N rows) */
+    float *dh = c->norm == LC_NORM_PRE ? m->scratch.d_norm : m->dres;
+    if (G) {
+        memset(m->d_head_in, 0, sizeof(float) * (size_t)N_out * C);
+        lc_linear_backward(m->d_head_in, m->g_head, NULL, m->dlogits, m->head_in, m->head, N_out, C, V);
+        scatter_head_grad(m, dh);
+    } else {
         memset(dh, 0, NC * sizeof *dh);
-        lc_linear_backward(dh, m->g_head, NULL, m->dlogits, m->lnf, m->head, N, C, V);
+        lc_linear_backward(dh, m->g_head, NULL, m->dlogits, final_hidden(m), m->head, N, C, V);
+    }
+    if (c->norm == LC_NORM_PRE) {
         memset(m->dres, 0, NC * sizeof *m->dres);
         lc_layernorm_backward(m->dres, m->g_lnf_w, m->g_lnf_b, dh, m->res[L], m->lnf_w, m->lnf_mean, m->lnf_rstd, N,
                               C);
-    } else {
-        memset(m->dres, 0, NC * sizeof *m->dres);
-        lc_linear_backward(m->dres, m->g_head, NULL, m->dlogits, m->res[L], m->head, N, C, V);
     }
     if (c->reversible) {
         reversible_backward(m);

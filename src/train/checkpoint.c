@@ -56,6 +56,7 @@ static void describe(const lc_model *m, const lc_train_options *o, meta_list *l)
     meta_put(l, "objective", "%s", c->objective == LC_OBJECTIVE_MLM ? "mlm" : "clm");
     meta_put(l, "reversible", "%d", c->reversible);
     meta_put(l, "ffn_chunk", "%d", c->ffn_chunk);
+    meta_put(l, "extra_tokens", "%d", c->extra_tokens);
     if (c->model == LC_MODEL_XL) {
         meta_put(l, "mem_len", "%d", c->mem_len);
         meta_put(l, "clamp_len", "%d", c->clamp_len);
@@ -238,6 +239,10 @@ static lc_status read_config(const lc_st_file *f, lc_config *c, long *step, uint
     if (lc_st_get_meta(f, "ffn_chunk")) {
         if ((st = meta_long(f, "ffn_chunk", 0, 1 << 30, &share))) return st;
         c->ffn_chunk = (int)share;
+    }
+    if (lc_st_get_meta(f, "extra_tokens")) {
+        if ((st = meta_long(f, "extra_tokens", 0, 65536, &share))) return st;
+        c->extra_tokens = (int)share;
     }
     if (lc_st_get_meta(f, "objective")) {
         int mlm = 0;
