@@ -91,5 +91,32 @@ python_free_corrupt() { # flip bytes inside the JSON header
 python_free_corrupt
 expect 1 "corrupt.ckpt" -- "$bin" eval --ckpt "$tmp/corrupt.ckpt" --data "$tmp/small.txt"
 
+# attention kinds from the command line: every kind trains a few steps in the decoder (when it has a
+# causal mode) and in the masked-LM encoder, and its checkpoint evaluates
+kinds_lm=("window:w=4,dil=1/2" "2xblock:b=8+2xstrided:s=4" "compressed:w=4,s=4" "lsh:buckets=4,chunk=8"
+          "routing:clusters=2" "window:w=4,global=2")
+kinds_mlm=("${kinds_lm[@]}" "linformer:k=8" "2xfull+2xwindow:w=3")
+for spec in "${kinds_lm[@]}"; do
+    check "train --attn $spec" -- "$bin" train "${tiny[@]}" --model vanilla --attn "$spec" --data "$tmp/small.txt" \
+        --steps 2 --eval-every 0 --eval-bytes 500 --out "$tmp/k.ckpt"
+    check "eval --attn $spec" -- "$bin" eval --ckpt "$tmp/k.ckpt" --data "$tmp/small.txt" --split test
+done
+for spec in "${kinds_mlm[@]}"; do
+    check "train mlm --attn $spec" -- "$bin" train "${tiny[@]}" --objective mlm --attn "$spec" --data "$tmp/small.txt" \
+        --steps 2 --eval-every 0 --eval-bytes 500 --out "$tmp/k.ckpt" --json
+    cp "$tmp/out" "$tmp/mlm.out"
+    check "mlm json has masked_accuracy ($spec)" -- grep -Eq '"masked_accuracy":[0-9.]+' "$tmp/mlm.out"
+done
+check "xl + window + tied qk + shared attention" -- "$bin" train "${tiny[@]}" --attn "window:w=8" --share-qk 2 \
+    --share-attn 2 --data "$tmp/small.txt" --steps 2 --eval-every 0
+check "reversible + chunked ffn + extra tokens" -- "$bin" train "${tiny[@]}" --model vanilla --reversible --ffn-chunk 16 \
+    --extra-tokens 2 --attn "window:w=4,global=2" --data "$tmp/small.txt" --steps 2 --eval-every 0
+expect 2 "unknown kind 'nope'" -- "$bin" train "${tiny[@]}" --attn nope
+expect 2 "option w=0" -- "$bin" train "${tiny[@]}" --attn window:w=0
+expect 2 "linformer is bidirectional only" -- "$bin" train "${tiny[@]}" --model vanilla --attn linformer:k=8
+expect 2 "head groups cover 3 heads" -- "$bin" train "${tiny[@]}" --attn 3xfull
+expect 2 "objective must be clm or mlm" -- "$bin" train "${tiny[@]}" --objective nsp
+expect 2 "sampling needs a causal model" -- "$bin" sample --ckpt "$tmp/k.ckpt"
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

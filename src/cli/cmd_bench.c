@@ -82,10 +82,12 @@ static int bench_train(int argc, char **argv) {
         double tok_s = (double)batch * cfg.seq_len / (med / 1e3);
         printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"model\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
                "\"heads\":%d,\"ffn\":%d,\"seg_len\":%d,\"batch\":%d,\"params\":%zu,\"ms_per_step_median\":%.3f,"
-               "\"tokens_per_s\":%.1f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f}\n",
+               "\"tokens_per_s\":%.1f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f,"
+               "\"attn\":\"%s\",\"reversible\":%d,\"ffn_chunk\":%d,\"param_bytes\":%zu,\"activation_bytes\":%zu}\n",
                cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
                lc_model_num_params(m), med, tok_s, (lin + att) / (med / 1e3) / 1e9, gemm_flops / gemm_s / 1e9,
-               gemm_s * 1e3 / total);
+               gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,
+               lc_model_param_bytes(m), lc_model_activation_bytes(m));
         (void)json;
     }
     free(ms);
