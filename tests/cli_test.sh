@@ -51,11 +51,12 @@ expect 2 "--len must be a comma-separated list" -- "$bin" bench attn --len 64,ab
 expect 2 "--len must be a comma-separated list" -- "$bin" bench attn --len 0
 expect 2 "no kind in 'block:b=16' takes w=" -- "$bin" bench attn --kind block:b=16 --window 8 --len 64
 expect 2 "one layer" -- "$bin" bench attn --kind "full;full" --len 64
+check "bench attn --check accepts a good spec" -- "$bin" bench attn --kind block:b=64 --len 64,128 --check
 check "bench attn --json" -- "$bin" bench attn --kind window:w=16 --len 64,100 --heads 2 --head-dim 16 --threads 2 \
     --reps 1 --json
 cp "$tmp/out" "$tmp/attn.json"
 check "bench attn: one JSON line per length" -- test "$(grep -c '^{.*}$' "$tmp/attn.json")" -eq 2
-for field in '"kind":"window:w=16"' '"len":100' '"fwd_ms":[0-9.]+' '"bwd_ms":[0-9.]+' '"peak_bytes":[0-9]+' \
+for field in '"impl":"longctx"' '"kind":"window:w=16"' '"len":100' '"fwd_ms":[0-9.]+' '"bwd_ms":[0-9.]+' '"peak_bytes":[0-9]+' \
     '"heads":2' '"head_dim":16' '"batch":1' '"causal":1' '"threads":[0-9]+' '"finite":1'; do
     check "bench attn JSON has $field" -- grep -Eq "$field" "$tmp/attn.json"
 done

@@ -234,7 +234,7 @@ static void bench_length(const bench_attn_options *o, int len) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (o->json) {
-        printf("{\"bench\":\"attn\",\"kind\":\"");
+        printf("{\"bench\":\"attn\",\"impl\":\"longctx\",\"kind\":\"");
         for (const char *c = o->spec; *c; c++) {
             if (*c == '"' || *c == '\\') putchar('\\');
             putchar(*c);
@@ -254,7 +254,8 @@ static void bench_length(const bench_attn_options *o, int len) {
 
 int lc_cmd_bench_attn(int argc, char **argv) {
     const char *kind = "full", *lens = "2048,8192,32768,65536";
-    int window = 0, heads = 8, head_dim = 64, batch = 1, causal = 1, threads = 0, reps = 3, json = 0, max_seconds = 60;
+    int window = 0, heads = 8, head_dim = 64, batch = 1, causal = 1, threads = 0, reps = 3, json = 0, max_seconds = 60,
+        check_only = 0;
     lc_opt opts[] = {
         {"--kind", OPT_STR, &kind, 0, 0, "attention spec of one layer, e.g. window:w=256, block:b=128 (default full)", 0},
         {"--len", OPT_STR, &lens, 0, 0, "sequence lengths, comma separated (default 2048,8192,32768,65536)", 0},
@@ -268,6 +269,7 @@ int lc_cmd_bench_attn(int argc, char **argv) {
         {"--max-seconds", OPT_INT, &max_seconds, 1, 1 << 20,
          "stop repeating a length once its repetitions took this long (default 60)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "one JSON line per length", 0},
+        {"--check", OPT_FLAG, &check_only, 0, 0, "check the spec at every length and exit (no timing)", 0},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     int rc = lc_parse_opts("bench attn", "[options]", opts, n_opts, argc, argv);
@@ -303,6 +305,7 @@ int lc_cmd_bench_attn(int argc, char **argv) {
             return LC_EXIT_USAGE;
         }
     }
+    if (check_only) return LC_EXIT_OK;
     if (!json) {
         printf("attention %s: batch %d, %d heads x %d, %s, median of up to %d repetitions\n", o.spec, batch, heads,
                head_dim, causal ? "causal" : "bidirectional", reps);
