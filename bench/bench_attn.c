@@ -1,5 +1,7 @@
-/* Benchmark of an attention kind (full, or window: sliding window with per-head dilation): forward and backward time (median of repetitions),
- * achieved GFLOP/s, and memory per sequence length. Each length runs in a fresh child process (fork) so
+/* Benchmark of an attention kind (full, or window: sliding window with per-head dilation), kept for what
+ * `longctx bench attn` (src/cli/cmd_bench_attn.c: any spec string) does not do: relative positions
+ * (--rel), the full kind's same_length window (--window) and GFLOP/s. Forward and backward time (median
+ * of repetitions), achieved GFLOP/s, and memory per sequence length. Each length runs in a fresh child process (fork) so
  * its max RSS is its own. One JSON line per length on stdout:
  *   {"kind":"full","len":T,...,"rel":0|1,"window":W,"fwd_ms":..,"bwd_ms":..,"fwd_gflops":..,"bwd_gflops":..,
  *    "peak_bytes":..,"maxrss_bytes":..,"bytes_per_token":..}

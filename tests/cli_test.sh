@@ -44,6 +44,29 @@ expect 2 "unknown preset" -- "$bin" train --preset huge
 expect 2 "--ckpt is required" -- "$bin" eval
 expect 2 "--split must be" -- "$bin" eval --ckpt x --split nope
 expect 2 "expected a benchmark name" -- "$bin" bench
+# bench attn: usage errors before any work, and one JSON line per length with the documented fields
+expect 2 "unknown kind 'nope'" -- "$bin" bench attn --kind nope --len 64
+expect 2 "option w=0" -- "$bin" bench attn --kind window:w=0 --len 64
+expect 2 "--len must be a comma-separated list" -- "$bin" bench attn --len 64,abc
+expect 2 "--len must be a comma-separated list" -- "$bin" bench attn --len 0
+expect 2 "no kind in 'block:b=16' takes w=" -- "$bin" bench attn --kind block:b=16 --window 8 --len 64
+expect 2 "one layer" -- "$bin" bench attn --kind "full;full" --len 64
+check "bench attn --check accepts a good spec" -- "$bin" bench attn --kind block:b=64 --len 64,128 --check
+check "bench attn --json" -- "$bin" bench attn --kind window:w=16 --len 64,100 --heads 2 --head-dim 16 --threads 2 \
+    --reps 1 --json
+cp "$tmp/out" "$tmp/attn.json"
+check "bench attn: one JSON line per length" -- test "$(grep -c '^{.*}$' "$tmp/attn.json")" -eq 2
+for field in '"impl":"longctx"' '"kind":"window:w=16"' '"len":100' '"fwd_ms":[0-9.]+' '"bwd_ms":[0-9.]+' '"peak_bytes":[0-9]+' \
+    '"heads":2' '"head_dim":16' '"batch":1' '"causal":1' '"threads":[0-9]+' '"finite":1'; do
+    check "bench attn JSON has $field" -- grep -Eq "$field" "$tmp/attn.json"
+done
+check "bench attn --window, groups, bidirectional" -- "$bin" bench attn --kind "1xfull+2xblock:b=8+window:w=4" \
+    --window 3 --causal 0 --len 40 --heads 4 --head-dim 8 --reps 1 --json
+cp "$tmp/out" "$tmp/attn.json"
+check "bench attn: --window applied to the kinds that take w" -- grep -q '"kind":"1xfull+2xblock:b=8+window:w=4,w=3"' "$tmp/attn.json"
+check "bench attn table" -- "$bin" bench attn --kind strided:s=4 --len 33 --heads 1 --head-dim 4 --reps 1
+cp "$tmp/out" "$tmp/attn.txt"
+check "bench attn table has a header and a row" -- test -n "$(grep us/token "$tmp/attn.txt")" -a -n "$(grep -E '^ +33 ' "$tmp/attn.txt")"
 # data errors
 expect 1 "nonexistent.txt: cannot open" -- "$bin" train "${tiny[@]}" --data "$tmp/nonexistent.txt"
 expect 1 "empty.txt: file is empty" -- "$bin" train "${tiny[@]}" --data "$tmp/empty.txt"

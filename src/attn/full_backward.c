@@ -21,8 +21,9 @@ static void compute_delta(const full_geometry *g, const lc_attn_tensors *t, floa
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(static)
 #endif
-    for (long r = 0; r < rows; r++) {
-        const int query = (int)(r % g->T), h = (int)(r / g->T % g->H), b = (int)(r / g->T / g->H);
+    for (long i = 0; i < rows; i++) { /* position-major (heads innermost): each [H*D] row is read once */
+        const int h = (int)(i % g->H), query = (int)(i / g->H % g->T), b = (int)(i / g->H / g->T);
+        const long r = ((long)b * g->H + h) * g->T + query;
         const float *dout = full_row(&t->dout, b, query, h, g->D), *out = full_row(&t->out, b, query, h, g->D);
         double sum = 0;
         for (int d = 0; d < g->D; d++) sum += (double)dout[d] * out[d];
@@ -148,7 +149,8 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
     }
 
     const long heads = (long)g.B * g.H;
-    /* Tasks go out head by head (the threads share one head's tensors in cache). Pass 1: key tiles in
+    /* Tasks go out head by head (the threads share one head's tensors in cache); with a window, tile by
+     * tile with all heads of a tile together, as in the forward pass (full.c). Pass 1: key tiles in
      * increasing order, as in causal mode the first ones see the most queries. */
     const long key_tasks = heads * g.k_tiles;
 #ifdef _OPENMP
@@ -156,8 +158,9 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
 #endif
     for (long task = 0; task < key_tasks; task++) {
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task / g.k_tiles;
-        key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.k_tiles), &w);
+        const long head = g.window ? task % heads : task / g.k_tiles;
+        const int k_tile = (int)(g.window ? task / heads : task % g.k_tiles);
+        key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), k_tile, &w);
     }
     /* Pass 2, query tiles in decreasing order: in causal mode the last ones see the most keys. */
     const long query_tasks = heads * g.q_tiles;
@@ -166,8 +169,8 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
 #endif
     for (long task = 0; task < query_tasks; task++) {
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task / g.q_tiles;
-        query_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(g.q_tiles - 1 - task % g.q_tiles),
-                         &w);
+        const long head = g.window ? task % heads : task / g.q_tiles;
+        const int q_tile = (int)(g.window ? task / heads : g.q_tiles - 1 - task % g.q_tiles);
+        query_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), q_tile, &w);
     }
 }

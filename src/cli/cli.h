@@ -43,6 +43,7 @@ int lc_cmd_train(int argc, char **argv);
 int lc_cmd_eval(int argc, char **argv);
 int lc_cmd_sample(int argc, char **argv);
 int lc_cmd_bench(int argc, char **argv);
+int lc_cmd_bench_attn(int argc, char **argv); /* bench attn (cmd_bench_attn.c) */
 
 /* Progress reporting for training on stderr (a live line on a terminal, periodic lines otherwise). */
 typedef struct {

@@ -11,7 +11,7 @@ static void usage(FILE *f) {
           "  train    train a model on a byte corpus (default: data/tinyshakespeare.txt)\n"
           "  eval     bits per byte of a checkpoint on a corpus split\n"
           "  sample   generate text from a checkpoint\n"
-          "  bench    benchmarks (bench train: training tokens/s)\n\n"
+          "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n\n"
           "`longctx COMMAND --help` lists a command's options.\n",
           f);
 }
