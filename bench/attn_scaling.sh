@@ -12,7 +12,7 @@ threads=${1:-2}; reps=${2:-3}
 sparse_lens=2048,4096,8192,16384,32768,65536
 full_lens=2048,4096,8192,16384
 out=docs/bench_attn_scaling.jsonl
-kinds=(window:w=256 block:b=256 strided:s=256 window:w=256,global=2 bigbird:b=64,r=3 full)
+kinds=(window:w=256 block:b=256 strided:s=256 compressed:w=256,s=64 window:w=256,global=2 bigbird:b=64,r=3 full)
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 make -s >/dev/null
 tmp=$(mktemp)
