@@ -95,8 +95,15 @@ static void check_gradients_eps(layout l, const char *part, double eps) {
     for (int i = 0; i < m->ptab.n; i++) {
         const lc_slot *s = &m->ptab.slots[i];
         if (!strstr(s->name, part)) continue;
-        double norm = 0, gd = 0;
+        /* direction: the gradient's own direction (the largest derivative, well above the rounding noise
+         * of the loss) plus a random unit vector (so a gradient that is wrong in another direction shows) */
+        double norm = 0, gnorm = 0, gd = 0;
+        for (size_t j = 0; j < s->count; j++) gnorm += (double)g[s->offset + j] * g[s->offset + j];
+        gnorm = gnorm > 0 ? sqrt(gnorm) : 1;
         for (size_t j = 0; j < s->count; j++) d[j] = lc_rng_normal(&rng), norm += (double)d[j] * d[j];
+        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm) + g[s->offset + j] / gnorm);
+        norm = 0;
+        for (size_t j = 0; j < s->count; j++) norm += (double)d[j] * d[j];
         for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm)), gd += (double)g[s->offset + j] * d[j];
         float *p = m->params + s->offset;
         for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attn/vec.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
 
@@ -72,44 +73,6 @@ const lc_attn_kind lc_attn_compressed = {
     .forward = lc_attn_compressed_forward,
     .backward = lc_attn_compressed_backward,
 };
-
-/* ---------------------------------------------------------------- vector helpers */
-
-typedef float cmp_v16 __attribute__((vector_size(64)));
-
-static inline __attribute__((always_inline)) float cmp_dot(const float *restrict a, const float *restrict b,
-                                                           int D) {
-    cmp_v16 acc = {0};
-    int d = 0;
-    for (; d + 16 <= D; d += 16) {
-        cmp_v16 x, y;
-        memcpy(&x, a + d, sizeof x);
-        memcpy(&y, b + d, sizeof y);
-        acc += x * y;
-    }
-    float s = 0;
-    for (; d < D; d++) s += a[d] * b[d];
-    float l[16];
-    memcpy(l, &acc, sizeof l);
-    for (int i = 0; i < 8; i++) l[i] += l[i + 8];
-    for (int i = 0; i < 4; i++) l[i] += l[i + 4];
-    return s + ((l[0] + l[1]) + (l[2] + l[3]));
-}
-
-/* y += a x */
-static inline __attribute__((always_inline)) void cmp_axpy(float *restrict y, float a, const float *restrict x,
-                                                           int D) {
-    const cmp_v16 av = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a};
-    int d = 0;
-    for (; d + 16 <= D; d += 16) {
-        cmp_v16 xv, yv;
-        memcpy(&xv, x + d, sizeof xv);
-        memcpy(&yv, y + d, sizeof yv);
-        yv += av * xv;
-        memcpy(y + d, &yv, sizeof yv);
-    }
-    for (; d < D; d++) y[d] += a * x[d];
-}
 
 /* ---------------------------------------------------------------- geometry */
 
@@ -216,8 +179,8 @@ static void pool_block(const cmp_geometry *g, const lc_attn_tensors *t, const cm
     memset(vb, 0, sizeof(float) * (size_t)D);
     const long n = block_size(g, j);
     for (long r = j * g->s; r < j * g->s + n; r++) {
-        cmp_axpy(kb, 1.0f, row_of(&t->k, b, r, h, D), D);
-        cmp_axpy(vb, 1.0f, row_of(&t->v, b, r, h, D), D);
+        lc_vaxpy(kb, 1.0f, row_of(&t->k, b, r, h, D), D);
+        lc_vaxpy(vb, 1.0f, row_of(&t->v, b, r, h, D), D);
     }
     const float inv = 1.0f / (float)n;
     for (int e = 0; e < D; e++) kb[e] *= inv, vb[e] *= inv;
@@ -236,17 +199,17 @@ static void forward_row(const cmp_geometry *g, const lc_attn_tensors *t, const c
     long n = 0;
     float max = -INFINITY;
     for (long j = 0; j < c.left; j++) {
-        const float sc = g->scale * cmp_dot(q, kb + j * D, D);
+        const float sc = g->scale * lc_vdot(q, kb + j * D, D);
         scores[n++] = sc;
         max = sc > max ? sc : max;
     }
     for (long j = c.right0; j < g->nb; j++) {
-        const float sc = g->scale * cmp_dot(q, kb + j * D, D);
+        const float sc = g->scale * lc_vdot(q, kb + j * D, D);
         scores[n++] = sc;
         max = sc > max ? sc : max;
     }
     for (long k = c.lo; k <= c.hi; k++) {
-        const float sc = g->scale * cmp_dot(q, row_of(&t->k, b, k, h, D), D);
+        const float sc = g->scale * lc_vdot(q, row_of(&t->k, b, k, h, D), D);
         scores[n++] = sc;
         max = sc > max ? sc : max;
     }
@@ -255,9 +218,9 @@ static void forward_row(const cmp_geometry *g, const lc_attn_tensors *t, const c
     for (long i = 0; i < n; i++) sum += scores[i];
     memset(acc, 0, sizeof(float) * (size_t)D);
     n = 0;
-    for (long j = 0; j < c.left; j++) cmp_axpy(acc, scores[n++], vb + j * D, D);
-    for (long j = c.right0; j < g->nb; j++) cmp_axpy(acc, scores[n++], vb + j * D, D);
-    for (long k = c.lo; k <= c.hi; k++) cmp_axpy(acc, scores[n++], row_of(&t->v, b, k, h, D), D);
+    for (long j = 0; j < c.left; j++) lc_vaxpy(acc, scores[n++], vb + j * D, D);
+    for (long j = c.right0; j < g->nb; j++) lc_vaxpy(acc, scores[n++], vb + j * D, D);
+    for (long k = c.lo; k <= c.hi; k++) lc_vaxpy(acc, scores[n++], row_of(&t->v, b, k, h, D), D);
     float *out = row_of_w(&t->out, b, row, h, D);
     const float inv = 1.0f / sum; /* every query sees itself */
     for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
@@ -307,14 +270,14 @@ static void dq_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_wo
         const long j0 = side ? c.right0 : 0, j1 = side ? g->nb : c.left;
         for (long j = j0; j < j1; j++) {
             const float *kr = kb + j * D;
-            const float prob = lc_expf(g->scale * cmp_dot(q, kr, D) - lse);
-            cmp_axpy(acc, prob * (cmp_dot(dout, vb + j * D, D) - dl), kr, D);
+            const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
+            lc_vaxpy(acc, prob * (lc_vdot(dout, vb + j * D, D) - dl), kr, D);
         }
     }
     for (long k = c.lo; k <= c.hi; k++) {
         const float *kr = row_of(&t->k, b, k, h, D);
-        const float prob = lc_expf(g->scale * cmp_dot(q, kr, D) - lse);
-        cmp_axpy(acc, prob * (cmp_dot(dout, row_of(&t->v, b, k, h, D), D) - dl), kr, D);
+        const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
+        lc_vaxpy(acc, prob * (lc_vdot(dout, row_of(&t->v, b, k, h, D), D) - dl), kr, D);
     }
     float *dq = row_of_w(&t->dq, b, row, h, D);
     for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
@@ -347,10 +310,10 @@ static void dpooled_group(const cmp_geometry *g, const lc_attn_tensors *t, const
                 long a = side ? c.right0 : 0, e = side ? g->nb : c.left;
                 a = a > j0 ? a : j0, e = e < j1 ? e : j1;
                 for (long j = a; j < e; j++) {
-                    const float prob = lc_expf(g->scale * cmp_dot(q, kb + j * D, D) - lse);
-                    const float ds = prob * (cmp_dot(dout, vb + j * D, D) - dl);
-                    cmp_axpy(acc_v + (j - j0) * dstride, prob, dout, D);
-                    cmp_axpy(acc_k + (j - j0) * dstride, ds, q, D);
+                    const float prob = lc_expf(g->scale * lc_vdot(q, kb + j * D, D) - lse);
+                    const float ds = prob * (lc_vdot(dout, vb + j * D, D) - dl);
+                    lc_vaxpy(acc_v + (j - j0) * dstride, prob, dout, D);
+                    lc_vaxpy(acc_k + (j - j0) * dstride, ds, q, D);
                 }
             }
         }
@@ -377,10 +340,10 @@ static void dkv_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_w
     for (long p = p0; p <= p1; p++) {
         const long row = p - g->M;
         const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
-        const float prob = lc_expf(g->scale * cmp_dot(q, kr, D) - t->lse[r0 + row]);
-        const float ds = prob * (cmp_dot(dout, vr, D) - w->delta[r0 + row]);
-        cmp_axpy(acc_v, prob, dout, D);
-        cmp_axpy(acc_k, ds, q, D);
+        const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - t->lse[r0 + row]);
+        const float ds = prob * (lc_vdot(dout, vr, D) - w->delta[r0 + row]);
+        lc_vaxpy(acc_v, prob, dout, D);
+        lc_vaxpy(acc_k, ds, q, D);
     }
     const long j = key / g->s;
     const size_t at = (((size_t)b * g->H + h) * g->nb + j) * D;

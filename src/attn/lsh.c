@@ -34,6 +34,7 @@
 
 #include "attn/full_tile.h"
 #include "attn/lsh.h"
+#include "attn/vec.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
@@ -237,15 +238,6 @@ static inline float *row_of_w(const lc_view *v, long bh, int H, int r, int D) {
     return v->p + b * v->sb + (long)r * v->st + h * D;
 }
 
-static inline float lsh_dot(const float *a, const float *b, int D) {
-    full_v16 acc = {0};
-    int d = 0;
-    for (; d + 16 <= D; d += 16) acc += full_vload(a + d) * full_vload(b + d);
-    float s = full_hsum(acc);
-    for (; d < D; d++) s += a[d] * b[d];
-    return s;
-}
-
 /* ---------------------------------------------------------------- hashing and sorting */
 
 /* Inverse norms, buckets and the sorted order of every (batch, head, round). Not inlined: forward,
@@ -267,7 +259,7 @@ static __attribute__((noinline)) void lsh_prepare(const lsh_plan *g, const lc_at
             const long bh = i / T;
             const int p = (int)(i % T), h = (int)(bh % g->H);
             const float *q = row_of(&t->q, bh, g->H, p, D);
-            g->inv_norm[i] = 1.0f / sqrtf(lsh_dot(q, q, D) + (float)D * LC_ATTN_LSH_NORM_EPS);
+            g->inv_norm[i] = 1.0f / sqrtf(lc_vdot(q, q, D) + (float)D * LC_ATTN_LSH_NORM_EPS);
             for (int r = 0; r < nh; r++) {
                 const float *R = rot + ((size_t)r * g->H + h) * (size_t)D * half;
                 /* proj[j] = sum over d in order of q[d] R[d][j], 16 columns at a time in a register */
@@ -525,7 +517,7 @@ static void backward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh,
         const int p = pos[i];
         const float *q = w.q + (size_t)i * D16, *aq = w.acc_q + (size_t)i * D16, *ak = w.acc_k + (size_t)i * D16;
         const float *av = w.acc_v + (size_t)i * D16;
-        const float n = inv[p], kn = g->scale * n, qn = -n * n * n * g->scale * lsh_dot(q, ak, D);
+        const float n = inv[p], kn = g->scale * n, qn = -n * n * n * g->scale * lc_vdot(q, ak, D);
         float *dq = row_of_w(&t->dq, bh, g->H, p, D), *dv = row_of_w(&t->dv, bh, g->H, p, D);
         if (r == 0) {
             for (int e = 0; e < D; e++) dq[e] = aq[e] + kn * ak[e] + qn * q[e], dv[e] = av[e];

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "attn/window.h"
+#include "attn/vec.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
 
@@ -95,41 +96,6 @@ const lc_attn_kind lc_attn_window = {
     .backward = lc_attn_window_backward,
 };
 
-typedef float win_v16 __attribute__((vector_size(64)));
-
-static inline __attribute__((always_inline)) float win_dot(const float *restrict a, const float *restrict b,
-                                                           int D) {
-    win_v16 acc = {0};
-    int d = 0;
-    for (; d + 16 <= D; d += 16) {
-        win_v16 x, y;
-        memcpy(&x, a + d, sizeof x);
-        memcpy(&y, b + d, sizeof y);
-        acc += x * y;
-    }
-    float s = 0;
-    for (; d < D; d++) s += a[d] * b[d];
-    float h[16];
-    memcpy(h, &acc, sizeof h);
-    for (int l = 0; l < 8; l++) h[l] += h[l + 8];
-    for (int l = 0; l < 4; l++) h[l] += h[l + 4];
-    return s + ((h[0] + h[1]) + (h[2] + h[3]));
-}
-
-/* y += a x */
-static inline __attribute__((always_inline)) void win_axpy(float *restrict y, float a, const float *restrict x,
-                                                           int D) {
-    int d = 0;
-    const win_v16 av = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a};
-    for (; d + 16 <= D; d += 16) {
-        win_v16 xv, yv;
-        memcpy(&xv, x + d, sizeof xv);
-        memcpy(&yv, y + d, sizeof yv);
-        yv += av * xv;
-        memcpy(y + d, &yv, sizeof yv);
-    }
-    for (; d < D; d++) y[d] += a * x[d];
-}
 
 typedef struct {
     int B, H, T, M, S, D, causal, w;
@@ -356,7 +322,7 @@ static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, 
     const float *q = row_of(&t->q, b, row, h, D);
     float max = -INFINITY;
     for (long k = lo; k <= hi; k++) {
-        const float sc = g->scale * win_dot(q, row_of(&t->k, b, (int)(p + k * d), h, D), D);
+        const float sc = g->scale * lc_vdot(q, row_of(&t->k, b, (int)(p + k * d), h, D), D);
         scores[k - lo] = sc;
         max = sc > max ? sc : max;
     }
@@ -365,7 +331,7 @@ static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, 
     for (int j = 0; j < n; j++) scores[j] = lc_expf(scores[j] - max);
     for (int j = 0; j < n; j++) sum += scores[j];
     memset(acc, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n; j++) win_axpy(acc, scores[j], row_of(&t->v, b, (int)(p + (lo + j) * d), h, D), D);
+    for (int j = 0; j < n; j++) lc_vaxpy(acc, scores[j], row_of(&t->v, b, (int)(p + (lo + j) * d), h, D), D);
     float *out = row_of_w(&t->out, b, row, h, D);
     const float inv = 1.0f / sum; /* every query sees itself */
     for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
@@ -400,9 +366,9 @@ static void dq_row(const win_geometry *g, const lc_attn_tensors *t, const float 
     for (long k = lo; k <= hi; k++) {
         const int key = (int)(p + k * d);
         const float *kr = row_of(&t->k, b, key, h, D);
-        const float prob = lc_expf(g->scale * win_dot(q, kr, D) - lse);
-        const float ds = prob * (win_dot(dout, row_of(&t->v, b, key, h, D), D) - dl);
-        win_axpy(acc, ds, kr, D);
+        const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
+        const float ds = prob * (lc_vdot(dout, row_of(&t->v, b, key, h, D), D) - dl);
+        lc_vaxpy(acc, ds, kr, D);
     }
     float *dq = row_of_w(&t->dq, b, row, h, D);
     for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
@@ -422,10 +388,10 @@ static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float
     for (long j = lo; j <= hi; j++) {
         const int row = (int)(key + j * d - g->M);
         const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
-        const float prob = lc_expf(g->scale * win_dot(q, kr, D) - t->lse[r0 + row]);
-        const float ds = prob * (win_dot(dout, vr, D) - delta[r0 + row]);
-        win_axpy(acc_v, prob, dout, D);
-        win_axpy(acc_k, ds, q, D);
+        const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - t->lse[r0 + row]);
+        const float ds = prob * (lc_vdot(dout, vr, D) - delta[r0 + row]);
+        lc_vaxpy(acc_v, prob, dout, D);
+        lc_vaxpy(acc_k, ds, q, D);
     }
     float *dk = row_of_w(&t->dk, b, key, h, D), *dv = row_of_w(&t->dv, b, key, h, D);
     for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e], dv[e] = acc_v[e];

@@ -24,6 +24,7 @@
 
 #include "attn/full_tile.h"
 #include "attn/window.h"
+#include "attn/vec.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
 
@@ -41,23 +42,6 @@ size_t lc_attn_window_global_workspace(const lc_attn_shape *s, int nthreads) {
 
 static inline float *grow(const lc_view *v, int b, long r, int h, int D) {
     return v->p + (long)b * v->sb + r * v->st + (long)h * D;
-}
-
-/* a . b over D floats in a fixed order */
-static inline float gdot(const float *a, const float *b, int D) {
-    full_v16 acc = {0};
-    int d = 0;
-    for (; d + 16 <= D; d += 16) acc += full_vload(a + d) * full_vload(b + d);
-    float s = full_hsum(acc);
-    for (; d < D; d++) s += a[d] * b[d];
-    return s;
-}
-
-/* y += a x over D floats */
-static inline void gaxpy(float *y, float a, const float *x, int D) {
-    int d = 0;
-    for (; d + 16 <= D; d += 16) full_vstore(y + d, full_vload(y + d) + a * full_vload(x + d));
-    for (; d < D; d++) y[d] += a * x[d];
 }
 
 /* dout . out summed in double, as the band backward does */
@@ -106,7 +90,7 @@ static void stream_keys(const float *q, const lc_view *k, const lc_view *v, int 
                         const long *keys, int n, float *scores, float *acc, float *run_max, float *run_sum) {
     float m = -INFINITY;
     for (int j = 0; j < n; j++) {
-        scores[j] = scale * gdot(q, grow(k, b, keys[j], h, D), D);
+        scores[j] = scale * lc_vdot(q, grow(k, b, keys[j], h, D), D);
         m = scores[j] > m ? scores[j] : m;
     }
     if (m > *run_max) { /* rescale what was summed under the old maximum (none at first: factor 0) */
@@ -118,7 +102,7 @@ static void stream_keys(const float *q, const lc_view *k, const lc_view *v, int 
     for (int j = 0; j < n; j++) {
         const float p = lc_expf(scores[j] - *run_max);
         *run_sum += p;
-        gaxpy(acc, p, grow(v, b, keys[j], h, D), D);
+        lc_vaxpy(acc, p, grow(v, b, keys[j], h, D), D);
     }
 }
 
@@ -240,13 +224,13 @@ static void columns_backward(const glob_geometry *g, const lc_attn_tensors *t, i
                 memset(acc, 0, sizeof(float) * (size_t)D);
             }
             const float *kr = grow(&t->k, b, key, h, D), *vr = grow(&t->v, b, key, h, D);
-            const float prob = lc_expf(g->scale * gdot(q, kr, D) - lse);
-            const float ds = prob * (gdot(dout, vr, D) - delta);
-            gaxpy(acc, ds, kr, D);
-            gaxpy(grow(&t->dk, b, key, h, D), g->scale * ds, q, D);
-            gaxpy(grow(&t->dv, b, key, h, D), prob, dout, D);
+            const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
+            const float ds = prob * (lc_vdot(dout, vr, D) - delta);
+            lc_vaxpy(acc, ds, kr, D);
+            lc_vaxpy(grow(&t->dk, b, key, h, D), g->scale * ds, q, D);
+            lc_vaxpy(grow(&t->dv, b, key, h, D), prob, dout, D);
         }
-        if (any) gaxpy(grow(&t->dq, b, row, h, D), g->scale, acc, D);
+        if (any) lc_vaxpy(grow(&t->dq, b, row, h, D), g->scale, acc, D);
     }
 }
 
@@ -274,11 +258,11 @@ static void rows_backward(const glob_geometry *g, const lc_attn_tensors *t, int 
         memset(acc, 0, sizeof(float) * (size_t)D);
         for (long s = 0; s <= last; s++) {
             const float *kr = grow(&G->kg, b, s, h, D), *vr = grow(&G->vg, b, s, h, D);
-            const float prob = lc_expf(g->scale * gdot(q, kr, D) - lse);
-            const float ds = prob * (gdot(dout, vr, D) - delta);
-            gaxpy(acc, ds, kr, D);
-            gaxpy(grow(&G->dkg, b, s, h, D), g->scale * ds, q, D);
-            gaxpy(grow(&G->dvg, b, s, h, D), prob, dout, D);
+            const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
+            const float ds = prob * (lc_vdot(dout, vr, D) - delta);
+            lc_vaxpy(acc, ds, kr, D);
+            lc_vaxpy(grow(&G->dkg, b, s, h, D), g->scale * ds, q, D);
+            lc_vaxpy(grow(&G->dvg, b, s, h, D), prob, dout, D);
         }
         float *dq = grow(&G->dqg, b, row, h, D);
         for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
