@@ -205,6 +205,7 @@ TEST(gradients_of_mixed_layers) {
     check_gradients((layout){"window:w=5", LC_MODEL_XL, 0, 0, 0}, "attn");
     check_gradients((layout){"2xwindow:w=5,dil=2+block:b=8", LC_MODEL_XL, 0, 0, 0}, "attn");
     check_gradients((layout){"2xwindow:w=5,global=2+2xfull", LC_MODEL_VANILLA, 0, 0, 0}, "attn");
+    check_gradients((layout){"2xwindow:w=3,global=0/9/20+2xfull", LC_MODEL_VANILLA, 0, 0, LC_OBJECTIVE_MLM}, "global");
     /* LSH buckets and routing clusters are piecewise constant in the inputs, so differences across a
      * boundary jump: one chunk holding every position (lsh) and one cluster (routing) keep the loss
      * smooth while the wiring is the same (the kinds' own tests cover their patterns).
@@ -422,6 +423,8 @@ TEST(bad_layouts_are_named) {
         {{"full", LC_MODEL_XL, 0, 0, LC_OBJECTIVE_MLM}, "needs --model vanilla"},
         {{"2xlinformer:k=4+full", LC_MODEL_VANILLA, 0, 0, 0}, "bidirectional only"},
         {{"window:w=4,global=100", LC_MODEL_VANILLA, 0, 0, 0}, "global=100"},
+        {{"window:w=4,global=5/3", LC_MODEL_VANILLA, 0, 0, 0}, "positions must increase"},
+        {{"window:w=4,global=0/64", LC_MODEL_VANILLA, 0, 0, 0}, "global position 64 is outside"},
         {{"window:w=4,global=2", LC_MODEL_XL, 0, 0, 0}, "global tokens need"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

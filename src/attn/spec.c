@@ -59,7 +59,17 @@ static int parse_group(const char *text, int H, lc_attn_group *g, int *explicit_
         *eq = 0;
         char msg[384];
         int rc;
-        if (strcmp(opt, "global") == 0)
+        if (strcmp(opt, "global") == 0 && strchr(eq + 1, '/')) { /* listed positions */
+            rc = lc_attn_opt_int_list(opt, eq + 1, 0, (1 << 24) - 1, g->global_pos, LC_ATTN_MAX_GLOBAL, msg, sizeof msg);
+            g->n_global = rc < 0 ? 0 : rc;
+            g->global_listed = 1;
+            for (int i = 1; rc >= 0 && i < g->n_global; i++)
+                if (g->global_pos[i] <= g->global_pos[i - 1]) {
+                    snprintf(msg, sizeof msg, "option global=%s: positions must increase", eq + 1);
+                    rc = -1;
+                }
+            rc = rc < 0 ? -1 : 0;
+        } else if (strcmp(opt, "global") == 0)
             rc = lc_attn_opt_int(opt, eq + 1, 0, 1 << 24, &g->n_global, msg, sizeof msg);
         else if (g->kind->opts_set)
             rc = g->kind->opts_set(g->opts, H, opt, eq + 1, msg, sizeof msg);
@@ -170,15 +180,21 @@ int lc_attn_layer_check(const lc_attn_layer *layer, const lc_attn_shape *s, char
     for (int i = 0; i < layer->n_groups; i++) {
         const lc_attn_group *g = &layer->group[i];
         const lc_attn_shape gs = lc_attn_group_shape(s, g);
-        if (g->n_global > s->T) {
+        if (!g->global_listed && g->n_global > s->T) {
             snprintf(err, errlen, "attention %s: global=%d is more than the %d positions of a sequence",
                      g->kind->name, g->n_global, s->T);
             return -1;
         }
-        /* A stand-in for the global tensors: check() only asks whether there are any. */
+        if (g->global_listed && g->n_global > 0 && g->global_pos[g->n_global - 1] >= s->T) {
+            snprintf(err, errlen, "attention %s: global position %d is outside the %d positions of a sequence",
+                     g->kind->name, g->global_pos[g->n_global - 1], s->T);
+            return -1;
+        }
+        /* A stand-in for the global tensors: check() sees the count and any listed positions. */
         lc_attn_global probe;
         memset(&probe, 0, sizeof probe);
         probe.n = g->n_global;
+        probe.pos = g->global_listed ? g->global_pos : NULL;
         char msg[384];
         if (g->kind->check && g->kind->check(&gs, g->opts, g->n_global ? &probe : NULL, msg, sizeof msg)) {
             snprintf(err, errlen, "attention: %s", msg);

@@ -7,7 +7,8 @@
  *
  * N is the group's head count; at most one group of a layer may leave it out and takes the remaining
  * heads. global=G makes the first G positions of every sequence global tokens (Longformer) for the
- * group, with the layer's own global projections. Examples (docs/attention.md has more):
+ * group, with the layer's own global projections; global=p0/p1/... (two or more positions, increasing)
+ * marks those positions instead. Examples (docs/attention.md has more):
  *   full                               dense attention everywhere (the default)
  *   window:w=128                       sliding window of 128 keys per side in every layer
  *   2xfull+window:w=32,dil=1/2         per layer 2 full heads, the rest windowed with dilations 1, 2, 1, 2...
@@ -21,12 +22,15 @@
 #include "attn/attn.h"
 
 #define LC_ATTN_MAX_GROUPS 8
-#define LC_ATTN_SPEC_MAX 512 /* characters of a spec string, terminator included */
+#define LC_ATTN_SPEC_MAX 512
+#define LC_ATTN_MAX_GLOBAL 64 /* positions a global=p0/p1/... list may name */ /* characters of a spec string, terminator included */
 
 typedef struct {
     const lc_attn_kind *kind;
     int h0, heads;   /* first head and number of heads */
-    int n_global;    /* global tokens at the first n_global positions (0: none) */
+    int n_global;    /* global tokens (0: none): the first n_global positions, or global_pos[] */
+    int global_listed; /* 1: the positions are global_pos[0 .. n_global) */
+    int global_pos[LC_ATTN_MAX_GLOBAL];
     _Alignas(16) unsigned char opts[LC_ATTN_OPTS_BYTES]; /* the kind's options struct */
 } lc_attn_group;
 

@@ -107,6 +107,7 @@ static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
         if (grp->n_global) {
             gg = *glob;
             gg.n = grp->n_global;
+            if (grp->global_listed) gg.pos = grp->global_pos;
             gg.qg = view_at(glob->qg, off), gg.kg = view_at(glob->kg, off), gg.vg = view_at(glob->vg, off);
             gg.dqg = view_at(glob->dqg, off), gg.dkg = view_at(glob->dkg, off), gg.dvg = view_at(glob->dvg, off);
             gg.lse = glob->lse + BT * grp->h0;
