@@ -476,14 +476,18 @@ static void block_forward(const lc_attn_shape *s, const void *opts, const lc_att
     const int nthreads = lc_get_threads();
     (void)nthreads;
     float *base = full_workspace_base(work);
-    const long per_head = g.q_tiles, tasks = (long)g.B * g.H * per_head;
+    /* Tasks go out tile by tile, all heads of a tile together: a tile needs only the keys of its own and
+     * the previous block, so each [H*D] row fetched from memory serves every head while it is in cache
+     * (head by head, a long sequence streamed H times through memory). Every output row is computed by
+     * one task in a fixed order, so results do not depend on the order or the thread count. */
+    const long heads = (long)g.B * g.H, tasks = heads * g.q_tiles;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
     for (long task = 0; task < tasks; task++) {
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task / per_head;
-        block_forward_tile(&c, &g, t, (int)(head / g.H), (int)(head % g.H), (int)(task % per_head), &w);
+        const long head = task % heads;
+        block_forward_tile(&c, &g, t, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
     }
 }
 
@@ -515,12 +519,12 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(static)
 #endif
-    for (long r = 0; r < rows; r++) {
-        const int row = (int)(r % g.T), h = (int)(r / g.T % g.H), b = (int)(r / g.T / g.H);
+    for (long i = 0; i < rows; i++) { /* position-major reads; delta stays indexed (b, h, row) */
+        const int h = (int)(i % g.H), row = (int)(i / g.H % g.T), b = (int)(i / g.H / g.T);
         const float *dout = full_row(&t->dout, b, row, h, g.D), *out = full_row(&t->out, b, row, h, g.D);
         double sum = 0;
         for (int d = 0; d < g.D; d++) sum += (double)dout[d] * out[d];
-        delta[r] = (float)sum;
+        delta[((long)b * g.H + h) * g.T + row] = (float)sum;
     }
     if (rel) {
         full_rel_backward_keys(&g, t, delta, base, nthreads, block_rel_keys_of, &c);
@@ -530,18 +534,18 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
-    for (long task = 0; task < key_tasks; task++) {
+    for (long task = 0; task < key_tasks; task++) { /* tile by tile, all heads together (as forward) */
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task / g.k_tiles;
-        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.k_tiles), &w);
+        const long head = task % heads;
+        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
     }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
     for (long task = 0; task < query_tasks; task++) {
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task / g.q_tiles;
-        block_query_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task % g.q_tiles), &w);
+        const long head = task % heads;
+        block_query_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
     }
 }
 
