@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/bigbird.h"
 #include "attn/block.h"
 #include "attn/compressed.h"
 #include "attn/linformer.h"
@@ -13,6 +14,7 @@
 
 static const lc_attn_kind *const lc_attn_kinds[] = {
     &lc_attn_full,
+    &lc_attn_bigbird,
     &lc_attn_block,
     &lc_attn_strided,
     &lc_attn_window,
