@@ -445,6 +445,30 @@ static void bb_gather_rows(float *tile, const lc_view *v, const full_geometry *g
     }
 }
 
+/* Rows pos[0..n) as the A operand of full_gemm (read once, by broadcasts): in place when they are 64
+ * consecutive rows and D is a whole number of vectors (full_rows_operand), else gathered into tile. */
+static const float *bb_rows_operand(float *tile, const lc_view *v, const full_geometry *g, int b, int h,
+                                    const int *pos, int n, long *ld) {
+    if (n == BB_TILE && g->D == g->D_pad && pos[n - 1] - pos[0] == n - 1) {
+        *ld = v->st;
+        return full_row(v, b, pos[0], h, g->D);
+    }
+    bb_gather_rows(tile, v, g, b, h, pos, n, 1.0f);
+    *ld = g->D_pad;
+    return tile;
+}
+
+/* Whether every gathered row of a chunk pairs visibly with every valid lane, so that no mask is needed:
+ * every segment mask covers the tile's blocks and, causal, every key precedes every query (the slots
+ * are in increasing position order). */
+static int bb_chunk_unmasked(const bb_layout *L, const bb_tile *tl, const bb_lanes *ln, const bb_scratch *sc, int n,
+                             int lanes_are_queries) {
+    for (int j = 0; j < n; j++)
+        if ((sc->slot_mask[j] & ln->all) != ln->all) return 0;
+    if (!L->causal) return 1;
+    return lanes_are_queries ? sc->slot_pos[n - 1] <= tl->p0 : sc->slot_pos[0] >= tl->p1 - 1;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc_attn_tensors *t, int b, int h,
@@ -463,21 +487,28 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
     bb_cursor cur = {0, 0};
     int n_k;
     while ((n_k = bb_next_slots(sc, n_seg, &cur)) > 0) {
-        bb_gather_rows(w->key_a, &t->k, g, b, h, sc->slot_pos, n_k, 1.0f);
+        long k_ld;
+        const float *k_rows = bb_rows_operand(w->key_a, &t->k, g, b, h, sc->slot_pos, n_k, &k_ld);
         bb_gather_rows(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, 1.0f);
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
         full_v16 tile_max[CHUNKS];
         for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY);
-        for (int j = 0; j < n_k; j++)
-            for (int l = 0; l < CHUNKS; l++) {
-                float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
-                const full_vi16 seen = bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1);
-                const full_v16 masked = full_vselect(seen, full_vload(p), full_vsplat(-INFINITY));
-                full_vstore(p, masked);
-                tile_max[l] = full_vmax(tile_max[l], masked);
-            }
+        if (bb_chunk_unmasked(L, tl, &ln, sc, n_k, 1)) { /* padding lanes hold finite scores of zero queries */
+            for (int j = 0; j < n_k; j++)
+                for (int l = 0; l < CHUNKS; l++)
+                    tile_max[l] = full_vmax(tile_max[l], full_vload(w->scores + (size_t)j * FULL_TILE_Q + 16 * l));
+        } else {
+            for (int j = 0; j < n_k; j++)
+                for (int l = 0; l < CHUNKS; l++) {
+                    float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
+                    const full_vi16 seen = bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1);
+                    const full_v16 masked = full_vselect(seen, full_vload(p), full_vsplat(-INFINITY));
+                    full_vstore(p, masked);
+                    tile_max[l] = full_vmax(tile_max[l], masked);
+                }
+        }
         full_softmax_update(w->scores, n_k, tile_max, running_max, running_sum, correction);
         for (int i = 0; i < rows; i++) {
             if (correction[i] == 1.0f) continue;
@@ -558,17 +589,24 @@ static void bb_query_grads_tile(const bb_layout *L, const full_geometry *g, cons
     int n_k;
     while ((n_k = bb_next_slots(sc, n_seg, &cur)) > 0) {
         const int key_rows = full_round_up(n_k, 4);
+        long v_ld;
         bb_gather_rows(w->key_a, &t->k, g, b, h, sc->slot_pos, n_k, 1.0f);
-        bb_gather_rows(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, 1.0f);
+        const float *v_rows = bb_rows_operand(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, &v_ld);
         full_gemm(w->scores, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
-        full_gemm(w->dscores, FULL_TILE_Q, w->key_b, dp, 1, w->dout_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
-        for (int j = 0; j < key_rows; j++) /* dS^T = P^T (dP^T - Delta); padding rows get 0 */
+        full_gemm(w->dscores, FULL_TILE_Q, v_rows, v_ld, 1, w->dout_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
+        /* dS^T = P^T (dP^T - Delta); padding rows (j >= n_k) and hidden pairs get 0. Padding lanes need no
+         * mask: their dout and Delta are 0, so their dS is 0 */
+        const int unmasked = bb_chunk_unmasked(L, tl, &ln, sc, n_k, 1);
+        for (int j = 0; j < key_rows; j++)
             for (int l = 0; l < CHUNKS; l++) {
                 const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                 float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
-                const full_vi16 seen =
-                    j < n_k ? bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1) : (full_vi16){0};
-                const full_v16 prob = full_vselect(seen, full_vexp(full_vload(p) - lse[l]), (full_v16){0});
+                full_v16 prob = full_vexp(full_vload(p) - lse[l]);
+                if (j >= n_k)
+                    prob = (full_v16){0};
+                else if (!unmasked)
+                    prob = full_vselect(bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1), prob,
+                                        (full_v16){0});
                 full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
             }
         full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, key_rows, dp, 1); /* dq += dS k */
@@ -604,13 +642,20 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
         for (int i = 0; i < n_q; i++) w->row_a[i] = t->lse[row0 + sc->slot_pos[i]], w->row_b[i] = delta[row0 + sc->slot_pos[i]];
         full_gemm(w->scores, FULL_TILE_K, w->q_tile, dp, 1, w->key_a, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
         full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
-        for (int i = 0; i < rows; i++) { /* P = exp(s - lse), dS = P (dP - Delta); padding rows get 0 */
+        /* P = exp(s - lse), dS = P (dP - Delta); padding rows, padding lanes and hidden pairs get 0 */
+        const int unmasked = bb_chunk_unmasked(L, tl, &ln, sc, n_q, 0);
+        for (int i = 0; i < rows; i++) {
             float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
             const float row_lse = i < n_q ? w->row_a[i] : 0.0f, row_delta = i < n_q ? w->row_b[i] : 0.0f;
             for (int l = 0; l < CHUNKS; l++) {
-                const full_vi16 seen =
-                    i < n_q ? bb_lane_mask(&ln, l, sc->slot_mask[i], sc->slot_pos[i], L->causal, 0) : (full_vi16){0};
-                const full_v16 prob = full_vselect(seen, full_vexp(full_vload(p + 16 * l) - row_lse), (full_v16){0});
+                full_v16 prob = full_vexp(full_vload(p + 16 * l) - row_lse);
+                if (i >= n_q)
+                    prob = (full_v16){0};
+                else if (!unmasked)
+                    prob = full_vselect(bb_lane_mask(&ln, l, sc->slot_mask[i], sc->slot_pos[i], L->causal, 0), prob,
+                                        (full_v16){0});
+                else if (n_k < FULL_TILE_K) /* keep the never-stored padding lanes finite */
+                    prob = full_vselect(ln.valid[l], prob, (full_v16){0});
                 full_vstore(p + 16 * l, prob);
                 full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
             }
