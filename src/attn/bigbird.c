@@ -391,6 +391,22 @@ static int bb_next_slots(const bb_scratch *sc, int n_seg, bb_cursor *c) {
     return n;
 }
 
+/* Asks for the rows of the chunk after cursor c (two views) to be brought into cache while the current
+ * chunk is computed: random and global blocks lie far from the tile, where no hardware prefetcher looks. */
+static void bb_prefetch_next(const bb_scratch *sc, int n_seg, bb_cursor c, const lc_view *x, const lc_view *y,
+                             const full_geometry *g, int b, int h) {
+    int n = 0;
+    while (n < BB_TILE && c.seg < n_seg) {
+        const bb_segment *s = &sc->seg[c.seg];
+        if (c.pos < s->begin) c.pos = s->begin;
+        const int take = full_min(BB_TILE - n, s->end - c.pos);
+        full_prefetch_rows(x, g, b, h, c.pos, take);
+        full_prefetch_rows(y, g, b, h, c.pos, take);
+        n += take, c.pos += take;
+        if (c.pos >= s->end) c.seg++;
+    }
+}
+
 /* ---------------------------------------------------------------- lane masks */
 
 /* The 64 positions of a tile along the vector lanes: position, validity, and which bit of a segment
@@ -490,6 +506,7 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
         long k_ld;
         const float *k_rows = bb_rows_operand(w->key_a, &t->k, g, b, h, sc->slot_pos, n_k, &k_ld);
         bb_gather_rows(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, 1.0f);
+        bb_prefetch_next(sc, n_seg, cur, &t->k, &t->v, g, b, h);
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
         full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
@@ -592,6 +609,7 @@ static void bb_query_grads_tile(const bb_layout *L, const full_geometry *g, cons
         long v_ld;
         bb_gather_rows(w->key_a, &t->k, g, b, h, sc->slot_pos, n_k, 1.0f);
         const float *v_rows = bb_rows_operand(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, &v_ld);
+        bb_prefetch_next(sc, n_seg, cur, &t->k, &t->v, g, b, h);
         full_gemm(w->scores, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
         full_gemm(w->dscores, FULL_TILE_Q, v_rows, v_ld, 1, w->dout_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
         /* dS^T = P^T (dP^T - Delta); padding rows (j >= n_k) and hidden pairs get 0. Padding lanes need no
@@ -639,6 +657,7 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
         const int rows = full_round_up(n_q, 4);
         bb_gather_rows(w->q_tile, &t->q, g, b, h, sc->slot_pos, n_q, g->scale);
         bb_gather_rows(w->dout_tile, &t->dout, g, b, h, sc->slot_pos, n_q, 1.0f);
+        bb_prefetch_next(sc, n_seg, cur, &t->q, &t->dout, g, b, h);
         for (int i = 0; i < n_q; i++) w->row_a[i] = t->lse[row0 + sc->slot_pos[i]], w->row_b[i] = delta[row0 + sc->slot_pos[i]];
         full_gemm(w->scores, FULL_TILE_K, w->q_tile, dp, 1, w->key_a, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
         full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
