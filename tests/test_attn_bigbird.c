@@ -398,7 +398,8 @@ TEST(dense_patterns_equal_the_full_kind) {
                              {1, 3, 20, 64, 0, LC_BIGBIRD_ITC, 64, 3, -1, 1},
                              {1, 2, 45, 24, 1, LC_BIGBIRD_ITC, 16, 2, -1, 1},
                              {2, 2, 90, 16, 1, LC_BIGBIRD_ETC, 64, 1, 30, 1},
-                             {1, 1, 1, 3, 1, LC_BIGBIRD_ITC, 5, 3, -1, 1}};
+                             {1, 1, 1, 3, 1, LC_BIGBIRD_ITC, 5, 3, -1, 1},
+                             {1, 2, 50, 16, 0, LC_BIGBIRD_ETC, 1 << 24, 3, 5, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bb_case c = cases[i];
         CHECK(!pattern_is_sparse(&c), "case %zu should be dense", i);

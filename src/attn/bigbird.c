@@ -151,7 +151,7 @@ static bb_layout bb_layout_of(const lc_attn_shape *s, const lc_attn_bigbird_opts
         L.sb0 = 0, L.sb1 = L.n;
     }
     L.per_tile = L.b < BB_TILE ? BB_TILE / L.b : 1;
-    L.per_block = L.b >= BB_TILE ? bb_ceil(L.b, BB_TILE) : 1;
+    L.per_block = L.b >= BB_TILE ? bb_ceil(full_max(1, full_min(L.b, L.T)), BB_TILE) : 1; /* no block is longer than T */
     L.n_front = bb_ceil(L.front_end, BB_TILE);
     L.n_back = bb_ceil(L.T - L.back_begin, BB_TILE);
     const int sparse = L.sb1 - L.sb0;
