@@ -123,7 +123,8 @@ static void reference_lse(const problem_d *p, const bb_mask *m, double *lse) {
                         if (!bb_visible(m, b, h, t, j)) continue;
                         double dot = 0;
                         for (int d = 0; d < s->D; d++)
-                            dot += p->q[((size_t)b * T + t) * HD + h * s->D + d] * p->k[((size_t)b * T + j) * HD + h * s->D + d];
+                            dot += p->q[((size_t)b * T + t) * HD + h * s->D + d] *
+                                   p->k[((size_t)b * T + j) * HD + h * s->D + d];
                         const double sc = s->scale * dot;
                         if (pass == 0) max = sc > max ? sc : max;
                         else sum += exp(sc - max);
@@ -432,7 +433,8 @@ TEST(explicit_plan_reproduces_the_seeded_plan) {
     /* a different plan (each head's rows rotated to another head) must change the result */
     int *other = xcalloc((size_t)c.H * m.n * m.r, sizeof(int));
     const size_t per_head = (size_t)m.n * m.r;
-    for (int h = 0; h < c.H; h++) memcpy(other + h * per_head, plan + ((h + 1) % c.H) * per_head, per_head * sizeof(int));
+    for (int h = 0; h < c.H; h++)
+        memcpy(other + h * per_head, plan + ((h + 1) % c.H) * per_head, per_head * sizeof(int));
     run_fast(&b, other);
     CHECK(memcmp(a.out, b.out, a.out_n * sizeof(float)) != 0, "another plan must give another output");
     /* and a changed tensors.seed, too */
@@ -459,8 +461,8 @@ TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
         }
         lc_set_threads(threads_before);
         for (int i = 1; i < 4; i++) {
-            CHECK(memcmp(runs[0].out, runs[i].out, runs[0].out_n * sizeof(float)) == 0, "case %zu: out differs (run %d)",
-                  ci, i);
+            CHECK(memcmp(runs[0].out, runs[i].out, runs[0].out_n * sizeof(float)) == 0,
+                  "case %zu: out differs (run %d)", ci, i);
             CHECK(memcmp(runs[0].lse, runs[i].lse, (size_t)c.B * c.H * c.T * sizeof(float)) == 0,
                   "case %zu: lse differs (run %d)", ci, i);
             CHECK(memcmp(runs[0].grad, runs[i].grad, runs[0].qkv_n * sizeof(float)) == 0,
@@ -575,7 +577,8 @@ static void fixture_case(const char *file) {
         CHECK(0, "%s", lc_last_error());
         return;
     }
-    const int B = meta_int(f, "batch"), H = meta_int(f, "n_head"), T = meta_int(f, "seq_len"), D = meta_int(f, "head_dim");
+    const int B = meta_int(f, "batch"), H = meta_int(f, "n_head"), T = meta_int(f, "seq_len");
+    const int D = meta_int(f, "head_dim");
     lc_attn_bigbird_opts o;
     lc_attn_bigbird.opts_init(&o, H);
     o.b = meta_int(f, "block"), o.r = meta_int(f, "random");

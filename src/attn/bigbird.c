@@ -151,7 +151,8 @@ static bb_layout bb_layout_of(const lc_attn_shape *s, const lc_attn_bigbird_opts
         L.sb0 = 0, L.sb1 = L.n;
     }
     L.per_tile = L.b < BB_TILE ? BB_TILE / L.b : 1;
-    L.per_block = L.b >= BB_TILE ? bb_ceil(full_max(1, full_min(L.b, L.T)), BB_TILE) : 1; /* no block is longer than T */
+    /* no block is longer than T: a huge b on a short sequence makes no empty tiles */
+    L.per_block = L.b >= BB_TILE ? bb_ceil(full_max(1, full_min(L.b, L.T)), BB_TILE) : 1;
     L.n_front = bb_ceil(L.front_end, BB_TILE);
     L.n_back = bb_ceil(L.T - L.back_begin, BB_TILE);
     const int sparse = L.sb1 - L.sb0;
@@ -658,7 +659,8 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
         bb_gather_rows(w->q_tile, &t->q, g, b, h, sc->slot_pos, n_q, g->scale);
         bb_gather_rows(w->dout_tile, &t->dout, g, b, h, sc->slot_pos, n_q, 1.0f);
         bb_prefetch_next(sc, n_seg, cur, &t->q, &t->dout, g, b, h);
-        for (int i = 0; i < n_q; i++) w->row_a[i] = t->lse[row0 + sc->slot_pos[i]], w->row_b[i] = delta[row0 + sc->slot_pos[i]];
+        for (int i = 0; i < n_q; i++)
+            w->row_a[i] = t->lse[row0 + sc->slot_pos[i]], w->row_b[i] = delta[row0 + sc->slot_pos[i]];
         full_gemm(w->scores, FULL_TILE_K, w->q_tile, dp, 1, w->key_a, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
         full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
         /* P = exp(s - lse), dS = P (dP - Delta); padding rows, padding lanes and hidden pairs get 0 */
