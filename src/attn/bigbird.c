@@ -567,7 +567,10 @@ void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, cons
     const int nthreads = lc_get_threads();
     (void)nthreads;
     float *base = full_workspace_base(work);
-    const long tasks = (long)s->B * s->H * L.tiles;
+    /* Tasks go out tile by tile, all heads of a tile together: the window and global blocks are the same
+     * for every head, so each [H*D] row fetched from memory serves every head while it is in cache. Every
+     * output row is computed by one task in a fixed order: the results do not depend on the order. */
+    const long heads = (long)s->B * s->H, tasks = heads * L.tiles;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
@@ -575,8 +578,8 @@ void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, cons
         float *mine = bb_thread_base(base, &g, &L, lc_thread_id());
         full_tiles w = full_tiles_for_thread(mine, &g, 0);
         bb_scratch sc = bb_scratch_at(mine + g.thread_floats, &L);
-        const long head = task / L.tiles;
-        const bb_tile tl = bb_tile_at(&L, (int)(task % L.tiles));
+        const long head = task % heads;
+        const bb_tile tl = bb_tile_at(&L, (int)(task / heads));
         bb_forward_tile(&L, &g, t, (int)(head / s->H), (int)(head % s->H), &tl, &w, &sc);
     }
 }
@@ -726,12 +729,12 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(static)
 #endif
-    for (long r = 0; r < rows; r++) {
-        const int row = (int)(r % s->T), h = (int)(r / s->T % s->H), b = (int)(r / s->T / s->H);
+    for (long i = 0; i < rows; i++) { /* position-major reads; delta stays indexed (b, h, row) */
+        const int h = (int)(i % s->H), row = (int)(i / s->H % s->T), b = (int)(i / s->H / s->T);
         const float *dout = full_row(&t->dout, b, row, h, s->D), *out = full_row(&t->out, b, row, h, s->D);
         double sum = 0;
         for (int d = 0; d < s->D; d++) sum += (double)dout[d] * out[d];
-        delta[r] = (float)sum;
+        delta[((long)b * s->H + h) * s->T + row] = (float)sum;
     }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
@@ -741,7 +744,7 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
         bb_invert_plan(&L, h, inv_start + (size_t)h * (L.n + 1), inv_cursor + (size_t)h * L.n,
                        inv_list + (size_t)h * L.n * L.r, sc.rnd);
     }
-    const long tasks = (long)s->B * s->H * L.tiles;
+    const long heads = (long)s->B * s->H, tasks = heads * L.tiles; /* tile by tile, all heads together */
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
@@ -749,9 +752,9 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
         float *mine = bb_thread_base(base, &g, &L, lc_thread_id());
         full_tiles w = full_tiles_for_thread(mine, &g, 0);
         bb_scratch sc = bb_scratch_at(mine + g.thread_floats, &L);
-        const long head = task / L.tiles;
+        const long head = task % heads;
         const int b = (int)(head / s->H), h = (int)(head % s->H);
-        const bb_tile tl = bb_tile_at(&L, (int)(task % L.tiles));
+        const bb_tile tl = bb_tile_at(&L, (int)(task / heads));
         bb_key_grads_tile(&L, &g, t, delta, b, h, &tl, inv_start + (size_t)h * (L.n + 1),
                           inv_list + (size_t)h * L.n * L.r, &w, &sc);
     }
@@ -762,8 +765,8 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
         float *mine = bb_thread_base(base, &g, &L, lc_thread_id());
         full_tiles w = full_tiles_for_thread(mine, &g, 0);
         bb_scratch sc = bb_scratch_at(mine + g.thread_floats, &L);
-        const long head = task / L.tiles;
-        const bb_tile tl = bb_tile_at(&L, (int)(task % L.tiles));
+        const long head = task % heads;
+        const bb_tile tl = bb_tile_at(&L, (int)(task / heads));
         bb_query_grads_tile(&L, &g, t, delta, (int)(head / s->H), (int)(head % s->H), &tl, &w, &sc);
     }
 }
