@@ -117,7 +117,7 @@ expect 1 "corrupt.ckpt" -- "$bin" eval --ckpt "$tmp/corrupt.ckpt" --data "$tmp/s
 # attention kinds from the command line: every kind trains a few steps in the decoder (when it has a
 # causal mode) and in the masked-LM encoder, and its checkpoint evaluates
 kinds_lm=("window:w=4,dil=1/2" "2xblock:b=8+2xstrided:s=4" "compressed:w=4,s=4" "lsh:buckets=4,chunk=8"
-          "routing:clusters=2" "window:w=4,global=2")
+          "routing:clusters=2" "window:w=4,global=2" "bigbird:b=8,r=1" "2xbigbird:variant=etc,g=2,b=8+bigbird:b=4")
 kinds_mlm=("${kinds_lm[@]}" "linformer:k=8" "2xfull+2xwindow:w=3")
 for spec in "${kinds_lm[@]}"; do
     check "train --attn $spec" -- "$bin" train "${tiny[@]}" --model vanilla --attn "$spec" --data "$tmp/small.txt" \
