@@ -107,12 +107,20 @@ static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
 static int block_rows(const lc_attn_shape *s) { return s->T < LIN_BLOCK_ROWS ? (s->T > 0 ? s->T : 1) : LIN_BLOCK_ROWS; }
 
-/* Layout: K', V', dK', dV' (k x D each), then two blocks of rows x k (scores / P, dP / dS). */
+/* Layout: per thread K', V' (k x D each) and two blocks of rows x k (scores / P, dP / dS); then per
+ * (sequence, head) dK', dV' (k x D each), kept for the parameter gradients. Heads are the unit of work:
+ * one task per (sequence, head) with serial products inside, so a pass is one parallel region (many
+ * small parallel products made every barrier a stall whenever another job shared the cores). */
+static size_t per_thread_floats(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
+    const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)block_rows(s) * (size_t)o->k);
+    return 2 * kd + 2 * blk;
+}
+
 size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
     const lc_attn_linformer_opts *o = opts;
-    (void)nthreads;
-    const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)block_rows(s) * (size_t)o->k);
-    return 4 * kd + 2 * blk;
+    if (nthreads < 1) nthreads = 1;
+    const size_t kd = round16((size_t)o->k * (size_t)s->D);
+    return (size_t)nthreads * per_thread_floats(s, o) + (size_t)s->B * (size_t)s->H * 2 * kd;
 }
 
 typedef struct {
@@ -120,12 +128,16 @@ typedef struct {
     float *kp, *vp, *dkp, *dvp, *sc, *dp;
 } lin_work;
 
-static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts *o, float *work) {
+/* The scratch of thread `thread` and the dK', dV' of head bh = b * H + h. */
+static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts *o, float *work, int nthreads,
+                            int thread, long bh) {
     lin_work w;
     w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s);
     const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)w.rows * (size_t)o->k);
-    w.kp = work, w.vp = work + kd, w.dkp = work + 2 * kd, w.dvp = work + 3 * kd;
-    w.sc = work + 4 * kd, w.dp = w.sc + blk;
+    float *mine = work + (size_t)thread * per_thread_floats(s, o);
+    w.kp = mine, w.vp = mine + kd, w.sc = mine + 2 * kd, w.dp = w.sc + blk;
+    float *grads = work + (size_t)nthreads * per_thread_floats(s, o) + (size_t)bh * 2 * kd;
+    w.dkp = grads, w.dvp = grads + kd;
     return w;
 }
 
@@ -152,11 +164,6 @@ static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, con
 
 /* In place: row i of sc (n rows of K) becomes softmax; lse written. */
 static void softmax_rows(float *sc, int n, int K, float *lse) {
-    const int nthreads = lc_get_threads();
-    (void)nthreads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * K > 32768)
-#endif
     for (int i = 0; i < n; i++) {
         float *r = sc + (size_t)i * K;
         float max = -INFINITY;
@@ -174,10 +181,16 @@ void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const l
     const lc_attn_linformer_opts *o = opts;
     check_args(s, o, t);
     if (s->T == 0) return;
-    const lin_work w = lin_work_of(s, o, work);
-    const int D = s->D, K = w.K;
-    for (int b = 0; b < s->B; b++)
-        for (int h = 0; h < s->H; h++) {
+    const int D = s->D, K = o->k, nthreads = lc_get_threads();
+    const long heads = (long)s->B * s->H;
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long bh = 0; bh < heads; bh++) {
+        const int b = (int)(bh / s->H), h = (int)(bh % s->H);
+        const lin_work w = lin_work_of(s, o, work, nthreads, lc_thread_id(), bh);
+        {
             project(s, o, t, &w, b, h);
             float *lse = t->lse + ((long)b * s->H + h) * s->T;
             for (int r0 = 0; r0 < s->T; r0 += w.rows) {
@@ -189,17 +202,14 @@ void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const l
                         (int)t->out.st);
             }
         }
+    }
 }
 
 /* sc: scores in, P out; dp: dP in, dS out. */
 static void backward_rows(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int r0, int n, int K,
                           float *sc, float *dp) {
-    const int D = s->D, nthreads = lc_get_threads();
+    const int D = s->D;
     const float *lse = t->lse + ((long)b * s->H + h) * s->T + r0;
-    (void)nthreads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * K > 32768)
-#endif
     for (int i = 0; i < n; i++) {
         const float *dout = at(&t->dout, b, r0 + i, h, D), *out = at(&t->out, b, r0 + i, h, D);
         double acc = 0;
@@ -215,10 +225,17 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
     const lc_attn_linformer_opts *o = opts;
     check_args(s, o, t);
     if (s->T == 0) return;
-    const lin_work w = lin_work_of(s, o, work);
-    const int D = s->D, K = w.K, S = s->T, ld = w.P * w.K;
-    for (int b = 0; b < s->B; b++)
-        for (int h = 0; h < s->H; h++) {
+    const int D = s->D, K = o->k, S = s->T, ld = lc_attn_linformer_projections(o, s->H) * K,
+              nthreads = lc_get_threads();
+    const long heads = (long)s->B * s->H;
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long bh = 0; bh < heads; bh++) {
+        const int b = (int)(bh / s->H), h = (int)(bh % s->H);
+        const lin_work w = lin_work_of(s, o, work, nthreads, lc_thread_id(), bh);
+        {
             project(s, o, t, &w, b, h);
             for (int r0 = 0; r0 < s->T; r0 += w.rows) {
                 const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
@@ -238,13 +255,18 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
                     (int)t->dk.st);
             lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w.dvp, D, 0.0f, at(&t->dv, b, 0, h, D),
                     (int)t->dv.st);
-            if (t->dparams) {
-                lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->k, b, 0, h, D), (int)t->k.st, w.dkp, D, 1.0f,
-                        t->dparams + (size_t)pk * K, ld);
-                lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->v, b, 0, h, D), (int)t->v.st, w.dvp, D, 1.0f,
-                        t->dparams + (size_t)pv * K, ld);
-            }
         }
+    }
+    /* dE^T += K dK'^T, dF^T += V dV'^T: heads may share a projection, so in head order, one after another */
+    for (long bh = 0; bh < heads && t->dparams; bh++) {
+        const int b = (int)(bh / s->H), h = (int)(bh % s->H);
+        const lin_work w = lin_work_of(s, o, work, nthreads, 0, bh);
+        const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
+        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->k, b, 0, h, D), (int)t->k.st, w.dkp, D, 1.0f,
+                t->dparams + (size_t)pk * K, ld);
+        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->v, b, 0, h, D), (int)t->v.st, w.dvp, D, 1.0f,
+                t->dparams + (size_t)pv * K, ld);
+    }
 }
 
 const lc_attn_kind lc_attn_linformer = {
