@@ -6,7 +6,8 @@
  * then evaluated with other attention settings: lsh has no learned parameters, so a model built with
  * another number of hash rounds (or full attention) has the same parameter layout and gets a copy of the
  * trained parameters. Accuracy = the fraction of second-copy symbols whose argmax prediction is exact,
- * on a fixed set of fresh sequences (the same for every evaluation).
+ * on a fixed set of fresh sequences (the same for every evaluation); "weak" counts the second-copy
+ * positions predicted right in fewer than half of those sequences (a partly learned copy).
  *
  * Full attention is the Reformer's shared-QK attention without hashing: "full" is lsh with one chunk
  * holding the whole sequence (every earlier key visible, keys = normalised queries, the self mask), so
@@ -18,8 +19,9 @@
  * option to a new random value before every training step and every evaluation batch (--fixed-rotations
  * keeps the library's fixed rotations instead).
  *
- * usage: duplication [--len 128] [--steps N] [--batch 32] [--hashes-train 1,2,4] [--attn-eval 1,2,4,8]
- *                    [--buckets 16] [--chunk 16] [--d 128] [--heads 4] [--lr 1e-3] [--warmup 100]
+ * usage: duplication [--len 128] [--steps 3000] [--batch 32] [--hashes-train 1,2,4] [--attn-eval 1,2,4,8]
+ *                    [--buckets 16] [--chunk 16] [--d 128] [--heads 4] [--lr 3e-3] [--weight-decay 0.1]
+ *                    [--warmup 100]
  *                    [--eval-seqs 1024] [--log-every 100] [--fixed-rotations] [--seed 1] [--threads 0]
  *                    [--json]
  * List items are rounds 1..8, "full" or "fullkv". Progress goes to stderr; results to stdout (a table, or one
@@ -40,7 +42,7 @@
 
 typedef struct {
     int len, steps, batch, buckets, chunk, d, heads, warmup, eval_seqs, eval_batch, log_every, fixed, threads, json;
-    float lr;
+    float lr, wd;
     uint64_t seed;
     int train[MAX_ITEMS], n_train, eval[MAX_ITEMS], n_eval;
 } options;
@@ -68,16 +70,17 @@ static int parse_list(const char *s, int *out) {
 
 static void usage(void) {
     fprintf(stderr, "usage: duplication [--len L] [--steps N] [--batch B] [--hashes-train LIST] [--attn-eval LIST]\n"
-                    "  [--buckets N] [--chunk N] [--d N] [--heads N] [--lr X] [--warmup N] [--eval-seqs N]\n"
-                    "  [--log-every N] [--fixed-rotations] [--seed N] [--threads N] [--json]\n"
+                    "  [--buckets N] [--chunk N] [--d N] [--heads N] [--lr X] [--weight-decay X] [--warmup N]\n"
+                    "  [--eval-seqs N] [--log-every N] [--fixed-rotations] [--seed N] [--threads N] [--json]\n"
                     "  LIST: comma-separated hash rounds 1..%d, 'full' (dense shared-QK) or 'fullkv' (full kind)\n",
             LC_ATTN_LSH_MAX_HASHES);
     exit(2);
 }
 
 static void parse_args(int argc, char **argv, options *o) {
-    *o = (options){.len = 128, .steps = 1500, .batch = 32, .buckets = 16, .chunk = 16, .d = 128, .heads = 4,
-                   .warmup = 100, .eval_seqs = 1024, .eval_batch = 32, .log_every = 100, .lr = 1e-3f, .seed = 1};
+    *o = (options){.len = 128, .steps = 3000, .batch = 32, .buckets = 16, .chunk = 16, .d = 128, .heads = 4,
+                   .warmup = 100, .eval_seqs = 1024, .eval_batch = 32, .log_every = 100, .lr = 3e-3f, .wd = 0.1f,
+                   .seed = 1};
     o->n_train = parse_list("1,2,4", o->train);
     o->n_eval = parse_list("1,2,4,8", o->eval);
     for (int i = 1; i < argc; i++) {
@@ -94,6 +97,7 @@ static void parse_args(int argc, char **argv, options *o) {
         else if (strcmp(a, "--d") == 0) o->d = atoi(v);
         else if (strcmp(a, "--heads") == 0) o->heads = atoi(v);
         else if (strcmp(a, "--lr") == 0) o->lr = (float)atof(v);
+        else if (strcmp(a, "--weight-decay") == 0) o->wd = (float)atof(v);
         else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v);
         else if (strcmp(a, "--eval-seqs") == 0) o->eval_seqs = atoi(v);
         else if (strcmp(a, "--log-every") == 0) o->log_every = atoi(v);
@@ -104,7 +108,7 @@ static void parse_args(int argc, char **argv, options *o) {
         else usage();
     }
     if (o->len < 4 || o->len % 2 || o->steps < 1 || o->batch < 1 || o->eval_seqs < 1 || o->log_every < 1 ||
-        !(o->lr > 0) || o->warmup < 0)
+        !(o->lr > 0) || !(o->wd >= 0) || o->warmup < 0)
         usage();
     if (o->eval_batch > o->eval_seqs) o->eval_batch = o->eval_seqs;
 }
@@ -158,18 +162,20 @@ static void make_batch(lc_rng *rng, int B, int T, int *tok, int *tgt) {
     }
 }
 
-/* Exact argmax predictions among the scored positions of the last forward. */
-static long count_correct(const lc_model *m, const int *tgt, long N) {
+/* Exact argmax predictions among the scored positions of the last forward over B sequences of T; with
+ * per_pos (may be NULL), also counted per position t. */
+static long count_correct(const lc_model *m, const int *tgt, int B, int T, long *per_pos) {
     const float *logits = lc_model_logits(m);
     const int V = m->cfg.vocab;
     long ok = 0;
-    for (long i = 0; i < N; i++) {
+    for (long i = 0; i < (long)B * T; i++) {
         if (tgt[i] < 0) continue;
         const float *z = logits + i * V;
         int best = 0;
         for (int v = 1; v < V; v++)
             if (z[v] > z[best]) best = v;
         ok += best == tgt[i];
+        if (per_pos) per_pos[i % T] += best == tgt[i];
     }
     return ok;
 }
@@ -177,6 +183,7 @@ static long count_correct(const lc_model *m, const int *tgt, long N) {
 typedef struct {
     double accuracy, loss;
     long scored;
+    int weak_positions; /* second-copy positions predicted right in fewer than half of the sequences */
 } eval_result;
 
 static eval_result evaluate(const options *o, lc_model *m) {
@@ -185,8 +192,9 @@ static eval_result evaluate(const options *o, lc_model *m) {
     if (!tok || !tgt) { fprintf(stderr, "duplication: out of memory\n"); exit(1); }
     lc_rng rng;
     lc_rng_seed(&rng, lc_seed_mix(o->seed, 0x6576616cULL)); /* the same sequences for every evaluation */
-    eval_result r = {0, 0, 0};
-    long correct = 0;
+    eval_result r = {0, 0, 0, 0};
+    long correct = 0, *per_pos = calloc((size_t)T, sizeof(long));
+    if (!per_pos) { fprintf(stderr, "duplication: out of memory\n"); exit(1); }
     double loss = 0;
     for (int done = 0, k = 0; done < o->eval_seqs; done += B, k++) {
         int nb = o->eval_seqs - done < B ? o->eval_seqs - done : B;
@@ -195,12 +203,14 @@ static eval_result evaluate(const options *o, lc_model *m) {
         double sum;
         long count;
         if (lc_model_forward(m, tok, tgt, nb, T, 0, &sum, &count)) die("evaluation forward");
-        correct += count_correct(m, tgt, (long)nb * T);
+        correct += count_correct(m, tgt, nb, T, per_pos);
         loss += sum;
         r.scored += count;
     }
     r.accuracy = (double)correct / (double)r.scored;
     r.loss = loss / (double)r.scored;
+    for (int t = 0; t < T; t++) r.weak_positions += tgt[t] >= 0 && 2 * per_pos[t] < o->eval_seqs;
+    free(per_pos);
     free(tok);
     free(tgt);
     return r;
@@ -212,6 +222,7 @@ static lc_model *train(const options *o, int rounds, double *seconds, double *fi
     lc_train_options to;
     lc_train_options_default(&to);
     to.steps = o->steps, to.batch = o->batch, to.lr = o->lr, to.min_lr = o->lr / 10, to.warmup = o->warmup;
+    to.weight_decay = o->wd;
     to.seed = o->seed;
     const int T = o->len, B = o->batch;
     int *tok = malloc(sizeof(int) * (size_t)B * T), *tgt = malloc(sizeof(int) * (size_t)B * T);
@@ -227,7 +238,7 @@ static lc_model *train(const options *o, int rounds, double *seconds, double *fi
         double loss;
         if (lc_train_step(m, &to, tok, tgt, B, T, &loss)) die("train step");
         loss_acc += loss, steps_acc++;
-        ok_acc += count_correct(m, tgt, (long)B * T); /* logits of this step's forward (before the update) */
+        ok_acc += count_correct(m, tgt, B, T, NULL); /* logits of this step's forward (before the update) */
         n_acc += (long)B * (T / 2 - 1);
         if ((s + 1) % o->log_every == 0 || s + 1 == o->steps) {
             *final_loss = loss_acc / steps_acc, *final_acc = (double)ok_acc / (double)n_acc;
@@ -251,18 +262,18 @@ int main(int argc, char **argv) {
                     "batch %d, %d steps, lr %g, %s rotations, %d threads\n",
             o.len, n, o.d, o.heads, 4 * o.d, o.buckets, o.chunk, o.batch, o.steps, (double)o.lr,
             o.fixed ? "fixed" : "fresh", lc_get_threads());
-    if (!o.json) printf("%-8s %-8s %9s %9s\n", "train", "eval", "accuracy", "loss");
+    if (!o.json) printf("%-8s %-8s %9s %9s %5s\n", "train", "eval", "accuracy", "loss", "weak");
     double t_all = lc_now_seconds();
     for (int i = 0; i < o.n_train; i++) {
         double secs = 0, loss = 0, acc = 0;
         lc_model *m = train(&o, o.train[i], &secs, &loss, &acc);
         if (o.json)
             printf("{\"bench\":\"duplication\",\"kind\":\"train\",\"train\":\"%s\",\"len\":%d,\"w\":%d,\"d\":%d,"
-                   "\"heads\":%d,\"buckets\":%d,\"chunk\":%d,\"batch\":%d,\"steps\":%d,\"lr\":%g,\"rotations\":\"%s\","
+                   "\"heads\":%d,\"buckets\":%d,\"chunk\":%d,\"batch\":%d,\"steps\":%d,\"lr\":%g,\"weight_decay\":%g,\"warmup\":%d,\"rotations\":\"%s\","
                    "\"seed\":%llu,\"threads\":%d,\"params\":%zu,\"train_s\":%.1f,\"last_loss\":%.4f,"
                    "\"last_train_accuracy\":%.4f}\n",
                    name_of(o.train[i]), o.len, n, o.d, o.heads, o.buckets, o.chunk, o.batch, o.steps, (double)o.lr,
-                   o.fixed ? "fixed" : "fresh", (unsigned long long)o.seed, lc_get_threads(), lc_model_num_params(m),
+                   (double)o.wd, o.warmup, o.fixed ? "fixed" : "fresh", (unsigned long long)o.seed, lc_get_threads(), lc_model_num_params(m),
                    secs, loss, acc);
         fflush(stdout);
         for (int j = 0; j < o.n_eval; j++) {
@@ -279,11 +290,12 @@ int main(int argc, char **argv) {
             if (o.json)
                 printf("{\"bench\":\"duplication\",\"kind\":\"eval\",\"train\":\"%s\",\"eval\":\"%s\",\"len\":%d,"
                        "\"w\":%d,\"buckets\":%d,\"chunk\":%d,\"steps\":%d,\"sequences\":%d,\"scored\":%ld,"
-                       "\"accuracy\":%.5f,\"loss\":%.4f,\"eval_s\":%.1f}\n",
+                       "\"accuracy\":%.5f,\"loss\":%.4f,\"weak_positions\":%d,\"eval_s\":%.1f}\n",
                        name_of(o.train[i]), name_of(o.eval[j]), o.len, n, o.buckets, o.chunk, o.steps, o.eval_seqs,
-                       r.scored, r.accuracy, r.loss, es);
+                       r.scored, r.accuracy, r.loss, r.weak_positions, es);
             else
-                printf("%-8s %-8s %8.2f%% %9.4f\n", name_of(o.train[i]), name_of(o.eval[j]), 100 * r.accuracy, r.loss);
+                printf("%-8s %-8s %8.2f%% %9.4f %5d\n", name_of(o.train[i]), name_of(o.eval[j]), 100 * r.accuracy, r.loss,
+                       r.weak_positions);
             fflush(stdout);
             lc_model_free(e);
         }
