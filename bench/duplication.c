@@ -20,11 +20,12 @@
  * keeps the library's fixed rotations instead).
  *
  * usage: duplication [--len 128] [--steps 3000] [--batch 32] [--hashes-train 1,2,4] [--attn-eval 1,2,4,8]
- *                    [--buckets 16] [--chunk 16] [--d 128] [--heads 4] [--lr 3e-3] [--weight-decay 0.1]
+ *                    [--buckets 16] [--chunk 16] [--d 128] [--heads 4] [--lr 1e-3] [--weight-decay 0.1]
  *                    [--warmup 100]
- *                    [--eval-seqs 1024] [--log-every 100] [--fixed-rotations] [--seed 1] [--threads 0]
- *                    [--json]
- * List items are rounds 1..8, "full" or "fullkv". Progress goes to stderr; results to stdout (a table, or one
+ *                    [--eval-seqs 1024] [--log-every 100] [--fixed-rotations] [--per-position] [--seed 1]
+ *                    [--threads 0] [--json]
+ * List items are rounds 1..8, "full" or "fullkv". --per-position prints each evaluation's accuracy per
+ * second-copy symbol to stderr. Progress goes to stderr; results to stdout (a table, or one
  * JSON object per line with --json: one "train" line per trained model, one "eval" line per pair). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@
 #define FULL_KV -1 /* a list item: the library's full kind (its own key projection) */
 
 typedef struct {
+    int per_position;
     int len, steps, batch, buckets, chunk, d, heads, warmup, eval_seqs, eval_batch, log_every, fixed, threads, json;
     float lr, wd;
     uint64_t seed;
@@ -71,7 +73,8 @@ static int parse_list(const char *s, int *out) {
 static void usage(void) {
     fprintf(stderr, "usage: duplication [--len L] [--steps N] [--batch B] [--hashes-train LIST] [--attn-eval LIST]\n"
                     "  [--buckets N] [--chunk N] [--d N] [--heads N] [--lr X] [--weight-decay X] [--warmup N]\n"
-                    "  [--eval-seqs N] [--log-every N] [--fixed-rotations] [--seed N] [--threads N] [--json]\n"
+                    "  [--eval-seqs N] [--log-every N] [--fixed-rotations] [--per-position] [--seed N] [--threads N]\n"
+                    "  [--json]\n"
                     "  LIST: comma-separated hash rounds 1..%d, 'full' (dense shared-QK) or 'fullkv' (full kind)\n",
             LC_ATTN_LSH_MAX_HASHES);
     exit(2);
@@ -79,7 +82,7 @@ static void usage(void) {
 
 static void parse_args(int argc, char **argv, options *o) {
     *o = (options){.len = 128, .steps = 3000, .batch = 32, .buckets = 16, .chunk = 16, .d = 128, .heads = 4,
-                   .warmup = 100, .eval_seqs = 1024, .eval_batch = 32, .log_every = 100, .lr = 3e-3f, .wd = 0.1f,
+                   .warmup = 100, .eval_seqs = 1024, .eval_batch = 32, .log_every = 100, .lr = 1e-3f, .wd = 0.1f,
                    .seed = 1};
     o->n_train = parse_list("1,2,4", o->train);
     o->n_eval = parse_list("1,2,4,8", o->eval);
@@ -87,6 +90,7 @@ static void parse_args(int argc, char **argv, options *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--json") == 0) { o->json = 1; continue; }
         if (strcmp(a, "--fixed-rotations") == 0) { o->fixed = 1; continue; }
+        if (strcmp(a, "--per-position") == 0) { o->per_position = 1; continue; }
         if (!v) usage();
         i++;
         if (strcmp(a, "--len") == 0) o->len = atoi(v);
@@ -210,6 +214,12 @@ static eval_result evaluate(const options *o, lc_model *m) {
     r.accuracy = (double)correct / (double)r.scored;
     r.loss = loss / (double)r.scored;
     for (int t = 0; t < T; t++) r.weak_positions += tgt[t] >= 0 && 2 * per_pos[t] < o->eval_seqs;
+    if (o->per_position) { /* accuracy % of each second-copy symbol, in order */
+        fprintf(stderr, "  per position:");
+        for (int t = 0; t < T; t++)
+            if (tgt[t] >= 0) fprintf(stderr, " %.0f", 100.0 * (double)per_pos[t] / o->eval_seqs);
+        fprintf(stderr, "\n");
+    }
     free(per_pos);
     free(tok);
     free(tgt);
