@@ -206,6 +206,15 @@ double lc_learning_rate(const lc_train_options *o, long step);
  * to o->steps (or stop_after steps from here), reporting every step to fn. Periodic validation uses
  * the corpus's valid part. */
 lc_status lc_train(lc_model *m, const lc_corpus *corpus, const lc_train_options *o, lc_progress_fn fn, void *user);
+/* One optimisation step on a given batch, for training on data of one's own (synthetic tasks):
+ * tokens[B*T] and targets[B*T] (row-major [B][T]; targets < 0 are not scored). Zeroes the gradients,
+ * runs forward with dropout keyed by the model's step (as lc_train with grad_accum 1) and backward of
+ * the mean loss over the scored positions, clips, applies AdamW at lc_learning_rate(o, step) and
+ * advances the step. Reads only the optimizer fields of o (steps, lr, min_lr, warmup, weight_decay,
+ * betas, eps, clip). loss (may be NULL): mean nats per scored position before the update. LC_ERR_ARG
+ * when no target is >= 0 (nothing is updated then). */
+lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *tokens, const int *targets, int B, int T,
+                        double *loss);
 long lc_model_step(const lc_model *m);
 
 /* ---------------------------------------------------------------- checkpoints (safetensors) */

@@ -1,6 +1,6 @@
 /* Training-level tests: data splits and contiguous streams, the learning-rate schedule, loss going
  * down on the bundled corpus, bit-identical resume, checkpoint round trips and damaged checkpoints,
- * evaluation with a final partial segment. */
+ * evaluation with a final partial segment, one optimisation step on a given batch (lc_train_step). */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,6 +131,41 @@ TEST(resume_is_bit_identical) {
     lc_corpus_free(&c);
 }
 
+/* lc_train_step on lc_train's own batches (grad_accum 1) is lc_train, bit for bit; a batch with no
+ * scored target is refused without touching the model. */
+TEST(train_step_matches_train) {
+    lc_corpus c;
+    if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
+    lc_train_options o = tiny_options(8);
+    lc_model *a = tiny(11, LC_MODEL_VANILLA), *b = tiny(11, LC_MODEL_VANILLA);
+    CHECK(lc_train(a, &c, &o, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    const uint8_t *train = c.bytes + c.begin[LC_PART_TRAIN];
+    size_t n = c.end[LC_PART_TRAIN] - c.begin[LC_PART_TRAIN];
+    int tok[4 * 32], tgt[4 * 32];
+    double first = 0, last = 0;
+    for (long k = 0; k < o.steps; k++) {
+        CHECK(lc_stream_batch(train, n, 4, 32, k, tok, tgt) == LC_OK, "%s", lc_last_error());
+        double loss = -1;
+        CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, &loss) == LC_OK, "%s", lc_last_error());
+        CHECK(loss > 0 && isfinite(loss), "step %ld loss %g", k, loss);
+        if (k == 0) first = loss;
+        last = loss;
+    }
+    CHECK(b->step == o.steps, "step advanced to %ld", b->step);
+    CHECK(same_state(a, b), "8 x lc_train_step == lc_train(8 steps), bit for bit");
+    CHECK(last < first, "loss falls: %.3f -> %.3f", first, last);
+    for (int i = 0; i < 4 * 32; i++) tgt[i] = -1;
+    float before = b->params[0];
+    CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, NULL) == LC_ERR_ARG, "no scored target is refused");
+    CHECK(b->step == o.steps && b->params[0] == before, "a refused step changes nothing");
+    o.lr = 0;
+    tgt[5] = 1;
+    CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, NULL) == LC_ERR_ARG, "lr 0 is refused");
+    lc_model_free(a);
+    lc_model_free(b);
+    lc_corpus_free(&c);
+}
+
 TEST(checkpoint_round_trip_and_damage) {
     lc_model *m = tiny(3, LC_MODEL_XL), *back = NULL;
     lc_train_options o = tiny_options(10);
@@ -221,6 +256,7 @@ int main(void) {
     RUN(schedule);
     RUN(loss_goes_down);
     RUN(resume_is_bit_identical);
+    RUN(train_step_matches_train);
     RUN(checkpoint_round_trip_and_damage);
     RUN(checkpoint_wrong_shape_is_named);
     RUN(evaluation_handles_partial_segment);

@@ -37,16 +37,23 @@ double lc_learning_rate(const lc_train_options *o, long step) {
     return o->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (o->lr - o->min_lr);
 }
 
-static lc_status check_options(const lc_model *m, const lc_train_options *o) {
+/* The options the optimizer step reads (schedule, clipping, decay). */
+static lc_status check_optimizer_options(const lc_train_options *o) {
     if (o->steps < 0) return lc_fail(LC_ERR_ARG, "steps must be >= 0, got %ld", o->steps);
-    if (o->stop_after < 0) return lc_fail(LC_ERR_ARG, "stop-after must be >= 0, got %ld", o->stop_after);
-    if (o->batch < 1 || o->batch > m->max_B)
-        return lc_fail(LC_ERR_ARG, "batch must be 1..%d, got %d", m->max_B, o->batch);
-    if (o->grad_accum < 1) return lc_fail(LC_ERR_ARG, "grad-accum must be >= 1, got %d", o->grad_accum);
     if (!(o->lr > 0) || !(o->min_lr >= 0)) return lc_fail(LC_ERR_ARG, "lr must be > 0 and min-lr >= 0");
     if (o->warmup < 0) return lc_fail(LC_ERR_ARG, "warmup must be >= 0, got %ld", o->warmup);
     if (!(o->clip >= 0)) return lc_fail(LC_ERR_ARG, "clip must be >= 0");
     if (!(o->weight_decay >= 0)) return lc_fail(LC_ERR_ARG, "weight-decay must be >= 0");
+    return LC_OK;
+}
+
+static lc_status check_options(const lc_model *m, const lc_train_options *o) {
+    lc_status st = check_optimizer_options(o);
+    if (st) return st;
+    if (o->stop_after < 0) return lc_fail(LC_ERR_ARG, "stop-after must be >= 0, got %ld", o->stop_after);
+    if (o->batch < 1 || o->batch > m->max_B)
+        return lc_fail(LC_ERR_ARG, "batch must be 1..%d, got %d", m->max_B, o->batch);
+    if (o->grad_accum < 1) return lc_fail(LC_ERR_ARG, "grad-accum must be >= 1, got %d", o->grad_accum);
     return LC_OK;
 }
 
@@ -116,4 +123,22 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
     free(tok);
     free(tgt);
     return st;
+}
+
+lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *tokens, const int *targets, int B, int T,
+                        double *loss) {
+    lc_status st = check_optimizer_options(o);
+    if (st) return st;
+    if (!tokens || !targets) return lc_fail(LC_ERR_ARG, "train step: tokens and targets are required");
+    lc_model_zero_grad(m);
+    lc_model_set_noise_key(m, m->step); /* lc_train's key for grad_accum 1 */
+    double sum;
+    long count;
+    if ((st = lc_model_forward(m, tokens, targets, B, T, 1, &sum, &count))) return st;
+    if (count < 1) return lc_fail(LC_ERR_ARG, "train step: no target is >= 0");
+    lc_model_backward(m, 1.0f / (float)count);
+    optimizer_step(m, o, m->step);
+    m->step++;
+    if (loss) *loss = sum / (double)count;
+    return LC_OK;
 }
