@@ -45,6 +45,8 @@ expect 2 "--ckpt is required" -- "$bin" eval
 expect 2 "--split must be" -- "$bin" eval --ckpt x --split nope
 expect 2 "expected a benchmark name" -- "$bin" bench
 # bench attn: usage errors before any work, and one JSON line per length with the documented fields
+check "mlm encoder with reversible layers and lsh" -- "$bin" train "${tiny[@]}" --objective mlm --reversible \
+    --ffn-chunk 16 --attn "lsh:buckets=4,chunk=16" --data "$tmp/small.txt" --steps 2 --eval-every 0 --eval-bytes 500
 expect 2 "unknown kind 'nope'" -- "$bin" bench attn --kind nope --len 64
 expect 2 "option w=0" -- "$bin" bench attn --kind window:w=0 --len 64
 expect 2 "--len must be a comma-separated list" -- "$bin" bench attn --len 64,abc
@@ -134,6 +136,8 @@ check "xl + window + tied qk + shared attention" -- "$bin" train "${tiny[@]}" --
     --share-attn 2 --data "$tmp/small.txt" --steps 2 --eval-every 0
 check "reversible + chunked ffn + extra tokens" -- "$bin" train "${tiny[@]}" --model vanilla --reversible --ffn-chunk 16 \
     --extra-tokens 2 --attn "window:w=4,global=2" --data "$tmp/small.txt" --steps 2 --eval-every 0
+check "mlm encoder with reversible layers and lsh" -- "$bin" train "${tiny[@]}" --objective mlm --reversible \
+    --ffn-chunk 16 --attn "lsh:buckets=4,chunk=16" --data "$tmp/small.txt" --steps 2 --eval-every 0 --eval-bytes 500
 expect 2 "unknown kind 'nope'" -- "$bin" train "${tiny[@]}" --attn nope
 expect 2 "option w=0" -- "$bin" train "${tiny[@]}" --attn window:w=0
 expect 2 "linformer is bidirectional only" -- "$bin" train "${tiny[@]}" --model vanilla --attn linformer:k=8
