@@ -5,6 +5,7 @@
  * causal, param, rel), opts_of(param) and the pattern's visibility callback.
  * rel = 1: Transformer-XL relative positions (causal only): r, u, v and their gradients dr, du, dv join
  * every comparison. */
+#include "attn_test_util.h"
 #ifndef LC_TESTS_ATTN_KIND_TESTS_H
 #define LC_TESTS_ATTN_KIND_TESTS_H
 
@@ -242,13 +243,6 @@ static void run_fast(problem *p) {
     KIND.backward(&p->s, &p->opts, &p->t, p->work);
 }
 
-/* Copies a float view ([B, rows, H, D] elements) into contiguous doubles. */
-static void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < rows; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
-}
-
 static int sentinels_intact(const problem *p) {
     const int HD = p->s.H * p->s.D, S = p->s.M + p->s.T;
     for (size_t i = 0; i < p->qkv_n; i++) {
@@ -259,13 +253,6 @@ static int sentinels_intact(const problem *p) {
     for (size_t i = 0; i < p->out_n; i++)
         if (i % p->out_row >= (size_t)HD && p->out[i] != SENTINEL) return 0;
     return 1;
-}
-
-/* max |x|, at least 1: the natural scale of outputs and gradients for O(1) inputs */
-static double scale_of(const double *x, size_t n) {
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
-    return m;
 }
 
 /* Every output of the fast path against the double reference: |got - want| <= rtol |want| + atol, with

@@ -17,6 +17,7 @@
 #include "attn/spec.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "attn_test_util.h"
 #include "harness.h"
 
 #define SENTINEL 12345.0f
@@ -342,12 +343,6 @@ static void run_fast(problem *p) {
     lc_attn_compressed.backward(&p->s, &p->o, &p->t, p->work);
 }
 
-static void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < rows; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
-}
-
 static int sentinels_intact(const problem *p) {
     const int HD = p->s.H * p->s.D, S = p->s.M + p->s.T;
     for (size_t i = 0; i < p->qkv_n; i++) {
@@ -358,13 +353,6 @@ static int sentinels_intact(const problem *p) {
     for (size_t i = 0; i < p->out_n; i++)
         if (i % p->out_row >= (size_t)HD && p->out[i] != SENTINEL) return 0;
     return 1;
-}
-
-/* max |x|, at least 1: the natural scale of outputs and gradients for O(1) inputs */
-static double scale_of(const double *x, size_t n) {
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
-    return m;
 }
 
 /* Every output of the fast kind against the double reference: |got - want| <= rtol |want| + atol with

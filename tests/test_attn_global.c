@@ -15,6 +15,7 @@
 #include "attn/window.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "attn_test_util.h"
 #include "harness.h"
 #include "train/safetensors.h"
 
@@ -343,12 +344,6 @@ static void run_fast(gproblem *p) {
     lc_attn_window.backward(&p->s, &p->o, &p->t, p->work);
 }
 
-static void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < rows; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
-}
-
 
 static int sentinels_intact(const gproblem *p) {
     const int HD = p->s.H * p->s.D, S = p->s.M + p->s.T;
@@ -373,12 +368,6 @@ static gproblem_d reference_of(const gproblem *p) {
     view_to_d(&p->global.qg, p->s.T, &p->s, r.qg), view_to_d(&p->global.kg, S, &p->s, r.kg);
     view_to_d(&p->global.vg, S, &p->s, r.vg);
     return r;
-}
-
-static double scale_of(const double *x, size_t n) {
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = isfinite(x[i]) && fabs(x[i]) > m ? fabs(x[i]) : m;
-    return m;
 }
 
 /* |got - want| <= rtol |want| + atol_frac * max(1, max |want|) */

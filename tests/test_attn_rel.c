@@ -13,6 +13,7 @@
 #include "attn/attn.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "attn_test_util.h"
 #include "harness.h"
 #include "train/safetensors.h"
 
@@ -34,13 +35,6 @@ static void *xcalloc(size_t n, size_t size) {
         exit(1);
     }
     return p;
-}
-
-/* max |x|, at least 1: the natural scale of outputs and gradients for O(1) inputs */
-static double scale_of(const double *x, size_t n) {
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
-    return m;
 }
 
 /* |got - want| <= rtol |want| + atol_frac * max(1, max |want|); the label carries the worst error / scale. */
@@ -263,13 +257,6 @@ static void problem_free(problem *p) {
 static void run_fast(problem *p) {
     lc_attn_full.forward(&p->s, NULL, &p->t, p->work);
     lc_attn_full.backward(&p->s, NULL, &p->t, p->work);
-}
-
-/* Copies a float view ([B, rows, H, D] elements) into contiguous doubles. */
-static void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < rows; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
 }
 
 static void floats_to_d(const float *src, size_t n, double *dst) {

@@ -16,6 +16,7 @@
 #include "attn/spec.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "attn_test_util.h"
 #include "harness.h"
 
 #define SENTINEL 12345.0f
@@ -112,12 +113,6 @@ static void run_fast(problem *p) {
 
 static const float *snapshot_of(const problem *p) { return p->state + p->state_n / 2; }
 
-static void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < rows; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
-}
-
 static int sentinels_intact(const problem *p) {
     const int HD = p->c.H * p->c.D, S = p->c.M + p->c.T;
     for (size_t i = 0; i < p->qkv_n; i++) {
@@ -128,12 +123,6 @@ static int sentinels_intact(const problem *p) {
     for (size_t i = 0; i < p->out_n; i++)
         if (i % p->out_row >= (size_t)HD && p->out[i] != SENTINEL) return 0;
     return 1;
-}
-
-static double scale_of(const double *x, size_t n) {
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
-    return m;
 }
 
 /* ---------------------------------------------------------------- the routing as a mask */

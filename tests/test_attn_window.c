@@ -13,6 +13,7 @@
 #include "attn/window.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "attn_test_util.h"
 #include "harness.h"
 
 #define SENTINEL 12345.0f
@@ -234,12 +235,6 @@ static void run_fast(problem *p) {
     lc_attn_window.backward(&p->s, &p->o, &p->t, p->work);
 }
 
-static void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < rows; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
-}
-
 static int sentinels_intact(const problem *p) {
     const int HD = p->s.H * p->s.D, S = p->s.M + p->s.T;
     for (size_t i = 0; i < p->qkv_n; i++) {
@@ -250,12 +245,6 @@ static int sentinels_intact(const problem *p) {
     for (size_t i = 0; i < p->out_n; i++)
         if (i % p->out_row >= (size_t)HD && p->out[i] != SENTINEL) return 0;
     return 1;
-}
-
-static double scale_of(const double *x, size_t n) {
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
-    return m;
 }
 
 static void check_fast_against_reference(case_shape c, float scale, float input_mul, double rtol, double atol_frac) {
