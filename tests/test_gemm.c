@@ -3,6 +3,9 @@
  * beta (beta == 0 with NaN in C), block-boundary sizes, degenerate K, and thread-count independence. */
 #include <math.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/rng.h"
 #include "core/table.h"
@@ -166,6 +169,50 @@ TEST(gemm_builtin_called_from_parallel_threads) {
     lc_free(A), lc_free(B), lc_free(C), lc_free(C1);
 }
 
+/* The dispatched product (a BLAS when built with one) gives the same bits for every thread count and
+ * from inside a parallel region: the product is cut into BLAS calls by its shape alone. Before that
+ * rule, OpenBLAS's Haswell/Zen kernels (OPENBLAS_CORETYPE=Haswell) summed a half-height call in another
+ * order than the whole, and a product differed between 1 and 2 threads. */
+TEST(gemm_dispatch_thread_count_independent) {
+    const dims shapes[] = {{300, 270, 600}, {1024, 64, 64}, {40, 1000, 96}, {513, 129, 257}, {64, 64, 1024}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int M = shapes[si].M, N = shapes[si].N, K = shapes[si].K;
+        float *A = alloc_floats((size_t)M * K), *B = alloc_floats((size_t)K * N);
+        float *C0 = alloc_floats((size_t)M * N), *C = alloc_floats((size_t)M * N);
+        for (size_t i = 0; i < (size_t)M * K; i++) A[i] = nonzero_uniform();
+        for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
+        for (size_t i = 0; i < (size_t)M * N; i++) C0[i] = nonzero_uniform();
+        memcpy(C, C0, (size_t)M * N * sizeof(float));
+        lc_set_threads(1);
+        lc_gemm(LC_NO_TRANS, LC_TRANS, M, N, K, 0.5f, A, K, B, K, 1.0f, C0, N); /* beta 1: accumulate */
+        const float *want = C0;
+        float *start = alloc_floats((size_t)M * N);
+        memcpy(start, C, (size_t)M * N * sizeof(float));
+        for (int threads = 2; threads <= 5; threads++) {
+            memcpy(C, start, (size_t)M * N * sizeof(float));
+            lc_set_threads(threads);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, M, N, K, 0.5f, A, K, B, K, 1.0f, C, N);
+            CHECK(memcmp(want, C, (size_t)M * N * sizeof(float)) == 0, "%dx%dx%d: %d threads differ from 1",
+                  M, N, K, threads);
+        }
+        memcpy(C, start, (size_t)M * N * sizeof(float));
+        lc_set_threads(2);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(2)
+#endif
+        {
+#ifdef _OPENMP
+            if (omp_get_thread_num() == 0)
+#endif
+                lc_gemm(LC_NO_TRANS, LC_TRANS, M, N, K, 0.5f, A, K, B, K, 1.0f, C, N);
+        }
+        CHECK(memcmp(want, C, (size_t)M * N * sizeof(float)) == 0, "%dx%dx%d: inside a parallel region differs",
+              M, N, K);
+        lc_free(A), lc_free(B), lc_free(C0), lc_free(C), lc_free(start);
+    }
+    lc_set_threads(0);
+}
+
 int main(void) {
     lc_rng_seed(&rng, 12345);
     lc_set_threads(0);
@@ -175,6 +222,7 @@ int main(void) {
     RUN(gemm_builtin_block_boundaries);
     RUN(gemm_empty_inner_dimension);
     RUN(gemm_builtin_thread_count_independent);
+    RUN(gemm_dispatch_thread_count_independent);
     RUN(gemm_builtin_called_from_parallel_threads);
     return test_summary("test_gemm");
 }

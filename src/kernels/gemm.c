@@ -359,30 +359,51 @@ static void lc_cblas(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha,
 }
 
 /* One thread pool for the whole program: the BLAS library runs single-threaded (lc_set_threads) and
- * lc_gemm splits C into one block of rows (or of columns, when M is small) per OpenMP thread. A BLAS
- * with its own busy-waiting threads next to OpenMP's halved the training speed on 2 cores. Each element
- * of C is computed by one serial BLAS call, so results do not depend on scheduling. */
+ * lc_gemm cuts C into blocks of rows (or of columns, when C is wide) that the OpenMP threads take in
+ * turn, each block one serial BLAS call. A BLAS with its own busy-waiting threads next to OpenMP's
+ * halved the training speed on 2 cores.
+ *
+ * The cut depends on M, N and K only, never on the thread count or on whether the call is made inside
+ * a parallel region: a BLAS may sum an element of C in an order that depends on the shape of the call
+ * (OpenBLAS's Haswell and Zen kernels do: a product split in two halves differed in the last bit from
+ * the whole), so every run makes exactly the same calls and gets exactly the same bits. */
+#define LC_CBLAS_MIN_WORK 262144.0 /* multiply-adds per block: smaller products are one call */
+#define LC_CBLAS_MAX_BLOCKS 16
+#define LC_CBLAS_ROW_QUANTUM 16 /* block edges on multiples of this many rows (or columns) */
+
+/* The number of blocks a product is cut into, and the rows (or columns) of each but the last. */
+static int lc_cblas_blocks(int M, int N, int K, int *per_block) {
+    const int total = M >= N ? M : N;
+    double work = (double)M * N * K;
+    int blocks = work < 2 * LC_CBLAS_MIN_WORK ? 1 : (int)(work / LC_CBLAS_MIN_WORK);
+    if (blocks > LC_CBLAS_MAX_BLOCKS) blocks = LC_CBLAS_MAX_BLOCKS;
+    if (blocks > total / LC_CBLAS_ROW_QUANTUM) blocks = total / LC_CBLAS_ROW_QUANTUM;
+    if (blocks < 1) blocks = 1;
+    int per = (total + blocks - 1) / blocks;
+    per = (per + LC_CBLAS_ROW_QUANTUM - 1) / LC_CBLAS_ROW_QUANTUM * LC_CBLAS_ROW_QUANTUM;
+    *per_block = per;
+    return (total + per - 1) / per;
+}
+
 static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
                                 const float *B, int ldb, float beta, float *C, int ldc) {
+    int per = 0;
+    const int blocks = lc_cblas_blocks(M, N, K, &per), by_rows = M >= N, total = by_rows ? M : N;
     int threads = lc_get_threads();
 #ifdef _OPENMP
     if (omp_in_parallel()) threads = 1;
 #endif
-    if (threads <= 1 || (double)M * N * K < 262144.0) {
-        lc_cblas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    int by_rows = M >= 16 * threads || M >= N;
+    if (threads > blocks) threads = blocks;
+    (void)threads;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
 #endif
-    {
-        int t = lc_thread_id(), total = by_rows ? M : N;
-        int step = (total + threads - 1) / threads, lo = t * step, hi = lo + step < total ? lo + step : total;
-        if (lo < hi && by_rows)
+    for (int i = 0; i < blocks; i++) {
+        const int lo = i * per, hi = lo + per < total ? lo + per : total;
+        if (by_rows)
             lc_cblas(ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
                      C + (size_t)lo * ldc, ldc);
-        else if (lo < hi)
+        else
             lc_cblas(ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
     }
 }
