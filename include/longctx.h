@@ -91,6 +91,13 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
 void lc_model_free(lc_model *m);
 const lc_config *lc_model_config(const lc_model *m);
 size_t lc_model_num_params(const lc_model *m);
+/* The compute plan's thread count: every pass of the model runs with this many threads, and its
+ * attention workspace is sized for them. A new model takes the count the process was given (the CLI's
+ * --threads) or else the cores it may run on (its CPU affinity). threads <= 0 means those cores; more
+ * than those is capped to them. Re-plans the workspace (the XL memory is kept). Results do not depend
+ * on the thread count: every sum is taken in one fixed order. */
+lc_status lc_model_set_threads(lc_model *m, int threads);
+int lc_model_threads(const lc_model *m);
 /* Bytes held by parameters+gradients+optimizer state, and by activations and workspaces. */
 size_t lc_model_param_bytes(const lc_model *m);
 size_t lc_model_activation_bytes(const lc_model *m);

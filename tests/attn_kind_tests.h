@@ -189,7 +189,7 @@ static problem problem_new(lc_attn_shape s, int param, int nthreads, uint64_t se
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
-    p.work_n = KIND.workspace_floats(&s, &p.opts, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(KIND.workspace_floats, &p.s, &p.opts, nthreads);
     p.work = malloc(p.work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -365,11 +365,11 @@ static void sweep_rel_against_reference(void) {
 
 /* The fast kind against lc_attn_full on the same fused buffers (special cases where they coincide). */
 static void check_equals_full(case_shape c) {
-    const lc_attn_shape s = shape_of(c);
+    lc_attn_shape s = shape_of(c);
     problem a = problem_new(s, c.param, lc_get_threads(), 31 + c.T);
     problem f = problem_new(s, c.param, lc_get_threads(), 31 + c.T);
     run_fast(&a);
-    float *work = malloc(lc_attn_full.workspace_floats(&s, NULL, lc_get_threads()) * sizeof(float));
+    float *work = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &s, NULL, lc_get_threads()) * sizeof(float));
     lc_attn_full.forward(&s, NULL, &f.t, work);
     lc_attn_full.backward(&s, NULL, &f.t, work);
     free(work);
@@ -477,16 +477,16 @@ TEST(workspace_stays_within_row_statistics_and_per_thread_tiles) {
         for (int it = 0; it < 2; it++)
             for (int im = 0; im < 2; im++) {
                 const case_shape c = {1, 8, Ts[it], Ms[im], 64, 1, params[ip]};
-                const lc_attn_shape s = shape_of(c);
+                lc_attn_shape s = shape_of(c);
                 const kind_opts o = opts_of(c.param);
-                const size_t floats = KIND.workspace_floats(&s, &o, 2);
+                const size_t floats = LC_TEST_WORKSPACE(KIND.workspace_floats, &s, &o, 2);
                 const size_t bound = (size_t)s.B * s.H * s.T + 2 * (size_t)s.T + 2 * 64 * 1024;
                 CHECK(floats <= bound, "T %d M %d param %d: %zu floats > %zu", c.T, c.M, c.param, floats, bound);
                 /* relative positions add per thread a few tiles and one head's dr, dk, dv (S rows each), and
                  * may gather the r rows a pattern needs: O(B H T + (threads + H) S D) */
                 const case_shape cr = {1, 8, Ts[it], Ms[im], 64, 1, params[ip], 1};
-                const lc_attn_shape sr = shape_of(cr);
-                const size_t rel_floats = KIND.workspace_floats(&sr, &o, 2), S = (size_t)sr.M + sr.T;
+                lc_attn_shape sr = shape_of(cr);
+                const size_t rel_floats = LC_TEST_WORKSPACE(KIND.workspace_floats, &sr, &o, 2), S = (size_t)sr.M + sr.T;
                 const size_t rel_bound = 2 * (size_t)sr.B * sr.H * sr.T + 2 * (size_t)sr.T + 2 * 64 * 1024 +
                                          (2 * 3 + 2 * (size_t)sr.H + 2) * (S + 256) * 64 + 2 * 64 * 1024;
                 CHECK(rel_floats >= floats && rel_floats <= rel_bound, "rel T %d M %d param %d: %zu floats > %zu",

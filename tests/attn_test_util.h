@@ -7,6 +7,8 @@
 #include <stddef.h>
 
 #include "attn/attn.h"
+#include "attn_workspace.h"
+
 
 /* dst[b][t][h*D + d] = element (b, t, h, d) of v, for t < rows */
 static inline void view_to_d(const lc_view *v, int rows, const lc_attn_shape *s, double *dst) {

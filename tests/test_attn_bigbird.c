@@ -16,6 +16,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/threads.h"
+#include "attn_workspace.h"
 #include "harness.h"
 #include "train/safetensors.h"
 
@@ -165,7 +166,7 @@ static problem problem_new(const bb_case *c, int nthreads, uint64_t data_seed) {
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
-    const size_t work_n = lc_attn_bigbird.workspace_floats(&s, &p.o, nthreads);
+    const size_t work_n = LC_TEST_WORKSPACE(lc_attn_bigbird.workspace_floats, &p.s, &p.o, nthreads);
     p.work = malloc((work_n ? work_n : 1) * sizeof(float)); /* exactly the size asked for: ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, data_seed);
@@ -406,7 +407,7 @@ TEST(dense_patterns_equal_the_full_kind) {
         CHECK(!pattern_is_sparse(&c), "case %zu should be dense", i);
         problem a = problem_new(&c, lc_get_threads(), 31 + i), f = problem_new(&c, lc_get_threads(), 31 + i);
         run_fast(&a, NULL);
-        float *work = malloc(lc_attn_full.workspace_floats(&f.s, NULL, lc_get_threads()) * sizeof(float) + 64);
+        float *work = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &f.s, NULL, lc_get_threads()) * sizeof(float) + 64);
         lc_attn_full.forward(&f.s, NULL, &f.t, work);
         lc_attn_full.backward(&f.s, NULL, &f.t, work);
         free(work);
@@ -599,7 +600,7 @@ static void fixture_case(const char *file) {
         lc_attn_shape s = {B, H, T, 0, D, causal, scale[0], 0, 0};
         char err[256];
         CHECK(lc_attn_bigbird.check(&s, &o, NULL, err, sizeof err) == 0, "%s", err);
-        float *work = malloc(lc_attn_bigbird_workspace(&s, &o, lc_get_threads()) * sizeof(float));
+        float *work = malloc(LC_TEST_WORKSPACE(lc_attn_bigbird_workspace, &s, &o, lc_get_threads()) * sizeof(float));
         lc_attn_tensors t;
         memset(&t, 0, sizeof t);
         t.q = (lc_view){q, T * HD, HD}, t.k = (lc_view){k, T * HD, HD}, t.v = (lc_view){v, T * HD, HD};
@@ -707,8 +708,8 @@ TEST(workspace_does_not_grow_like_t_squared) {
             for (int i = 0; i < 2; i++) {
                 bb_case ci = c;
                 ci.T = Ts[i];
-                const lc_attn_shape s = shape_of(&ci);
-                ws[i] = lc_attn_bigbird_workspace(&s, &o, 2);
+                lc_attn_shape s = shape_of(&ci);
+                ws[i] = LC_TEST_WORKSPACE(lc_attn_bigbird_workspace, &s, &o, 2);
             }
             CHECK(ws[1] >= ws[0] && ws[1] - ws[0] <= (size_t)(8 + 2) * (65536 - 1024),
                   "variant %d causal %d: workspace %zu -> %zu floats", variant, causal, ws[0], ws[1]);

@@ -312,7 +312,7 @@ static problem problem_new(lc_attn_shape s, lc_attn_compressed_opts o, int nthre
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
-    p.work_n = lc_attn_compressed.workspace_floats(&s, &p.o, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(lc_attn_compressed.workspace_floats, &p.s, &p.o, nthreads);
     p.work = malloc((p.work_n ? p.work_n : 1) * sizeof(float)); /* exactly the size asked for: ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -440,11 +440,11 @@ TEST(fast_is_stable_for_large_scores) {
 /* s = 1 (every pooled column is one raw key, so the columns cover every visible key exactly once) and
  * w >= S (no pooled columns) are both full attention. */
 static void check_equals_full(case_shape c) {
-    const lc_attn_shape s = shape_of(c);
+    lc_attn_shape s = shape_of(c);
     problem a = problem_new(s, opts_of(c), lc_get_threads(), 31 + c.T + c.causal, 1.0f);
     problem f = problem_new(s, opts_of(c), lc_get_threads(), 31 + c.T + c.causal, 1.0f);
     run_fast(&a);
-    float *work = malloc(lc_attn_full.workspace_floats(&s, NULL, lc_get_threads()) * sizeof(float));
+    float *work = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &s, NULL, lc_get_threads()) * sizeof(float));
     lc_attn_full.forward(&s, NULL, &f.t, work);
     lc_attn_full.backward(&s, NULL, &f.t, work);
     free(work);
@@ -584,9 +584,9 @@ TEST(workspace_does_not_grow_like_t_squared) {
                     const lc_attn_compressed_opts o = {ws[iw], ss[is]};
                     size_t prev = 0, prev_growth = 0;
                     for (long T = 1024; T <= 65536; T *= 4) {
-                        const lc_attn_shape s = {2, 8, (int)T, Ms[im], 64, causal, 0.125f, 0, 0};
+                        lc_attn_shape s = {2, 8, (int)T, Ms[im], 64, causal, 0.125f, 0, 0};
                         const size_t nthreads = 3, S = (size_t)T + Ms[im], nb = (S + o.s - 1) / o.s;
-                        const size_t floats = lc_attn_compressed_workspace(&s, &o, (int)nthreads);
+                        const size_t floats = LC_TEST_WORKSPACE(lc_attn_compressed_workspace, &s, &o, (int)nthreads);
                         const size_t bound = 4 * ((size_t)s.B * s.H * nb * s.D + 16) + (size_t)s.B * s.H * T + 16 +
                                              nthreads * (2 * (size_t)o.w + 1 + nb + 32 * (size_t)s.D + 48);
                         CHECK(floats <= bound, "T %ld M %d w %d s %d c %d: %zu floats > %zu", T, s.M, o.w, o.s, causal,

@@ -192,7 +192,7 @@ static problem problem_new(lc_attn_shape s, int nthreads, uint64_t seed, float i
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
-    p.work_n = lc_attn_full.workspace_floats(&s, NULL, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &p.s, NULL, nthreads);
     p.work = malloc(p.work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -353,7 +353,7 @@ TEST(kind_row_names_the_full_functions) {
     /* the workspace does not grow with T beyond the B*H*T row statistics */
     lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, 1}), large = small;
     large.T = 16384;
-    const size_t a = lc_attn_full_workspace(&small, NULL, 2), b = lc_attn_full_workspace(&large, NULL, 2);
+    const size_t a = LC_TEST_WORKSPACE(lc_attn_full_workspace, &small, NULL, 2), b = LC_TEST_WORKSPACE(lc_attn_full_workspace, &large, NULL, 2);
     CHECK(b - a == (size_t)8 * (16384 - 1024), "workspace %zu -> %zu floats", a, b);
 }
 

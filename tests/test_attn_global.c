@@ -297,7 +297,7 @@ static gproblem *gproblem_new(const gcase *c, int nthreads, uint64_t seed, float
     p->out = xcalloc(p->out_n, sizeof(float)), p->dout = xcalloc(p->out_n, sizeof(float));
     p->lse = xcalloc((size_t)c->B * c->H * c->T, sizeof(float));
     p->glse = malloc(sizeof(float) * ((size_t)c->B * c->H * c->n + 1)); /* n = 0: no element */
-    p->work_n = lc_attn_window.workspace_floats(&p->s, &p->o, nthreads);
+    p->work_n = LC_TEST_WORKSPACE(lc_attn_window.workspace_floats, &p->s, &p->o, nthreads);
     p->work = malloc(p->work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -521,9 +521,9 @@ TEST(check_accepts_and_rejects_global_positions) {
 TEST(workspace_does_not_grow_with_globals) {
     /* The global passes need a fixed per-thread slot: a window as small as w = 1 at D = 256 still fits. */
     const gcase c = fill_pos((gcase){1, 2, 300, 0, 256, 0, 1, 0, -3});
-    const lc_attn_shape s = shape_of(&c);
+    lc_attn_shape s = shape_of(&c);
     const lc_attn_window_opts o = opts_of(&c);
-    CHECK(lc_attn_window_workspace(&s, &o, 3) >= lc_attn_window_global_workspace(&s, 3), "workspace too small");
+    CHECK(LC_TEST_WORKSPACE(lc_attn_window_workspace, &s, &o, 3) >= lc_attn_window_global_workspace(&s, 3), "workspace too small");
     check_fast_against_reference(c, 0, 1.0f, 1e-5, 1e-6);
 }
 

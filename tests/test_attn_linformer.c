@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/threads.h"
+#include "attn_workspace.h"
 #include "harness.h"
 #include "train/safetensors.h"
 
@@ -251,7 +252,7 @@ static problem problem_new(lcase c, int nthreads, uint64_t seed) {
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)c.B * c.H * c.T, sizeof(float));
-    p.work_n = lc_attn_linformer.workspace_floats(&p.s, &p.o, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(lc_attn_linformer.workspace_floats, &p.s, &p.o, nthreads);
     p.work = malloc(p.work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     p.params_n = lc_attn_linformer.param_floats(&p.o, c.H, c.D, c.n);
     p.params = malloc(p.params_n * sizeof(float)), p.dparams = malloc(p.params_n * sizeof(float));
@@ -399,7 +400,7 @@ TEST(identity_projections_are_full_attention) {
         for (int s = 0; s < c.n; s++)
             for (int p = 0; p < P; p++) a.params[((size_t)s * P + p) * c.k + s] = 1.0f;
         run_fast(&a);
-        float *work = malloc(lc_attn_full.workspace_floats(&f.s, NULL, lc_get_threads()) * sizeof(float));
+        float *work = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &f.s, NULL, lc_get_threads()) * sizeof(float));
         lc_attn_full.forward(&f.s, NULL, &f.t, work);
         lc_attn_full.backward(&f.s, NULL, &f.t, work);
         free(work);
@@ -585,8 +586,8 @@ TEST(workspace_is_independent_of_length_beyond_a_block) {
     lcase l = c;
     l.T = 65536;
     const lc_attn_linformer_opts o = opts_of(c);
-    const lc_attn_shape a = shape_of(c), b = shape_of(l);
-    const size_t wa = lc_attn_linformer.workspace_floats(&a, &o, 2), wb = lc_attn_linformer.workspace_floats(&b, &o, 2);
+    lc_attn_shape a = shape_of(c), b = shape_of(l);
+    const size_t wa = LC_TEST_WORKSPACE(lc_attn_linformer.workspace_floats, &a, &o, 2), wb = LC_TEST_WORKSPACE(lc_attn_linformer.workspace_floats, &b, &o, 2);
     CHECK(wa == wb, "workspace %zu at T=1024, %zu at T=65536", wa, wb);
     /* per thread K', V' and two row blocks; per (sequence, head) dK', dV' (B = 4, H = 8 here) */
     CHECK(wb <= (size_t)2 * (2 * 256 * 64 + 2 * 512 * 256 + 64) + (size_t)4 * 8 * 2 * 256 * 64, "workspace %zu floats",

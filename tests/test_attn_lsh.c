@@ -24,6 +24,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/threads.h"
+#include "attn_workspace.h"
 #include "harness.h"
 #include "train/safetensors.h"
 
@@ -314,7 +315,7 @@ static problem problem_new(lc_attn_shape s, lc_attn_lsh_opts o, int nthreads, ui
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)s.B * s.H * T, sizeof(float));
-    p.work_n = lc_attn_lsh.workspace_floats(&s, &p.o, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(lc_attn_lsh.workspace_floats, &s, &p.o, nthreads);
     p.work = malloc(p.work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -757,7 +758,7 @@ TEST(workspace_is_linear_in_t) {
     const lc_attn_lsh_opts o = {32, 4, 64, 0};
     lc_attn_shape small = {1, 8, 1024, 0, 64, 1, 0.125f, 0, 0}, large = small;
     large.T = 65536;
-    const size_t a = lc_attn_lsh_workspace(&small, &o, 2), b = lc_attn_lsh_workspace(&large, &o, 2);
+    const size_t a = LC_TEST_WORKSPACE(lc_attn_lsh_workspace, &small, &o, 2), b = LC_TEST_WORKSPACE(lc_attn_lsh_workspace, &large, &o, 2);
     /* inverse norms, row statistics, buckets and sorted order: (2 + 2 hashes) floats per token and head */
     CHECK(b >= a && b - a <= (size_t)8 * (2 + 2 * 4) * (65536 - 1024) + 64, "workspace %zu -> %zu floats", a, b);
     /* per-thread tiles of a few chunks, rotations: far below one H x T x T score matrix (8M floats) */

@@ -219,7 +219,7 @@ static problem *problem_new(lc_attn_shape s, int with_rel, int nthreads, uint64_
     p->r = xcalloc((size_t)S * HD, sizeof(float)), p->dr = xcalloc((size_t)S * HD, sizeof(float));
     p->u = xcalloc((size_t)HD, sizeof(float)), p->vb = xcalloc((size_t)HD, sizeof(float));
     p->du = xcalloc((size_t)HD, sizeof(float)), p->dvb = xcalloc((size_t)HD, sizeof(float));
-    p->work_n = lc_attn_full.workspace_floats(&s, NULL, nthreads);
+    p->work_n = LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &p->s, NULL, nthreads);
     p->work = malloc(p->work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -526,10 +526,10 @@ TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
 TEST(workspace_accounts_for_relative_positions) {
     lc_attn_shape small = shape_of((rcase){1, 8, 1024, 0, 64, 0, 0}), large = small;
     large.T = 16384;
-    const size_t plain_a = lc_attn_full_workspace(&small, NULL, 2), plain_b = lc_attn_full_workspace(&large, NULL, 2);
+    const size_t plain_a = LC_TEST_WORKSPACE(lc_attn_full_workspace, &small, NULL, 2), plain_b = LC_TEST_WORKSPACE(lc_attn_full_workspace, &large, NULL, 2);
     CHECK(plain_b - plain_a == (size_t)8 * (16384 - 1024), "plain workspace %zu -> %zu floats", plain_a, plain_b);
     small.relpos = large.relpos = 1;
-    const size_t rel_a = lc_attn_full_workspace(&small, NULL, 2), rel_b = lc_attn_full_workspace(&large, NULL, 2);
+    const size_t rel_a = LC_TEST_WORKSPACE(lc_attn_full_workspace, &small, NULL, 2), rel_b = LC_TEST_WORKSPACE(lc_attn_full_workspace, &large, NULL, 2);
     /* beyond the row statistics, the rel part grows by one head's dr, dk, dv (S x D each) per thread */
     CHECK(rel_b - rel_a == (size_t)8 * (16384 - 1024) + 2 * 3 * (size_t)64 * (16384 - 1024),
           "rel workspace %zu -> %zu floats", rel_a, rel_b);
@@ -537,7 +537,7 @@ TEST(workspace_accounts_for_relative_positions) {
           rel_a - plain_a);
     /* a window changes nothing */
     small.window = 256;
-    CHECK(lc_attn_full_workspace(&small, NULL, 2) == rel_a, "window changed the workspace");
+    CHECK(LC_TEST_WORKSPACE(lc_attn_full_workspace, &small, NULL, 2) == rel_a, "window changed the workspace");
 }
 
 TEST(empty_segment_writes_zero_gradients) {

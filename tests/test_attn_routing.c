@@ -76,7 +76,7 @@ static problem problem_new(rcase c, int nthreads, uint64_t seed) {
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)c.B * c.H * c.T, sizeof(float));
-    p.work_n = lc_attn_routing.workspace_floats(&p.s, &p.o, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(lc_attn_routing.workspace_floats, &p.s, &p.o, nthreads);
     p.work = malloc(p.work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     p.state_n = lc_attn_routing.state_floats(&p.o, c.H, c.D);
     p.state = malloc(p.state_n * sizeof(float));
@@ -384,7 +384,7 @@ TEST(one_cluster_covering_everything_is_full_attention) {
         problem a = problem_new(c, lc_get_threads(), 31 + ci), f = problem_new(c, lc_get_threads(), 31 + ci);
         a.t.train = 1;
         run_fast(&a);
-        float *work = malloc(lc_attn_full.workspace_floats(&f.s, NULL, lc_get_threads()) * sizeof(float));
+        float *work = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &f.s, NULL, lc_get_threads()) * sizeof(float));
         lc_attn_full.forward(&f.s, NULL, &f.t, work);
         lc_attn_full.backward(&f.s, NULL, &f.t, work);
         free(work);
@@ -633,9 +633,9 @@ TEST(workspace_stays_linear_in_length) {
         for (int im = 0; im < 2; im++)
             for (int ic = 0; ic < 3; ic++) {
                 const rcase c = {2, 8, Ts[it], Ms[im], 64, 1, Cs[ic], 0};
-                const lc_attn_shape s = shape_of(c);
+                lc_attn_shape s = shape_of(c);
                 const lc_attn_routing_opts o = opts_of(c);
-                const size_t floats = lc_attn_routing.workspace_floats(&s, &o, 2);
+                const size_t floats = LC_TEST_WORKSPACE(lc_attn_routing.workspace_floats, &s, &o, 2);
                 /* plans and row statistics, the gathered K, V, dK, dV of one cluster, two score blocks of about
                  * 2^18 floats (at least 16 rows), per-thread selection scratch */
                 const size_t S = (size_t)c.M + c.T,

@@ -204,7 +204,7 @@ static problem problem_new(lc_attn_shape s, lc_attn_window_opts o, int nthreads,
     p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
     p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
     p.lse = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
-    p.work_n = lc_attn_window.workspace_floats(&s, &p.o, nthreads);
+    p.work_n = LC_TEST_WORKSPACE(lc_attn_window.workspace_floats, &p.s, &p.o, nthreads);
     p.work = malloc(p.work_n * sizeof(float)); /* exactly the size asked for, so ASan sees overruns */
     lc_rng rng;
     lc_rng_seed(&rng, seed);
@@ -323,13 +323,13 @@ TEST(window_covering_everything_equals_full_kind) {
     const case_shape cases[] = {{1, 2, 130, 70, 64, 1, 200, 0}, {2, 3, 65, 0, 16, 1, 65, 0}, {1, 1, 5, 7, 3, 1, 1000, 0}};
     for (size_t ci = 0; ci < 3; ci++) {
         const case_shape c = cases[ci];
-        const lc_attn_shape s = shape_of(c);
+        lc_attn_shape s = shape_of(c);
         problem p = problem_new(s, opts_of(c), lc_get_threads(), 31 + ci, 1.0f);
         lc_attn_window.forward(&s, &p.o, &p.t, p.work);
         float *out_w = xcalloc(p.out_n, sizeof(float)), *lse_w = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
         memcpy(out_w, p.out, p.out_n * sizeof(float));
         memcpy(lse_w, p.lse, (size_t)s.B * s.H * s.T * sizeof(float));
-        float *work_full = malloc(lc_attn_full.workspace_floats(&s, NULL, lc_get_threads()) * sizeof(float));
+        float *work_full = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &s, NULL, lc_get_threads()) * sizeof(float));
         lc_attn_full.forward(&s, NULL, &p.t, work_full);
         char label[96];
         snprintf(label, sizeof label, "out window vs full T%d M%d D%d w%d", c.T, c.M, c.D, c.w);
@@ -395,7 +395,7 @@ TEST(workspace_does_not_grow_like_t_squared) {
             const lc_attn_window_opts o = window_opts(256, dilated ? dil : NULL, 8);
             lc_attn_shape small = shape_of((case_shape){1, 8, 1024, 0, 64, causal, 256, 0}), large = small;
             large.T = 65536;
-            const size_t a = lc_attn_window_workspace(&small, &o, 2), b = lc_attn_window_workspace(&large, &o, 2);
+            const size_t a = LC_TEST_WORKSPACE(lc_attn_window_workspace, &small, &o, 2), b = LC_TEST_WORKSPACE(lc_attn_window_workspace, &large, &o, 2);
             CHECK(b >= a && b - a <= (size_t)8 * (65536 - 1024), "causal %d dilated %d: workspace %zu -> %zu floats",
                   causal, dilated, a, b);
             CHECK(a < (size_t)128 * 1024, "causal %d dilated %d: workspace %zu floats at T = 1024", causal, dilated, a);

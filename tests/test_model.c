@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "harness.h"
 #include "model/lm.h"
 #include "nn/nn.h"
@@ -216,6 +217,54 @@ TEST(rejects_bad_inputs) {
     lc_model_free(m);
 }
 
+/* The compute plan: a model runs with the thread count it was planned for, whatever the process's count
+ * is later set to (a model planned for 1 thread and run after the count was raised to 8 overflowed its
+ * attention workspace under ASan), lc_model_set_threads re-plans, counts are capped at the cores the
+ * process may use, and results are bit-identical for every count. */
+TEST(thread_count_is_part_of_the_plan) {
+    const char *specs[] = {"full", "window:w=5", "bigbird:b=4,r=1", "2xblock:b=8+window:w=3"};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        lc_config c;
+        lc_config_preset(&c, "tiny");
+        c.model = LC_MODEL_VANILLA, c.seq_len = 48, c.n_head = 4, c.d_model = 32;
+        snprintf(c.attn, sizeof c.attn, "%s", specs[k]);
+        lc_set_threads(1);
+        lc_model *m = NULL;
+        const lc_status st = lc_model_create(&c, 2, 7, &m);
+        CHECK(st == LC_OK, "%s: %s", specs[k], lc_last_error());
+        if (st) continue;
+        CHECK(lc_model_threads(m) == 1, "%s: planned for %d threads", specs[k], lc_model_threads(m));
+        const size_t n = m->ptab.total;
+        float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+        int tok[96], tgt[96];
+        for (int i = 0; i < 96; i++) tok[i] = (i * 37 + 11) % 256, tgt[i] = (i * 53 + 5) % 256;
+        double loss1 = 0, loss = 0;
+        long count = 0;
+        lc_model_forward(m, tok, tgt, 2, 48, 0, &loss1, &count);
+        lc_model_zero_grad(m);
+        lc_model_backward(m, 1.0f);
+        memcpy(want, m->grads, n * sizeof(float));
+        const int counts[] = {8, -2, 2, 1000};
+        for (int i = 0; i < 4; i++) {
+            if (i == 0) lc_set_threads(counts[i]); /* behind the model's back */
+            else CHECK(lc_model_set_threads(m, counts[i]) == LC_OK, "%s", lc_last_error());
+            const int avail = lc_threads_available();
+            const int expect = i == 0 ? 1 : counts[i] <= 0 || counts[i] > avail ? avail : counts[i];
+            CHECK(lc_model_threads(m) == expect, "%s: %d threads asked, %d planned (want %d)", specs[k], counts[i],
+                  lc_model_threads(m), expect);
+            lc_model_forward(m, tok, tgt, 2, 48, 0, &loss, &count);
+            lc_model_zero_grad(m);
+            lc_model_backward(m, 1.0f);
+            memcpy(got, m->grads, n * sizeof(float));
+            CHECK(loss == loss1 && memcmp(want, got, n * sizeof(float)) == 0,
+                  "%s: results differ with %d threads asked", specs[k], counts[i]);
+        }
+        free(want), free(got);
+        lc_model_free(m);
+    }
+    lc_set_threads(0);
+}
+
 int main(void) {
     RUN(parity_pre_gelu_tied);
     RUN(parity_post_relu_untied);
@@ -223,5 +272,6 @@ int main(void) {
     RUN(dropout_is_keyed_and_replayed);
     RUN(dropout_gradient_matches_finite_difference);
     RUN(rejects_bad_inputs);
+    RUN(thread_count_is_part_of_the_plan);
     return test_summary("test_model");
 }

@@ -29,7 +29,13 @@ typedef struct {
     /* Added after scale so positional initializers of the fields above stay valid (these become 0). */
     int window; /* 0: unlimited; W > 0 (causal only): query t sees keys M+t-W+1 .. M+t */
     int relpos; /* 1: the calls will pass tensors.rel (sizes the workspace for it); 0: they will not */
+    /* Threads forward and backward may use, decided with the workspace size (the model's compute
+     * plan): kinds size per-thread scratch by it and never run more threads than this. 0 counts as 1. */
+    int threads;
 } lc_attn_shape;
+
+/* The thread count a call runs with (shape.threads, at least 1). */
+static inline int lc_attn_threads(const lc_attn_shape *s) { return s->threads > 1 ? s->threads : 1; }
 
 typedef struct {
     float *p;
@@ -114,8 +120,8 @@ typedef struct lc_attn_kind {
     int (*opts_set)(void *opts, int H, const char *key, const char *value, char *err, size_t errlen);
     int (*check)(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                  size_t errlen);
-    /* Scratch floats needed by forward/backward when run with `nthreads` threads. */
-    size_t (*workspace_floats)(const lc_attn_shape *s, const void *opts, int nthreads);
+    /* Scratch floats needed by forward/backward for this shape (run with s->threads threads). */
+    size_t (*workspace_floats)(const lc_attn_shape *s, const void *opts);
     void (*forward)(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
     void (*backward)(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
     /* Optional learned parameters for a group of H heads of dimension D at sequence length up to
@@ -144,7 +150,7 @@ const lc_attn_kind *lc_attn_kind_at(int i);
 
 /* ---- full (dense) attention: streaming online-softmax forward, FlashAttention-2 style backward ---- */
 extern const lc_attn_kind lc_attn_full;
-size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 /* Plain reference in double that builds the dense T x S score matrix with an explicit mask (tests only).

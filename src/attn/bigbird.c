@@ -289,8 +289,8 @@ static size_t bb_inverse_ints(const bb_layout *L, int H) {
 }
 
 /* [16 slack][per thread: tiles, scratch][Delta: B*H*T][inverted plan: start H(n+1), cursor H n, list H n r] */
-size_t lc_attn_bigbird_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
-    if (nthreads < 1) nthreads = 1;
+size_t lc_attn_bigbird_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     const bb_layout L = bb_layout_of(s, opts, 0, NULL);
     const full_geometry g = bb_geometry(s);
     return 16 + (size_t)nthreads * (g.thread_floats + bb_scratch_floats(&L)) + round16((size_t)s->B * s->H * s->T) +
@@ -564,7 +564,7 @@ void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, cons
     if (s->B == 0 || s->H == 0 || s->T == 0) return;
     const bb_layout L = bb_layout_of(s, opts, t->seed, plan);
     const full_geometry g = bb_geometry(s);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     float *base = full_workspace_base(work);
     /* Tasks go out tile by tile, all heads of a tile together: the window and global blocks are the same
@@ -719,7 +719,7 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
     if (s->B == 0 || s->H == 0 || s->T == 0) return;
     const bb_layout L = bb_layout_of(s, opts, t->seed, plan);
     const full_geometry g = bb_geometry(s);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     float *base = full_workspace_base(work);
     float *delta = bb_thread_base(base, &g, &L, nthreads);

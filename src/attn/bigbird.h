@@ -55,7 +55,7 @@ int lc_attn_bigbird_blocks(const lc_attn_bigbird_opts *o, int T);
  * -1 after the last drawn block (fewer candidates than r, or a global query block). */
 void lc_attn_bigbird_plan(const lc_attn_bigbird_opts *o, int H, int T, uint64_t seed, int *plan);
 
-size_t lc_attn_bigbird_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_bigbird_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_bigbird_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_bigbird_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 /* The same with an explicit plan laid out as lc_attn_bigbird_plan's (entries -1 or block indices in

@@ -169,7 +169,7 @@ void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *
                                  float *work) {
     check_shape(s, t);
     if (s->B == 0 || s->H == 0 || s->T == 0) return;
-    const int nthreads = lc_get_threads(), D_pad = full_round_up(s->D, 16);
+    const int nthreads = lc_attn_threads(s), D_pad = full_round_up(s->D, 16);
     (void)nthreads; /* only the OpenMP build uses it */
     float *base = full_workspace_base(work);
     const long per_head = (s->T + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, tasks = (long)s->B * s->H * per_head;
@@ -199,7 +199,7 @@ void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern 
                 }
         return;
     }
-    const int nthreads = lc_get_threads(), D_pad = full_round_up(s->D, 16);
+    const int nthreads = lc_attn_threads(s), D_pad = full_round_up(s->D, 16);
     (void)nthreads;
     float *base = full_workspace_base(work);
     float *delta = base + (size_t)nthreads * 2 * D_pad;
@@ -445,9 +445,9 @@ static void block_query_tile_grads(const block_ctx *c, const full_geometry *g, c
     }
 }
 
-static size_t block_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+static size_t block_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     (void)opts;
-    if (nthreads < 1) nthreads = 1;
     const full_geometry g = block_geometry(s);
     return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
 }
@@ -473,7 +473,7 @@ static void block_forward(const lc_attn_shape *s, const void *opts, const lc_att
     const block_ctx c = block_ctx_of(s, opts);
     const full_geometry g = block_geometry(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     float *base = full_workspace_base(work);
     /* Tasks go out tile by tile, all heads of a tile together: a tile needs only the keys of its own and
@@ -512,7 +512,7 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
                 }
         return;
     }
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     float *base = full_workspace_base(work);
     float *delta = full_delta_of(base, &g, nthreads);
     const long rows = (long)g.B * g.H * g.T;

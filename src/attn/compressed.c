@@ -155,8 +155,8 @@ static cmp_work work_of(const cmp_geometry *g, float *work) {
     return w;
 }
 
-size_t lc_attn_compressed_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
-    if (nthreads < 1) nthreads = 1;
+size_t lc_attn_compressed_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     const cmp_geometry g = geometry_of(s, opts);
     return 4 * g.pooled_floats + round16((size_t)g.B * g.H * g.T) + (size_t)nthreads * g.thread_floats;
 }
@@ -233,7 +233,7 @@ void lc_attn_compressed_forward(const lc_attn_shape *s, const void *opts, const 
     const long rows = (long)g.B * g.H * g.T, blocks = (long)g.B * g.H * g.nb;
     if (rows == 0) return;
     const cmp_work w = work_of(&g, work);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nthreads)
@@ -359,7 +359,7 @@ void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const
     const long rows = (long)g.B * g.H * g.T, blocks = (long)g.B * g.H * g.nb, keys = (long)g.B * g.H * g.S;
     const long groups = (long)g.B * g.H * g.groups;
     const cmp_work w = work_of(&g, work);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nthreads)

@@ -28,7 +28,7 @@ typedef struct {
 } lc_attn_compressed_opts;
 
 extern const lc_attn_kind lc_attn_compressed;
-size_t lc_attn_compressed_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_compressed_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_compressed_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 

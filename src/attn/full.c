@@ -36,13 +36,13 @@ const lc_attn_kind lc_attn_full = {
     .backward = lc_attn_full_backward,
 };
 
-/* Forward and backward run with lc_get_threads() threads, so `work` must hold at least
- * lc_attn_full_workspace(s, opts, lc_get_threads()) floats. It need not be aligned. Each thread takes
+/* Forward and backward run with lc_attn_threads(s) threads, so `work` must hold at least
+ * lc_attn_full_workspace(s, opts, lc_attn_threads(s)) floats. It need not be aligned. Each thread takes
  * the slice of its lc_thread_id(), so the calls must not be made from inside a parallel region.
  * With s->relpos the workspace also holds, per thread, a few tiles and one head's dr: O(threads (S+T) D). */
-size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     (void)opts;
-    if (nthreads < 1) nthreads = 1;
     const full_geometry g = full_geometry_of(s);
     const size_t delta = (size_t)g.B * g.H * g.T; /* backward's Delta = rowsum(dout * out) */
     return 16 + (size_t)nthreads * g.thread_floats + delta;
@@ -131,7 +131,7 @@ void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_att
     const full_geometry g = full_geometry_of(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
     if (lc_attn_full_decode(s, t)) return; /* a query or two: stream keys per row instead of tiles */
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads; /* only the OpenMP build uses it */
     float *base = full_workspace_base(work);
     const long per_head = g.q_tiles, tasks = (long)g.B * g.H * per_head;

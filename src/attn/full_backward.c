@@ -139,7 +139,7 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
                 }
         return;
     }
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     float *base = full_workspace_base(work);
     float *delta = full_delta_of(base, &g, nthreads);
     compute_delta(&g, t, delta, nthreads);

@@ -76,7 +76,7 @@ int lc_attn_full_decode(const lc_attn_shape *s, const lc_attn_tensors *t) {
     if (s->T > LC_DECODE_MAX_T || s->D > LC_DECODE_MAX_D) return 0;
     const long rows = (long)s->B * s->H * s->T;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(lc_get_threads()) schedule(static) if (rows > 1)
+#pragma omp parallel for num_threads(lc_attn_threads(s)) schedule(static) if (rows > 1)
 #endif
     for (long i = 0; i < rows; i++) {
         int row = (int)(i % s->T), h = (int)(i / s->T % s->H), b = (int)(i / s->T / s->H);

@@ -116,9 +116,9 @@ static size_t per_thread_floats(const lc_attn_shape *s, const lc_attn_linformer_
     return 2 * kd + 2 * blk;
 }
 
-size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     const lc_attn_linformer_opts *o = opts;
-    if (nthreads < 1) nthreads = 1;
     const size_t kd = round16((size_t)o->k * (size_t)s->D);
     return (size_t)nthreads * per_thread_floats(s, o) + (size_t)s->B * (size_t)s->H * 2 * kd;
 }
@@ -181,7 +181,7 @@ void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const l
     const lc_attn_linformer_opts *o = opts;
     check_args(s, o, t);
     if (s->T == 0) return;
-    const int D = s->D, K = o->k, nthreads = lc_get_threads();
+    const int D = s->D, K = o->k, nthreads = lc_attn_threads(s);
     const long heads = (long)s->B * s->H;
     (void)nthreads;
 #ifdef _OPENMP
@@ -226,7 +226,7 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
     check_args(s, o, t);
     if (s->T == 0) return;
     const int D = s->D, K = o->k, S = s->T, ld = lc_attn_linformer_projections(o, s->H) * K,
-              nthreads = lc_get_threads();
+              nthreads = lc_attn_threads(s);
     const long heads = (long)s->B * s->H;
     (void)nthreads;
 #ifdef _OPENMP

@@ -49,7 +49,7 @@ int lc_attn_linformer_value_proj(const lc_attn_linformer_opts *o, int h);
 
 size_t lc_attn_linformer_param_floats(const void *opts, int H, int D, int max_len);
 void lc_attn_linformer_param_init(float *params, const void *opts, int H, int D, int max_len, uint64_t seed);
-size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 

@@ -101,11 +101,6 @@ size_t lc_attn_lsh_rotation_floats(const lc_attn_lsh_opts *o, int H, int D) {
 void lc_attn_lsh_rotations(const lc_attn_lsh_opts *o, int H, int D, uint64_t seed, float *rot) {
     const long per = (long)D * (o->buckets / 2), blocks = (long)o->hashes * H;
     const uint64_t base = lc_seed_mix(seed, 0x4c534800000000ULL + (uint64_t)(uint32_t)o->seed);
-    const int nthreads = lc_get_threads();
-    (void)nthreads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (blocks * per > 4096)
-#endif
     for (long k = 0; k < blocks; k++) {
         const long r = k / H, h = k % H;
         const uint64_t stream = lc_seed_mix(base, ((uint64_t)r << 32) | (uint64_t)h);
@@ -165,12 +160,14 @@ static lsh_layout layout_of(const lc_attn_shape *s, const lc_attn_lsh_opts *o, i
     return L;
 }
 
-size_t lc_attn_lsh_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+size_t lc_attn_lsh_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     return layout_of(s, opts, nthreads).total;
 }
 
 typedef struct {
     int B, H, T, D, causal, nb, half, nh, c, nc;
+    int nthreads; /* of the shape: the per-thread scratch is laid out for this many */
     float scale;
     lsh_sizes z;
     float *inv_norm, *delta, *threads;
@@ -187,8 +184,9 @@ static lsh_plan plan_of(const lc_attn_shape *s, const lc_attn_lsh_opts *o, const
     g.nb = o->buckets, g.half = o->buckets / 2, g.nh = o->hashes, g.c = o->chunk;
     g.nc = (int)(((long)s->T + o->chunk - 1) / o->chunk);
     g.scale = s->scale;
+    g.nthreads = lc_attn_threads(s);
     g.z = sizes_of(s, o);
-    const lsh_layout L = layout_of(s, o, lc_get_threads());
+    const lsh_layout L = layout_of(s, o, lc_attn_threads(s));
     g.inv_norm = work + L.inv, g.delta = work + L.delta, g.threads = work + L.threads;
     g.bucket = (int32_t *)(void *)(work + L.bucket), g.perm = (int32_t *)(void *)(work + L.perm);
     return g;
@@ -245,7 +243,7 @@ static inline float *row_of_w(const lc_view *v, long bh, int H, int r, int D) {
 static __attribute__((noinline)) void lsh_prepare(const lsh_plan *g, const lc_attn_tensors *t, const float *rot) {
     const long rows = (long)g->B * g->H * g->T, sorts = (long)g->B * g->H * g->nh;
     const int T = g->T, D = g->D, half = g->half, nh = g->nh;
-    const int nthreads = lc_get_threads();
+    const int nthreads = g->nthreads;
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nthreads)
@@ -420,7 +418,7 @@ void lc_attn_lsh_forward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o,
     const long rows = (long)g.B * g.H * g.T, tasks = (long)g.B * g.H * g.nc;
     if (rows == 0) return;
     lsh_prepare(&g, t, rot);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     for (int r = 0; r < g.nh; r++) {
 #ifdef _OPENMP
@@ -533,7 +531,7 @@ void lc_attn_lsh_backward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o
     const long rows = (long)g.B * g.H * g.T, tasks = (long)g.B * g.H * g.nc;
     if (rows == 0) return;
     lsh_prepare(&g, t, rot);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(static)

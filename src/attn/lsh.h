@@ -51,7 +51,7 @@ typedef struct {
 #define LC_ATTN_LSH_NORM_EPS 1e-6f /* per dimension: k = q / sqrt(|q|^2 + D * eps) */
 
 extern const lc_attn_kind lc_attn_lsh;
-size_t lc_attn_lsh_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_lsh_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_lsh_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_lsh_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 

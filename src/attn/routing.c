@@ -82,8 +82,8 @@ void lc_attn_routing_state_init(float *state, const void *opts, int H, int D, ui
     memcpy(state + n * D, state, sizeof(float) * n * D);
 }
 
-size_t lc_attn_routing_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
-    if (nthreads < 1) nthreads = 1;
+size_t lc_attn_routing_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     return rt_geom_of(s, opts, nthreads).total;
 }
 
@@ -138,7 +138,7 @@ static int self_in_block(const rt_geom *g, const rt_plan *p, int t) {
 
 static void forward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const rt_bufs *w, int b,
                          int h) {
-    const int D = g->D, T = g->T, wq = g->wq, wk = g->wk, nthreads = lc_get_threads();
+    const int D = g->D, T = g->T, wq = g->wq, wk = g->wk, nthreads = g->threads;
     (void)nthreads;
     float *lse = t->lse + ((long)b * g->H + h) * T;
 #ifdef _OPENMP
@@ -207,7 +207,7 @@ static void forward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_pl
 void lc_attn_routing_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const lc_attn_routing_opts *o = opts;
     check_args(s, o, t);
-    const rt_geom g = rt_geom_of(s, o, lc_get_threads());
+    const rt_geom g = rt_geom_of(s, o, lc_attn_threads(s));
     const size_t cent = (size_t)g.H * g.C * g.D;
     float *live = t->state, *used = t->state + cent;
     memcpy(used, live, sizeof(float) * cent);
@@ -223,8 +223,8 @@ void lc_attn_routing_forward(const lc_attn_shape *s, const void *opts, const lc_
 }
 
 /* dst row rows[i] += src row i, i < n (distinct rows: parallel-safe) */
-static void scatter_add(const lc_view *v, int b, int h, int D, const int *rows, int n, const float *src, float mul) {
-    const int nthreads = lc_get_threads();
+static void scatter_add(const lc_view *v, int b, int h, int D, const int *rows, int n, const float *src, float mul,
+                        int nthreads) {
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(static) if ((long)n * D > 16384)
@@ -238,7 +238,7 @@ static void scatter_add(const lc_view *v, int b, int h, int D, const int *rows, 
 
 static void backward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const rt_bufs *w, int b,
                           int h) {
-    const int D = g->D, T = g->T, S = g->S, wq = g->wq, wk = g->wk, nthreads = lc_get_threads();
+    const int D = g->D, T = g->T, S = g->S, wq = g->wq, wk = g->wk, nthreads = g->threads;
     (void)nthreads;
     const float *lse = t->lse + ((long)b * g->H + h) * T;
     for (int s = 0; s < S; s++) {
@@ -290,19 +290,19 @@ static void backward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_p
                 for (int j = 0; j < wk; j++) drow[j] = prow[j] * (drow[j] - dl);
             }
             lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, wk, 1.0f, w->dp, wk, w->kg, D, 0.0f, w->og, D);
-            scatter_add(&t->dq, b, h, D, qs + r0, n, w->og, g->scale);
+            scatter_add(&t->dq, b, h, D, qs + r0, n, w->og, g->scale, nthreads);
             lc_gemm(LC_TRANS, LC_NO_TRANS, wk, D, n, g->scale, w->dp, wk, w->qg, D, beta, w->dkg, D);
             lc_gemm(LC_TRANS, LC_NO_TRANS, wk, D, n, 1.0f, w->sc, wk, w->dog, D, beta, w->dvg, D);
         }
-        scatter_add(&t->dk, b, h, D, ks, wk, w->dkg, 1.0f);
-        scatter_add(&t->dv, b, h, D, ks, wk, w->dvg, 1.0f);
+        scatter_add(&t->dk, b, h, D, ks, wk, w->dkg, 1.0f, nthreads);
+        scatter_add(&t->dv, b, h, D, ks, wk, w->dvg, 1.0f, nthreads);
     }
 }
 
 void lc_attn_routing_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     const lc_attn_routing_opts *o = opts;
     check_args(s, o, t);
-    const rt_geom g = rt_geom_of(s, o, lc_get_threads());
+    const rt_geom g = rt_geom_of(s, o, lc_attn_threads(s));
     if (g.S == 0) return;
     const float *used = t->state + (size_t)g.H * g.C * g.D;
     rt_build_plans(&g, t, used, 0, work);

@@ -50,7 +50,7 @@ extern const lc_attn_kind lc_attn_routing;
 
 size_t lc_attn_routing_state_floats(const void *opts, int H, int D);
 void lc_attn_routing_state_init(float *state, const void *opts, int H, int D, uint64_t seed);
-size_t lc_attn_routing_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_routing_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_routing_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_routing_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 

@@ -32,8 +32,10 @@ void lc_attn_routing_members_per_centroid(const lc_attn_shape *s, const lc_attn_
 }
 
 rt_geom rt_geom_of(const lc_attn_shape *s, const lc_attn_routing_opts *o, int nthreads) {
+    if (nthreads < 1) nthreads = 1;
     rt_geom g;
     memset(&g, 0, sizeof g);
+    g.threads = nthreads;
     g.B = s->B, g.H = s->H, g.T = s->T, g.M = s->M, g.S = s->M + s->T, g.D = s->D, g.causal = s->causal;
     g.C = o->clusters, g.W = (o->clusters + 63) / 64, g.scale = s->scale;
     lc_attn_routing_members_per_centroid(s, o, &g.wq, &g.wk);
@@ -45,7 +47,6 @@ rt_geom rt_geom_of(const lc_attn_shape *s, const lc_attn_routing_opts *o, int nt
     const size_t N = (size_t)imax(g.S, 1), D16 = round16((size_t)g.D), BH = (size_t)g.B * g.H;
     const size_t select = round16(2 * N), sums = 4 * D16;
     g.thread_floats = select > sums ? select : sums;
-    if (nthreads < 1) nthreads = 1;
     const size_t R = (size_t)g.R, wk = (size_t)g.wk;
     size_t at = 16;
 #define TAKE(field, floats) (g.field = at, at += round16(floats))
@@ -156,7 +157,7 @@ static void set_masks(const int *sel, int C, int w, int n, int W, uint64_t *mask
  * row's nearest centroid. Cosines: one product of the rows with a block of <= 64 centroids, times 1/|x|. */
 static void plan_rows(const rt_geom *g, const lc_view *x, int b, int h, int n, int w, const float *cent, int *sel,
                       int *assign, float *work) {
-    const int D = g->D, nthreads = lc_get_threads();
+    const int D = g->D, nthreads = g->threads;
     float *sc = work + g->sel_off, *inv = work + g->inv_off, *best = work + g->best_off;
     const float *x0 = rt_row(x, b, 0, h, D);
     (void)nthreads;
@@ -212,7 +213,7 @@ void rt_build_plans(const rt_geom *g, const lc_attn_tensors *t, const float *cen
 
 int lc_attn_routing_members(const lc_attn_shape *s, const lc_attn_routing_opts *o, const lc_attn_tensors *t,
                             const float *cent, int b, int h, int *qsel, int *ksel) {
-    const rt_geom g = rt_geom_of(s, o, lc_get_threads());
+    const rt_geom g = rt_geom_of(s, o, lc_attn_threads(s));
     float *work = malloc(g.total * sizeof(float));
     if (!work) return -1;
     rt_build_plans(&g, t, cent, 0, work);
@@ -231,7 +232,7 @@ static const float *vector_at(const rt_geom *g, const lc_attn_tensors *t, int b,
 /* Sums per (h, c) over the assignments recorded by rt_build_plans (assign != 0). */
 void rt_update_centroids(const rt_geom *g, const lc_attn_routing_opts *o, const lc_attn_tensors *t, const float *used,
                          float *live, float *work) {
-    const int per = g->T + g->S, D = g->D, nthreads = lc_get_threads();
+    const int per = g->T + g->S, D = g->D, nthreads = g->threads;
     const long tasks = (long)g->H * g->C;
     const int *assign = (const int *)(work + g->assign_off);
     (void)nthreads;

@@ -24,6 +24,7 @@
 
 typedef struct {
     int B, H, T, M, S, D, causal, C, W, wq, wk, R;
+    int threads; /* of the shape: the per-thread scratch is laid out for this many */
     float scale;
     size_t thread_floats; /* per-thread scratch */
     /* workspace offsets in floats */

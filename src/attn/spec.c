@@ -208,11 +208,11 @@ int lc_attn_layer_check(const lc_attn_layer *layer, const lc_attn_shape *s, char
     return 0;
 }
 
-size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *s, int nthreads) {
+size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *s) {
     size_t most = 0;
     for (int i = 0; i < layer->n_groups; i++) {
         const lc_attn_shape gs = lc_attn_group_shape(s, &layer->group[i]);
-        const size_t n = layer->group[i].kind->workspace_floats(&gs, layer->group[i].opts, nthreads);
+        const size_t n = layer->group[i].kind->workspace_floats(&gs, layer->group[i].opts);
         most = n > most ? n : most;
     }
     return most;

@@ -51,8 +51,8 @@ lc_attn_shape lc_attn_group_shape(const lc_attn_shape *s, const lc_attn_group *g
  * with a message in err. */
 int lc_attn_layer_check(const lc_attn_layer *layer, const lc_attn_shape *s, char *err, size_t errlen);
 
-/* Workspace floats for running the layer's groups one after another with nthreads threads. */
-size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *s, int nthreads);
+/* Workspace floats for running the layer's groups one after another (with s->threads threads). */
+size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *s);
 
 /* Whether any group of the layer has global tokens (the layer then needs global projections). */
 int lc_attn_layer_has_global(const lc_attn_layer *layer);

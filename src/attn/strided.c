@@ -77,6 +77,7 @@ static int class_length(int first, int end, int s) { return first < end ? (end -
 static lc_attn_shape longest_class(const lc_attn_shape *s, int stride) {
     lc_attn_shape c = {1, 1, class_length(0, s->T, stride), class_length(0, s->M, stride), s->D, s->causal,
                        s->scale, 0, 0};
+    c.threads = s->threads;
     return c;
 }
 
@@ -109,7 +110,7 @@ static lc_attn_shape longest_rel_class(const lc_attn_shape *s, int stride) {
 static size_t strided_rel_workspace(const lc_attn_shape *s, int stride, int nthreads) {
     const lc_attn_shape c = longest_rel_class(s, stride);
     const size_t hd = (size_t)s->H * s->D, rows = (size_t)c.M + c.T;
-    return lc_attn_full_workspace(&c, NULL, nthreads) + (size_t)c.B * c.H * c.T + 2 * rows * hd + 2 * hd;
+    return lc_attn_full_workspace(&c, NULL) + (size_t)c.B * c.H * c.T + 2 * rows * hd + 2 * hd;
 }
 
 /* A class's rows of a view for every batch row and head: row `row`, then every stride-th. */
@@ -124,7 +125,7 @@ static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_
     const lc_attn_relpos *rel = t->rel;
     const lc_attn_shape longest = longest_rel_class(s, stride);
     const int rows = longest.M + longest.T; /* >= every class's key count */
-    float *class_lse = work + lc_attn_full_workspace(&longest, NULL, lc_get_threads());
+    float *class_lse = work + lc_attn_full_workspace(&longest, NULL);
     float *r_rows = class_lse + (size_t)longest.B * longest.H * longest.T, *dr_rows = r_rows + (size_t)rows * HD;
     float *du = dr_rows + (size_t)rows * HD, *dv = du + HD;
     if (backward) {
@@ -179,7 +180,7 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
                                int backward) {
     const int S = s->M + s->T, D = s->D;
     const lc_attn_shape longest = longest_class(s, stride);
-    float *class_lse = work + lc_attn_full_workspace(&longest, NULL, lc_get_threads());
+    float *class_lse = work + lc_attn_full_workspace(&longest, NULL);
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->H; h++)
             for (int r = 0; r < stride && r < S; r++) {
@@ -209,11 +210,12 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
 static size_t strided_plain_workspace(const lc_attn_shape *s, int stride, int nthreads) {
     if (!uses_tiles(s, stride)) return lc_attn_progression_workspace(s, nthreads);
     const lc_attn_shape longest = longest_class(s, stride);
-    return lc_attn_full_workspace(&longest, NULL, nthreads) + (size_t)longest.T;
+    return lc_attn_full_workspace(&longest, NULL) + (size_t)longest.T;
 }
 
 /* With shape.relpos the calls may still pass rel = NULL (plain passes), so the workspace covers both. */
-static size_t strided_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
+static size_t strided_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     const strided_ctx c = strided_ctx_of(s, opts);
     const size_t plain = strided_plain_workspace(s, c.s, nthreads);
     if (!s->relpos) return plain;

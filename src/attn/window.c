@@ -148,6 +148,7 @@ static win_class class_of(const lc_attn_shape *s, int w, int d, int c) {
     if (m > k.n) m = k.n;
     const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, 1, s->scale, w + 1, s->relpos};
     k.s = sub;
+    k.s.threads = s->threads;
     k.first_key = c;
     k.first_query = c + m * d - s->M;
     return k;
@@ -191,7 +192,7 @@ static size_t class_workspace(const lc_attn_shape *s, const lc_attn_window_opts 
         if (h > 0 && d == lc_attn_window_dilation(o, h - 1)) continue;
         for (int c = 0; c < d; c++) {
             const win_class k = class_of(s, o->w, d, c);
-            const size_t need = lc_attn_full_workspace(&k.s, NULL, nthreads);
+            const size_t need = lc_attn_full_workspace(&k.s, NULL);
             most = need > most ? need : most;
         }
     }
@@ -209,7 +210,7 @@ static size_t rel_scratch(const lc_attn_shape *s) {
 static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
     if (all_undilated(s, o)) {
         const lc_attn_shape u = undilated_shape(s, o);
-        return lc_attn_full_workspace(&u, NULL, nthreads);
+        return lc_attn_full_workspace(&u, NULL);
     }
     return class_workspace(s, o, nthreads) + round16((size_t)s->T) + rel_scratch(s);
 }
@@ -248,7 +249,7 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
             lc_attn_full_forward(&u, NULL, t, work);
         return;
     }
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     const size_t full_floats = class_workspace(s, o, nthreads), S = (size_t)s->M + s->T;
     float *scratch = work + full_floats, *rel_work = scratch + round16((size_t)s->T);
     const lc_attn_relpos *rel = t->rel;
@@ -283,8 +284,8 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
 }
 
 /* The band passes and the global-token passes run one after the other, so they share the workspace. */
-size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts, int nthreads) {
-    if (nthreads < 1) nthreads = 1;
+size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts) {
+    const int nthreads = lc_attn_threads(s);
     size_t band;
     if (s->causal) {
         band = causal_workspace(s, opts, nthreads);
@@ -342,7 +343,7 @@ static void bidirectional_forward(const lc_attn_shape *s, const void *opts, cons
     const win_geometry g = win_geometry_of(s, opts);
     const long rows = (long)g.B * g.H * g.T;
     if (rows == 0) return;
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(static, 64)
@@ -400,7 +401,7 @@ static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float
 static void bidirectional_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t,
                                    float *work) {
     const win_geometry g = win_geometry_of(s, opts);
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     float *base = work + 16, *delta = base + (size_t)nthreads * g.thread_floats;
     const long rows = (long)g.B * g.H * g.T, keys = (long)g.B * g.H * g.S;

@@ -37,7 +37,7 @@ static inline int lc_attn_window_dilation(const lc_attn_window_opts *o, int h) {
 }
 
 extern const lc_attn_kind lc_attn_window;
-size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts, int nthreads);
+size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 

@@ -182,7 +182,7 @@ void lc_attn_window_global_forward(const lc_attn_shape *s, const lc_attn_window_
     const glob_geometry g = geometry_of(s, o);
     const long rows = (long)g.B * g.H * g.T;
     if (G->n == 0 || rows == 0) return;
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     const size_t slot = slot_floats(g.D);
 #ifdef _OPENMP
@@ -274,7 +274,7 @@ void lc_attn_window_global_backward(const lc_attn_shape *s, const lc_attn_window
     check_global(s, t->global);
     const glob_geometry g = geometry_of(s, o);
     const long heads = (long)g.B * g.H, tasks = 2 * heads;
-    const int nthreads = lc_get_threads();
+    const int nthreads = lc_attn_threads(s);
     (void)nthreads;
     const size_t slot = slot_floats(g.D);
 #ifdef _OPENMP

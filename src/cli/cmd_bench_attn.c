@@ -133,8 +133,9 @@ static int parse_lengths(const char *text, bench_attn_options *o) {
 }
 
 static lc_attn_shape shape_for(const bench_attn_options *o, int len) {
-    const lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
-                             (float)(1.0 / sqrt((double)o->head_dim)), 0, 0};
+    lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
+                       (float)(1.0 / sqrt((double)o->head_dim)), 0, 0};
+    s.threads = lc_get_threads();
     return s;
 }
 
@@ -184,7 +185,7 @@ static void bench_length(const bench_attn_options *o, int len) {
             if (gr->kind->state_init) gr->kind->state_init(b.state[g], gr->opts, gr->heads, s.D, seed + (uint64_t)g);
         }
     }
-    b.work = take_floats(&b, lc_attn_layer_workspace(layer, &s, lc_get_threads()));
+    b.work = take_floats(&b, lc_attn_layer_workspace(layer, &s));
 
     lc_rng rng;
     lc_rng_seed(&rng, 42);

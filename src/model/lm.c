@@ -307,6 +307,7 @@ static lc_attn_shape layer_shape(const lc_model *m) {
     sh.causal = !is_mlm(c), sh.scale = 1;
     sh.relpos = xl;
     sh.window = xl && c->same_length ? c->mem_len : 0;
+    sh.threads = m->threads;
     return sh;
 }
 
@@ -407,14 +408,37 @@ static void plan_acts(lc_model *m, lc_plan *p) {
         plan_add(p, &s->d_u, "d.u", 1, C, 0);
         plan_add(p, &s->d_v, "d.v", 1, C, 0);
     }
+}
+
+/* The compute plan: the attention workspace for m->threads threads at the model's capacity (the largest
+ * over the layers; they run one after another). */
+static lc_status plan_compute(lc_model *m) {
     const lc_attn_shape sh = layer_shape(m);
-    size_t work = 0;
-    for (int l = 0; l < c->n_layer; l++) {
-        const size_t need = lc_attn_layer_workspace(&m->layers[l], &sh, lc_get_threads());
+    size_t work = 1;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const size_t need = lc_attn_layer_workspace(&m->layers[l], &sh);
         work = need > work ? need : work;
     }
-    plan_add(p, &m->attn_work, "attn.workspace", 1, work ? (long)work : 1, 0);
+    if (m->attn_work && work <= m->attn_work_floats) return LC_OK;
+    float *p = lc_alloc_aligned(work * sizeof(float));
+    if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the attention workspace (%zu MB)", work * 4 >> 20);
+    lc_free(m->attn_work);
+    m->attn_work = p;
+    m->attn_work_floats = work;
+    return LC_OK;
 }
+
+lc_status lc_model_set_threads(lc_model *m, int threads) {
+    const int avail = lc_threads_available();
+    const int n = threads <= 0 || threads > avail ? avail : threads;
+    const int old = m->threads;
+    m->threads = n;
+    lc_status st = plan_compute(m);
+    if (st) m->threads = old;
+    return st;
+}
+
+int lc_model_threads(const lc_model *m) { return m->threads; }
 
 /* Every layer's head groups must accept the shapes the model will run (lengths, memory, positions). */
 static lc_status check_attention(const lc_model *m) {
@@ -462,6 +486,8 @@ static lc_status build_acts(lc_model *m) {
     if (!m->acts) { free(ap.fix); return LC_ERR_NOMEM; }
     plan_patch(&ap, m->acts);
     free(ap.fix);
+    lc_status st_plan = plan_compute(m);
+    if (st_plan) return st_plan;
     if (m->cfg.reversible && !m->rev_store) /* one set of activations for every layer */
         for (int l = 1; l < m->cfg.n_layer; l++) m->bact[l] = m->bact[0];
     m->mem_rows = 0;
@@ -485,6 +511,10 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     if (!m->cfg.attn[0]) strcpy(m->cfg.attn, "full"); /* the default, spelled out (checkpoints record it) */
     m->max_B = max_batch;
     m->seed = seed;
+    { /* the process's thread count, capped at the cores it may use */
+        const int avail = lc_threads_available(), want = lc_get_threads();
+        m->threads = want > avail ? avail : want;
+    }
     int L = cfg->n_layer;
     m->layers = calloc((size_t)L, sizeof *m->layers);
     m->qk_w = calloc((size_t)L, sizeof *m->qk_w);
@@ -555,6 +585,7 @@ void lc_model_free(lc_model *m) {
     lc_free(m->adam_m);
     lc_free(m->adam_v);
     lc_free(m->acts);
+    lc_free(m->attn_work);
     lc_table_free(&m->ptab);
     lc_table_free(&m->atab);
     lc_table_free(&m->stab);
@@ -590,7 +621,7 @@ size_t lc_model_num_params(const lc_model *m) {
 }
 
 size_t lc_model_param_bytes(const lc_model *m) { return 4 * m->ptab.total * sizeof(float); }
-size_t lc_model_activation_bytes(const lc_model *m) { return m->atab.total * sizeof(float); }
+size_t lc_model_activation_bytes(const lc_model *m) { return (m->atab.total + m->attn_work_floats) * sizeof(float); }
 
 void lc_model_zero_grad(lc_model *m) { memset(m->grads, 0, m->ptab.total * sizeof(float)); }
 const float *lc_model_logits(const lc_model *m) { return m->logits; }

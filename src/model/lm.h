@@ -31,7 +31,12 @@ struct lc_model {
     lc_block_acts *bact;
     lc_block_scratch scratch;
     float *lnf, *lnf_mean, *lnf_rstd; /* final LayerNorm (pre-LN only) */
-    float *logits, *dlogits, *losses, *lse, *dres, *tmp, *attn_work;
+    float *logits, *dlogits, *losses, *lse, *dres, *tmp;
+    /* The compute plan: the threads every pass runs with and the attention workspace sized for them,
+     * decided together (lc_model_set_threads re-plans both). */
+    int threads;
+    float *attn_work;
+    size_t attn_work_floats;
     float *rel_scratch; /* XL layers of several head groups: [2 S C] */
     float *head_in, *d_head_in; /* extra tokens: the scored rows of the final hidden state, gathered */
     int *tokens, *targets;  /* the last forward's tokens (extra tokens in front) and targets (as given) */

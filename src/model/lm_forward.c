@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "kernels/kernels.h"
 #include "model/lm.h"
 
@@ -27,6 +28,7 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
     for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) ctx.attn_state[i] = m->group_state[layer * LC_ATTN_MAX_GROUPS + i];
     ctx.global_pos = m->global_pos;
     ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
+    ctx.threads = m->threads;
     ctx.ffn_chunk = c->ffn_chunk;
     ctx.rel_scratch = m->rel_scratch;
     ctx.M = M;
@@ -226,6 +228,7 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     const lc_config *c = &m->cfg;
     lc_status st = check_inputs(m, tokens, targets, B, T);
     if (st) return st;
+    lc_set_threads(m->threads); /* the compute plan's count, for every parallel region of the pass */
     lc_model_expand_shared(m); /* tied Q/K: the projections the blocks (and the key/value cache) read */
     const int G = c->extra_tokens, TT = T + G; /* rows per sequence inside the model */
     long N = (long)B * T, NN = (long)B * TT;
@@ -286,6 +289,7 @@ void lc_model_backward(lc_model *m, float loss_scale) {
     int N = B * T, N_out = B * (T - G); /* model rows, scored rows */
     size_t NC = (size_t)N * C;
     if (!m->have_targets) return; /* nothing to differentiate */
+    lc_set_threads(m->threads);
     lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N_out, V, loss_scale);
     /* d loss / d final hidden state, into dh (N rows) */
     float *dh = c->norm == LC_NORM_PRE ? m->scratch.d_norm : m->dres;

@@ -48,6 +48,7 @@ static lc_attn_shape attn_shape(const lc_block_ctx *c) {
     s.scale = 1.0f / sqrtf((float)s.D);
     s.window = c->window;
     s.relpos = c->relpos;
+    s.threads = c->threads;
     return s;
 }
 

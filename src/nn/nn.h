@@ -72,7 +72,8 @@ typedef struct {
     uint64_t attn_seed; /* fixed per layer: the kinds' random choices (BigBird plans, LSH rotations) */
     float *attn_state[LC_ATTN_MAX_GROUPS]; /* per group: the kind's non-learned state (or NULL) */
     const int *global_pos; /* 0, 1, 2, ...: global token positions (the first n_global of a group) */
-    float *attn_work; /* workspace of lc_attn_layer_workspace() */
+    float *attn_work; /* workspace of lc_attn_layer_workspace() for `threads` threads */
+    int threads;      /* the model's compute plan: threads of the attention kinds (and of every region) */
     float *rel_scratch; /* XL with several head groups: [2 S C] for a group's r and dr columns */
     int ffn_chunk;    /* rows per feed-forward chunk (0: all N rows at once); fc1/act/d_fc1/d_act hold one chunk */
     float *tmp;       /* [N, C] forward scratch */
