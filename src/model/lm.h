@@ -5,6 +5,7 @@
 
 #include "core/table.h"
 #include "longctx.h"
+#include "model/tensors.h"
 #include "nn/nn.h"
 
 struct lc_model {
@@ -14,11 +15,13 @@ struct lc_model {
     long step;      /* optimizer steps done */
     long noise_key; /* keys dropout masks (lc_model_set_noise_key) */
 
-    /* Parameters, gradients and AdamW moments: four allocations laid out by one table. */
+    /* Every parameter and kind state tensor, with its role, decay and initialisation (model/tensors.h).
+     * Parameters, gradients and AdamW moments: four allocations laid out by one table (ptab, in list
+     * order); the pointers below and in blk/gblk are slices of them, filled from the list. */
+    lc_tensor_list tensors;
     lc_table ptab;
     float *params, *grads, *adam_m, *adam_v;
     float *wte, *wpe, *lnf_w, *lnf_b, *head; /* head == wte when tied; wpe NULL for XL */
-    float *shared_u, *shared_v;              /* XL with shared_uv: the one pair every block points to */
     float *g_wte, *g_wpe, *g_lnf_w, *g_lnf_b, *g_head;
     lc_block_weights *blk, *gblk;
 
@@ -74,6 +77,11 @@ struct lc_model {
     int kv_rows, kv_start;
     int r_ready;        /* blocks' r hold every distance for the current weights (kv mode) */
 };
+
+/* The parameter side of lc_model_create / lc_model_free (model/params.c): list the tensors of m->cfg
+ * (m->layers parsed), allocate and bind them, and initialise them from seed; release all of it. */
+lc_status lc_model_build_params(lc_model *m, uint64_t seed);
+void lc_model_free_params(lc_model *m);
 
 /* Q/K tying (cfg.qk_share): refresh the expanded projections from the parameters (before a forward) /
  * fold their gradients back into the parameters' gradients (after a backward). No-ops otherwise. */

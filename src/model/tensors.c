@@ -1,0 +1,163 @@
+/* The list of a model's tensors (see tensors.h): one function that walks the configuration and names
+ * every parameter and every piece of kind state once. */
+#include "model/tensors.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a role implies unless an entry says otherwise: matrices and embeddings are decayed and drawn
+ * from N(0, 0.02^2); biases, LayerNorm parameters, XL position biases and kind tensors are not decayed. */
+static const struct {
+    int decay;
+    lc_tensor_init init;
+} role_defaults[LC_N_ROLES] = {
+    [LC_ROLE_MATRIX] = {1, LC_INIT_NORMAL},     [LC_ROLE_BIAS] = {0, LC_INIT_ZEROS},
+    [LC_ROLE_NORM_GAIN] = {0, LC_INIT_ONES},    [LC_ROLE_NORM_BIAS] = {0, LC_INIT_ZEROS},
+    [LC_ROLE_EMBEDDING] = {1, LC_INIT_NORMAL},  [LC_ROLE_POSITION] = {1, LC_INIT_NORMAL},
+    [LC_ROLE_POS_BIAS] = {0, LC_INIT_NORMAL},   [LC_ROLE_KIND_PARAM] = {0, LC_INIT_KIND},
+    [LC_ROLE_KIND_STATE] = {0, LC_INIT_KIND},
+};
+
+typedef struct {
+    lc_tensor_list *l;
+    int failed;
+    int n_params, n_state; /* slots handed out in each table */
+} builder;
+
+/* Append a tensor; names are formatted from fmt. Returns the entry (NULL after a failure). */
+static lc_tensor *add(builder *b, lc_tensor_role role, lc_tensor_site site, int layer, int layers, long d0, long d1,
+                      const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static lc_tensor *add(builder *b, lc_tensor_role role, lc_tensor_site site, int layer, int layers, long d0, long d1,
+                      const char *fmt, ...) {
+    if (b->failed) return NULL;
+    lc_tensor_list *l = b->l;
+    if (l->n == l->cap) {
+        const int cap = l->cap ? 2 * l->cap : 64;
+        lc_tensor *t = realloc(l->t, (size_t)cap * sizeof *t);
+        if (!t) { b->failed = 1; return NULL; }
+        l->t = t, l->cap = cap;
+    }
+    lc_tensor *t = &l->t[l->n++];
+    memset(t, 0, sizeof *t);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->name, sizeof t->name, fmt, ap);
+    va_end(ap);
+    t->ndim = d1 > 0 ? 2 : 1;
+    t->shape[0] = d0, t->shape[1] = d1 > 0 ? d1 : 0;
+    t->role = role;
+    t->decay = role_defaults[role].decay;
+    t->init = role_defaults[role].init;
+    t->site = site;
+    t->layer = layer, t->layers = layers;
+    t->slot = role == LC_ROLE_KIND_STATE ? b->n_state++ : b->n_params++;
+    return t;
+}
+
+/* One layer's attention module (ln1, projections, XL position terms, global projections, kind tensors),
+ * owned by layer l and used by `span` layers from l on. */
+static void attention_module(builder *b, const lc_config *c, const lc_attn_layer *layer, int l, int span) {
+    const int xl = c->model == LC_MODEL_XL;
+    const long C = c->d_model, H = c->n_head, D = C / H;
+    const long G = c->qk_share > 1 ? H / c->qk_share : 0; /* distinct query/key projections when tied */
+    add(b, LC_ROLE_NORM_GAIN, LC_SITE_LN1_W, l, span, C, 0, "blocks.%d.ln1.weight", l);
+    add(b, LC_ROLE_NORM_BIAS, LC_SITE_LN1_B, l, span, C, 0, "blocks.%d.ln1.bias", l);
+    if (G) {
+        add(b, LC_ROLE_MATRIX, LC_SITE_QK_W, l, 1, 2 * G * D, C, "blocks.%d.attn.qk.weight", l);
+        add(b, LC_ROLE_MATRIX, LC_SITE_V_W, l, 1, C, C, "blocks.%d.attn.v.weight", l);
+        if (!xl) {
+            add(b, LC_ROLE_BIAS, LC_SITE_QK_B, l, 1, 2 * G * D, 0, "blocks.%d.attn.qk.bias", l);
+            add(b, LC_ROLE_BIAS, LC_SITE_V_B, l, 1, C, 0, "blocks.%d.attn.v.bias", l);
+        }
+    } else {
+        add(b, LC_ROLE_MATRIX, LC_SITE_QKV_W, l, span, 3 * C, C, "blocks.%d.attn.qkv.weight", l);
+        if (!xl) add(b, LC_ROLE_BIAS, LC_SITE_QKV_B, l, span, 3 * C, 0, "blocks.%d.attn.qkv.bias", l);
+    }
+    if (xl) add(b, LC_ROLE_MATRIX, LC_SITE_R_W, l, span, C, C, "blocks.%d.attn.r.weight", l);
+    if (xl && !c->shared_uv) {
+        add(b, LC_ROLE_POS_BIAS, LC_SITE_U, l, span, H, D, "blocks.%d.attn.u", l);
+        add(b, LC_ROLE_POS_BIAS, LC_SITE_V, l, span, H, D, "blocks.%d.attn.v", l);
+    }
+    lc_tensor *proj = add(b, LC_ROLE_MATRIX, LC_SITE_PROJ_W, l, span, C, C, "blocks.%d.attn.proj.weight", l);
+    if (proj) proj->init = LC_INIT_RESIDUAL;
+    if (!xl) add(b, LC_ROLE_BIAS, LC_SITE_PROJ_B, l, span, C, 0, "blocks.%d.attn.proj.bias", l);
+    if (lc_attn_layer_has_global(layer)) {
+        add(b, LC_ROLE_MATRIX, LC_SITE_QKVG_W, l, span, 3 * C, C, "blocks.%d.attn.global.qkv.weight", l);
+        if (!xl) add(b, LC_ROLE_BIAS, LC_SITE_QKVG_B, l, span, 3 * C, 0, "blocks.%d.attn.global.qkv.bias", l);
+    }
+    for (int i = 0; i < layer->n_groups; i++) {
+        const lc_attn_group *g = &layer->group[i];
+        const size_t n = g->kind->param_floats
+                             ? g->kind->param_floats(g->opts, g->heads, (int)D, c->seq_len + c->extra_tokens)
+                             : 0;
+        if (!n) continue;
+        lc_tensor *t = add(b, LC_ROLE_KIND_PARAM, LC_SITE_KIND_PARAMS, l, span, (long)n, 0,
+                           "blocks.%d.attn.group%d.params", l, i);
+        if (t) t->group = i, t->init = g->kind->param_init ? LC_INIT_KIND : LC_INIT_ZEROS;
+    }
+}
+
+/* Kind state comes after every parameter in its own table; listing it here keeps one list. */
+static void kind_state(builder *b, const lc_config *c, const lc_attn_layer *layer, int l, int span) {
+    const int D = c->d_model / c->n_head;
+    for (int i = 0; i < layer->n_groups; i++) {
+        const lc_attn_group *g = &layer->group[i];
+        const size_t n = g->kind->state_floats ? g->kind->state_floats(g->opts, g->heads, D) : 0;
+        if (!n) continue;
+        lc_tensor *t = add(b, LC_ROLE_KIND_STATE, LC_SITE_KIND_STATE, l, span, (long)n, 0,
+                           "blocks.%d.attn.group%d.state", l, i);
+        if (t) t->group = i, t->init = g->kind->state_init ? LC_INIT_KIND : LC_INIT_ZEROS;
+    }
+}
+
+lc_status lc_tensors_build(const lc_config *c, const lc_attn_layer *layers, lc_tensor_list *out) {
+    memset(out, 0, sizeof *out);
+    builder b = {out, 0, 0, 0};
+    const int xl = c->model == LC_MODEL_XL, L = c->n_layer;
+    const long C = c->d_model, F = c->d_ff, V = c->vocab, H = c->n_head, D = C / H;
+    const int share = c->attn_share > 1 ? c->attn_share : 1;
+    /* MLM: one more row, the mask symbol; then one row per extra (global) token */
+    const long rows = V + (c->objective == LC_OBJECTIVE_MLM ? 1 : 0) + c->extra_tokens;
+    add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, rows, C, "wte");
+    if (!xl) add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, (long)c->seq_len + c->extra_tokens, C, "wpe");
+    for (int l = 0; l < L; l++) {
+        if (l % share == 0) attention_module(&b, c, &layers[l], l, l + share <= L ? share : L - l);
+        add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LN2_W, l, 1, C, 0, "blocks.%d.ln2.weight", l);
+        add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LN2_B, l, 1, C, 0, "blocks.%d.ln2.bias", l);
+        add(&b, LC_ROLE_MATRIX, LC_SITE_FC1_W, l, 1, F, C, "blocks.%d.ffn.fc1.weight", l);
+        add(&b, LC_ROLE_BIAS, LC_SITE_FC1_B, l, 1, F, 0, "blocks.%d.ffn.fc1.bias", l);
+        lc_tensor *fc2 = add(&b, LC_ROLE_MATRIX, LC_SITE_FC2_W, l, 1, C, F, "blocks.%d.ffn.fc2.weight", l);
+        if (fc2) fc2->init = LC_INIT_RESIDUAL;
+        add(&b, LC_ROLE_BIAS, LC_SITE_FC2_B, l, 1, C, 0, "blocks.%d.ffn.fc2.bias", l);
+    }
+    if (xl && c->shared_uv) {
+        add(&b, LC_ROLE_POS_BIAS, LC_SITE_U, 0, L, H, D, "u");
+        add(&b, LC_ROLE_POS_BIAS, LC_SITE_V, 0, L, H, D, "v");
+    }
+    if (c->norm == LC_NORM_PRE) {
+        add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, C, 0, "ln_f.weight");
+        add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, C, 0, "ln_f.bias");
+    }
+    if (!c->tied) add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, V, C, "lm_head.weight");
+    for (int l = 0; l < L; l += share) kind_state(&b, c, &layers[l], l, l + share <= L ? share : L - l);
+    if (b.failed) {
+        lc_tensors_free(out);
+        return lc_fail(LC_ERR_NOMEM, "out of memory listing the model's tensors");
+    }
+    return LC_OK;
+}
+
+void lc_tensors_free(lc_tensor_list *l) {
+    free(l->t);
+    memset(l, 0, sizeof *l);
+}
+
+size_t lc_tensor_count(const lc_tensor *t) { return (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1); }
+
+const lc_tensor *lc_tensors_find(const lc_tensor_list *l, const char *name) {
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->t[i].name, name) == 0) return &l->t[i];
+    return NULL;
+}

@@ -1,0 +1,76 @@
+/* The one list of a model's tensors: every learned parameter and every piece of attention-kind state,
+ * with its name, shape, role, weight decay, initialisation and the model pointers it fills. Planning,
+ * initialisation, weight decay, gradient mirroring and checkpoint writing and reading all derive from
+ * this list; it depends on the configuration only, so a checkpoint's tensor table can be checked
+ * against it before any model memory is allocated. docs/checkpoint.md documents every name. */
+#ifndef LC_MODEL_TENSORS_H
+#define LC_MODEL_TENSORS_H
+
+#include "attn/spec.h"
+#include "core/table.h"
+#include "longctx.h"
+
+typedef enum {
+    LC_ROLE_MATRIX,     /* a weight matrix [out, in] (and the untied output projection) */
+    LC_ROLE_BIAS,
+    LC_ROLE_NORM_GAIN,  /* LayerNorm weight */
+    LC_ROLE_NORM_BIAS,  /* LayerNorm bias */
+    LC_ROLE_EMBEDDING,  /* byte embedding rows (mask symbol and extra tokens included) */
+    LC_ROLE_POSITION,   /* learned absolute position embedding */
+    LC_ROLE_POS_BIAS,   /* Transformer-XL content and position biases u, v */
+    LC_ROLE_KIND_PARAM, /* learned parameters of an attention kind */
+    LC_ROLE_KIND_STATE, /* non-learned state of an attention kind: no gradient, no moments, no decay */
+    LC_N_ROLES
+} lc_tensor_role;
+
+typedef enum {
+    LC_INIT_NORMAL,   /* N(0, 0.02^2) */
+    LC_INIT_RESIDUAL, /* N(0, (0.02 / sqrt(2 n_layer))^2): projections writing into the residual stream */
+    LC_INIT_ZEROS,
+    LC_INIT_ONES,
+    LC_INIT_KIND      /* the kind's param_init / state_init, seeded by layer and head group */
+} lc_tensor_init;
+
+/* The model pointer a tensor fills. Block sites are fields of lc_block_weights (and of the gradient
+ * block); the QK/V sites hold the tied Q/K parameters behind the expanded projection. */
+typedef enum {
+    LC_SITE_WTE, LC_SITE_WPE, LC_SITE_LNF_W, LC_SITE_LNF_B, LC_SITE_HEAD,
+    LC_SITE_LN1_W, LC_SITE_LN1_B, LC_SITE_QKV_W, LC_SITE_QKV_B, LC_SITE_PROJ_W, LC_SITE_PROJ_B,
+    LC_SITE_LN2_W, LC_SITE_LN2_B, LC_SITE_FC1_W, LC_SITE_FC1_B, LC_SITE_FC2_W, LC_SITE_FC2_B,
+    LC_SITE_R_W, LC_SITE_U, LC_SITE_V, LC_SITE_QKVG_W, LC_SITE_QKVG_B, LC_SITE_KIND_PARAMS,
+    LC_SITE_QK_W, LC_SITE_QK_B, LC_SITE_V_W, LC_SITE_V_B,
+    LC_SITE_KIND_STATE
+} lc_tensor_site;
+
+typedef struct {
+    char name[LC_NAME_MAX];
+    int ndim;
+    long shape[2];
+    lc_tensor_role role;
+    int decay;           /* AdamW weight decay applies */
+    lc_tensor_init init;
+    lc_tensor_site site;
+    int layer, layers;   /* block tensors: used by layers layer .. layer+layers-1 (shared modules, shared u/v) */
+    int group;           /* kind tensors: the head group of `layer` */
+    int slot;            /* index in the model's parameter table, or in its state table for kind state */
+} lc_tensor;
+
+typedef struct {
+    lc_tensor *t;
+    int n, cap;
+} lc_tensor_list;
+
+/* The tensors of a model of config c whose layers parsed to layers[0 .. n_layer), in the order of the
+ * parameter table (which is the order of initialisation draws and of checkpoint files). Slots are
+ * numbered per table. LC_ERR_NOMEM (message set) when out of memory. */
+lc_status lc_tensors_build(const lc_config *c, const lc_attn_layer *layers, lc_tensor_list *out);
+void lc_tensors_free(lc_tensor_list *l);
+
+/* Whether the tensor is a trained parameter (has a gradient and AdamW moments). */
+static inline int lc_tensor_is_param(const lc_tensor *t) { return t->role != LC_ROLE_KIND_STATE; }
+/* Elements of the tensor. */
+size_t lc_tensor_count(const lc_tensor *t);
+/* The tensor named `name`, or NULL. */
+const lc_tensor *lc_tensors_find(const lc_tensor_list *l, const char *name);
+
+#endif
