@@ -42,6 +42,11 @@ typedef struct {
     long sb, st; /* batch and row strides in floats; head stride is D */
 } lc_view;
 
+/* Address of row t of head h in batch b of a view (its D floats follow). */
+static inline float *lc_view_row(const lc_view *v, int b, long t, int h, int D) {
+    return v->p + (long)b * v->sb + t * v->st + (long)h * D;
+}
+
 typedef struct {
     double *p;
     long sb, st;

@@ -152,7 +152,7 @@ static bb_layout bb_layout_of(const lc_attn_shape *s, const lc_attn_bigbird_opts
     }
     L.per_tile = L.b < BB_TILE ? BB_TILE / L.b : 1;
     /* no block is longer than T: a huge b on a short sequence makes no empty tiles */
-    L.per_block = L.b >= BB_TILE ? bb_ceil(full_max(1, full_min(L.b, L.T)), BB_TILE) : 1;
+    L.per_block = L.b >= BB_TILE ? bb_ceil(lc_imax(1, lc_imin(L.b, L.T)), BB_TILE) : 1;
     L.n_front = bb_ceil(L.front_end, BB_TILE);
     L.n_back = bb_ceil(L.T - L.back_begin, BB_TILE);
     const int sparse = L.sb1 - L.sb0;
@@ -174,7 +174,7 @@ static inline int bb_is_sparse(const bb_layout *L, int blk) { return blk >= L->s
 static bb_tile bb_tile_at(const bb_layout *L, int i) {
     bb_tile t = {0, 0, 1, 0, 0};
     if (i < L->n_front) {
-        t.p0 = i * BB_TILE, t.p1 = full_min(t.p0 + BB_TILE, L->front_end);
+        t.p0 = i * BB_TILE, t.p1 = lc_imin(t.p0 + BB_TILE, L->front_end);
         return t;
     }
     i -= L->n_front;
@@ -184,15 +184,15 @@ static bb_tile bb_tile_at(const bb_layout *L, int i) {
             const int blk = L->sb0 + i / L->per_block;
             t.blk0 = blk, t.blk1 = blk + 1;
             t.p0 = bb_block_begin(L, blk) + (i % L->per_block) * BB_TILE;
-            t.p1 = full_min(t.p0 + BB_TILE, bb_block_end(L, blk)); /* may be empty: a short last block */
+            t.p1 = lc_imin(t.p0 + BB_TILE, bb_block_end(L, blk)); /* may be empty: a short last block */
         } else {
-            t.blk0 = L->sb0 + i * L->per_tile, t.blk1 = full_min(t.blk0 + L->per_tile, L->sb1);
+            t.blk0 = L->sb0 + i * L->per_tile, t.blk1 = lc_imin(t.blk0 + L->per_tile, L->sb1);
             t.p0 = bb_block_begin(L, t.blk0), t.p1 = bb_block_end(L, t.blk1 - 1);
         }
         return t;
     }
     i -= L->n_sparse;
-    t.p0 = L->back_begin + i * BB_TILE, t.p1 = full_min(t.p0 + BB_TILE, L->T);
+    t.p0 = L->back_begin + i * BB_TILE, t.p1 = lc_imin(t.p0 + BB_TILE, L->T);
     return t;
 }
 
@@ -259,11 +259,9 @@ static size_t bb_max_entries(const bb_layout *L) {
     return (size_t)L->per_tile * (5 + (size_t)L->r) + (size_t)L->n * L->r + 8;
 }
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
 static size_t bb_scratch_floats(const bb_layout *L) {
     const size_t e = bb_max_entries(L);
-    return BB_TILE + 2 * BB_TILE + round16(2 * e) + round16(4 * (e + 1)) + round16((size_t)L->r + 1);
+    return BB_TILE + 2 * BB_TILE + lc_round16(2 * e) + lc_round16(4 * (e + 1)) + lc_round16((size_t)L->r + 1);
 }
 
 static bb_scratch bb_scratch_at(float *p, const bb_layout *L) {
@@ -271,8 +269,8 @@ static bb_scratch bb_scratch_at(float *p, const bb_layout *L) {
     bb_scratch sc;
     sc.slot_pos = (int *)(void *)p, p += BB_TILE;
     sc.slot_mask = (uint64_t *)(void *)p, p += 2 * BB_TILE;
-    sc.entries = (uint64_t *)(void *)p, p += round16(2 * e);
-    sc.seg = (bb_segment *)(void *)p, p += round16(4 * (e + 1));
+    sc.entries = (uint64_t *)(void *)p, p += lc_round16(2 * e);
+    sc.seg = (bb_segment *)(void *)p, p += lc_round16(4 * (e + 1));
     sc.rnd = (int *)(void *)p;
     return sc;
 }
@@ -285,7 +283,7 @@ static full_geometry bb_geometry(const lc_attn_shape *s) {
 
 /* Inverted plan of one head: query blocks that drew key block kb are list[start[kb] .. start[kb+1]). */
 static size_t bb_inverse_ints(const bb_layout *L, int H) {
-    return round16((size_t)H * (2 * (size_t)L->n + 1) + (size_t)H * L->n * L->r);
+    return lc_round16((size_t)H * (2 * (size_t)L->n + 1) + (size_t)H * L->n * L->r);
 }
 
 /* [16 slack][per thread: tiles, scratch][Delta: B*H*T][inverted plan: start H(n+1), cursor H n, list H n r] */
@@ -293,7 +291,7 @@ size_t lc_attn_bigbird_workspace(const lc_attn_shape *s, const void *opts) {
     const int nthreads = lc_attn_threads(s);
     const bb_layout L = bb_layout_of(s, opts, 0, NULL);
     const full_geometry g = bb_geometry(s);
-    return 16 + (size_t)nthreads * (g.thread_floats + bb_scratch_floats(&L)) + round16((size_t)s->B * s->H * s->T) +
+    return 16 + (size_t)nthreads * (g.thread_floats + bb_scratch_floats(&L)) + lc_round16((size_t)s->B * s->H * s->T) +
            bb_inverse_ints(&L, s->H);
 }
 
@@ -344,7 +342,7 @@ static int bb_query_tile_keys(const bb_layout *L, int h, const bb_tile *tl, bb_s
     int count = bb_merge(L, sc->entries, n, L->G, sc->seg), kept = 0;
     for (int i = 0; i < count; i++) { /* causal: no key after the tile's last query */
         bb_segment s = sc->seg[i];
-        s.end = full_min(s.end, key_end);
+        s.end = lc_imin(s.end, key_end);
         if (s.begin < s.end) sc->seg[kept++] = s;
     }
     return kept;
@@ -368,7 +366,7 @@ static int bb_key_tile_queries(const bb_layout *L, const int *inv_start, const i
     int count = bb_merge(L, sc->entries, n, L->G, sc->seg), kept = 0;
     for (int i = 0; i < count; i++) { /* causal: no query before the tile's first key */
         bb_segment s = sc->seg[i];
-        s.begin = full_max(s.begin, query_begin);
+        s.begin = lc_imax(s.begin, query_begin);
         if (s.begin < s.end) sc->seg[kept++] = s;
     }
     return kept;
@@ -384,7 +382,7 @@ static int bb_next_slots(const bb_scratch *sc, int n_seg, bb_cursor *c) {
     while (n < BB_TILE && c->seg < n_seg) {
         const bb_segment *s = &sc->seg[c->seg];
         if (c->pos < s->begin) c->pos = s->begin;
-        const int take = full_min(BB_TILE - n, s->end - c->pos);
+        const int take = lc_imin(BB_TILE - n, s->end - c->pos);
         for (int i = 0; i < take; i++) sc->slot_pos[n + i] = c->pos + i, sc->slot_mask[n + i] = s->mask;
         n += take, c->pos += take;
         if (c->pos >= s->end) c->seg++;
@@ -400,7 +398,7 @@ static void bb_prefetch_next(const bb_scratch *sc, int n_seg, bb_cursor c, const
     while (n < BB_TILE && c.seg < n_seg) {
         const bb_segment *s = &sc->seg[c.seg];
         if (c.pos < s->begin) c.pos = s->begin;
-        const int take = full_min(BB_TILE - n, s->end - c.pos);
+        const int take = lc_imin(BB_TILE - n, s->end - c.pos);
         full_prefetch_rows(x, g, b, h, c.pos, take);
         full_prefetch_rows(y, g, b, h, c.pos, take);
         n += take, c.pos += take;
@@ -413,7 +411,7 @@ static void bb_prefetch_next(const bb_scratch *sc, int n_seg, bb_cursor c, const
 /* The 64 positions of a tile along the vector lanes: position, validity, and which bit of a segment
  * mask (the block of the position within the tile) decides visibility. */
 typedef struct {
-    full_vi16 pos[4], valid[4], shift[4], high[4];
+    lc_vi16 pos[4], valid[4], shift[4], high[4];
     uint64_t all; /* the mask bits of every block of the tile */
 } bb_lanes;
 
@@ -430,16 +428,16 @@ static void bb_lanes_of(const bb_layout *L, const bb_tile *tl, bb_lanes *ln) {
     ln->all = tl->global || blocks >= 64 ? BB_ALL : ((uint64_t)1 << blocks) - 1;
 }
 
-static inline full_vi16 bb_vi_splat(int x) { return (full_vi16){0} + x; }
+static inline lc_vi16 bb_vi_splat(int x) { return (lc_vi16){0} + x; }
 
 /* Lanes of chunk l that see (are seen by) a gathered row with segment mask m at position p:
  * the row's mask bit of the lane's block; causal: lanes_are_queries ? lane >= p : lane <= p. */
-static inline full_vi16 bb_lane_mask(const bb_lanes *ln, int l, uint64_t m, int p, int causal, int lanes_are_queries) {
-    full_vi16 v = ln->valid[l];
+static inline lc_vi16 bb_lane_mask(const bb_lanes *ln, int l, uint64_t m, int p, int causal, int lanes_are_queries) {
+    lc_vi16 v = ln->valid[l];
     if ((m & ln->all) != ln->all) {
-        const full_vi16 lo = bb_vi_splat((int32_t)(uint32_t)m), hi = bb_vi_splat((int32_t)(uint32_t)(m >> 32));
-        const full_vi16 word = (hi & ln->high[l]) | (lo & ~ln->high[l]);
-        v &= ((word >> ln->shift[l]) & 1) != (full_vi16){0};
+        const lc_vi16 lo = bb_vi_splat((int32_t)(uint32_t)m), hi = bb_vi_splat((int32_t)(uint32_t)(m >> 32));
+        const lc_vi16 word = (hi & ln->high[l]) | (lo & ~ln->high[l]);
+        v &= ((word >> ln->shift[l]) & 1) != (lc_vi16){0};
     }
     if (causal) v &= lanes_are_queries ? ln->pos[l] >= bb_vi_splat(p) : ln->pos[l] <= bb_vi_splat(p);
     return v;
@@ -449,11 +447,11 @@ static inline full_vi16 bb_lane_mask(const bb_lanes *ln, int l, uint64_t m, int 
  * rows and to D_pad columns. */
 static void bb_gather_rows(float *tile, const lc_view *v, const full_geometry *g, int b, int h, const int *pos, int n,
                            float mul) {
-    const int rows = full_round_up(n, 4);
+    const int rows = lc_round_up(n, 4);
     for (int i = 0; i < rows; i++) {
         float *dst = tile + (size_t)i * g->D_pad;
         if (i < n) {
-            const float *src = full_row(v, b, pos[i], h, g->D);
+            const float *src = lc_view_row(v, b, pos[i], h, g->D);
             for (int d = 0; d < g->D; d++) dst[d] = mul * src[d];
             for (int d = g->D; d < g->D_pad; d++) dst[d] = 0;
         } else {
@@ -468,7 +466,7 @@ static const float *bb_rows_operand(float *tile, const lc_view *v, const full_ge
                                     const int *pos, int n, long *ld) {
     if (n == BB_TILE && g->D == g->D_pad && pos[n - 1] - pos[0] == n - 1) {
         *ld = v->st;
-        return full_row(v, b, pos[0], h, g->D);
+        return lc_view_row(v, b, pos[0], h, g->D);
     }
     bb_gather_rows(tile, v, g, b, h, pos, n, 1.0f);
     *ld = g->D_pad;
@@ -491,7 +489,7 @@ static int bb_chunk_unmasked(const bb_layout *L, const bb_tile *tl, const bb_lan
 static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc_attn_tensors *t, int b, int h,
                             const bb_tile *tl, full_tiles *w, bb_scratch *sc) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    const int p0 = tl->p0, n_q = tl->p1 - tl->p0, rows = full_round_up(n_q, 4), dp = g->D_pad;
+    const int p0 = tl->p0, n_q = tl->p1 - tl->p0, rows = lc_round_up(n_q, 4), dp = g->D_pad;
     if (n_q <= 0) return;
     bb_lanes ln;
     bb_lanes_of(L, tl, &ln);
@@ -509,22 +507,22 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
         bb_gather_rows(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, 1.0f);
         bb_prefetch_next(sc, n_seg, cur, &t->k, &t->v, g, b, h);
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
-        full_v16 tile_max[CHUNKS];
-        for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY);
+        lc_v16 tile_max[CHUNKS];
+        for (int l = 0; l < CHUNKS; l++) tile_max[l] = lc_vsplat(-INFINITY);
         if (bb_chunk_unmasked(L, tl, &ln, sc, n_k, 1)) { /* padding lanes hold finite scores of zero queries */
             for (int j = 0; j < n_k; j++)
                 for (int l = 0; l < CHUNKS; l++)
-                    tile_max[l] = full_vmax(tile_max[l], full_vload(w->scores + (size_t)j * FULL_TILE_Q + 16 * l));
+                    tile_max[l] = lc_vmax(tile_max[l], lc_vload(w->scores + (size_t)j * FULL_TILE_Q + 16 * l));
         } else {
             for (int j = 0; j < n_k; j++)
                 for (int l = 0; l < CHUNKS; l++) {
                     float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
-                    const full_vi16 seen = bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1);
-                    const full_v16 masked = full_vselect(seen, full_vload(p), full_vsplat(-INFINITY));
-                    full_vstore(p, masked);
-                    tile_max[l] = full_vmax(tile_max[l], masked);
+                    const lc_vi16 seen = bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1);
+                    const lc_v16 masked = lc_vselect(seen, lc_vload(p), lc_vsplat(-INFINITY));
+                    lc_vstore(p, masked);
+                    tile_max[l] = lc_vmax(tile_max[l], masked);
                 }
         }
         full_softmax_update(w->scores, n_k, tile_max, running_max, running_sum, correction);
@@ -538,7 +536,7 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
     float *lse = t->lse + ((size_t)b * g->H + h) * g->T + p0;
     for (int i = 0; i < n_q; i++) { /* every query sees itself, so the sum is positive */
         const float inv_sum = 1.0f / running_sum[i];
-        float *out = full_row(&t->out, b, p0 + i, h, g->D);
+        float *out = lc_view_row(&t->out, b, p0 + i, h, g->D);
         const float *acc = w->q_acc + (size_t)i * dp;
         for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
         lse[i] = running_max[i] + logf(running_sum[i]);
@@ -594,22 +592,22 @@ void lc_attn_bigbird_forward(const lc_attn_shape *s, const void *opts, const lc_
 static void bb_query_grads_tile(const bb_layout *L, const full_geometry *g, const lc_attn_tensors *t,
                                 const float *delta, int b, int h, const bb_tile *tl, full_tiles *w, bb_scratch *sc) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    const int p0 = tl->p0, n_q = tl->p1 - tl->p0, rows = full_round_up(n_q, 4), dp = g->D_pad;
+    const int p0 = tl->p0, n_q = tl->p1 - tl->p0, rows = lc_round_up(n_q, 4), dp = g->D_pad;
     if (n_q <= 0) return;
     bb_lanes ln;
     bb_lanes_of(L, tl, &ln);
     full_load_transposed(w->q_tile, &t->q, g, b, h, p0, n_q, g->scale);
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, p0, n_q, 1.0f);
     full_load_row_stats(g, t->lse, delta, b, h, p0, n_q, w);
-    full_v16 lse[CHUNKS], row_delta[CHUNKS];
+    lc_v16 lse[CHUNKS], row_delta[CHUNKS];
     for (int l = 0; l < CHUNKS; l++)
-        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+        lse[l] = lc_vload(w->row_a + 16 * l), row_delta[l] = lc_vload(w->row_b + 16 * l);
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
     const int n_seg = bb_query_tile_keys(L, h, tl, sc);
     bb_cursor cur = {0, 0};
     int n_k;
     while ((n_k = bb_next_slots(sc, n_seg, &cur)) > 0) {
-        const int key_rows = full_round_up(n_k, 4);
+        const int key_rows = lc_round_up(n_k, 4);
         long v_ld;
         bb_gather_rows(w->key_a, &t->k, g, b, h, sc->slot_pos, n_k, 1.0f);
         const float *v_rows = bb_rows_operand(w->key_b, &t->v, g, b, h, sc->slot_pos, n_k, &v_ld);
@@ -623,18 +621,18 @@ static void bb_query_grads_tile(const bb_layout *L, const full_geometry *g, cons
             for (int l = 0; l < CHUNKS; l++) {
                 const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                 float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
-                full_v16 prob = full_vexp(full_vload(p) - lse[l]);
+                lc_v16 prob = lc_vexp(lc_vload(p) - lse[l]);
                 if (j >= n_k)
-                    prob = (full_v16){0};
+                    prob = (lc_v16){0};
                 else if (!unmasked)
-                    prob = full_vselect(bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1), prob,
-                                        (full_v16){0});
-                full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
+                    prob = lc_vselect(bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1), prob,
+                                        (lc_v16){0});
+                lc_vstore(ds, prob * (lc_vload(ds) - row_delta[l]));
             }
         full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, key_rows, dp, 1); /* dq += dS k */
     }
     for (int i = 0; i < n_q; i++) {
-        float *dq = full_row(&t->dq, b, p0 + i, h, g->D);
+        float *dq = lc_view_row(&t->dq, b, p0 + i, h, g->D);
         for (int d = 0; d < g->D; d++) dq[d] = g->scale * w->q_acc[(size_t)i * dp + d];
     }
 }
@@ -645,7 +643,7 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
                               const float *delta, int b, int h, const bb_tile *tl, const int *inv_start,
                               const int *inv_list, full_tiles *w, bb_scratch *sc) {
     enum { CHUNKS = FULL_TILE_K / 16 };
-    const int s0 = tl->p0, n_k = tl->p1 - tl->p0, key_rows = full_round_up(n_k, 4), dp = g->D_pad;
+    const int s0 = tl->p0, n_k = tl->p1 - tl->p0, key_rows = lc_round_up(n_k, 4), dp = g->D_pad;
     if (n_k <= 0) return;
     bb_lanes ln;
     bb_lanes_of(L, tl, &ln);
@@ -658,7 +656,7 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
     bb_cursor cur = {0, 0};
     int n_q;
     while ((n_q = bb_next_slots(sc, n_seg, &cur)) > 0) {
-        const int rows = full_round_up(n_q, 4);
+        const int rows = lc_round_up(n_q, 4);
         bb_gather_rows(w->q_tile, &t->q, g, b, h, sc->slot_pos, n_q, g->scale);
         bb_gather_rows(w->dout_tile, &t->dout, g, b, h, sc->slot_pos, n_q, 1.0f);
         bb_prefetch_next(sc, n_seg, cur, &t->q, &t->dout, g, b, h);
@@ -672,16 +670,16 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
             float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
             const float row_lse = i < n_q ? w->row_a[i] : 0.0f, row_delta = i < n_q ? w->row_b[i] : 0.0f;
             for (int l = 0; l < CHUNKS; l++) {
-                full_v16 prob = full_vexp(full_vload(p + 16 * l) - row_lse);
+                lc_v16 prob = lc_vexp(lc_vload(p + 16 * l) - row_lse);
                 if (i >= n_q)
-                    prob = (full_v16){0};
+                    prob = (lc_v16){0};
                 else if (!unmasked)
-                    prob = full_vselect(bb_lane_mask(&ln, l, sc->slot_mask[i], sc->slot_pos[i], L->causal, 0), prob,
-                                        (full_v16){0});
+                    prob = lc_vselect(bb_lane_mask(&ln, l, sc->slot_mask[i], sc->slot_pos[i], L->causal, 0), prob,
+                                        (lc_v16){0});
                 else if (n_k < FULL_TILE_K) /* keep the never-stored padding lanes finite */
-                    prob = full_vselect(ln.valid[l], prob, (full_v16){0});
-                full_vstore(p + 16 * l, prob);
-                full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - row_delta));
+                    prob = lc_vselect(ln.valid[l], prob, (lc_v16){0});
+                lc_vstore(p + 16 * l, prob);
+                lc_vstore(ds + 16 * l, prob * (lc_vload(ds + 16 * l) - row_delta));
             }
         }
         /* dv += P^T dout, dk += dS^T (scale q) */
@@ -723,7 +721,7 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
     (void)nthreads;
     float *base = full_workspace_base(work);
     float *delta = bb_thread_base(base, &g, &L, nthreads);
-    int *inv = (int *)(void *)(delta + round16((size_t)s->B * s->H * s->T));
+    int *inv = (int *)(void *)(delta + lc_round16((size_t)s->B * s->H * s->T));
     int *inv_start = inv, *inv_cursor = inv + (size_t)s->H * (L.n + 1), *inv_list = inv_cursor + (size_t)s->H * L.n;
     const long rows = (long)s->B * s->H * s->T;
 #ifdef _OPENMP
@@ -731,7 +729,7 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
 #endif
     for (long i = 0; i < rows; i++) { /* position-major reads; delta stays indexed (b, h, row) */
         const int h = (int)(i % s->H), row = (int)(i / s->H % s->T), b = (int)(i / s->H / s->T);
-        const float *dout = full_row(&t->dout, b, row, h, s->D), *out = full_row(&t->out, b, row, h, s->D);
+        const float *dout = lc_view_row(&t->dout, b, row, h, s->D), *out = lc_view_row(&t->out, b, row, h, s->D);
         double sum = 0;
         for (int d = 0; d < s->D; d++) sum += (double)dout[d] * out[d];
         delta[((long)b * s->H + h) * s->T + row] = (float)sum;

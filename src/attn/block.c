@@ -21,25 +21,14 @@ enum { PROG_CHUNK = 64, PROG_TASK_ROWS = 64 };
 
 /* ---------------------------------------------------------------- row kernels */
 
-static inline float *prog_row(const lc_view *v, int b, int t, int h, int D) {
-    return v->p + (long)b * v->sb + (long)t * v->st + (long)h * D;
-}
-
 /* a . b over D floats, in a fixed order */
 static inline float prog_dot(const float *a, const float *b, int D) {
-    full_v16 acc = {0};
+    lc_v16 acc = {0};
     int d = 0;
-    for (; d + 16 <= D; d += 16) acc += full_vload(a + d) * full_vload(b + d);
-    float s = full_hsum(acc);
+    for (; d + 16 <= D; d += 16) acc += lc_vload(a + d) * lc_vload(b + d);
+    float s = lc_hsum(acc);
     for (; d < D; d++) s += a[d] * b[d];
     return s;
-}
-
-/* y += a x over D floats */
-static inline void prog_axpy(float *y, float a, const float *x, int D) {
-    int d = 0;
-    for (; d + 16 <= D; d += 16) full_vstore(y + d, full_vload(y + d) + a * full_vload(x + d));
-    for (; d < D; d++) y[d] += a * x[d];
 }
 
 static inline int prog_at(int (*order)(const void *, int), const void *ctx, int i) {
@@ -50,18 +39,18 @@ static inline int prog_at(int (*order)(const void *, int), const void *ctx, int 
 static void forward_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t, int b, int h,
                         int row, float *qs, float *acc) {
     const int D = sh->D;
-    const float *q = prog_row(&t->q, b, row, h, D);
+    const float *q = lc_view_row(&t->q, b, row, h, D);
     for (int d = 0; d < D; d++) qs[d] = sh->scale * q[d], acc[d] = 0;
     const lc_attn_progression keys = pat->keys_of(pat->ctx, row);
     assert(keys.count > 0);
     float run_max = -INFINITY, run_sum = 0;
     float score[PROG_CHUNK] __attribute__((aligned(64)));
     for (int c0 = 0; c0 < keys.count; c0 += PROG_CHUNK) {
-        const int n = full_min(PROG_CHUNK, keys.count - c0);
+        const int n = lc_imin(PROG_CHUNK, keys.count - c0);
         const int key0 = keys.first + c0 * keys.step;
         float chunk_max = -INFINITY;
         for (int j = 0; j < n; j++) {
-            score[j] = prog_dot(qs, prog_row(&t->k, b, key0 + j * keys.step, h, D), D);
+            score[j] = prog_dot(qs, lc_view_row(&t->k, b, key0 + j * keys.step, h, D), D);
             chunk_max = score[j] > chunk_max ? score[j] : chunk_max;
         }
         if (chunk_max > run_max) {
@@ -70,17 +59,17 @@ static void forward_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, con
             for (int d = 0; d < D; d++) acc[d] *= correction;
             run_max = chunk_max;
         }
-        for (int j = n; j < full_round_up(n, 16); j++) score[j] = -INFINITY;
-        full_v16 sum = {0};
+        for (int j = n; j < lc_round_up(n, 16); j++) score[j] = -INFINITY;
+        lc_v16 sum = {0};
         for (int j = 0; j < n; j += 16) {
-            const full_v16 p = full_vexp(full_vload(score + j) - run_max);
-            full_vstore(score + j, p);
+            const lc_v16 p = lc_vexp(lc_vload(score + j) - run_max);
+            lc_vstore(score + j, p);
             sum += p;
         }
-        run_sum += full_hsum(sum);
-        for (int j = 0; j < n; j++) prog_axpy(acc, score[j], prog_row(&t->v, b, key0 + j * keys.step, h, D), D);
+        run_sum += lc_hsum(sum);
+        for (int j = 0; j < n; j++) lc_vaxpy(acc, score[j], lc_view_row(&t->v, b, key0 + j * keys.step, h, D), D);
     }
-    float *out = prog_row(&t->out, b, row, h, D);
+    float *out = lc_view_row(&t->out, b, row, h, D);
     const float inv_sum = 1.0f / run_sum; /* the row max contributes exp(0) = 1 */
     for (int d = 0; d < D; d++) out[d] = acc[d] * inv_sum;
     t->lse[((size_t)b * sh->H + h) * sh->T + row] = run_max + logf(run_sum);
@@ -90,28 +79,28 @@ static void forward_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, con
 static void query_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t,
                            const float *delta, int b, int h, int row, float *qs, float *acc) {
     const int D = sh->D;
-    const float *q = prog_row(&t->q, b, row, h, D), *dout = prog_row(&t->dout, b, row, h, D);
+    const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
     for (int d = 0; d < D; d++) qs[d] = sh->scale * q[d], acc[d] = 0;
     const size_t r = ((size_t)b * sh->H + h) * sh->T + row;
     const float lse = t->lse[r], row_delta = delta[r];
     const lc_attn_progression keys = pat->keys_of(pat->ctx, row);
     float p[PROG_CHUNK] __attribute__((aligned(64))), dp[PROG_CHUNK] __attribute__((aligned(64)));
     for (int c0 = 0; c0 < keys.count; c0 += PROG_CHUNK) {
-        const int n = full_min(PROG_CHUNK, keys.count - c0);
+        const int n = lc_imin(PROG_CHUNK, keys.count - c0);
         const int key0 = keys.first + c0 * keys.step;
         for (int j = 0; j < n; j++) {
             const int key = key0 + j * keys.step;
-            p[j] = prog_dot(qs, prog_row(&t->k, b, key, h, D), D);
-            dp[j] = prog_dot(dout, prog_row(&t->v, b, key, h, D), D);
+            p[j] = prog_dot(qs, lc_view_row(&t->k, b, key, h, D), D);
+            dp[j] = prog_dot(dout, lc_view_row(&t->v, b, key, h, D), D);
         }
-        for (int j = n; j < full_round_up(n, 16); j++) p[j] = -INFINITY, dp[j] = 0;
+        for (int j = n; j < lc_round_up(n, 16); j++) p[j] = -INFINITY, dp[j] = 0;
         for (int j = 0; j < n; j += 16) {
-            const full_v16 prob = full_vexp(full_vload(p + j) - lse);
-            full_vstore(dp + j, prob * (full_vload(dp + j) - row_delta));
+            const lc_v16 prob = lc_vexp(lc_vload(p + j) - lse);
+            lc_vstore(dp + j, prob * (lc_vload(dp + j) - row_delta));
         }
-        for (int j = 0; j < n; j++) prog_axpy(acc, dp[j], prog_row(&t->k, b, key0 + j * keys.step, h, D), D);
+        for (int j = 0; j < n; j++) lc_vaxpy(acc, dp[j], lc_view_row(&t->k, b, key0 + j * keys.step, h, D), D);
     }
-    float *dq = prog_row(&t->dq, b, row, h, D);
+    float *dq = lc_view_row(&t->dq, b, row, h, D);
     for (int d = 0; d < D; d++) dq[d] = sh->scale * acc[d];
 }
 
@@ -119,34 +108,34 @@ static void query_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, 
 static void key_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t,
                          const float *delta, int b, int h, int key, float *dk_acc, float *dv_acc) {
     const int D = sh->D;
-    const float *k = prog_row(&t->k, b, key, h, D), *v = prog_row(&t->v, b, key, h, D);
+    const float *k = lc_view_row(&t->k, b, key, h, D), *v = lc_view_row(&t->v, b, key, h, D);
     for (int d = 0; d < D; d++) dk_acc[d] = 0, dv_acc[d] = 0;
     const lc_attn_progression queries = pat->queries_of(pat->ctx, key);
     const size_t r0 = ((size_t)b * sh->H + h) * sh->T;
     float p[PROG_CHUNK] __attribute__((aligned(64))), ds[PROG_CHUNK] __attribute__((aligned(64)));
     float lse[PROG_CHUNK] __attribute__((aligned(64))), dl[PROG_CHUNK] __attribute__((aligned(64)));
     for (int c0 = 0; c0 < queries.count; c0 += PROG_CHUNK) {
-        const int n = full_min(PROG_CHUNK, queries.count - c0);
+        const int n = lc_imin(PROG_CHUNK, queries.count - c0);
         const int row0 = queries.first + c0 * queries.step;
         for (int i = 0; i < n; i++) {
             const int row = row0 + i * queries.step;
-            p[i] = sh->scale * prog_dot(prog_row(&t->q, b, row, h, D), k, D);
-            ds[i] = prog_dot(prog_row(&t->dout, b, row, h, D), v, D);
+            p[i] = sh->scale * prog_dot(lc_view_row(&t->q, b, row, h, D), k, D);
+            ds[i] = prog_dot(lc_view_row(&t->dout, b, row, h, D), v, D);
             lse[i] = t->lse[r0 + row], dl[i] = delta[r0 + row];
         }
-        for (int i = n; i < full_round_up(n, 16); i++) p[i] = -INFINITY, ds[i] = 0, lse[i] = 0, dl[i] = 0;
+        for (int i = n; i < lc_round_up(n, 16); i++) p[i] = -INFINITY, ds[i] = 0, lse[i] = 0, dl[i] = 0;
         for (int i = 0; i < n; i += 16) {
-            const full_v16 prob = full_vexp(full_vload(p + i) - full_vload(lse + i));
-            full_vstore(p + i, prob);
-            full_vstore(ds + i, prob * (full_vload(ds + i) - full_vload(dl + i)));
+            const lc_v16 prob = lc_vexp(lc_vload(p + i) - lc_vload(lse + i));
+            lc_vstore(p + i, prob);
+            lc_vstore(ds + i, prob * (lc_vload(ds + i) - lc_vload(dl + i)));
         }
         for (int i = 0; i < n; i++) {
             const int row = row0 + i * queries.step;
-            prog_axpy(dv_acc, p[i], prog_row(&t->dout, b, row, h, D), D);
-            prog_axpy(dk_acc, ds[i], prog_row(&t->q, b, row, h, D), D);
+            lc_vaxpy(dv_acc, p[i], lc_view_row(&t->dout, b, row, h, D), D);
+            lc_vaxpy(dk_acc, ds[i], lc_view_row(&t->q, b, row, h, D), D);
         }
     }
-    float *dk = prog_row(&t->dk, b, key, h, D), *dv = prog_row(&t->dv, b, key, h, D);
+    float *dk = lc_view_row(&t->dk, b, key, h, D), *dv = lc_view_row(&t->dv, b, key, h, D);
     for (int d = 0; d < D; d++) dk[d] = sh->scale * dk_acc[d], dv[d] = dv_acc[d];
 }
 
@@ -155,7 +144,7 @@ static void key_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, co
 /* Workspace: [16 floats of alignment slack][per thread: 2 x D_pad][Delta: B*H*T]. */
 size_t lc_attn_progression_workspace(const lc_attn_shape *s, int nthreads) {
     if (nthreads < 1) nthreads = 1;
-    return 16 + (size_t)nthreads * 2 * full_round_up(s->D, 16) + (size_t)s->B * s->H * s->T;
+    return 16 + (size_t)nthreads * 2 * lc_round_up(s->D, 16) + (size_t)s->B * s->H * s->T;
 }
 
 static void check_shape(const lc_attn_shape *s, const lc_attn_tensors *t) {
@@ -169,7 +158,7 @@ void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *
                                  float *work) {
     check_shape(s, t);
     if (s->B == 0 || s->H == 0 || s->T == 0) return;
-    const int nthreads = lc_attn_threads(s), D_pad = full_round_up(s->D, 16);
+    const int nthreads = lc_attn_threads(s), D_pad = lc_round_up(s->D, 16);
     (void)nthreads; /* only the OpenMP build uses it */
     float *base = full_workspace_base(work);
     const long per_head = (s->T + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, tasks = (long)s->B * s->H * per_head;
@@ -180,7 +169,7 @@ void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *
         float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
         const long head = task / per_head;
         const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % per_head) * PROG_TASK_ROWS;
-        for (int i = i0; i < full_min(s->T, i0 + PROG_TASK_ROWS); i++)
+        for (int i = i0; i < lc_imin(s->T, i0 + PROG_TASK_ROWS); i++)
             forward_row(s, pat, t, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
     }
 }
@@ -194,12 +183,12 @@ void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern 
         for (int b = 0; b < s->B; b++)
             for (int j = 0; j < S; j++)
                 for (int h = 0; h < s->H; h++) {
-                    memset(prog_row(&t->dk, b, j, h, s->D), 0, sizeof(float) * s->D);
-                    memset(prog_row(&t->dv, b, j, h, s->D), 0, sizeof(float) * s->D);
+                    memset(lc_view_row(&t->dk, b, j, h, s->D), 0, sizeof(float) * s->D);
+                    memset(lc_view_row(&t->dv, b, j, h, s->D), 0, sizeof(float) * s->D);
                 }
         return;
     }
-    const int nthreads = lc_attn_threads(s), D_pad = full_round_up(s->D, 16);
+    const int nthreads = lc_attn_threads(s), D_pad = lc_round_up(s->D, 16);
     (void)nthreads;
     float *base = full_workspace_base(work);
     float *delta = base + (size_t)nthreads * 2 * D_pad;
@@ -209,7 +198,7 @@ void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern 
 #endif
     for (long r = 0; r < rows; r++) {
         const int row = (int)(r % s->T), h = (int)(r / s->T % s->H), b = (int)(r / s->T / s->H);
-        const float *dout = prog_row(&t->dout, b, row, h, s->D), *out = prog_row(&t->out, b, row, h, s->D);
+        const float *dout = lc_view_row(&t->dout, b, row, h, s->D), *out = lc_view_row(&t->out, b, row, h, s->D);
         double sum = 0;
         for (int d = 0; d < s->D; d++) sum += (double)dout[d] * out[d];
         delta[r] = (float)sum;
@@ -223,7 +212,7 @@ void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern 
         float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
         const long head = task / q_per_head;
         const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % q_per_head) * PROG_TASK_ROWS;
-        for (int i = i0; i < full_min(s->T, i0 + PROG_TASK_ROWS); i++)
+        for (int i = i0; i < lc_imin(s->T, i0 + PROG_TASK_ROWS); i++)
             query_grad_row(s, pat, t, delta, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
     }
     /* key pass: dk, dv of all S rows (rows no query sees get 0) */
@@ -235,7 +224,7 @@ void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern 
         float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
         const long head = task / k_per_head;
         const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % k_per_head) * PROG_TASK_ROWS;
-        for (int i = i0; i < full_min(S, i0 + PROG_TASK_ROWS); i++)
+        for (int i = i0; i < lc_imin(S, i0 + PROG_TASK_ROWS); i++)
             key_grad_row(s, pat, t, delta, b, h, prog_at(pat->key_at, pat->ctx, i), w, w + D_pad);
     }
 }
@@ -299,7 +288,7 @@ static full_geometry block_geometry(const lc_attn_shape *s) {
 }
 
 /* Lanes of queries t0 + 16 l + lane (0..15) that see key `key` (key-major tiles), -1, others 0. */
-static inline full_vi16 block_queries_seeing(const block_ctx *c, int t0, int l, int key) {
+static inline lc_vi16 block_queries_seeing(const block_ctx *c, int t0, int l, int key) {
     const lc_attn_progression r = block_queries_of(c, key);
     return full_band_mask(t0 + 16 * l, r.first, r.first + r.count);
 }
@@ -307,15 +296,15 @@ static inline full_vi16 block_queries_seeing(const block_ctx *c, int t0, int l, 
 static void block_online_softmax_tile(const block_ctx *c, float *scores_t, int t0, int s0, int n_k,
                                       float *running_max, float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    full_v16 tile_max[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY);
+    lc_v16 tile_max[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) tile_max[l] = lc_vsplat(-INFINITY);
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const full_v16 masked =
-                full_vselect(block_queries_seeing(c, t0, l, s0 + j), full_vload(p), full_vsplat(-INFINITY));
-            full_vstore(p, masked);
-            tile_max[l] = full_vmax(tile_max[l], masked);
+            const lc_v16 masked =
+                lc_vselect(block_queries_seeing(c, t0, l, s0 + j), lc_vload(p), lc_vsplat(-INFINITY));
+            lc_vstore(p, masked);
+            tile_max[l] = lc_vmax(tile_max[l], masked);
         }
     full_softmax_update(scores_t, n_k, tile_max, running_max, running_sum, correction);
 }
@@ -328,7 +317,7 @@ static void block_tile_keys(const block_ctx *c, int t0, int n_q, int *begin, int
 
 static void block_forward_tile(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t, int b, int h,
                                int q_tile, full_tiles *w) {
-    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
     const int dp = g->D_pad;
     float *running_max = w->row_a, *running_sum = w->row_b;
     float correction[FULL_TILE_Q];
@@ -344,12 +333,12 @@ static void block_forward_tile(const block_ctx *c, const full_geometry *g, const
     int key_begin, key_end;
     block_tile_keys(c, t0, n_q, &key_begin, &key_end);
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = full_min(FULL_TILE_K, key_end - s0);
+        const int n_k = lc_imin(FULL_TILE_K, key_end - s0);
         long k_ld;
         const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
         full_load_rows(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
         if (rel) {
             full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
@@ -366,7 +355,7 @@ static void block_forward_tile(const block_ctx *c, const full_geometry *g, const
     float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
     for (int i = 0; i < n_q; i++) { /* every query sees itself, so the sum is positive */
         const float inv_sum = 1.0f / running_sum[i];
-        float *out = full_row(&t->out, b, t0 + i, h, g->D);
+        float *out = lc_view_row(&t->out, b, t0 + i, h, g->D);
         const float *acc = w->q_acc + (size_t)i * dp;
         for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
         lse[i] = running_max[i] + logf(running_sum[i]);
@@ -376,7 +365,7 @@ static void block_forward_tile(const block_ctx *c, const full_geometry *g, const
 /* dk, dv of the key tile [s0, s0 + n_k): query-major tiles (row i = query t0 + i, keys along the lanes). */
 static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
                                  const float *delta, int b, int h, int k_tile, full_tiles *w) {
-    const int s0 = k_tile * FULL_TILE_K, n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+    const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0), key_rows = lc_round_up(n_k, 4);
     const int dp = g->D_pad;
     full_load_transposed(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
     full_load_transposed(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
@@ -385,7 +374,7 @@ static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, con
     const lc_attn_progression first = block_queries_of(c, s0), last = block_queries_of(c, s0 + n_k - 1);
     const int query_begin = first.first, query_end = last.count ? last.first + last.count : first.first;
     for (int t0 = query_begin; t0 < query_end; t0 += FULL_TILE_Q) {
-        const int n_q = full_min(FULL_TILE_Q, query_end - t0), rows = full_round_up(n_q, 4);
+        const int n_q = lc_imin(FULL_TILE_Q, query_end - t0), rows = lc_round_up(n_q, 4);
         full_load_rows(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
         full_load_rows(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
         full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
@@ -396,7 +385,7 @@ static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, con
             int key_first = 0, key_end = 0;
             if (i < n_q) {
                 const lc_attn_progression keys = block_keys_of(c, t0 + i);
-                key_first = keys.first - s0, key_end = full_min(n_k, keys.first + keys.count - s0);
+                key_first = keys.first - s0, key_end = lc_imin(n_k, keys.first + keys.count - s0);
             }
             full_row_probs_and_dscores(p, ds, key_first, key_end, w->row_a[i], w->row_b[i]);
         }
@@ -411,19 +400,19 @@ static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, con
 static void block_query_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
                                    const float *delta, int b, int h, int q_tile, full_tiles *w) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
     const int dp = g->D_pad;
     full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
     full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
-    full_v16 lse[CHUNKS], row_delta[CHUNKS];
+    lc_v16 lse[CHUNKS], row_delta[CHUNKS];
     for (int l = 0; l < CHUNKS; l++)
-        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+        lse[l] = lc_vload(w->row_a + 16 * l), row_delta[l] = lc_vload(w->row_b + 16 * l);
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
     int key_begin, key_end;
     block_tile_keys(c, t0, n_q, &key_begin, &key_end);
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = full_min(FULL_TILE_K, key_end - s0), key_rows = full_round_up(n_k, 4);
+        const int n_k = lc_imin(FULL_TILE_K, key_end - s0), key_rows = lc_round_up(n_k, 4);
         long v_ld;
         full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
         const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
@@ -433,14 +422,14 @@ static void block_query_tile_grads(const block_ctx *c, const full_geometry *g, c
             for (int l = 0; l < CHUNKS; l++) {
                 const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                 float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
-                const full_vi16 seen = j < n_k ? block_queries_seeing(c, t0, l, s0 + j) : (full_vi16){0};
-                const full_v16 prob = full_vselect(seen, full_vexp(full_vload(p) - lse[l]), (full_v16){0});
-                full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
+                const lc_vi16 seen = j < n_k ? block_queries_seeing(c, t0, l, s0 + j) : (lc_vi16){0};
+                const lc_v16 prob = lc_vselect(seen, lc_vexp(lc_vload(p) - lse[l]), (lc_v16){0});
+                lc_vstore(ds, prob * (lc_vload(ds) - row_delta[l]));
             }
         full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, key_rows, dp, 1); /* dq += dS k */
     }
     for (int i = 0; i < n_q; i++) {
-        float *dq = full_row(&t->dq, b, t0 + i, h, g->D);
+        float *dq = lc_view_row(&t->dq, b, t0 + i, h, g->D);
         for (int d = 0; d < g->D; d++) dq[d] = g->scale * w->q_acc[(size_t)i * dp + d];
     }
 }
@@ -507,8 +496,8 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
         for (int b = 0; b < g.B; b++)
             for (int j = 0; j < g.S; j++)
                 for (int h = 0; h < g.H; h++) {
-                    memset(full_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
-                    memset(full_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
+                    memset(lc_view_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
+                    memset(lc_view_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
                 }
         return;
     }
@@ -521,7 +510,7 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
 #endif
     for (long i = 0; i < rows; i++) { /* position-major reads; delta stays indexed (b, h, row) */
         const int h = (int)(i % g.H), row = (int)(i / g.H % g.T), b = (int)(i / g.H / g.T);
-        const float *dout = full_row(&t->dout, b, row, h, g.D), *out = full_row(&t->out, b, row, h, g.D);
+        const float *dout = lc_view_row(&t->dout, b, row, h, g.D), *out = lc_view_row(&t->out, b, row, h, g.D);
         double sum = 0;
         for (int d = 0; d < g.D; d++) sum += (double)dout[d] * out[d];
         delta[((long)b * g.H + h) * g.T + row] = (float)sum;

@@ -89,8 +89,6 @@ typedef struct {
 /* Pooled blocks per backward task of pass 2b. */
 #define CMP_GROUP 16
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
 static cmp_geometry geometry_of(const lc_attn_shape *s, const void *opts) {
     const lc_attn_compressed_opts *o = opts;
     assert(o && o->w >= 1 && o->s >= 1);
@@ -103,9 +101,9 @@ static cmp_geometry geometry_of(const lc_attn_shape *s, const void *opts) {
     if (raw > g.S) raw = g.S;
     g.max_cols = raw + g.nb;
     if (g.max_cols < 1) g.max_cols = 1;
-    g.pooled_floats = round16((size_t)g.B * g.H * (size_t)g.nb * g.D);
+    g.pooled_floats = lc_round16((size_t)g.B * g.H * (size_t)g.nb * g.D);
     g.groups = (g.nb + CMP_GROUP - 1) / CMP_GROUP;
-    g.thread_floats = round16((size_t)g.max_cols) + 2 * CMP_GROUP * round16((size_t)g.D);
+    g.thread_floats = lc_round16((size_t)g.max_cols) + 2 * CMP_GROUP * lc_round16((size_t)g.D);
     return g;
 }
 
@@ -133,13 +131,6 @@ static inline long block_size(const cmp_geometry *g, long j) {
     return end - j * g->s;
 }
 
-static inline const float *row_of(const lc_view *v, int b, long r, int h, int D) {
-    return v->p + (long)b * v->sb + r * v->st + (long)h * D;
-}
-static inline float *row_of_w(const lc_view *v, int b, long r, int h, int D) {
-    return v->p + (long)b * v->sb + r * v->st + (long)h * D;
-}
-
 typedef struct {
     float *kbar, *vbar, *dkbar, *dvbar, *delta, *threads;
 } cmp_work;
@@ -151,14 +142,14 @@ static cmp_work work_of(const cmp_geometry *g, float *work) {
     w.dkbar = w.vbar + g->pooled_floats;
     w.dvbar = w.dkbar + g->pooled_floats;
     w.delta = w.dvbar + g->pooled_floats;
-    w.threads = w.delta + round16((size_t)g->B * g->H * g->T);
+    w.threads = w.delta + lc_round16((size_t)g->B * g->H * g->T);
     return w;
 }
 
 size_t lc_attn_compressed_workspace(const lc_attn_shape *s, const void *opts) {
     const int nthreads = lc_attn_threads(s);
     const cmp_geometry g = geometry_of(s, opts);
-    return 4 * g.pooled_floats + round16((size_t)g.B * g.H * g.T) + (size_t)nthreads * g.thread_floats;
+    return 4 * g.pooled_floats + lc_round16((size_t)g.B * g.H * g.T) + (size_t)nthreads * g.thread_floats;
 }
 
 static void check_args(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t) {
@@ -179,8 +170,8 @@ static void pool_block(const cmp_geometry *g, const lc_attn_tensors *t, const cm
     memset(vb, 0, sizeof(float) * (size_t)D);
     const long n = block_size(g, j);
     for (long r = j * g->s; r < j * g->s + n; r++) {
-        lc_vaxpy(kb, 1.0f, row_of(&t->k, b, r, h, D), D);
-        lc_vaxpy(vb, 1.0f, row_of(&t->v, b, r, h, D), D);
+        lc_vaxpy(kb, 1.0f, lc_view_row(&t->k, b, r, h, D), D);
+        lc_vaxpy(vb, 1.0f, lc_view_row(&t->v, b, r, h, D), D);
     }
     const float inv = 1.0f / (float)n;
     for (int e = 0; e < D; e++) kb[e] *= inv, vb[e] *= inv;
@@ -194,8 +185,8 @@ static void forward_row(const cmp_geometry *g, const lc_attn_tensors *t, const c
     const long p = (long)g->M + row;
     const cmp_cols c = cols_of(g, p);
     const float *kb = w->kbar + ((size_t)b * g->H + h) * g->nb * D, *vb = w->vbar + ((size_t)b * g->H + h) * g->nb * D;
-    const float *q = row_of(&t->q, b, row, h, D);
-    float *scores = scratch, *acc = scratch + round16((size_t)g->max_cols);
+    const float *q = lc_view_row(&t->q, b, row, h, D);
+    float *scores = scratch, *acc = scratch + lc_round16((size_t)g->max_cols);
     long n = 0;
     float max = -INFINITY;
     for (long j = 0; j < c.left; j++) {
@@ -209,7 +200,7 @@ static void forward_row(const cmp_geometry *g, const lc_attn_tensors *t, const c
         max = sc > max ? sc : max;
     }
     for (long k = c.lo; k <= c.hi; k++) {
-        const float sc = g->scale * lc_vdot(q, row_of(&t->k, b, k, h, D), D);
+        const float sc = g->scale * lc_vdot(q, lc_view_row(&t->k, b, k, h, D), D);
         scores[n++] = sc;
         max = sc > max ? sc : max;
     }
@@ -220,8 +211,8 @@ static void forward_row(const cmp_geometry *g, const lc_attn_tensors *t, const c
     n = 0;
     for (long j = 0; j < c.left; j++) lc_vaxpy(acc, scores[n++], vb + j * D, D);
     for (long j = c.right0; j < g->nb; j++) lc_vaxpy(acc, scores[n++], vb + j * D, D);
-    for (long k = c.lo; k <= c.hi; k++) lc_vaxpy(acc, scores[n++], row_of(&t->v, b, k, h, D), D);
-    float *out = row_of_w(&t->out, b, row, h, D);
+    for (long k = c.lo; k <= c.hi; k++) lc_vaxpy(acc, scores[n++], lc_view_row(&t->v, b, k, h, D), D);
+    float *out = lc_view_row(&t->out, b, row, h, D);
     const float inv = 1.0f / sum; /* every query sees itself */
     for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
     t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
@@ -263,7 +254,7 @@ static void dq_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_wo
     const long p = (long)g->M + row, r = ((long)b * g->H + h) * g->T + row;
     const cmp_cols c = cols_of(g, p);
     const float *kb = w->kbar + ((size_t)b * g->H + h) * g->nb * D, *vb = w->vbar + ((size_t)b * g->H + h) * g->nb * D;
-    const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+    const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
     const float lse = t->lse[r], dl = w->delta[r];
     memset(acc, 0, sizeof(float) * (size_t)D);
     for (int side = 0; side < 2; side++) {
@@ -275,11 +266,11 @@ static void dq_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_wo
         }
     }
     for (long k = c.lo; k <= c.hi; k++) {
-        const float *kr = row_of(&t->k, b, k, h, D);
+        const float *kr = lc_view_row(&t->k, b, k, h, D);
         const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
-        lc_vaxpy(acc, prob * (lc_vdot(dout, row_of(&t->v, b, k, h, D), D) - dl), kr, D);
+        lc_vaxpy(acc, prob * (lc_vdot(dout, lc_view_row(&t->v, b, k, h, D), D) - dl), kr, D);
     }
-    float *dq = row_of_w(&t->dq, b, row, h, D);
+    float *dq = lc_view_row(&t->dq, b, row, h, D);
     for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
 }
 
@@ -289,7 +280,7 @@ static void dq_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_wo
 static void dpooled_group(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, int b, int h, long j0,
                           long j1, float *acc_k, float *acc_v) {
     const int D = g->D;
-    const size_t head = ((size_t)b * g->H + h) * g->nb, dstride = round16((size_t)D);
+    const size_t head = ((size_t)b * g->H + h) * g->nb, dstride = lc_round16((size_t)D);
     const float *kb = w->kbar + head * D, *vb = w->vbar + head * D;
     const long r0 = ((long)b * g->H + h) * g->T, last = g->S - 1;
     memset(acc_k, 0, sizeof(float) * dstride * (size_t)(j1 - j0));
@@ -304,7 +295,7 @@ static void dpooled_group(const cmp_geometry *g, const lc_attn_tensors *t, const
         for (long p = p0; p <= p1; p++) {
             const long row = p - g->M;
             const cmp_cols c = cols_of(g, p);
-            const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+            const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
             const float lse = t->lse[r0 + row], dl = w->delta[r0 + row];
             for (int side = 0; side < 2; side++) {
                 long a = side ? c.right0 : 0, e = side ? g->nb : c.left;
@@ -329,7 +320,7 @@ static void dpooled_group(const cmp_geometry *g, const lc_attn_tensors *t, const
 static void dkv_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, int b, int h, long key,
                     float *acc_k, float *acc_v) {
     const int D = g->D;
-    const float *kr = row_of(&t->k, b, key, h, D), *vr = row_of(&t->v, b, key, h, D);
+    const float *kr = lc_view_row(&t->k, b, key, h, D), *vr = lc_view_row(&t->v, b, key, h, D);
     const long r0 = ((long)b * g->H + h) * g->T, last = g->S - 1;
     memset(acc_k, 0, sizeof(float) * (size_t)D);
     memset(acc_v, 0, sizeof(float) * (size_t)D);
@@ -339,7 +330,7 @@ static void dkv_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_w
     p1 = p1 < last ? p1 : last;
     for (long p = p0; p <= p1; p++) {
         const long row = p - g->M;
-        const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+        const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
         const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - t->lse[r0 + row]);
         const float ds = prob * (lc_vdot(dout, vr, D) - w->delta[r0 + row]);
         lc_vaxpy(acc_v, prob, dout, D);
@@ -349,7 +340,7 @@ static void dkv_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_w
     const size_t at = (((size_t)b * g->H + h) * g->nb + j) * D;
     const float inv = 1.0f / (float)block_size(g, j);
     const float *dkb = w->dkbar + at, *dvb = w->dvbar + at;
-    float *dk = row_of_w(&t->dk, b, key, h, D), *dv = row_of_w(&t->dv, b, key, h, D);
+    float *dk = lc_view_row(&t->dk, b, key, h, D), *dv = lc_view_row(&t->dv, b, key, h, D);
     for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e] + inv * dkb[e], dv[e] = acc_v[e] + inv * dvb[e];
 }
 
@@ -366,7 +357,7 @@ void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const
 #endif
     {
         float *scratch = w.threads + (size_t)lc_thread_id() * g.thread_floats;
-        float *acc_a = scratch + round16((size_t)g.max_cols), *acc_b = acc_a + CMP_GROUP * round16((size_t)g.D);
+        float *acc_a = scratch + lc_round16((size_t)g.max_cols), *acc_b = acc_a + CMP_GROUP * lc_round16((size_t)g.D);
 #ifdef _OPENMP
 #pragma omp for schedule(static) nowait
 #endif
@@ -377,7 +368,7 @@ void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const
 #endif
         for (long i = 0; i < rows; i++) {
             const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-            const float *dout = row_of(&t->dout, b, row, h, g.D), *out = row_of(&t->out, b, row, h, g.D);
+            const float *dout = lc_view_row(&t->dout, b, row, h, g.D), *out = lc_view_row(&t->out, b, row, h, g.D);
             double sum = 0;
             for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
             w.delta[i] = (float)sum;

@@ -55,22 +55,22 @@ size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts) {
 static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0, int s0, int n_k,
                                 float *running_max, float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    full_v16 tile_max[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) tile_max[l] = full_vsplat(-INFINITY);
+    lc_v16 tile_max[CHUNKS];
+    for (int l = 0; l < CHUNKS; l++) tile_max[l] = lc_vsplat(-INFINITY);
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const full_v16 masked =
-                full_vselect(full_queries_seeing(g, t0, l, s0 + j), full_vload(p), full_vsplat(-INFINITY));
-            full_vstore(p, masked);
-            tile_max[l] = full_vmax(tile_max[l], masked);
+            const lc_v16 masked =
+                lc_vselect(full_queries_seeing(g, t0, l, s0 + j), lc_vload(p), lc_vsplat(-INFINITY));
+            lc_vstore(p, masked);
+            tile_max[l] = lc_vmax(tile_max[l], masked);
         }
     full_softmax_update(scores_t, n_k, tile_max, running_max, running_sum, correction);
 }
 
 static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t, int b, int h, int q_tile,
                                full_tiles *w) {
-    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
     const int dp = g->D_pad;
     float *running_max = w->row_a, *running_sum = w->row_b;
     float correction[FULL_TILE_Q];
@@ -86,17 +86,17 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
 
     const int key_begin = full_key_tile_begin(g, t0), key_end = full_key_end(g, t0, n_q);
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = full_min(FULL_TILE_K, g->S - s0);
+        const int n_k = lc_imin(FULL_TILE_K, g->S - s0);
         long k_ld;
         const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
         full_load_rows(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
         if (s0 + FULL_TILE_K < key_end) {
-            const int n_next = full_min(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
+            const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
             full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
             full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
         }
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, full_round_up(n_k, 4), g->D,
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D,
                   FULL_TILE_Q, 0);
         if (rel) {
             full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
@@ -116,7 +116,7 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
     for (int i = 0; i < n_q; i++) {
         /* every query sees itself (distance 0), so the sum is positive */
         const float inv_sum = 1.0f / running_sum[i];
-        float *out = full_row(&t->out, b, t0 + i, h, g->D);
+        float *out = lc_view_row(&t->out, b, t0 + i, h, g->D);
         const float *acc = w->q_acc + (size_t)i * dp;
         for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
         lse[i] = running_max[i] + logf(running_sum[i]);

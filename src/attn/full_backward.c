@@ -24,7 +24,7 @@ static void compute_delta(const full_geometry *g, const lc_attn_tensors *t, floa
     for (long i = 0; i < rows; i++) { /* position-major (heads innermost): each [H*D] row is read once */
         const int h = (int)(i % g->H), query = (int)(i / g->H % g->T), b = (int)(i / g->H / g->T);
         const long r = ((long)b * g->H + h) * g->T + query;
-        const float *dout = full_row(&t->dout, b, query, h, g->D), *out = full_row(&t->out, b, query, h, g->D);
+        const float *dout = lc_view_row(&t->dout, b, query, h, g->D), *out = lc_view_row(&t->out, b, query, h, g->D);
         double sum = 0;
         for (int d = 0; d < g->D; d++) sum += (double)dout[d] * out[d];
         delta[r] = (float)sum;
@@ -36,7 +36,7 @@ static void compute_delta(const full_geometry *g, const lc_attn_tensors *t, floa
  * per task, and each query tile brings scale*q and dout as rows. */
 static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
                            int k_tile, full_tiles *w) {
-    const int s0 = k_tile * FULL_TILE_K, n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+    const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0), key_rows = lc_round_up(n_k, 4);
     const int dp = g->D_pad;
     full_load_transposed(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
     full_load_transposed(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
@@ -46,12 +46,12 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
     /* causal: query t sees key s0 once M + t >= s0; window W: until M + t - W + 1 > s0 + n_k - 1 */
     const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
     for (int t0 = first_query / FULL_TILE_Q * FULL_TILE_Q; t0 < query_end; t0 += FULL_TILE_Q) {
-        const int n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+        const int n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
         full_load_rows(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
         full_load_rows(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
         full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
         if (t0 + FULL_TILE_Q < query_end) {
-            const int n_next = full_min(FULL_TILE_Q, g->T - t0 - FULL_TILE_Q);
+            const int n_next = lc_imin(FULL_TILE_Q, g->T - t0 - FULL_TILE_Q);
             full_prefetch_rows(&t->q, g, b, h, t0 + FULL_TILE_Q, n_next);
             full_prefetch_rows(&t->dout, g, b, h, t0 + FULL_TILE_Q, n_next);
         }
@@ -76,24 +76,24 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
 static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
                              int q_tile, full_tiles *w) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
     const int dp = g->D_pad;
     full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
     full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
-    full_v16 lse[CHUNKS], row_delta[CHUNKS];
+    lc_v16 lse[CHUNKS], row_delta[CHUNKS];
     for (int l = 0; l < CHUNKS; l++)
-        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+        lse[l] = lc_vload(w->row_a + 16 * l), row_delta[l] = lc_vload(w->row_b + 16 * l);
     memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
 
     const int key_begin = full_key_tile_begin(g, t0), key_end = full_key_end(g, t0, n_q);
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = full_min(FULL_TILE_K, g->S - s0), key_rows = full_round_up(n_k, 4);
+        const int n_k = lc_imin(FULL_TILE_K, g->S - s0), key_rows = lc_round_up(n_k, 4);
         long v_ld;
         full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f); /* k is also the B operand of dq += dS k */
         const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
         if (s0 + FULL_TILE_K < key_end) {
-            const int n_next = full_min(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
+            const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
             full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
             full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
         }
@@ -103,15 +103,15 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
             for (int l = 0; l < CHUNKS; l++) {
                 const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                 float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
-                const full_v16 prob = full_vselect(full_queries_seeing(g, t0, l, s0 + j),
-                                                   full_vexp(full_vload(p) - lse[l]), (full_v16){0});
-                full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
+                const lc_v16 prob = lc_vselect(full_queries_seeing(g, t0, l, s0 + j),
+                                                   lc_vexp(lc_vload(p) - lse[l]), (lc_v16){0});
+                lc_vstore(ds, prob * (lc_vload(ds) - row_delta[l]));
             }
         /* dq += dS k, reading dS from the transposed tile */
         full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, n_k, dp, 1);
     }
     for (int i = 0; i < n_q; i++) {
-        float *dq = full_row(&t->dq, b, t0 + i, h, g->D);
+        float *dq = lc_view_row(&t->dq, b, t0 + i, h, g->D);
         for (int d = 0; d < g->D; d++) dq[d] = g->scale * w->q_acc[(size_t)i * dp + d];
     }
 }
@@ -134,8 +134,8 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
         for (int b = 0; b < g.B; b++)
             for (int j = 0; j < g.S; j++)
                 for (int h = 0; h < g.H; h++) {
-                    memset(full_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
-                    memset(full_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
+                    memset(lc_view_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
+                    memset(lc_view_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
                 }
         return;
     }

@@ -28,11 +28,11 @@
 static void flush_position_grads(const full_geometry *g, full_tiles *w, int c_hi, int rows) {
     enum { BLOCK = FULL_TILE_K };
     const int dp = g->D_pad;
-    const full_vi16 diagonal = full_rel_diagonal();
+    const lc_vi16 diagonal = full_rel_diagonal();
     for (int e = 0; e < BLOCK; e++)
         for (int l = 0; l < FULL_TILE_Q / 16; l++)
-            full_vstore(w->rel_dpos + (size_t)e * FULL_TILE_Q + 16 * l,
-                        full_vgather(w->rel_ds + (size_t)(BLOCK - e) * FULL_TILE_Q + 16 * l * (FULL_TILE_Q + 1),
+            lc_vstore(w->rel_dpos + (size_t)e * FULL_TILE_Q + 16 * l,
+                        lc_vgather(w->rel_ds + (size_t)(BLOCK - e) * FULL_TILE_Q + 16 * l * (FULL_TILE_Q + 1),
                                      diagonal));
     full_gemm(w->rel_qpos_acc, dp, w->rel_dpos, 1, FULL_TILE_Q, w->rel_r + (size_t)BLOCK * dp, dp, rows, BLOCK, dp, 1);
     full_gemm(w->rel_dr + (size_t)(FULL_REL_DR_FRONT + c_hi) * dp, dp, w->rel_dpos, FULL_TILE_Q, 1, w->rel_qv_rows, dp,
@@ -49,7 +49,7 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
                                                              const float *delta, int b, int h, int q_tile,
                                                              const full_rel_keys *keys, full_tiles *w) {
     enum { CHUNKS = FULL_TILE_Q / 16, BLOCK = FULL_TILE_K };
-    const int t0 = q_tile * FULL_TILE_Q, n_q = full_min(FULL_TILE_Q, g->T - t0), rows = full_round_up(n_q, 4);
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
     const int dp = g->D_pad;
     const lc_attn_relpos *rel = t->rel;
     const float *u = rel->u + (size_t)h * g->D, *v = rel->v + (size_t)h * g->D;
@@ -60,11 +60,11 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
     full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
     full_load_rows(w->rel_dout_rows, &t->dout, g, b, h, t0, n_q, 1.0f);
     full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
-    full_v16 lse[CHUNKS], row_delta[CHUNKS];
-    full_vi16 query_pos[CHUNKS], first[CHUNKS]; /* with keys: query t0 + i sees [first[i], query_pos[i]] */
-    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    lc_v16 lse[CHUNKS], row_delta[CHUNKS];
+    lc_vi16 query_pos[CHUNKS], first[CHUNKS]; /* with keys: query t0 + i sees [first[i], query_pos[i]] */
+    const lc_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     for (int l = 0; l < CHUNKS; l++) {
-        lse[l] = full_vload(w->row_a + 16 * l), row_delta[l] = full_vload(w->row_b + 16 * l);
+        lse[l] = lc_vload(w->row_a + 16 * l), row_delta[l] = lc_vload(w->row_b + 16 * l);
         query_pos[l] = lane + (g->M + t0 + 16 * l);
         if (keys) memcpy(&first[l], keys->first + 16 * l, sizeof first[l]);
     }
@@ -79,12 +79,12 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
     int c0 = 0; /* M + t0 - s0 of the current key tile */
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
         /* the full kind's key tiles are aligned and end at S or at the tile's last visible key */
-        const int n_k = full_min(FULL_TILE_K, (keys ? key_end : g->S) - s0), key_rows = full_round_up(n_k, 4);
+        const int n_k = lc_imin(FULL_TILE_K, (keys ? key_end : g->S) - s0), key_rows = lc_round_up(n_k, 4);
         long v_ld;
         full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f); /* k is also the B operand of dq += dS k */
         const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
         if (s0 + FULL_TILE_K < key_end) {
-            const int n_next = full_min(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
+            const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
             full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
             full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
         }
@@ -98,11 +98,11 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
             for (int l = 0; l < CHUNKS; l++) {
                 float *p = probs + (size_t)j * FULL_TILE_Q + 16 * l, *ds = dscores + (size_t)j * FULL_TILE_Q + 16 * l;
                 const int key = s0 + j;
-                const full_vi16 seen = keys ? (query_pos[l] >= key) & (first[l] <= key)
+                const lc_vi16 seen = keys ? (query_pos[l] >= key) & (first[l] <= key)
                                             : full_queries_seeing(g, t0, l, key);
-                const full_v16 prob = full_vselect(seen, full_vexp(full_vload(p) - lse[l]), (full_v16){0});
-                full_vstore(p, prob);
-                full_vstore(ds, prob * (full_vload(ds) - row_delta[l]));
+                const lc_v16 prob = lc_vselect(seen, lc_vexp(lc_vload(p) - lse[l]), (lc_v16){0});
+                lc_vstore(p, prob);
+                lc_vstore(ds, prob * (lc_vload(ds) - row_delta[l]));
             }
         /* key rows past n_k: read by the dk/dv products (up to key_rows) and the diagonal gathers */
         memset(probs + (size_t)n_k * FULL_TILE_Q, 0, sizeof(float) * (size_t)(BLOCK - n_k) * FULL_TILE_Q);
@@ -121,7 +121,7 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
     }
     float *du = w->rel_duv, *dv = w->rel_duv + dp;
     for (int i = 0; i < n_q; i++) {
-        float *dq = full_row(&t->dq, b, t0 + i, h, g->D);
+        float *dq = lc_view_row(&t->dq, b, t0 + i, h, g->D);
         const float *content = w->q_acc + (size_t)i * dp, *position = w->rel_qpos_acc + (size_t)i * dp;
         for (int d = 0; d < g->D; d++) {
             const float c = g->scale * content[d], p = g->scale * position[d];
@@ -171,11 +171,11 @@ void full_rel_backward_keys(const full_geometry *g, const lc_attn_tensors *t, co
                 }
                 const int t0 = q_tile * FULL_TILE_Q;
                 full_rel_keys keys;
-                keys_of(ctx, g, t0, full_min(FULL_TILE_Q, g->T - t0), &keys);
+                keys_of(ctx, g, t0, lc_imin(FULL_TILE_Q, g->T - t0), &keys);
                 query_tile_grads_keys(g, t, delta, b, h, q_tile, &keys, &w);
             }
             for (int s = 0; s < g->S; s++) {
-                float *dk = full_row(&t->dk, b, s, h, g->D), *dv = full_row(&t->dv, b, s, h, g->D);
+                float *dk = lc_view_row(&t->dk, b, s, h, g->D), *dv = lc_view_row(&t->dv, b, s, h, g->D);
                 const float *dk_acc = w.rel_dk + (size_t)s * dp, *dv_acc = w.rel_dv + (size_t)s * dp;
                 for (int d = 0; d < g->D; d++) dk[d] = dk_acc[d], dv[d] = dv_acc[d];
             }

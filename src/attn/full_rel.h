@@ -16,8 +16,8 @@
 #include "attn/full_tile.h"
 
 /* Lane offsets 65 * lane: the diagonal of a 64-lane tile whose rows are 64 floats apart. */
-static inline full_vi16 full_rel_diagonal(void) {
-    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static inline lc_vi16 full_rel_diagonal(void) {
+    const lc_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     return lane * (FULL_TILE_Q + 1);
 }
 
@@ -55,12 +55,12 @@ static inline void full_rel_slide(const full_geometry *g, const lc_attn_relpos *
 
 /* scores^T[j][i] += Pos^T[64 + i - j][i] for the key rows j < n_k. */
 static inline void full_rel_add_positions(float *scores_t, const float *pos, int n_k) {
-    const full_vi16 diagonal = full_rel_diagonal();
+    const lc_vi16 diagonal = full_rel_diagonal();
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < FULL_TILE_Q / 16; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
             const float *diag = pos + (size_t)(FULL_TILE_K - j) * FULL_TILE_Q + 16 * l * (FULL_TILE_Q + 1);
-            full_vstore(p, full_vload(p) + full_vgather(diag, diagonal));
+            lc_vstore(p, lc_vload(p) + lc_vgather(diag, diagonal));
         }
 }
 

@@ -14,94 +14,29 @@
 #include <string.h>
 
 #include "attn/attn.h"
-
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
+#include "kernels/vec.h"
 
 /* queries x keys per tile; both are 4 vectors, and transposed tiles of either kind share one layout */
 enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
-
-typedef float full_v16 __attribute__((vector_size(64)));
-typedef int32_t full_vi16 __attribute__((vector_size(64)));
-
-static inline int full_round_up(int n, int m) { return (n + m - 1) / m * m; }
-static inline int full_min(int a, int b) { return a < b ? a : b; }
-static inline int full_max(int a, int b) { return a > b ? a : b; }
-
-static inline full_v16 full_vload(const float *p) {
-    full_v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void full_vstore(float *p, full_v16 v) { memcpy(p, &v, sizeof v); }
-static inline full_v16 full_vsplat(float x) { return (full_v16){0} + x; }
-/* mask lanes (-1) take a, the others b */
-static inline full_v16 full_vselect(full_vi16 mask, full_v16 a, full_v16 b) {
-    return (full_v16)(((full_vi16)a & mask) | ((full_vi16)b & ~mask));
-}
-static inline full_v16 full_vmax(full_v16 a, full_v16 b) { return full_vselect(a > b, a, b); }
-/* Lanes p[idx[0]], ..., p[idx[15]]: one gather instruction with AVX-512, else 16 loads. */
-static inline full_v16 full_vgather(const float *p, full_vi16 idx) {
-#ifdef __AVX512F__
-    return (full_v16)_mm512_i32gather_ps((__m512i)idx, p, 4);
-#else
-    full_v16 v;
-    for (int i = 0; i < 16; i++) v[i] = p[idx[i]];
-    return v;
-#endif
-}
-static inline float full_hmax(full_v16 v) {
-    float m = v[0];
-    for (int i = 1; i < 16; i++) m = v[i] > m ? v[i] : m;
-    return m;
-}
-static inline float full_hsum(full_v16 v) {
-    float s = 0;
-    for (int i = 0; i < 16; i++) s += v[i];
-    return s;
-}
-
-/* exp(x) for 16 lanes, about 1.5 ulp (Cephes expf polynomial after Cody-Waite range reduction).
- * x < -87 (including -inf, used for masked scores) gives exactly 0. */
-static inline full_v16 full_vexp(full_v16 x) {
-    const full_vi16 underflow = x < -87.0f;
-    x = full_vselect(underflow, full_vsplat(-87.0f), x);
-    x = full_vselect(x > 88.0f, full_vsplat(88.0f), x);
-    /* round(x / ln 2) with the 1.5 * 2^23 trick, valid in the default rounding mode */
-    const full_v16 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    full_v16 r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    full_v16 p = full_vsplat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const full_v16 y = p * r * r + r + 1.0f;
-    const full_vi16 n_int = __builtin_convertvector(n, full_vi16);
-    const full_v16 two_to_n = (full_v16)((n_int + 127) << 23);
-    return (full_v16)((full_vi16)(y * two_to_n) & ~underflow);
-}
 
 /* 4 rows x (16*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
  * A element (r, k) is a[r*a_rs + k*a_cs], so A may be read transposed; B is row-major. */
 static inline __attribute__((always_inline)) void full_gemm_block(float *c, long ldc, const float *a, long a_rs,
                                                                   long a_cs, const float *b, long ldb, int kdim,
                                                                   int nv, int accumulate) {
-    full_v16 acc[4][4];
+    lc_v16 acc[4][4];
     for (int i = 0; i < 4; i++)
-        for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? full_vload(c + i * ldc + 16 * l) : (full_v16){0};
+        for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? lc_vload(c + i * ldc + 16 * l) : (lc_v16){0};
     for (int k = 0; k < kdim; k++) {
-        full_v16 brow[4];
-        for (int l = 0; l < nv; l++) brow[l] = full_vload(b + k * ldb + 16 * l);
+        lc_v16 brow[4];
+        for (int l = 0; l < nv; l++) brow[l] = lc_vload(b + k * ldb + 16 * l);
         for (int i = 0; i < 4; i++) {
             const float x = a[i * a_rs + k * a_cs];
             for (int l = 0; l < nv; l++) acc[i][l] += x * brow[l];
         }
     }
     for (int i = 0; i < 4; i++)
-        for (int l = 0; l < nv; l++) full_vstore(c + i * ldc + 16 * l, acc[i][l]);
+        for (int l = 0; l < nv; l++) lc_vstore(c + i * ldc + 16 * l, acc[i][l]);
 }
 
 /* C[rows x ncols] (=|+=) A[rows x kdim] * B[kdim x ncols]; rows a multiple of 4, ncols of 16. */
@@ -178,7 +113,7 @@ static inline full_geometry full_geometry_of(const lc_attn_shape *s) {
     g.window = s->window > 0 && s->window < g.S ? s->window : 0;
     g.relpos = s->relpos != 0;
     g.scale = s->scale;
-    g.D_pad = full_round_up(g.D, 16);
+    g.D_pad = lc_round_up(g.D, 16);
     g.q_tiles = (g.T + FULL_TILE_Q - 1) / FULL_TILE_Q;
     g.k_tiles = (g.S + FULL_TILE_K - 1) / FULL_TILE_K;
     const size_t q_tile = (size_t)FULL_TILE_Q * g.D_pad, k_tile = (size_t)FULL_TILE_K * g.D_pad;
@@ -243,20 +178,15 @@ static inline void full_load_row_stats(const full_geometry *g, const float *lse,
     }
 }
 
-/* Address of row `t` of head h, batch b in a strided view. */
-static inline float *full_row(const lc_view *v, int b, int t, int h, int D) {
-    return v->p + (long)b * v->sb + (long)t * v->st + (long)h * D;
-}
-
 /* rows [t0, t0+n) of a view into a row-major tile (stride D_pad) times `mul`; pad columns and the rows
  * up to a multiple of 4 are zeroed so products over the padding stay finite. */
 static inline void full_load_rows(float *tile, const lc_view *v, const full_geometry *g, int b, int h, int t0,
                                   int n, float mul) {
-    const int rows = full_round_up(n, 4);
+    const int rows = lc_round_up(n, 4);
     for (int i = 0; i < rows; i++) {
         float *dst = tile + (size_t)i * g->D_pad;
         if (i < n) {
-            const float *src = full_row(v, b, t0 + i, h, g->D);
+            const float *src = lc_view_row(v, b, t0 + i, h, g->D);
             for (int d = 0; d < g->D; d++) dst[d] = mul * src[d];
             for (int d = g->D; d < g->D_pad; d++) dst[d] = 0;
         } else {
@@ -268,11 +198,11 @@ static inline void full_load_rows(float *tile, const lc_view *v, const full_geom
 /* As full_load_rows, with mul * (row + bias) (bias: D floats, the head's slice). */
 static inline void full_load_rows_bias(float *tile, const lc_view *v, const float *bias, const full_geometry *g, int b,
                                        int h, int t0, int n, float mul) {
-    const int rows = full_round_up(n, 4);
+    const int rows = lc_round_up(n, 4);
     for (int i = 0; i < rows; i++) {
         float *dst = tile + (size_t)i * g->D_pad;
         if (i < n) {
-            const float *src = full_row(v, b, t0 + i, h, g->D);
+            const float *src = lc_view_row(v, b, t0 + i, h, g->D);
             for (int d = 0; d < g->D; d++) dst[d] = mul * (src[d] + bias[d]);
             for (int d = g->D; d < g->D_pad; d++) dst[d] = 0;
         } else {
@@ -285,7 +215,7 @@ static inline void full_load_rows_bias(float *tile, const lc_view *v, const floa
  * rows are H*D floats apart, a stride the hardware prefetcher does not follow across pages. */
 static inline void full_prefetch_rows(const lc_view *v, const full_geometry *g, int b, int h, int s0, int n) {
     for (int j = 0; j < n; j++) {
-        const char *p = (const char *)full_row(v, b, s0 + j, h, g->D);
+        const char *p = (const char *)lc_view_row(v, b, s0 + j, h, g->D);
         for (int offset = 0; offset < g->D * (int)sizeof(float); offset += 64) __builtin_prefetch(p + offset, 0, 2);
     }
 }
@@ -298,7 +228,7 @@ static inline const float *full_rows_operand(float *tile, const lc_view *v, cons
                                              int s0, int n, long *ld) {
     if (g->D == g->D_pad && n == FULL_TILE_K) {
         *ld = v->st;
-        return full_row(v, b, s0, h, g->D);
+        return lc_view_row(v, b, s0, h, g->D);
     }
     full_load_rows(tile, v, g, b, h, s0, n, 1.0f);
     *ld = g->D_pad;
@@ -310,7 +240,7 @@ static inline const float *full_rows_operand(float *tile, const lc_view *v, cons
 static inline void full_load_transposed(float *tile, const lc_view *v, const full_geometry *g, int b, int h, int t0,
                                         int n, float mul) {
     for (int j = 0; j < n; j++) {
-        const float *src = full_row(v, b, t0 + j, h, g->D);
+        const float *src = lc_view_row(v, b, t0 + j, h, g->D);
         for (int d = 0; d < g->D; d++) tile[d * FULL_TILE_K + j] = mul * src[d];
     }
     for (int d = 0; d < g->D; d++)
@@ -321,7 +251,7 @@ static inline void full_load_transposed(float *tile, const lc_view *v, const ful
 static inline void full_load_transposed_bias(float *tile, const lc_view *v, const float *bias, const full_geometry *g,
                                              int b, int h, int t0, int n, float mul) {
     for (int j = 0; j < n; j++) {
-        const float *src = full_row(v, b, t0 + j, h, g->D);
+        const float *src = lc_view_row(v, b, t0 + j, h, g->D);
         for (int d = 0; d < g->D; d++) tile[d * FULL_TILE_K + j] = mul * (src[d] + bias[d]);
     }
     for (int d = 0; d < g->D; d++)
@@ -332,44 +262,44 @@ static inline void full_load_transposed_bias(float *tile, const lc_view *v, cons
  * the visible ones are [full_first_visible_key, full_visible_keys). */
 static inline int full_visible_keys(const full_geometry *g, int t, int s0, int n_keys) {
     if (!g->causal) return n_keys;
-    return full_max(0, full_min(n_keys, g->M + t - s0 + 1));
+    return lc_imax(0, lc_imin(n_keys, g->M + t - s0 + 1));
 }
 
 /* First key of the tile starting at s0 that query t sees (window: keys before M + t - W + 1 are hidden). */
 static inline int full_first_visible_key(const full_geometry *g, int t, int s0) {
-    return g->window ? full_max(0, g->M + t - g->window + 1 - s0) : 0;
+    return g->window ? lc_imax(0, g->M + t - g->window + 1 - s0) : 0;
 }
 
 /* Start of the key tiles any query of [t0, ...) sees: 0, or with a window the tile of key M + t0 - W + 1. */
 static inline int full_key_tile_begin(const full_geometry *g, int t0) {
-    return g->window ? full_max(0, g->M + t0 - g->window + 1) / FULL_TILE_K * FULL_TILE_K : 0;
+    return g->window ? lc_imax(0, g->M + t0 - g->window + 1) / FULL_TILE_K * FULL_TILE_K : 0;
 }
 
 /* End (exclusive) of the keys any query of [t0, t0+n) sees. */
 static inline int full_key_end(const full_geometry *g, int t0, int n) {
-    return g->causal ? full_min(g->S, g->M + t0 + n) : g->S;
+    return g->causal ? lc_imin(g->S, g->M + t0 + n) : g->S;
 }
 
 /* Queries [begin, end) that see some key of [s0, s0 + n_k). */
 static inline int full_query_begin(const full_geometry *g, int s0) {
-    return g->causal ? full_max(0, s0 - g->M) : 0;
+    return g->causal ? lc_imax(0, s0 - g->M) : 0;
 }
 static inline int full_query_end(const full_geometry *g, int s0, int n_k) {
-    return g->window ? full_max(0, full_min(g->T, s0 + n_k - 1 + g->window - g->M)) : g->T;
+    return g->window ? lc_imax(0, lc_imin(g->T, s0 + n_k - 1 + g->window - g->M)) : g->T;
 }
 
 /* Lanes of a 16-column chunk starting at column j0 in [first, end): -1, others 0. */
-static inline full_vi16 full_band_mask(int j0, int first, int end) {
-    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static inline lc_vi16 full_band_mask(int j0, int first, int end) {
+    const lc_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     return ((lane + j0) < end) & ((lane + j0) >= first);
 }
 
 /* Transposed tiles (one key per row, 64 queries along the lanes): lanes of the chunk of queries
  * t0 + 16*l .. that see key s (causal: M + t >= s; window W: also M + t <= s + W - 1), -1, others 0. */
-static inline full_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
-    const full_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static inline lc_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
+    const lc_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     if (!g->causal) return lane >= 0;
-    const full_vi16 position = lane + (g->M + t0 + 16 * l);
+    const lc_vi16 position = lane + (g->M + t0 + 16 * l);
     if (!g->window) return position >= s;
     return (position >= s) & (position <= s + g->window - 1);
 }
@@ -378,10 +308,10 @@ static inline full_vi16 full_queries_seeing(const full_geometry *g, int t0, int 
  * stored over the scores; dS = P (dP - Delta) stored over dP. */
 static inline void full_row_probs_and_dscores(float *p, float *ds, int first, int end, float lse, float delta) {
     for (int l = 0; l < FULL_TILE_K / 16; l++) {
-        const full_v16 prob = full_vselect(full_band_mask(16 * l, first, end), full_vexp(full_vload(p + 16 * l) - lse),
-                                           (full_v16){0});
-        full_vstore(p + 16 * l, prob);
-        full_vstore(ds + 16 * l, prob * (full_vload(ds + 16 * l) - delta));
+        const lc_v16 prob = lc_vselect(full_band_mask(16 * l, first, end), lc_vexp(lc_vload(p + 16 * l) - lse),
+                                           (lc_v16){0});
+        lc_vstore(p + 16 * l, prob);
+        lc_vstore(ds + 16 * l, prob * (lc_vload(ds + 16 * l) - delta));
     }
 }
 
@@ -389,7 +319,7 @@ static inline void full_row_probs_and_dscores(float *p, float *ds, int first, in
 static inline void full_store_key_grads(const lc_attn_tensors *t, const full_geometry *g, const full_tiles *w, int b,
                                         int h, int s0, int n_k) {
     for (int j = 0; j < n_k; j++) {
-        float *dk_row = full_row(&t->dk, b, s0 + j, h, g->D), *dv_row = full_row(&t->dv, b, s0 + j, h, g->D);
+        float *dk_row = lc_view_row(&t->dk, b, s0 + j, h, g->D), *dv_row = lc_view_row(&t->dv, b, s0 + j, h, g->D);
         const float *dk = w->dk_acc + (size_t)j * g->D_pad, *dv = w->dv_acc + (size_t)j * g->D_pad;
         for (int d = 0; d < g->D; d++) dk_row[d] = dk[d], dv_row[d] = dv[d];
     }
@@ -399,29 +329,29 @@ static inline void full_store_key_grads(const lc_attn_tensors *t, const full_geo
  * (key-major, queries along the lanes; hidden entries -inf) has per-query maxima tile_max. Its entries
  * become exp(score - new running max); running max and sum are updated, and `correction` receives the
  * factor by which each query's output accumulator must be scaled before this tile is added. */
-static inline void full_softmax_update(float *scores_t, int n_k, const full_v16 *tile_max, float *running_max,
+static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *tile_max, float *running_max,
                                        float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    full_v16 shift[CHUNKS], sum[CHUNKS];
+    lc_v16 shift[CHUNKS], sum[CHUNKS];
     for (int l = 0; l < CHUNKS; l++) {
-        const full_v16 old_max = full_vload(running_max + 16 * l), new_max = full_vmax(old_max, tile_max[l]);
+        const lc_v16 old_max = lc_vload(running_max + 16 * l), new_max = lc_vmax(old_max, tile_max[l]);
         /* A query that has seen no key yet (a window, or a padding lane) keeps max -inf; it is shifted by 0
          * instead, so its probabilities and correction are exp(-inf) = 0, not NaN. */
-        shift[l] = full_vselect(new_max == full_vsplat(-INFINITY), full_vsplat(0.0f), new_max);
-        full_vstore(correction + 16 * l, full_vexp(old_max - shift[l]));
-        full_vstore(running_max + 16 * l, new_max);
-        sum[l] = (full_v16){0};
+        shift[l] = lc_vselect(new_max == lc_vsplat(-INFINITY), lc_vsplat(0.0f), new_max);
+        lc_vstore(correction + 16 * l, lc_vexp(old_max - shift[l]));
+        lc_vstore(running_max + 16 * l, new_max);
+        sum[l] = (lc_v16){0};
     }
     for (int j = 0; j < n_k; j++)
         for (int l = 0; l < CHUNKS; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const full_v16 prob = full_vexp(full_vload(p) - shift[l]);
-            full_vstore(p, prob);
+            const lc_v16 prob = lc_vexp(lc_vload(p) - shift[l]);
+            lc_vstore(p, prob);
             sum[l] += prob;
         }
     for (int l = 0; l < CHUNKS; l++)
-        full_vstore(running_sum + 16 * l,
-                    full_vload(running_sum + 16 * l) * full_vload(correction + 16 * l) + sum[l]);
+        lc_vstore(running_sum + 16 * l,
+                    lc_vload(running_sum + 16 * l) * lc_vload(correction + 16 * l) + sum[l]);
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attn/vec.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
@@ -103,8 +104,6 @@ void lc_attn_linformer_param_init(float *params, const void *opts, int H, int D,
                 params[((size_t)s * P + p) * K + j] = a * (2.0f * lc_rng_uniform(&rng) - 1.0f);
 }
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
 static int block_rows(const lc_attn_shape *s) { return s->T < LIN_BLOCK_ROWS ? (s->T > 0 ? s->T : 1) : LIN_BLOCK_ROWS; }
 
 /* Layout: per thread K', V' (k x D each) and two blocks of rows x k (scores / P, dP / dS); then per
@@ -112,14 +111,14 @@ static int block_rows(const lc_attn_shape *s) { return s->T < LIN_BLOCK_ROWS ? (
  * one task per (sequence, head) with serial products inside, so a pass is one parallel region (many
  * small parallel products made every barrier a stall whenever another job shared the cores). */
 static size_t per_thread_floats(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
-    const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)block_rows(s) * (size_t)o->k);
+    const size_t kd = lc_round16((size_t)o->k * (size_t)s->D), blk = lc_round16((size_t)block_rows(s) * (size_t)o->k);
     return 2 * kd + 2 * blk;
 }
 
 size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts) {
     const int nthreads = lc_attn_threads(s);
     const lc_attn_linformer_opts *o = opts;
-    const size_t kd = round16((size_t)o->k * (size_t)s->D);
+    const size_t kd = lc_round16((size_t)o->k * (size_t)s->D);
     return (size_t)nthreads * per_thread_floats(s, o) + (size_t)s->B * (size_t)s->H * 2 * kd;
 }
 
@@ -133,16 +132,12 @@ static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts
                             int thread, long bh) {
     lin_work w;
     w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s);
-    const size_t kd = round16((size_t)o->k * (size_t)s->D), blk = round16((size_t)w.rows * (size_t)o->k);
+    const size_t kd = lc_round16((size_t)o->k * (size_t)s->D), blk = lc_round16((size_t)w.rows * (size_t)o->k);
     float *mine = work + (size_t)thread * per_thread_floats(s, o);
     w.kp = mine, w.vp = mine + kd, w.sc = mine + 2 * kd, w.dp = w.sc + blk;
     float *grads = work + (size_t)nthreads * per_thread_floats(s, o) + (size_t)bh * 2 * kd;
     w.dkp = grads, w.dvp = grads + kd;
     return w;
-}
-
-static inline float *at(const lc_view *v, int b, int row, int h, int D) {
-    return v->p + (long)b * v->sb + (long)row * v->st + (long)h * D;
 }
 
 static void check_args(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t) {
@@ -158,8 +153,8 @@ static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, con
     const int S = s->T, D = s->D, ld = w->P * w->K;
     const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h) * w->K;
     const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h) * w->K;
-    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, E, ld, at(&t->k, b, 0, h, D), (int)t->k.st, 0.0f, w->kp, D);
-    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, F, ld, at(&t->v, b, 0, h, D), (int)t->v.st, 0.0f, w->vp, D);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, h, D), (int)t->k.st, 0.0f, w->kp, D);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, F, ld, lc_view_row(&t->v, b, 0, h, D), (int)t->v.st, 0.0f, w->vp, D);
 }
 
 /* In place: row i of sc (n rows of K) becomes softmax; lse written. */
@@ -195,10 +190,10 @@ void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const l
             float *lse = t->lse + ((long)b * s->H + h) * s->T;
             for (int r0 = 0; r0 < s->T; r0 += w.rows) {
                 const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
-                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, at(&t->q, b, r0, h, D), (int)t->q.st, w.kp, D, 0.0f,
+                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, lc_view_row(&t->q, b, r0, h, D), (int)t->q.st, w.kp, D, 0.0f,
                         w.sc, K);
                 softmax_rows(w.sc, n, K, lse + r0);
-                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w.sc, K, w.vp, D, 0.0f, at(&t->out, b, r0, h, D),
+                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w.sc, K, w.vp, D, 0.0f, lc_view_row(&t->out, b, r0, h, D),
                         (int)t->out.st);
             }
         }
@@ -211,7 +206,7 @@ static void backward_rows(const lc_attn_shape *s, const lc_attn_tensors *t, int 
     const int D = s->D;
     const float *lse = t->lse + ((long)b * s->H + h) * s->T + r0;
     for (int i = 0; i < n; i++) {
-        const float *dout = at(&t->dout, b, r0 + i, h, D), *out = at(&t->out, b, r0 + i, h, D);
+        const float *dout = lc_view_row(&t->dout, b, r0 + i, h, D), *out = lc_view_row(&t->out, b, r0 + i, h, D);
         double acc = 0;
         for (int e = 0; e < D; e++) acc += (double)dout[e] * out[e];
         const float delta = (float)acc, l = lse[i];
@@ -239,21 +234,21 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
             project(s, o, t, &w, b, h);
             for (int r0 = 0; r0 < s->T; r0 += w.rows) {
                 const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
-                const float *q = at(&t->q, b, r0, h, D), *dout = at(&t->dout, b, r0, h, D);
+                const float *q = lc_view_row(&t->q, b, r0, h, D), *dout = lc_view_row(&t->dout, b, r0, h, D);
                 const float beta = r0 == 0 ? 0.0f : 1.0f;
                 lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, q, (int)t->q.st, w.kp, D, 0.0f, w.sc, K);
                 lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, 1.0f, dout, (int)t->dout.st, w.vp, D, 0.0f, w.dp, K);
                 backward_rows(s, t, b, h, r0, n, K, w.sc, w.dp);
-                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w.dp, K, w.kp, D, 0.0f, at(&t->dq, b, r0, h, D),
+                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w.dp, K, w.kp, D, 0.0f, lc_view_row(&t->dq, b, r0, h, D),
                         (int)t->dq.st);
                 lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, s->scale, w.dp, K, q, (int)t->q.st, beta, w.dkp, D);
                 lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, 1.0f, w.sc, K, dout, (int)t->dout.st, beta, w.dvp, D);
             }
             const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
             const float *E = t->params + (size_t)pk * K, *F = t->params + (size_t)pv * K;
-            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, E, ld, w.dkp, D, 0.0f, at(&t->dk, b, 0, h, D),
+            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, E, ld, w.dkp, D, 0.0f, lc_view_row(&t->dk, b, 0, h, D),
                     (int)t->dk.st);
-            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w.dvp, D, 0.0f, at(&t->dv, b, 0, h, D),
+            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w.dvp, D, 0.0f, lc_view_row(&t->dv, b, 0, h, D),
                     (int)t->dv.st);
         }
     }
@@ -262,9 +257,9 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
         const int b = (int)(bh / s->H), h = (int)(bh % s->H);
         const lin_work w = lin_work_of(s, o, work, nthreads, 0, bh);
         const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
-        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->k, b, 0, h, D), (int)t->k.st, w.dkp, D, 1.0f,
+        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, lc_view_row(&t->k, b, 0, h, D), (int)t->k.st, w.dkp, D, 1.0f,
                 t->dparams + (size_t)pk * K, ld);
-        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, at(&t->v, b, 0, h, D), (int)t->v.st, w.dvp, D, 1.0f,
+        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, lc_view_row(&t->v, b, 0, h, D), (int)t->v.st, w.dvp, D, 1.0f,
                 t->dparams + (size_t)pv * K, ld);
     }
 }

@@ -115,7 +115,6 @@ void lc_attn_lsh_rotations(const lc_attn_lsh_opts *o, int H, int D, uint64_t see
 
 /* ---------------------------------------------------------------- plan and workspace */
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 static int round4(int n) { return (n + 3) / 4 * 4; }
 
 /* Tile sizes of one thread: queries per chunk (c4 rows), keys per query (k16 columns), D16 columns. */
@@ -129,16 +128,16 @@ static lsh_sizes sizes_of(const lc_attn_shape *s, const lc_attn_lsh_opts *o) {
     const int T = s->T > 1 ? s->T : 1;
     const int cq = o->chunk < T ? o->chunk : T;
     const long kk = 2L * o->chunk < T ? 2L * o->chunk : T;
-    z.c4 = round4(cq), z.k16 = (int)round16((size_t)kk), z.D16 = (int)round16((size_t)s->D);
+    z.c4 = round4(cq), z.k16 = (int)lc_round16((size_t)kk), z.D16 = (int)lc_round16((size_t)s->D);
     z.qd = (size_t)z.c4 * z.D16;     /* a chunk's rows */
     z.kd = (size_t)z.k16 * z.D16;    /* key rows */
     z.dk = (size_t)s->D * z.k16;     /* transposed keys or values */
     z.ck = (size_t)z.c4 * z.k16;     /* scores */
-    z.stat = round16((size_t)z.c4);  /* one float or int per query row */
+    z.stat = lc_round16((size_t)z.c4);  /* one float or int per query row */
     /* 7 row tiles (own q, dout; next q, dout; three accumulators), key rows, two transposed tiles, two
      * score tiles, 4 row statistics, 2 query and 1 key position lists, projections, bucket counts */
     z.per_thread = 7 * z.qd + z.kd + 2 * z.dk + 2 * z.ck + 6 * z.stat + (size_t)z.k16 +
-                   round16((size_t)o->buckets / 2) + round16((size_t)o->buckets);
+                   lc_round16((size_t)o->buckets / 2) + lc_round16((size_t)o->buckets);
     return z;
 }
 
@@ -151,11 +150,11 @@ static lsh_layout layout_of(const lc_attn_shape *s, const lc_attn_lsh_opts *o, i
     lsh_layout L;
     const size_t rows = (size_t)s->B * s->H * s->T;
     L.rot = 0;
-    L.inv = L.rot + round16(lc_attn_lsh_rotation_floats(o, s->H, s->D));
-    L.delta = L.inv + round16(rows);
-    L.bucket = L.delta + round16(rows);
-    L.perm = L.bucket + round16(rows * (size_t)o->hashes);
-    L.threads = L.perm + round16(rows * (size_t)o->hashes);
+    L.inv = L.rot + lc_round16(lc_attn_lsh_rotation_floats(o, s->H, s->D));
+    L.delta = L.inv + lc_round16(rows);
+    L.bucket = L.delta + lc_round16(rows);
+    L.perm = L.bucket + lc_round16(rows * (size_t)o->hashes);
+    L.threads = L.perm + lc_round16(rows * (size_t)o->hashes);
     L.total = L.threads + (size_t)(nthreads < 1 ? 1 : nthreads) * sizes_of(s, o).per_thread;
     return L;
 }
@@ -222,18 +221,14 @@ static lsh_tiles tiles_of(const lsh_plan *g) {
     w.pos = (int32_t *)(void *)p, p += z->stat;
     w.pos_n = (int32_t *)(void *)p, p += z->stat;
     w.pos_k = (int32_t *)(void *)p, p += z->k16;
-    w.proj = p, p += round16((size_t)g->half);
+    w.proj = p, p += lc_round16((size_t)g->half);
     w.counts = (int32_t *)(void *)p;
     return w;
 }
 
-static inline const float *row_of(const lc_view *v, long bh, int H, int r, int D) {
-    const long b = bh / H, h = bh % H;
-    return v->p + b * v->sb + (long)r * v->st + h * D;
-}
-static inline float *row_of_w(const lc_view *v, long bh, int H, int r, int D) {
-    const long b = bh / H, h = bh % H;
-    return v->p + b * v->sb + (long)r * v->st + h * D;
+/* Row r of the (batch, head) pair bh = b H + h. */
+static inline float *row_of(const lc_view *v, long bh, int H, int r, int D) {
+    return lc_view_row(v, (int)(bh / H), r, (int)(bh % H), D);
 }
 
 /* ---------------------------------------------------------------- hashing and sorting */
@@ -263,9 +258,9 @@ static __attribute__((noinline)) void lsh_prepare(const lsh_plan *g, const lc_at
                 /* proj[j] = sum over d in order of q[d] R[d][j], 16 columns at a time in a register */
                 int j0 = 0;
                 for (; j0 + 16 <= half; j0 += 16) {
-                    full_v16 acc = {0};
-                    for (int d = 0; d < D; d++) acc += q[d] * full_vload(R + (size_t)d * half + j0);
-                    full_vstore(w.proj + j0, acc);
+                    lc_v16 acc = {0};
+                    for (int d = 0; d < D; d++) acc += q[d] * lc_vload(R + (size_t)d * half + j0);
+                    lc_vstore(w.proj + j0, acc);
                 }
                 for (int j = j0; j < half; j++) {
                     float acc = 0;
@@ -336,7 +331,7 @@ static int key_list(const lsh_plan *g, const int32_t *perm, int k, int32_t *pos_
 /* kt[d][j] = K_j[d] = scale n_j q_j[d] for j < nk, zero up to n16; with krows, also the rows of K. */
 static void gather_keys(const lsh_plan *g, const lc_attn_tensors *t, long bh, const int32_t *pos_k, int nk,
                         float *kt, float *krows) {
-    const int D = g->D, D16 = g->z.D16, k16 = g->z.k16, n16 = (int)round16((size_t)nk);
+    const int D = g->D, D16 = g->z.D16, k16 = g->z.k16, n16 = (int)lc_round16((size_t)nk);
     const float *inv = g->inv_norm + (size_t)bh * g->T;
     for (int j = 0; j < nk; j++) {
         const float *q = row_of(&t->q, bh, g->H, pos_k[j], D);
@@ -354,7 +349,7 @@ static void gather_keys(const lsh_plan *g, const lc_attn_tensors *t, long bh, co
 /* vt[d][j] = v_j[d] for j < nk, zero up to n16. */
 static void gather_values_t(const lsh_plan *g, const lc_attn_tensors *t, long bh, const int32_t *pos_k, int nk,
                             float *vt) {
-    const int D = g->D, k16 = g->z.k16, n16 = (int)round16((size_t)nk);
+    const int D = g->D, k16 = g->z.k16, n16 = (int)lc_round16((size_t)nk);
     for (int j = 0; j < nk; j++) {
         const float *v = row_of(&t->v, bh, g->H, pos_k[j], D);
         for (int d = 0; d < D; d++) vt[(size_t)d * k16 + j] = v[d];
@@ -371,7 +366,7 @@ static void forward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh, 
     lsh_tiles w = tiles_of(g);
     int lo, n_own;
     const int nq = chunk_rows(g, k, &lo), rows4 = round4(nq);
-    const int nk = key_list(g, perm, k, w.pos_k, &n_own), n16 = (int)round16((size_t)nk);
+    const int nk = key_list(g, perm, k, w.pos_k, &n_own), n16 = (int)lc_round16((size_t)nk);
     gather(w.q, g, &t->q, bh, perm, lo, nq, rows4);
     gather(w.krows, g, &t->v, bh, w.pos_k, 0, nk, nk); /* the values, in key order */
     gather_keys(g, t, bh, w.pos_k, nk, w.kt, NULL);
@@ -398,7 +393,7 @@ static void forward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh, 
         const int p = w.pos_k[i];
         const size_t li = (size_t)bh * g->T + p;
         const float *o = w.acc_q + (size_t)i * D16, lse_r = w.lse[i];
-        float *out = row_of_w(&t->out, bh, g->H, p, D);
+        float *out = row_of(&t->out, bh, g->H, p, D);
         if (r == 0) {
             for (int e = 0; e < D; e++) out[e] = o[e] * w.delta[i];
             t->lse[li] = lse_r;
@@ -477,7 +472,7 @@ static void backward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh,
     lsh_tiles w = tiles_of(g);
     int lo, n_own;
     const int nq = chunk_rows(g, k, &lo), rows4 = round4(nq);
-    const int nk = key_list(g, perm, k, w.pos_k, &n_own), n16 = (int)round16((size_t)nk);
+    const int nk = key_list(g, perm, k, w.pos_k, &n_own), n16 = (int)lc_round16((size_t)nk);
     const int *pos = w.pos_k; /* the own chunk's positions: the first nq keys */
     gather(w.q, g, &t->q, bh, perm, lo, nq, rows4);
     gather(w.dout, g, &t->dout, bh, perm, lo, nq, rows4);
@@ -497,7 +492,7 @@ static void backward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh,
     /* (b) the next chunk's queries against the own keys */
     if (g->nc > 1) {
         int lo_n;
-        const int nn = chunk_rows(g, k == g->nc - 1 ? 0 : k + 1, &lo_n), nn4 = round4(nn), own16 = (int)round16((size_t)nq);
+        const int nn = chunk_rows(g, k == g->nc - 1 ? 0 : k + 1, &lo_n), nn4 = round4(nn), own16 = (int)lc_round16((size_t)nq);
         for (int i = 0; i < nn; i++) w.pos_n[i] = perm[lo_n + i];
         gather(w.qn, g, &t->q, bh, perm, lo_n, nn, nn4);
         gather(w.doutn, g, &t->dout, bh, perm, lo_n, nn, nn4);
@@ -516,7 +511,7 @@ static void backward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh,
         const float *q = w.q + (size_t)i * D16, *aq = w.acc_q + (size_t)i * D16, *ak = w.acc_k + (size_t)i * D16;
         const float *av = w.acc_v + (size_t)i * D16;
         const float n = inv[p], kn = g->scale * n, qn = -n * n * n * g->scale * lc_vdot(q, ak, D);
-        float *dq = row_of_w(&t->dq, bh, g->H, p, D), *dv = row_of_w(&t->dv, bh, g->H, p, D);
+        float *dq = row_of(&t->dq, bh, g->H, p, D), *dv = row_of(&t->dv, bh, g->H, p, D);
         if (r == 0) {
             for (int e = 0; e < D; e++) dq[e] = aq[e] + kn * ak[e] + qn * q[e], dv[e] = av[e];
         } else {
@@ -543,7 +538,7 @@ void lc_attn_lsh_backward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o
         double sum = 0;
         for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
         g.delta[i] = (float)sum;
-        if (t->dk.p) memset(row_of_w(&t->dk, bh, g.H, p, g.D), 0, sizeof(float) * (size_t)g.D);
+        if (t->dk.p) memset(row_of(&t->dk, bh, g.H, p, g.D), 0, sizeof(float) * (size_t)g.D);
     }
     for (int r = 0; r < g.nh; r++) {
 #ifdef _OPENMP

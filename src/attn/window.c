@@ -105,8 +105,6 @@ typedef struct {
     size_t thread_floats;
 } win_geometry;
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
 static win_geometry win_geometry_of(const lc_attn_shape *s, const void *opts) {
     const lc_attn_window_opts *o = opts;
     assert(o && o->w >= 1);
@@ -114,7 +112,7 @@ static win_geometry win_geometry_of(const lc_attn_shape *s, const void *opts) {
     long k = s->causal ? (long)o->w + 1 : 2L * o->w + 1;
     g.max_keys = k < g.S ? k : g.S;
     if (g.max_keys < 1) g.max_keys = 1;
-    g.thread_floats = round16((size_t)g.max_keys) + 2 * round16((size_t)g.D);
+    g.thread_floats = lc_round16((size_t)g.max_keys) + 2 * lc_round16((size_t)g.D);
     return g;
 }
 
@@ -202,7 +200,7 @@ static size_t class_workspace(const lc_attn_shape *s, const lc_attn_window_opts 
 /* Relative positions on the dilated path: per class, the rows of r at distances 0, d, 2d, ... of the head
  * (contiguous, so the class sees them as an H = 1 tensor), the class's dr, and its du, dv. */
 static size_t rel_scratch(const lc_attn_shape *s) {
-    return s->relpos ? 2 * round16((size_t)(s->M + s->T) * s->D) + 2 * round16((size_t)s->D) : 0;
+    return s->relpos ? 2 * lc_round16((size_t)(s->M + s->T) * s->D) + 2 * lc_round16((size_t)s->D) : 0;
 }
 
 /* Workspace of the causal path: the largest full-kind workspace over the classes, then T lse floats and
@@ -212,14 +210,14 @@ static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts
         const lc_attn_shape u = undilated_shape(s, o);
         return lc_attn_full_workspace(&u, NULL);
     }
-    return class_workspace(s, o, nthreads) + round16((size_t)s->T) + rel_scratch(s);
+    return class_workspace(s, o, nthreads) + lc_round16((size_t)s->T) + rel_scratch(s);
 }
 
 /* The classes' relative-position inputs: r_c[j] = r[j d] of head h (j < n), u and v of the head; gradients
  * into the scratch (the full kind writes them). */
 static lc_attn_relpos class_rel(const lc_attn_relpos *rel, int H, int D, int h, int d, int n, float *scratch,
                                 size_t S) {
-    float *r = scratch, *dr = r + round16(S * D), *du = dr + round16(S * D), *dv = du + round16((size_t)D);
+    float *r = scratch, *dr = r + lc_round16(S * D), *du = dr + lc_round16(S * D), *dv = du + lc_round16((size_t)D);
     const long row = (long)H * D;
     for (int j = 0; j < n; j++) memcpy(r + (size_t)j * D, rel->r + (long)j * d * row + (long)h * D, sizeof(float) * D);
     lc_attn_relpos c = {r, rel->u + (long)h * D, rel->v + (long)h * D, dr, du, dv};
@@ -251,7 +249,7 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
     }
     const int nthreads = lc_attn_threads(s);
     const size_t full_floats = class_workspace(s, o, nthreads), S = (size_t)s->M + s->T;
-    float *scratch = work + full_floats, *rel_work = scratch + round16((size_t)s->T);
+    float *scratch = work + full_floats, *rel_work = scratch + lc_round16((size_t)s->T);
     const lc_attn_relpos *rel = t->rel;
     if (rel && backward) { /* every class adds its share; distances no class reaches stay 0 */
         memset(rel->dr, 0, sizeof(float) * S * s->H * s->D);
@@ -297,13 +295,6 @@ size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts) {
     return band > global ? band : global;
 }
 
-static inline const float *row_of(const lc_view *v, int b, int r, int h, int D) {
-    return v->p + (long)b * v->sb + (long)r * v->st + (long)h * D;
-}
-static inline float *row_of_w(const lc_view *v, int b, int r, int h, int D) {
-    return v->p + (long)b * v->sb + (long)r * v->st + (long)h * D;
-}
-
 static void check_args(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t) {
     const lc_attn_window_opts *o = opts;
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
@@ -319,11 +310,11 @@ static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, 
     const long d = win_dilation(g, h), p = (long)g->M + row;
     long lo, hi;
     k_range(p, d, -g->w, g->causal ? 0 : g->w, 0, g->S - 1, &lo, &hi);
-    float *scores = work, *acc = work + round16((size_t)g->max_keys);
-    const float *q = row_of(&t->q, b, row, h, D);
+    float *scores = work, *acc = work + lc_round16((size_t)g->max_keys);
+    const float *q = lc_view_row(&t->q, b, row, h, D);
     float max = -INFINITY;
     for (long k = lo; k <= hi; k++) {
-        const float sc = g->scale * lc_vdot(q, row_of(&t->k, b, (int)(p + k * d), h, D), D);
+        const float sc = g->scale * lc_vdot(q, lc_view_row(&t->k, b, (int)(p + k * d), h, D), D);
         scores[k - lo] = sc;
         max = sc > max ? sc : max;
     }
@@ -332,8 +323,8 @@ static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, 
     for (int j = 0; j < n; j++) scores[j] = lc_expf(scores[j] - max);
     for (int j = 0; j < n; j++) sum += scores[j];
     memset(acc, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n; j++) lc_vaxpy(acc, scores[j], row_of(&t->v, b, (int)(p + (lo + j) * d), h, D), D);
-    float *out = row_of_w(&t->out, b, row, h, D);
+    for (int j = 0; j < n; j++) lc_vaxpy(acc, scores[j], lc_view_row(&t->v, b, (int)(p + (lo + j) * d), h, D), D);
+    float *out = lc_view_row(&t->out, b, row, h, D);
     const float inv = 1.0f / sum; /* every query sees itself */
     for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
     t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
@@ -361,17 +352,17 @@ static void dq_row(const win_geometry *g, const lc_attn_tensors *t, const float 
     const long d = win_dilation(g, h), p = (long)g->M + row, r = ((long)b * g->H + h) * g->T + row;
     long lo, hi;
     k_range(p, d, -g->w, g->causal ? 0 : g->w, 0, g->S - 1, &lo, &hi);
-    const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+    const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
     const float lse = t->lse[r], dl = delta[r];
     memset(acc, 0, sizeof(float) * (size_t)D);
     for (long k = lo; k <= hi; k++) {
         const int key = (int)(p + k * d);
-        const float *kr = row_of(&t->k, b, key, h, D);
+        const float *kr = lc_view_row(&t->k, b, key, h, D);
         const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
-        const float ds = prob * (lc_vdot(dout, row_of(&t->v, b, key, h, D), D) - dl);
+        const float ds = prob * (lc_vdot(dout, lc_view_row(&t->v, b, key, h, D), D) - dl);
         lc_vaxpy(acc, ds, kr, D);
     }
-    float *dq = row_of_w(&t->dq, b, row, h, D);
+    float *dq = lc_view_row(&t->dq, b, row, h, D);
     for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
 }
 
@@ -382,19 +373,19 @@ static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float
     const long d = win_dilation(g, h);
     long lo, hi; /* query positions key + j d, j in [0, w] causal or [-w, w], within [M, S) */
     k_range(key, d, g->causal ? 0 : -g->w, g->w, g->M, g->S - 1, &lo, &hi);
-    const float *kr = row_of(&t->k, b, key, h, D), *vr = row_of(&t->v, b, key, h, D);
+    const float *kr = lc_view_row(&t->k, b, key, h, D), *vr = lc_view_row(&t->v, b, key, h, D);
     memset(acc_k, 0, sizeof(float) * (size_t)D);
     memset(acc_v, 0, sizeof(float) * (size_t)D);
     const long r0 = ((long)b * g->H + h) * g->T;
     for (long j = lo; j <= hi; j++) {
         const int row = (int)(key + j * d - g->M);
-        const float *q = row_of(&t->q, b, row, h, D), *dout = row_of(&t->dout, b, row, h, D);
+        const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
         const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - t->lse[r0 + row]);
         const float ds = prob * (lc_vdot(dout, vr, D) - delta[r0 + row]);
         lc_vaxpy(acc_v, prob, dout, D);
         lc_vaxpy(acc_k, ds, q, D);
     }
-    float *dk = row_of_w(&t->dk, b, key, h, D), *dv = row_of_w(&t->dv, b, key, h, D);
+    float *dk = lc_view_row(&t->dk, b, key, h, D), *dv = lc_view_row(&t->dv, b, key, h, D);
     for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e], dv[e] = acc_v[e];
 }
 
@@ -410,13 +401,13 @@ static void bidirectional_backward(const lc_attn_shape *s, const void *opts, con
 #endif
     {
         float *mine = base + (size_t)lc_thread_id() * g.thread_floats;
-        float *acc_a = mine + round16((size_t)g.max_keys), *acc_b = acc_a + round16((size_t)g.D);
+        float *acc_a = mine + lc_round16((size_t)g.max_keys), *acc_b = acc_a + lc_round16((size_t)g.D);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
         for (long i = 0; i < rows; i++) {
             const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-            const float *dout = row_of(&t->dout, b, row, h, g.D), *out = row_of(&t->out, b, row, h, g.D);
+            const float *dout = lc_view_row(&t->dout, b, row, h, g.D), *out = lc_view_row(&t->out, b, row, h, g.D);
             double sum = 0;
             for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
             delta[i] = (float)sum;

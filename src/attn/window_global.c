@@ -30,18 +30,13 @@
 
 enum { GLOB_CHUNK = 64 };
 
-static size_t glob_round16(size_t n) { return (n + 15) / 16 * 16; }
 
 /* One thread's floats: GLOB_CHUNK scores and an accumulator of D. */
-static size_t slot_floats(int D) { return GLOB_CHUNK + glob_round16((size_t)D); }
+static size_t slot_floats(int D) { return GLOB_CHUNK + lc_round16((size_t)D); }
 
 size_t lc_attn_window_global_workspace(const lc_attn_shape *s, int nthreads) {
     if (nthreads < 1) nthreads = 1;
     return 16 + (size_t)nthreads * slot_floats(s->D);
-}
-
-static inline float *grow(const lc_view *v, int b, long r, int h, int D) {
-    return v->p + (long)b * v->sb + r * v->st + (long)h * D;
 }
 
 /* dout . out summed in double, as the band backward does */
@@ -90,7 +85,7 @@ static void stream_keys(const float *q, const lc_view *k, const lc_view *v, int 
                         const long *keys, int n, float *scores, float *acc, float *run_max, float *run_sum) {
     float m = -INFINITY;
     for (int j = 0; j < n; j++) {
-        scores[j] = scale * lc_vdot(q, grow(k, b, keys[j], h, D), D);
+        scores[j] = scale * lc_vdot(q, lc_view_row(k, b, keys[j], h, D), D);
         m = scores[j] > m ? scores[j] : m;
     }
     if (m > *run_max) { /* rescale what was summed under the old maximum (none at first: factor 0) */
@@ -102,7 +97,7 @@ static void stream_keys(const float *q, const lc_view *k, const lc_view *v, int 
     for (int j = 0; j < n; j++) {
         const float p = lc_expf(scores[j] - *run_max);
         *run_sum += p;
-        lc_vaxpy(acc, p, grow(v, b, keys[j], h, D), D);
+        lc_vaxpy(acc, p, lc_view_row(v, b, keys[j], h, D), D);
     }
 }
 
@@ -125,7 +120,7 @@ static void ordinary_forward(const glob_geometry *g, const lc_attn_tensors *t, i
     float *scores = slot, *acc = slot + GLOB_CHUNK;
     float run_max = -INFINITY, run_sum = 0;
     memset(acc, 0, sizeof(float) * (size_t)D);
-    const float *q = grow(&t->q, b, row, h, D);
+    const float *q = lc_view_row(&t->q, b, row, h, D);
     long keys[GLOB_CHUNK];
     int n = 0;
     for (int i = next_extra(G, 0, g->M, p, d, g->w, g->causal); i < G->n;
@@ -138,7 +133,7 @@ static void ordinary_forward(const glob_geometry *g, const lc_attn_tensors *t, i
     }
     if (n) stream_keys(q, &t->k, &t->v, b, h, D, g->scale, keys, n, scores, acc, &run_max, &run_sum);
     if (run_sum == 0) return; /* no extra column: the band's result stands */
-    float *lse = t->lse + ((long)b * g->H + h) * g->T + row, *out = grow(&t->out, b, row, h, D);
+    float *lse = t->lse + ((long)b * g->H + h) * g->T + row, *out = lc_view_row(&t->out, b, row, h, D);
     const float band = *lse, top = band > run_max ? band : run_max;
     const float w_band = lc_expf(band - top), w_glob = lc_expf(run_max - top);
     const float total = w_band + w_glob * run_sum, inv = 1.0f / total;
@@ -154,14 +149,14 @@ static void global_forward(const glob_geometry *g, const lc_attn_tensors *t, int
     float *scores = slot, *acc = slot + GLOB_CHUNK;
     float run_max = -INFINITY, run_sum = 0;
     memset(acc, 0, sizeof(float) * (size_t)D);
-    const float *q = grow(&G->qg, b, row, h, D);
+    const float *q = lc_view_row(&G->qg, b, row, h, D);
     long keys[GLOB_CHUNK];
     for (long k0 = 0; k0 <= last; k0 += GLOB_CHUNK) {
         const int n = (int)(last - k0 + 1 < GLOB_CHUNK ? last - k0 + 1 : GLOB_CHUNK);
         for (int j = 0; j < n; j++) keys[j] = k0 + j;
         stream_keys(q, &G->kg, &G->vg, b, h, D, g->scale, keys, n, scores, acc, &run_max, &run_sum);
     }
-    float *out = grow(&t->out, b, row, h, D);
+    float *out = lc_view_row(&t->out, b, row, h, D);
     const float inv = 1.0f / run_sum; /* the row sees itself */
     for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
     G->lse[((long)b * g->H + h) * G->n + i] = run_max + logf(run_sum);
@@ -212,7 +207,7 @@ static void columns_backward(const glob_geometry *g, const lc_attn_tensors *t, i
             continue;
         }
         const long p = (long)g->M + row;
-        const float *q = grow(&t->q, b, row, h, D), *dout = grow(&t->dout, b, row, h, D);
+        const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
         float lse = 0, delta = 0;
         int any = 0;
         for (int i = next_extra(G, 0, g->M, p, d, g->w, g->causal); i < G->n;
@@ -220,17 +215,17 @@ static void columns_backward(const glob_geometry *g, const lc_attn_tensors *t, i
             const long key = (long)g->M + G->pos[i];
             if (!any) {
                 any = 1;
-                lse = t->lse[r0 + row], delta = row_delta(dout, grow(&t->out, b, row, h, D), D);
+                lse = t->lse[r0 + row], delta = row_delta(dout, lc_view_row(&t->out, b, row, h, D), D);
                 memset(acc, 0, sizeof(float) * (size_t)D);
             }
-            const float *kr = grow(&t->k, b, key, h, D), *vr = grow(&t->v, b, key, h, D);
+            const float *kr = lc_view_row(&t->k, b, key, h, D), *vr = lc_view_row(&t->v, b, key, h, D);
             const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
             const float ds = prob * (lc_vdot(dout, vr, D) - delta);
             lc_vaxpy(acc, ds, kr, D);
-            lc_vaxpy(grow(&t->dk, b, key, h, D), g->scale * ds, q, D);
-            lc_vaxpy(grow(&t->dv, b, key, h, D), prob, dout, D);
+            lc_vaxpy(lc_view_row(&t->dk, b, key, h, D), g->scale * ds, q, D);
+            lc_vaxpy(lc_view_row(&t->dv, b, key, h, D), prob, dout, D);
         }
-        if (any) lc_vaxpy(grow(&t->dq, b, row, h, D), g->scale, acc, D);
+        if (any) lc_vaxpy(lc_view_row(&t->dq, b, row, h, D), g->scale, acc, D);
     }
 }
 
@@ -239,32 +234,32 @@ static void rows_backward(const glob_geometry *g, const lc_attn_tensors *t, int 
     const lc_attn_global *G = t->global;
     const int D = g->D;
     for (long s = 0; s < g->S; s++) {
-        memset(grow(&G->dkg, b, s, h, D), 0, sizeof(float) * (size_t)D);
-        memset(grow(&G->dvg, b, s, h, D), 0, sizeof(float) * (size_t)D);
+        memset(lc_view_row(&G->dkg, b, s, h, D), 0, sizeof(float) * (size_t)D);
+        memset(lc_view_row(&G->dvg, b, s, h, D), 0, sizeof(float) * (size_t)D);
     }
     for (int row = 0, i = 0; row < g->T; row++) {
         if (i < G->n && G->pos[i] == row) {
             i++;
             continue;
         }
-        memset(grow(&G->dqg, b, row, h, D), 0, sizeof(float) * (size_t)D);
+        memset(lc_view_row(&G->dqg, b, row, h, D), 0, sizeof(float) * (size_t)D);
     }
     for (int i = 0; i < G->n; i++) {
         const int row = G->pos[i];
         const long last = g->causal ? (long)g->M + row : g->S - 1;
-        const float *q = grow(&G->qg, b, row, h, D), *dout = grow(&t->dout, b, row, h, D);
+        const float *q = lc_view_row(&G->qg, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
         const float lse = G->lse[((long)b * g->H + h) * G->n + i];
-        const float delta = row_delta(dout, grow(&t->out, b, row, h, D), D);
+        const float delta = row_delta(dout, lc_view_row(&t->out, b, row, h, D), D);
         memset(acc, 0, sizeof(float) * (size_t)D);
         for (long s = 0; s <= last; s++) {
-            const float *kr = grow(&G->kg, b, s, h, D), *vr = grow(&G->vg, b, s, h, D);
+            const float *kr = lc_view_row(&G->kg, b, s, h, D), *vr = lc_view_row(&G->vg, b, s, h, D);
             const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
             const float ds = prob * (lc_vdot(dout, vr, D) - delta);
             lc_vaxpy(acc, ds, kr, D);
-            lc_vaxpy(grow(&G->dkg, b, s, h, D), g->scale * ds, q, D);
-            lc_vaxpy(grow(&G->dvg, b, s, h, D), prob, dout, D);
+            lc_vaxpy(lc_view_row(&G->dkg, b, s, h, D), g->scale * ds, q, D);
+            lc_vaxpy(lc_view_row(&G->dvg, b, s, h, D), prob, dout, D);
         }
-        float *dq = grow(&G->dqg, b, row, h, D);
+        float *dq = lc_view_row(&G->dqg, b, row, h, D);
         for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
     }
 }

@@ -10,8 +10,6 @@
 #include "kernels/kernels.h"
 #include "nn/nn.h"
 
-#define LC_LN_EPS 1e-5f
-
 enum { SITE_ATTN_OUT = 1, SITE_FFN_OUT = 2 };
 
 static void add_into(float *out, const float *a, const float *b, long n) {
