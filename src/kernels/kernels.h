@@ -47,6 +47,8 @@ void lc_linear_backward_ref(double *dinp, double *dw, double *db, const double *
                             const double *w, int n, int in_dim, int out_dim);
 
 /* ---- LayerNorm over the last dimension c: out = (x - mean) * rstd * w + b ---- */
+/* The epsilon every LayerNorm of the model uses (inside the square root, with the variance). */
+#define LC_LN_EPS 1e-5f
 /* mean[n], rstd[n] are saved for backward. rstd = 1 / sqrt(var + eps), var biased (as PyTorch). */
 void lc_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
                           int n, int c, float eps);

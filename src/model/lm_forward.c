@@ -8,8 +8,6 @@
 #include "kernels/kernels.h"
 #include "model/lm.h"
 
-#define LC_LN_EPS 1e-5f
-
 enum { SEED_EMBED = 1, SEED_BLOCK = 1000 };
 
 static int is_xl(const lc_model *m) { return m->cfg.model == LC_MODEL_XL; }
