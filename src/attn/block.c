@@ -13,8 +13,7 @@
 
 #include "attn/attn.h"
 #include "attn/block.h"
-#include "attn/full_rel.h"
-#include "attn/full_tile.h"
+#include "attn/full_pass.h"
 #include "core/threads.h"
 
 enum { PROG_CHUNK = 64, PROG_TASK_ROWS = 64 };
@@ -293,20 +292,12 @@ static inline lc_vi16 block_queries_seeing(const block_ctx *c, int t0, int l, in
     return full_band_mask(t0 + 16 * l, r.first, r.first + r.count);
 }
 
-static void block_online_softmax_tile(const block_ctx *c, float *scores_t, int t0, int s0, int n_k,
-                                      float *running_max, float *running_sum, float *correction) {
-    enum { CHUNKS = FULL_TILE_Q / 16 };
-    lc_v16 tile_max[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) tile_max[l] = lc_vsplat(-INFINITY);
-    for (int j = 0; j < n_k; j++)
-        for (int l = 0; l < CHUNKS; l++) {
-            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const lc_v16 masked =
-                lc_vselect(block_queries_seeing(c, t0, l, s0 + j), lc_vload(p), lc_vsplat(-INFINITY));
-            lc_vstore(p, masked);
-            tile_max[l] = lc_vmax(tile_max[l], masked);
-        }
-    full_softmax_update(scores_t, n_k, tile_max, running_max, running_sum, correction);
+static lc_vi16 block_seeing(const void *c, int t0, int l, int key) { return block_queries_seeing(c, t0, l, key); }
+
+/* Keys of query t within the key tile [s0, s0 + n_k), as tile offsets. */
+static void block_row_keys(const void *c, int t, int s0, int n_k, int *first, int *end) {
+    const lc_attn_progression keys = block_keys_of(c, t);
+    *first = keys.first - s0, *end = lc_imin(n_k, keys.first + keys.count - s0);
 }
 
 /* Keys [begin, end) seen by some query of [t0, t0 + n_q). */
@@ -317,121 +308,28 @@ static void block_tile_keys(const block_ctx *c, int t0, int n_q, int *begin, int
 
 static void block_forward_tile(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t, int b, int h,
                                int q_tile, full_tiles *w) {
-    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
-    const int dp = g->D_pad;
-    float *running_max = w->row_a, *running_sum = w->row_b;
-    float correction[FULL_TILE_Q];
-    const lc_attn_relpos *rel = t->rel;
-    if (rel) { /* content scores with scale (q + u), position scores with scale (q + v) */
-        full_load_transposed_bias(w->q_tile, &t->q, rel->u + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
-        full_load_transposed_bias(w->rel_qv, &t->q, rel->v + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
-    } else {
-        full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
-    }
-    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
-    for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0);
     int key_begin, key_end;
     block_tile_keys(c, t0, n_q, &key_begin, &key_end);
-    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = lc_imin(FULL_TILE_K, key_end - s0);
-        long k_ld;
-        const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
-        full_load_rows(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
-        /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D,
-                  FULL_TILE_Q, 0);
-        if (rel) {
-            full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
-            full_rel_add_positions(w->scores, w->rel_pos, n_k);
-        }
-        block_online_softmax_tile(c, w->scores, t0, s0, n_k, running_max, running_sum, correction);
-        for (int i = 0; i < rows; i++) {
-            if (correction[i] == 1.0f) continue;
-            float *acc = w->q_acc + (size_t)i * dp;
-            for (int d = 0; d < dp; d++) acc[d] *= correction[i];
-        }
-        full_gemm(w->q_acc, dp, w->scores, 1, FULL_TILE_Q, w->key_b, dp, rows, n_k, dp, 1); /* out += P v */
-    }
-    float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
-    for (int i = 0; i < n_q; i++) { /* every query sees itself, so the sum is positive */
-        const float inv_sum = 1.0f / running_sum[i];
-        float *out = lc_view_row(&t->out, b, t0 + i, h, g->D);
-        const float *acc = w->q_acc + (size_t)i * dp;
-        for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
-        lse[i] = running_max[i] + logf(running_sum[i]);
-    }
+    full_forward_tile(g, t, b, h, t0, key_begin, key_end, key_end, 0, block_seeing, c, w);
 }
 
-/* dk, dv of the key tile [s0, s0 + n_k): query-major tiles (row i = query t0 + i, keys along the lanes). */
+/* dk, dv of a key tile, over the queries that see some key of it. */
 static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
                                  const float *delta, int b, int h, int k_tile, full_tiles *w) {
-    const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0), key_rows = lc_round_up(n_k, 4);
-    const int dp = g->D_pad;
-    full_load_transposed(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
-    full_load_transposed(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
-    memset(w->dk_acc, 0, sizeof(float) * (size_t)key_rows * dp);
-    memset(w->dv_acc, 0, sizeof(float) * (size_t)key_rows * dp);
+    const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
     const lc_attn_progression first = block_queries_of(c, s0), last = block_queries_of(c, s0 + n_k - 1);
     const int query_begin = first.first, query_end = last.count ? last.first + last.count : first.first;
-    for (int t0 = query_begin; t0 < query_end; t0 += FULL_TILE_Q) {
-        const int n_q = lc_imin(FULL_TILE_Q, query_end - t0), rows = lc_round_up(n_q, 4);
-        full_load_rows(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
-        full_load_rows(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
-        full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
-        full_gemm(w->scores, FULL_TILE_K, w->q_tile, dp, 1, w->key_a, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
-        full_gemm(w->dscores, FULL_TILE_K, w->dout_tile, dp, 1, w->key_b, FULL_TILE_K, rows, g->D, FULL_TILE_K, 0);
-        for (int i = 0; i < rows; i++) { /* P = exp(s - lse), dS = P (dP - Delta); padding rows get 0 */
-            float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
-            int key_first = 0, key_end = 0;
-            if (i < n_q) {
-                const lc_attn_progression keys = block_keys_of(c, t0 + i);
-                key_first = keys.first - s0, key_end = lc_imin(n_k, keys.first + keys.count - s0);
-            }
-            full_row_probs_and_dscores(p, ds, key_first, key_end, w->row_a[i], w->row_b[i]);
-        }
-        /* dv += P^T dout, dk += dS^T (scale q) */
-        full_gemm(w->dv_acc, dp, w->scores, 1, FULL_TILE_K, w->dout_tile, dp, key_rows, rows, dp, 1);
-        full_gemm(w->dk_acc, dp, w->dscores, 1, FULL_TILE_K, w->q_tile, dp, key_rows, rows, dp, 1);
-    }
-    full_store_key_grads(t, g, w, b, h, s0, n_k);
+    full_key_tile_grads(g, t, delta, b, h, s0, query_begin, query_end, query_end, 0, block_row_keys, c, w);
 }
 
-/* dq of the query tile [t0, t0 + n_q): key-major tiles, as in the forward pass. */
+/* dq of a query tile, over the keys its queries see. */
 static void block_query_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
                                    const float *delta, int b, int h, int q_tile, full_tiles *w) {
-    enum { CHUNKS = FULL_TILE_Q / 16 };
-    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
-    const int dp = g->D_pad;
-    full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
-    full_load_transposed(w->dout_tile, &t->dout, g, b, h, t0, n_q, 1.0f);
-    full_load_row_stats(g, t->lse, delta, b, h, t0, n_q, w);
-    lc_v16 lse[CHUNKS], row_delta[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++)
-        lse[l] = lc_vload(w->row_a + 16 * l), row_delta[l] = lc_vload(w->row_b + 16 * l);
-    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0);
     int key_begin, key_end;
     block_tile_keys(c, t0, n_q, &key_begin, &key_end);
-    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = lc_imin(FULL_TILE_K, key_end - s0), key_rows = lc_round_up(n_k, 4);
-        long v_ld;
-        full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
-        const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
-        full_gemm(w->scores, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
-        full_gemm(w->dscores, FULL_TILE_Q, v_rows, v_ld, 1, w->dout_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
-        for (int j = 0; j < key_rows; j++) /* dS^T = P^T (dP^T - Delta); padding rows get 0 */
-            for (int l = 0; l < CHUNKS; l++) {
-                const float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
-                float *ds = w->dscores + (size_t)j * FULL_TILE_Q + 16 * l;
-                const lc_vi16 seen = j < n_k ? block_queries_seeing(c, t0, l, s0 + j) : (lc_vi16){0};
-                const lc_v16 prob = lc_vselect(seen, lc_vexp(lc_vload(p) - lse[l]), (lc_v16){0});
-                lc_vstore(ds, prob * (lc_vload(ds) - row_delta[l]));
-            }
-        full_gemm(w->q_acc, dp, w->dscores, 1, FULL_TILE_Q, w->key_a, dp, rows, key_rows, dp, 1); /* dq += dS k */
-    }
-    for (int i = 0; i < n_q; i++) {
-        float *dq = lc_view_row(&t->dq, b, t0 + i, h, g->D);
-        for (int d = 0; d < g->D; d++) dq[d] = g->scale * w->q_acc[(size_t)i * dp + d];
-    }
+    full_query_tile_grads(g, t, delta, b, h, t0, key_begin, key_end, key_end, 0, block_seeing, c, w);
 }
 
 static size_t block_workspace(const lc_attn_shape *s, const void *opts) {
@@ -484,38 +382,11 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
     block_check_shape(s, t);
     const block_ctx c = block_ctx_of(s, opts);
     const full_geometry g = block_geometry(s);
-    const lc_attn_relpos *rel = t->rel;
-    if (g.H == 0) return;
-    if (rel && (g.B == 0 || g.T == 0)) { /* nothing flows back to r, u, v */
-        memset(rel->dr, 0, sizeof(float) * (size_t)g.S * g.H * g.D);
-        memset(rel->du, 0, sizeof(float) * (size_t)g.H * g.D);
-        memset(rel->dv, 0, sizeof(float) * (size_t)g.H * g.D);
-    }
-    if (g.B == 0) return;
-    if (g.T == 0) { /* no queries: nothing flows back, but every row of dk and dv is written */
-        for (int b = 0; b < g.B; b++)
-            for (int j = 0; j < g.S; j++)
-                for (int h = 0; h < g.H; h++) {
-                    memset(lc_view_row(&t->dk, b, j, h, g.D), 0, sizeof(float) * g.D);
-                    memset(lc_view_row(&t->dv, b, j, h, g.D), 0, sizeof(float) * g.D);
-                }
-        return;
-    }
     const int nthreads = lc_attn_threads(s);
     float *base = full_workspace_base(work);
-    float *delta = full_delta_of(base, &g, nthreads);
-    const long rows = (long)g.B * g.H * g.T;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static)
-#endif
-    for (long i = 0; i < rows; i++) { /* position-major reads; delta stays indexed (b, h, row) */
-        const int h = (int)(i % g.H), row = (int)(i / g.H % g.T), b = (int)(i / g.H / g.T);
-        const float *dout = lc_view_row(&t->dout, b, row, h, g.D), *out = lc_view_row(&t->out, b, row, h, g.D);
-        double sum = 0;
-        for (int d = 0; d < g.D; d++) sum += (double)dout[d] * out[d];
-        delta[((long)b * g.H + h) * g.T + row] = (float)sum;
-    }
-    if (rel) {
+    float *delta = full_backward_begin(&g, t, base, nthreads);
+    if (!delta) return;
+    if (t->rel) {
         full_rel_backward_keys(&g, t, delta, base, nthreads, block_rel_keys_of, &c);
         return;
     }

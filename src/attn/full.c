@@ -14,8 +14,7 @@
 
 #include "attn/attn.h"
 #include "attn/full_decode.h"
-#include "attn/full_rel.h"
-#include "attn/full_tile.h"
+#include "attn/full_pass.h"
 #include "core/threads.h"
 
 static int full_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
@@ -48,79 +47,13 @@ size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts) {
     return 16 + (size_t)nthreads * g.thread_floats + delta;
 }
 
-/* One key tile's step of the online softmax. scores_t holds the tile transposed (row j = key s0 + j,
- * the 64 queries along the lanes); its visible entries become exp(score - new running max), and the
- * running max / sum per query are updated. Returns (in `correction`) the factor by which each query's
- * output accumulator must be scaled before this tile's probabilities are added. */
-static void online_softmax_tile(const full_geometry *g, float *scores_t, int t0, int s0, int n_k,
-                                float *running_max, float *running_sum, float *correction) {
-    enum { CHUNKS = FULL_TILE_Q / 16 };
-    lc_v16 tile_max[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) tile_max[l] = lc_vsplat(-INFINITY);
-    for (int j = 0; j < n_k; j++)
-        for (int l = 0; l < CHUNKS; l++) {
-            float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
-            const lc_v16 masked =
-                lc_vselect(full_queries_seeing(g, t0, l, s0 + j), lc_vload(p), lc_vsplat(-INFINITY));
-            lc_vstore(p, masked);
-            tile_max[l] = lc_vmax(tile_max[l], masked);
-        }
-    full_softmax_update(scores_t, n_k, tile_max, running_max, running_sum, correction);
-}
+static lc_vi16 full_seeing(const void *g, int t0, int l, int s) { return full_queries_seeing(g, t0, l, s); }
 
 static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t, int b, int h, int q_tile,
                                full_tiles *w) {
-    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4);
-    const int dp = g->D_pad;
-    float *running_max = w->row_a, *running_sum = w->row_b;
-    float correction[FULL_TILE_Q];
-    const lc_attn_relpos *rel = t->rel;
-    if (rel) { /* content scores with scale (q + u), position scores with scale (q + v) */
-        full_load_transposed_bias(w->q_tile, &t->q, rel->u + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
-        full_load_transposed_bias(w->rel_qv, &t->q, rel->v + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
-    } else {
-        full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
-    }
-    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
-    for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
-
-    const int key_begin = full_key_tile_begin(g, t0), key_end = full_key_end(g, t0, n_q);
-    for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
-        const int n_k = lc_imin(FULL_TILE_K, g->S - s0);
-        long k_ld;
-        const float *k_rows = full_rows_operand(w->key_a, &t->k, g, b, h, s0, n_k, &k_ld);
-        full_load_rows(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
-        if (s0 + FULL_TILE_K < key_end) {
-            const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
-            full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
-            full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
-        }
-        /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D,
-                  FULL_TILE_Q, 0);
-        if (rel) {
-            full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
-            full_rel_add_positions(w->scores, w->rel_pos, n_k);
-        }
-        online_softmax_tile(g, w->scores, t0, s0, n_k, running_max, running_sum, correction);
-        for (int i = 0; i < rows; i++) {
-            if (correction[i] == 1.0f) continue;
-            float *acc = w->q_acc + (size_t)i * dp;
-            for (int d = 0; d < dp; d++) acc[d] *= correction[i];
-        }
-        /* out += P v, reading P from the transposed tile */
-        full_gemm(w->q_acc, dp, w->scores, 1, FULL_TILE_Q, w->key_b, dp, rows, n_k, dp, 1);
-    }
-
-    float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
-    for (int i = 0; i < n_q; i++) {
-        /* every query sees itself (distance 0), so the sum is positive */
-        const float inv_sum = 1.0f / running_sum[i];
-        float *out = lc_view_row(&t->out, b, t0 + i, h, g->D);
-        const float *acc = w->q_acc + (size_t)i * dp;
-        for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
-        lse[i] = running_max[i] + logf(running_sum[i]);
-    }
+    const int t0 = q_tile * FULL_TILE_Q, n_q = lc_imin(FULL_TILE_Q, g->T - t0);
+    full_forward_tile(g, t, b, h, t0, full_key_tile_begin(g, t0), full_key_end(g, t0, n_q), g->S, 1, full_seeing, g,
+                      w);
 }
 
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {

@@ -81,13 +81,7 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
         /* the full kind's key tiles are aligned and end at S or at the tile's last visible key */
         const int n_k = lc_imin(FULL_TILE_K, (keys ? key_end : g->S) - s0), key_rows = lc_round_up(n_k, 4);
         long v_ld;
-        full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f); /* k is also the B operand of dq += dS k */
-        const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, &v_ld);
-        if (s0 + FULL_TILE_K < key_end) {
-            const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
-            full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
-            full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
-        }
+        const float *v_rows = full_load_key_tile(g, t, b, h, s0, n_k, key_end, w, &v_ld);
         /* scores^T = k (scale (q + u))^T + the position diagonals */
         full_gemm(probs, FULL_TILE_Q, w->key_a, dp, 1, w->q_tile, FULL_TILE_Q, key_rows, g->D, FULL_TILE_Q, 0);
         c0 = g->M + t0 - s0;

@@ -325,6 +325,38 @@ static inline void full_store_key_grads(const lc_attn_tensors *t, const full_geo
     }
 }
 
+/* Rows [s0, s0 + n_k) of k into w->key_a (the B operand of dq += dS k) and of v as an A operand (returned,
+ * *v_ld its row stride), for the passes that walk key tiles in backward; while s0 + 64 < prefetch_end
+ * the next tile's rows are requested too. */
+static inline const float *full_load_key_tile(const full_geometry *g, const lc_attn_tensors *t, int b, int h, int s0,
+                                              int n_k, int prefetch_end, full_tiles *w, long *v_ld) {
+    full_load_rows(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
+    const float *v_rows = full_rows_operand(w->key_b, &t->v, g, b, h, s0, n_k, v_ld);
+    if (s0 + FULL_TILE_K < prefetch_end) {
+        const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
+        full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
+        full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
+    }
+    return v_rows;
+}
+
+/* Backward's Delta = rowsum(dout * out) in double, [B*H*T] indexed (b, h, t); rows are visited
+ * position-major (heads innermost), so each [H*D] row of dout and out is read once. */
+static inline void full_compute_delta(const full_geometry *g, const lc_attn_tensors *t, float *delta, int nthreads) {
+    const long rows = (long)g->B * g->H * g->T;
+    (void)nthreads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+#endif
+    for (long i = 0; i < rows; i++) {
+        const int h = (int)(i % g->H), query = (int)(i / g->H % g->T), b = (int)(i / g->H / g->T);
+        const float *dout = lc_view_row(&t->dout, b, query, h, g->D), *out = lc_view_row(&t->out, b, query, h, g->D);
+        double sum = 0;
+        for (int d = 0; d < g->D; d++) sum += (double)dout[d] * out[d];
+        delta[((long)b * g->H + h) * g->T + query] = (float)sum;
+    }
+}
+
 /* The online-softmax step shared by the tiled kinds, after a kind has masked its key tile: scores_t
  * (key-major, queries along the lanes; hidden entries -inf) has per-query maxima tile_max. Its entries
  * become exp(score - new running max); running max and sum are updated, and `correction` receives the
@@ -352,6 +384,31 @@ static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *t
     for (int l = 0; l < CHUNKS; l++)
         lc_vstore(running_sum + 16 * l,
                     lc_vload(running_sum + 16 * l) * lc_vload(correction + 16 * l) + sum[l]);
+}
+
+/* After full_softmax_update: each query's accumulator scaled by its correction, then out += P v (P read
+ * from the key-major tile w->scores, v rows in w->key_b). */
+static inline void full_accumulate_pv(full_tiles *w, const float *correction, int rows, int n_k, int dp) {
+    for (int i = 0; i < rows; i++) {
+        if (correction[i] == 1.0f) continue;
+        float *acc = w->q_acc + (size_t)i * dp;
+        for (int d = 0; d < dp; d++) acc[d] *= correction[i];
+    }
+    full_gemm(w->q_acc, dp, w->scores, 1, FULL_TILE_Q, w->key_b, dp, rows, n_k, dp, 1);
+}
+
+/* Queries [t0, t0 + n_q) of head h, batch b: out = accumulator / running sum, lse = running max + log(sum).
+ * Every query sees at least itself, so the sum is positive. */
+static inline void full_store_outputs(const full_geometry *g, const lc_attn_tensors *t, const full_tiles *w, int b,
+                                      int h, int t0, int n_q) {
+    float *lse = t->lse + ((size_t)b * g->H + h) * g->T + t0;
+    for (int i = 0; i < n_q; i++) {
+        const float inv_sum = 1.0f / w->row_b[i];
+        float *out = lc_view_row(&t->out, b, t0 + i, h, g->D);
+        const float *acc = w->q_acc + (size_t)i * g->D_pad;
+        for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
+        lse[i] = w->row_a[i] + logf(w->row_b[i]);
+    }
 }
 
 #endif
