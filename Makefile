@@ -38,7 +38,7 @@ CFLAGS := $(CFLAGS_BASE) $(OPT) $(OMP) $(SAN) $(BLAS_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(OMP) $(SAN)
 LDLIBS := $(BLAS_LIBS) -lm
 
-LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c)
+LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -70,7 +70,7 @@ $(CLI): $(CLI_OBJ) $(LIB)
 	@echo "  LD  $@"
 	@$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h tests/attn_kind_tests.h
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h tests/attn_kit.h
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
