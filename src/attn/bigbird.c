@@ -493,11 +493,8 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
     if (n_q <= 0) return;
     bb_lanes ln;
     bb_lanes_of(L, tl, &ln);
-    float *running_max = w->row_a, *running_sum = w->row_b;
     float correction[FULL_TILE_Q];
-    full_load_transposed(w->q_tile, &t->q, g, b, h, p0, n_q, g->scale);
-    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
-    for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
+    full_forward_begin(g, t, b, h, p0, n_q, w);
     const int n_seg = bb_query_tile_keys(L, h, tl, sc);
     bb_cursor cur = {0, 0};
     int n_k;
@@ -518,6 +515,7 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
         } else {
             for (int j = 0; j < n_k; j++)
                 for (int l = 0; l < CHUNKS; l++) {
+    full_store_outputs(g, t, w, b, h, p0, n_q);
                     float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                     const lc_vi16 seen = bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1);
                     const lc_v16 masked = lc_vselect(seen, lc_vload(p), lc_vsplat(-INFINITY));
@@ -525,21 +523,8 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
                     tile_max[l] = lc_vmax(tile_max[l], masked);
                 }
         }
-        full_softmax_update(w->scores, n_k, tile_max, running_max, running_sum, correction);
-        for (int i = 0; i < rows; i++) {
-            if (correction[i] == 1.0f) continue;
-            float *acc = w->q_acc + (size_t)i * dp;
-            for (int d = 0; d < dp; d++) acc[d] *= correction[i];
-        }
-        full_gemm(w->q_acc, dp, w->scores, 1, FULL_TILE_Q, w->key_b, dp, rows, n_k, dp, 1); /* out += P v */
-    }
-    float *lse = t->lse + ((size_t)b * g->H + h) * g->T + p0;
-    for (int i = 0; i < n_q; i++) { /* every query sees itself, so the sum is positive */
-        const float inv_sum = 1.0f / running_sum[i];
-        float *out = lc_view_row(&t->out, b, p0 + i, h, g->D);
-        const float *acc = w->q_acc + (size_t)i * dp;
-        for (int d = 0; d < g->D; d++) out[d] = acc[d] * inv_sum;
-        lse[i] = running_max[i] + logf(running_sum[i]);
+        full_softmax_update(w->scores, n_k, tile_max, w->row_a, w->row_b, correction);
+        full_accumulate_pv(w, correction, rows, n_k, dp);
     }
 }
 
@@ -711,28 +696,63 @@ static void bb_invert_plan(const bb_layout *L, int h, int *start, int *cursor, i
     }
 }
 
-void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
-                                   const int *plan) {
+/* One task of a pass: its thread's tiles and scratch, its batch row, head and tile. Tasks go out tile by
+ * tile, all heads of a tile together: the window and global blocks are the same for every head, so each
+ * [H*D] row fetched from memory serves every head while it is in cache. Every output row is computed by
+ * one task in a fixed order: the results do not depend on the order. */
+typedef struct {
+    full_tiles w;
+    bb_scratch sc;
+    int b, h;
+    float *delta = bb_thread_base(base, &g, &L, nthreads);
+    int *inv = (int *)(void *)(delta + lc_round16((size_t)s->B * s->H * s->T));
+    int *inv_start = inv, *inv_cursor = inv + (size_t)s->H * (L.n + 1), *inv_list = inv_cursor + (size_t)s->H * L.n;
+    full_compute_delta(&g, t, delta, nthreads);
+    bb_tile tl;
+} bb_task;
+
+static bb_task bb_task_at(float *base, const full_geometry *g, const bb_layout *L, long task) {
+    float *mine = bb_thread_base(base, g, L, lc_thread_id());
+    const long heads = (long)g->B * g->H, head = task % heads;
+    bb_task k;
+    k.w = full_tiles_for_thread(mine, g, 0);
+    k.sc = bb_scratch_at(mine + g->thread_floats, L);
+    k.b = (int)(head / g->H), k.h = (int)(head % g->H);
+    k.tl = bb_tile_at(L, (int)(task / heads));
+    return k;
+}
+
+/* Forward, or backward: Delta, the inverted plans (which query blocks drew each key block, per head),
+ * then pass 0 (dk, dv per key tile) and pass 1 (dq per query tile). */
+static void bb_run(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work, const int *plan,
+                   int backward) {
     bb_check_args(s, t, opts);
     if (s->B == 0 || s->H == 0 || s->T == 0) return;
     const bb_layout L = bb_layout_of(s, opts, t->seed, plan);
     const full_geometry g = bb_geometry(s);
     const int nthreads = lc_attn_threads(s);
+void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
+                                  const int *plan) {
+    bb_run(s, opts, t, work, plan, 0);
+}
+
+void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
+                                   const int *plan) {
+    bb_run(s, opts, t, work, plan, 1);
+}
+
     (void)nthreads;
     float *base = full_workspace_base(work);
-    float *delta = bb_thread_base(base, &g, &L, nthreads);
-    int *inv = (int *)(void *)(delta + lc_round16((size_t)s->B * s->H * s->T));
-    int *inv_start = inv, *inv_cursor = inv + (size_t)s->H * (L.n + 1), *inv_list = inv_cursor + (size_t)s->H * L.n;
-    const long rows = (long)s->B * s->H * s->T;
+    const long tasks = (long)s->B * s->H * L.tiles;
+    if (!backward) {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static)
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
-    for (long i = 0; i < rows; i++) { /* position-major reads; delta stays indexed (b, h, row) */
-        const int h = (int)(i % s->H), row = (int)(i / s->H % s->T), b = (int)(i / s->H / s->T);
-        const float *dout = lc_view_row(&t->dout, b, row, h, s->D), *out = lc_view_row(&t->out, b, row, h, s->D);
-        double sum = 0;
-        for (int d = 0; d < s->D; d++) sum += (double)dout[d] * out[d];
-        delta[((long)b * s->H + h) * s->T + row] = (float)sum;
+        for (long task = 0; task < tasks; task++) {
+            bb_task k = bb_task_at(base, &g, &L, task);
+            bb_forward_tile(&L, &g, t, k.b, k.h, &k.tl, &k.w, &k.sc);
+        }
+        return;
     }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
@@ -742,30 +762,18 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
         bb_invert_plan(&L, h, inv_start + (size_t)h * (L.n + 1), inv_cursor + (size_t)h * L.n,
                        inv_list + (size_t)h * L.n * L.r, sc.rnd);
     }
-    const long heads = (long)s->B * s->H, tasks = heads * L.tiles; /* tile by tile, all heads together */
+    for (int pass = 0; pass < 2; pass++) {
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
-    for (long task = 0; task < tasks; task++) {
-        float *mine = bb_thread_base(base, &g, &L, lc_thread_id());
-        full_tiles w = full_tiles_for_thread(mine, &g, 0);
-        bb_scratch sc = bb_scratch_at(mine + g.thread_floats, &L);
-        const long head = task % heads;
-        const int b = (int)(head / s->H), h = (int)(head % s->H);
-        const bb_tile tl = bb_tile_at(&L, (int)(task / heads));
-        bb_key_grads_tile(&L, &g, t, delta, b, h, &tl, inv_start + (size_t)h * (L.n + 1),
-                          inv_list + (size_t)h * L.n * L.r, &w, &sc);
-    }
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < tasks; task++) {
-        float *mine = bb_thread_base(base, &g, &L, lc_thread_id());
-        full_tiles w = full_tiles_for_thread(mine, &g, 0);
-        bb_scratch sc = bb_scratch_at(mine + g.thread_floats, &L);
-        const long head = task % heads;
-        const bb_tile tl = bb_tile_at(&L, (int)(task / heads));
-        bb_query_grads_tile(&L, &g, t, delta, (int)(head / s->H), (int)(head % s->H), &tl, &w, &sc);
+        for (long task = 0; task < tasks; task++) {
+            bb_task k = bb_task_at(base, &g, &L, task);
+            if (pass == 0)
+                bb_key_grads_tile(&L, &g, t, delta, k.b, k.h, &k.tl, inv_start + (size_t)k.h * (L.n + 1),
+                                  inv_list + (size_t)k.h * L.n * L.r, &k.w, &k.sc);
+            else
+                bb_query_grads_tile(&L, &g, t, delta, k.b, k.h, &k.tl, &k.w, &k.sc);
+        }
     }
 }
 

@@ -31,18 +31,9 @@ static inline __attribute__((always_inline)) void full_forward_tile(const full_g
                                                                     full_tiles *w) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
     const int n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4), dp = g->D_pad;
-    float *running_max = w->row_a, *running_sum = w->row_b;
     float correction[FULL_TILE_Q];
     const lc_attn_relpos *rel = t->rel;
-    if (rel) { /* content scores with scale (q + u), position scores with scale (q + v) */
-        full_load_transposed_bias(w->q_tile, &t->q, rel->u + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
-        full_load_transposed_bias(w->rel_qv, &t->q, rel->v + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
-    } else {
-        full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
-    }
-    memset(w->q_acc, 0, sizeof(float) * (size_t)rows * dp);
-    for (int i = 0; i < FULL_TILE_Q; i++) running_max[i] = -INFINITY, running_sum[i] = 0;
-
+    full_forward_begin(g, t, b, h, t0, n_q, w);
     for (int s0 = key_begin; s0 < key_end; s0 += FULL_TILE_K) {
         const int n_k = lc_imin(FULL_TILE_K, key_limit - s0);
         long k_ld;
@@ -70,7 +61,7 @@ static inline __attribute__((always_inline)) void full_forward_tile(const full_g
                 lc_vstore(p, masked);
                 tile_max[l] = lc_vmax(tile_max[l], masked);
             }
-        full_softmax_update(w->scores, n_k, tile_max, running_max, running_sum, correction);
+        full_softmax_update(w->scores, n_k, tile_max, w->row_a, w->row_b, correction);
         full_accumulate_pv(w, correction, rows, n_k, dp);
     }
     full_store_outputs(g, t, w, b, h, t0, n_q);

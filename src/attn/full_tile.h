@@ -386,6 +386,22 @@ static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *t
                     lc_vload(running_sum + 16 * l) * lc_vload(correction + 16 * l) + sum[l]);
 }
 
+/* Start of a forward query tile [t0, t0 + n_q): scale q (with relative positions scale (q + u) for the
+ * content scores and scale (q + v) for the positions) transposed into the tile, accumulator zeroed,
+ * running max -inf and running sum 0. */
+static inline void full_forward_begin(const full_geometry *g, const lc_attn_tensors *t, int b, int h, int t0, int n_q,
+                                      full_tiles *w) {
+    const lc_attn_relpos *rel = t->rel;
+    if (rel) {
+        full_load_transposed_bias(w->q_tile, &t->q, rel->u + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
+        full_load_transposed_bias(w->rel_qv, &t->q, rel->v + (size_t)h * g->D, g, b, h, t0, n_q, g->scale);
+    } else {
+        full_load_transposed(w->q_tile, &t->q, g, b, h, t0, n_q, g->scale);
+    }
+    memset(w->q_acc, 0, sizeof(float) * (size_t)lc_round_up(n_q, 4) * g->D_pad);
+    for (int i = 0; i < FULL_TILE_Q; i++) w->row_a[i] = -INFINITY, w->row_b[i] = 0;
+}
+
 /* After full_softmax_update: each query's accumulator scaled by its correction, then out += P v (P read
  * from the key-major tile w->scores, v rows in w->key_b). */
 static inline void full_accumulate_pv(full_tiles *w, const float *correction, int rows, int n_k, int dp) {
