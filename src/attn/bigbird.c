@@ -515,7 +515,6 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
         } else {
             for (int j = 0; j < n_k; j++)
                 for (int l = 0; l < CHUNKS; l++) {
-    full_store_outputs(g, t, w, b, h, p0, n_q);
                     float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                     const lc_vi16 seen = bb_lane_mask(&ln, l, sc->slot_mask[j], sc->slot_pos[j], L->causal, 1);
                     const lc_v16 masked = lc_vselect(seen, lc_vload(p), lc_vsplat(-INFINITY));
@@ -526,6 +525,7 @@ static void bb_forward_tile(const bb_layout *L, const full_geometry *g, const lc
         full_softmax_update(w->scores, n_k, tile_max, w->row_a, w->row_b, correction);
         full_accumulate_pv(w, correction, rows, n_k, dp);
     }
+    full_store_outputs(g, t, w, b, h, p0, n_q);
 }
 
 static void bb_check_args(const lc_attn_shape *s, const lc_attn_tensors *t, const void *opts) {
@@ -539,32 +539,6 @@ static void bb_check_args(const lc_attn_shape *s, const lc_attn_tensors *t, cons
 
 static inline float *bb_thread_base(float *base, const full_geometry *g, const bb_layout *L, int thread) {
     return base + (size_t)thread * (g->thread_floats + bb_scratch_floats(L));
-}
-
-void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
-                                  const int *plan) {
-    bb_check_args(s, t, opts);
-    if (s->B == 0 || s->H == 0 || s->T == 0) return;
-    const bb_layout L = bb_layout_of(s, opts, t->seed, plan);
-    const full_geometry g = bb_geometry(s);
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-    float *base = full_workspace_base(work);
-    /* Tasks go out tile by tile, all heads of a tile together: the window and global blocks are the same
-     * for every head, so each [H*D] row fetched from memory serves every head while it is in cache. Every
-     * output row is computed by one task in a fixed order: the results do not depend on the order. */
-    const long heads = (long)s->B * s->H, tasks = heads * L.tiles;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < tasks; task++) {
-        float *mine = bb_thread_base(base, &g, &L, lc_thread_id());
-        full_tiles w = full_tiles_for_thread(mine, &g, 0);
-        bb_scratch sc = bb_scratch_at(mine + g.thread_floats, &L);
-        const long head = task % heads;
-        const bb_tile tl = bb_tile_at(&L, (int)(task / heads));
-        bb_forward_tile(&L, &g, t, (int)(head / s->H), (int)(head % s->H), &tl, &w, &sc);
-    }
 }
 
 void lc_attn_bigbird_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
@@ -704,10 +678,6 @@ typedef struct {
     full_tiles w;
     bb_scratch sc;
     int b, h;
-    float *delta = bb_thread_base(base, &g, &L, nthreads);
-    int *inv = (int *)(void *)(delta + lc_round16((size_t)s->B * s->H * s->T));
-    int *inv_start = inv, *inv_cursor = inv + (size_t)s->H * (L.n + 1), *inv_list = inv_cursor + (size_t)s->H * L.n;
-    full_compute_delta(&g, t, delta, nthreads);
     bb_tile tl;
 } bb_task;
 
@@ -731,16 +701,6 @@ static void bb_run(const lc_attn_shape *s, const void *opts, const lc_attn_tenso
     const bb_layout L = bb_layout_of(s, opts, t->seed, plan);
     const full_geometry g = bb_geometry(s);
     const int nthreads = lc_attn_threads(s);
-void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
-                                  const int *plan) {
-    bb_run(s, opts, t, work, plan, 0);
-}
-
-void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
-                                   const int *plan) {
-    bb_run(s, opts, t, work, plan, 1);
-}
-
     (void)nthreads;
     float *base = full_workspace_base(work);
     const long tasks = (long)s->B * s->H * L.tiles;
@@ -754,6 +714,10 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
         }
         return;
     }
+    float *delta = bb_thread_base(base, &g, &L, nthreads);
+    int *inv = (int *)(void *)(delta + lc_round16((size_t)s->B * s->H * s->T));
+    int *inv_start = inv, *inv_cursor = inv + (size_t)s->H * (L.n + 1), *inv_list = inv_cursor + (size_t)s->H * L.n;
+    full_compute_delta(&g, t, delta, nthreads);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
@@ -775,6 +739,16 @@ void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, con
                 bb_query_grads_tile(&L, &g, t, delta, k.b, k.h, &k.tl, &k.w, &k.sc);
         }
     }
+}
+
+void lc_attn_bigbird_forward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
+                                  const int *plan) {
+    bb_run(s, opts, t, work, plan, 0);
+}
+
+void lc_attn_bigbird_backward_plan(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
+                                   const int *plan) {
+    bb_run(s, opts, t, work, plan, 1);
 }
 
 void lc_attn_bigbird_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
