@@ -26,7 +26,7 @@ typedef struct {
     int D;    /* head dimension */
     int causal; /* 1: query i sees keys 0 .. M+i; 0: all S keys */
     float scale; /* multiplies q.k, usually 1/sqrt(D) */
-    /* Added after scale so positional initializers of the fields above stay valid (these become 0). */
+    /* After scale, so a positional initializer of the fields above leaves these 0 (off). */
     int window; /* 0: unlimited; W > 0 (causal only): query t sees keys M+t-W+1 .. M+t */
     int relpos; /* 1: the calls will pass tensors.rel (sizes the workspace for it); 0: they will not */
     /* Threads forward and backward may use, decided with the workspace size (the model's compute

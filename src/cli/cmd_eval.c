@@ -5,7 +5,11 @@
 #include "cli/cli.h"
 #include "core/threads.h"
 
+int lc_cmd_eval_summary(int argc, char **argv); /* --task summarize (cmd_eval_summary.c) */
+
 int lc_cmd_eval(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--task") == 0 || strncmp(argv[i], "--task=", 7) == 0) return lc_cmd_eval_summary(argc, argv);
     const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto";
     int seg_len = 0, batch = 8, threads = 0, json = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     lc_opt opts[] = {
@@ -20,6 +24,7 @@ int lc_cmd_eval(int argc, char **argv) {
         {"--same-length", OPT_FLAG, &same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
+        {"--task", OPT_STR, NULL, 0, 0, "summarize: ROUGE of extractive summaries (eval --task summarize --help)", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = lc_parse_opts("eval", "--ckpt CKPT [options]", opts, n, argc, argv);

@@ -1,0 +1,147 @@
+/* `longctx eval --task summarize`: ROUGE-1/2/L of extractive baseline summaries (lead-3, lead-k, the
+ * label oracle) on a split of a BBC News Summary style corpus, averaged over documents, in percent.
+ * The protocol (sentence rule, split, labels, ROUGE) is in docs/hibert.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/timer.h"
+
+int lc_cmd_eval_summary(int argc, char **argv);
+
+typedef enum { METHOD_LEAD3, METHOD_LEADK, METHOD_ORACLE } method;
+
+/* Scores one document: picks the method's sentences, joins them and adds its F1 scores to sum[3]. */
+static lc_status score_document(const lc_document *d, method how, lc_label_rule rule, uint8_t *pick, double sum[3]) {
+    const char *const *sent = (const char *const *)d->sents.sent;
+    int n = d->sents.n, k;
+    lc_status st = lc_summary_labels(sent, n, d->reference, LC_LABELS_CONTAINED, pick, &k);
+    if (st) return st;
+    if (how == METHOD_ORACLE && rule == LC_LABELS_GREEDY &&
+        (st = lc_summary_labels(sent, n, d->reference, LC_LABELS_GREEDY, pick, NULL)))
+        return st;
+    if (how != METHOD_ORACLE) {
+        int lead = how == METHOD_LEAD3 ? 3 : k;
+        for (int i = 0; i < n; i++) pick[i] = i < lead;
+    }
+    char *summary;
+    if ((st = lc_sentences_join(sent, n, pick, &summary))) return st;
+    lc_rouge r;
+    st = lc_rouge_score(summary, d->reference, &r);
+    free(summary);
+    if (st) return st;
+    sum[0] += r.r1.f1;
+    sum[1] += r.r2.f1;
+    sum[2] += r.rl.f1;
+    return LC_OK;
+}
+
+int lc_cmd_eval_summary(int argc, char **argv) {
+    const char *task = NULL, *data = "data/bbc-news-summary", *split = "valid", *method_name = NULL;
+    const char *labels = "contained";
+    int json = 0;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--ckpt") == 0 || strncmp(argv[i], "--ckpt=", 7) == 0) {
+            lc_cli_error("eval --task summarize: --ckpt is not accepted for this task; evaluate a baseline with "
+                         "--method lead3|leadk|oracle");
+            return LC_EXIT_USAGE;
+        }
+    lc_opt opts[] = {
+        {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
+        {"--data", OPT_STR, &data, 0, 0, "ROOT with articles/ and summaries/ (default data/bbc-news-summary)", 0},
+        {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (every 10th document from the "
+                                           "1st is test, from the 6th valid)", 0},
+        {"--method", OPT_STR, &method_name, 0, 0, "lead3 (first 3 sentences), leadk (first k, k = sentences "
+                                                  "contained in the reference) or oracle (required)", 0},
+        {"--labels", OPT_STR, &labels, 0, 0, "the oracle's sentences: contained (default; in the reference "
+                                             "verbatim) or greedy (ROUGE-1+2 greedy oracle)", 0},
+        {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    int rc = lc_parse_opts("eval --task summarize", "--task summarize --method M [--data ROOT] [--split S] [--json]",
+                           opts, n, argc, argv);
+    if (rc >= 0) return rc;
+    if (!task || strcmp(task, "summarize") != 0) {
+        lc_cli_error("eval: --task must be summarize, got '%s' (without --task, eval scores a language model)",
+                     task ? task : "");
+        return LC_EXIT_USAGE;
+    }
+    method how;
+    if (!method_name) {
+        lc_cli_error("eval --task summarize: --method is required (lead3, leadk or oracle)");
+        return LC_EXIT_USAGE;
+    } else if (strcmp(method_name, "lead3") == 0) how = METHOD_LEAD3;
+    else if (strcmp(method_name, "leadk") == 0) how = METHOD_LEADK;
+    else if (strcmp(method_name, "oracle") == 0) how = METHOD_ORACLE;
+    else {
+        lc_cli_error("eval --task summarize: --method must be lead3, leadk or oracle, got '%s'", method_name);
+        return LC_EXIT_USAGE;
+    }
+    lc_label_rule rule;
+    if (strcmp(labels, "contained") == 0) rule = LC_LABELS_CONTAINED;
+    else if (strcmp(labels, "greedy") == 0) rule = LC_LABELS_GREEDY;
+    else {
+        lc_cli_error("eval --task summarize: --labels must be contained or greedy, got '%s'", labels);
+        return LC_EXIT_USAGE;
+    }
+    if (lc_opt_get(opts, n, "--labels")->seen && how != METHOD_ORACLE) {
+        lc_cli_error("eval --task summarize: --labels applies to --method oracle only");
+        return LC_EXIT_USAGE;
+    }
+    lc_part part;
+    if (strcmp(split, "valid") == 0) part = LC_PART_VALID;
+    else if (strcmp(split, "test") == 0) part = LC_PART_TEST;
+    else if (strcmp(split, "train") == 0) part = LC_PART_TRAIN;
+    else if (strcmp(split, "all") == 0) part = LC_PART_ALL;
+    else {
+        lc_cli_error("eval --task summarize: --split must be valid, test, train or all, got '%s'", split);
+        return LC_EXIT_USAGE;
+    }
+
+    double t0 = lc_now_seconds();
+    lc_doc_list docs;
+    lc_status st = lc_doc_list_open(data, part, &docs);
+    if (st) return lc_cli_fail(st);
+    if (docs.n == 0) {
+        lc_cli_error("eval --task summarize: --data %s: the %s split is empty (%d documents in all)", data, split,
+                     docs.total);
+        lc_doc_list_free(&docs);
+        return LC_EXIT_RUNTIME;
+    }
+    double sum[3] = {0, 0, 0};
+    long sentences = 0;
+    int latin1 = 0;
+    for (int i = 0; i < docs.n && !st; i++) {
+        lc_document d;
+        if ((st = lc_document_read(docs.article[i], docs.summary[i], &d))) break;
+        uint8_t *pick = malloc((size_t)d.sents.n);
+        if (!pick) {
+            lc_cli_error("eval --task summarize: out of memory");
+            lc_document_free(&d);
+            lc_doc_list_free(&docs);
+            return LC_EXIT_RUNTIME;
+        }
+        st = score_document(&d, how, rule, pick, sum);
+        sentences += d.sents.n;
+        latin1 += d.latin1 != 0;
+        free(pick);
+        lc_document_free(&d);
+    }
+    if (st) {
+        rc = lc_cli_fail(st);
+        lc_doc_list_free(&docs);
+        return rc;
+    }
+    double r1 = 100 * sum[0] / docs.n, r2 = 100 * sum[1] / docs.n, rl = 100 * sum[2] / docs.n;
+    printf("%s: %s%s ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (F1 %%, mean of %d documents, %ld sentences, of %s; "
+           "%.2f s)\n",
+           split, method_name, how == METHOD_ORACLE ? (rule == LC_LABELS_GREEDY ? " (greedy)" : " (contained)") : "",
+           r1, r2, rl, docs.n, sentences, data, lc_now_seconds() - t0);
+    if (latin1) printf("%d of the files were not UTF-8 and were read as Latin-1\n", latin1);
+    if (json)
+        printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"docs\":%d}\n", lc_json_number(r1), lc_json_number(r2),
+               lc_json_number(rl), docs.n);
+    lc_doc_list_free(&docs);
+    return LC_EXIT_OK;
+}

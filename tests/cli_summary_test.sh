@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# CLI tests of `longctx eval --task summarize`: usage errors (exit 2), bad corpora and bad documents
+# (exit 1, one line naming the path), a small corpus of edge cases, and the baselines on the bundled
+# BBC News Summary test split against the issue's figures (within 0.5).
+# usage: tests/cli_summary_test.sh path/to/longctx
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+# expect CODE PATTERN -- command...: exit code must be CODE and stderr must match PATTERN (grep -E).
+expect() {
+    local code=$1 pattern=$2; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -le 1 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $* -> exit $rc (want $code), stderr: $(head -c 300 "$tmp/err")"
+    fi
+    if [ "$rc" -ge 128 ]; then echo "CRASH (signal) in: $*"; fi
+}
+check() { # check DESCRIPTION -- command: succeeds when the command does
+    local what=$1; shift 2
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
+}
+# corpus NAME: a fresh ROOT with articles/t/ and summaries/t/
+corpus() { rm -rf "$tmp/$1"; mkdir -p "$tmp/$1/articles/t" "$tmp/$1/summaries/t"; }
+# doc ROOT NAME ARTICLE SUMMARY: one document (printf formats, so \n and \xNN work)
+doc() { printf "$3" >"$1/articles/t/$2.txt"; printf "$4" >"$1/summaries/t/$2.txt"; }
+
+ev=("$bin" eval --task summarize)
+# usage errors
+expect 2 "--method is required" -- "${ev[@]}"
+expect 2 "--method must be lead3, leadk or oracle, got 'lead4'" -- "${ev[@]}" --method lead4
+expect 2 "--split must be valid, test, train or all" -- "${ev[@]}" --method lead3 --split dev
+expect 2 "--task must be summarize, got 'translate'" -- "$bin" eval --task translate --method lead3
+expect 2 "--task needs a value" -- "$bin" eval --task
+expect 2 "--ckpt is not accepted" -- "${ev[@]}" --method lead3 --ckpt model.ckpt
+expect 2 "--ckpt is not accepted" -- "${ev[@]}" --ckpt=model.ckpt
+expect 2 "unknown flag --seg-len" -- "${ev[@]}" --method lead3 --seg-len 64
+expect 2 "--labels applies to --method oracle only" -- "${ev[@]}" --method leadk --labels greedy
+expect 2 "--labels must be contained or greedy" -- "${ev[@]}" --method oracle --labels rouge
+check "eval --task summarize --help" -- "${ev[@]}" --help
+cp "$tmp/out" "$tmp/help.txt"
+check "help lists --method" -- grep -q -- "--method" "$tmp/help.txt"
+check "eval --help" -- "$bin" eval --help
+cp "$tmp/out" "$tmp/help.txt"
+check "eval --help lists --task" -- grep -q -- "--task" "$tmp/help.txt"
+
+# bad corpora
+expect 1 "nope: cannot open" -- "${ev[@]}" --method lead3 --data "$tmp/nope"
+mkdir "$tmp/empty"
+expect 1 "empty: no articles/ directory" -- "${ev[@]}" --method lead3 --data "$tmp/empty"
+mkdir -p "$tmp/nosumm/articles/t"; printf 'T\n\nBody.' >"$tmp/nosumm/articles/t/1.txt"
+expect 1 "nosumm: no summaries/ directory" -- "${ev[@]}" --method lead3 --data "$tmp/nosumm"
+corpus none
+expect 1 "articles: no .txt documents" -- "${ev[@]}" --method lead3 --data "$tmp/none"
+corpus miss; doc "$tmp/miss" 1 'T\n\nA b. C d.' 'A b.'; rm "$tmp/miss/summaries/t/1.txt"
+expect 1 "summaries/t/1.txt: cannot open" -- "${ev[@]}" --method lead3 --split test --data "$tmp/miss"
+# bad documents
+corpus bad; doc "$tmp/bad" 1 'Only a title\n' 'x'
+expect 1 "t/1.txt: empty document" -- "${ev[@]}" --method lead3 --split test --data "$tmp/bad"
+corpus bad; doc "$tmp/bad" 1 'T\n\nA b\x00c.' 'x'
+expect 1 "t/1.txt: control byte 0x00 at offset 6: not a text file" -- "${ev[@]}" --method lead3 --split test --data "$tmp/bad"
+corpus bad; doc "$tmp/bad" 1 'T\n\nA b. C d.' ' \n'
+expect 1 "summaries/t/1.txt: empty summary" -- "${ev[@]}" --method lead3 --split test --data "$tmp/bad"
+corpus bad; doc "$tmp/bad" 1 'T\n\nA b. C d.' 'A b.'
+expect 1 "the valid split is empty \(1 documents in all\)" -- "${ev[@]}" --method lead3 --split valid --data "$tmp/bad"
+
+# a small corpus: a document with no sentence boundary (one sentence) and a Latin-1 one
+corpus small
+doc "$tmp/small" 1 'Title\n\nno boundary in this whole text' 'no boundary in this whole text'
+doc "$tmp/small" 2 'T\n\nCaf\xe9 prices rose. Nobody knew why.' 'Caf\xe9 prices rose.'
+check "one-sentence and Latin-1 documents" -- "${ev[@]}" --method oracle --split all --data "$tmp/small" --json
+cp "$tmp/out" "$tmp/small.txt"
+check "oracle of exact references is 100" -- grep -q '^{"rouge1":100.000000,"rouge2":100.000000,"rougeL":100.000000,"docs":2}$' "$tmp/small.txt"
+check "the Latin-1 file is reported" -- grep -q "1 of the files were not UTF-8 and were read as Latin-1" "$tmp/small.txt"
+
+# the bundled corpus: the issue's baselines on the test split, within 0.5; JSON is the last line
+bbc=data/bbc-news-summary
+within() { # within FILE R1 R2 RL: the JSON line's scores are within 0.5 of the figures
+    tail -1 "$1" | awk -F'[:,}]' -v a="$2" -v b="$3" -v c="$4" '
+        function off(x, y) { return x - y > 0.5 || y - x > 0.5 }
+        /^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"docs":223\}$/ {
+            if (off($2, a) || off($4, b) || off($6, c)) exit 1; ok = 1 }
+        END { exit !ok }'
+}
+for m in "lead3 43.4 35.1 33.2" "leadk 61.5 49.2 40.3" "oracle 92.5 89.8 56.1"; do
+    set -- $m
+    check "$1 on the test split" -- "${ev[@]}" --method "$1" --split test --data "$bbc" --json
+    cp "$tmp/out" "$tmp/$1.json"
+    check "$1 reproduces $2 / $3 / $4" -- within "$tmp/$1.json" "$2" "$3" "$4"
+done
+
+echo "cli_summary_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
