@@ -1,4 +1,4 @@
-/* Private to the full kind: the few-query forward path used for generation. */
+/* The full kind's forward for one or two queries (generation against the key/value cache). */
 #ifndef LC_ATTN_FULL_DECODE_H
 #define LC_ATTN_FULL_DECODE_H
 

@@ -1,4 +1,4 @@
-/* Private to the full-attention kind: the relative-position (Transformer-XL) term computed tile by tile.
+/* The relative-position (Transformer-XL) term of the tiled kinds (full, block), computed tile by tile.
  * score(t, s) gets scale * (q_t + v) . r[M + t - s]. For a (query tile t0, key tile s0) pair with
  * c0 = M + t0 - s0, entry (query i, key j) needs distance c0 + i - j. The key-major passes keep
  *   Pos^T[e][i] = r[c0 - 64 + e] . scale (q_i + v),   e in [0, 128)  (rows: distances, lanes: queries)

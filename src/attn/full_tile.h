@@ -1,11 +1,8 @@
-/* Private to the full-attention kind (full.c, full_backward.c): tile sizes, the per-thread workspace
- * layout, and the small inner loops every pass shares: a register-blocked tile product, a vector exp,
- * and copies between strided views and padded tiles.
- *
- * The inner loops use GCC vector types (vector_size(64): 16 floats). GCC lowers them to whatever the
- * target has (one zmm register with AVX-512, two ymm with AVX2, ...). Plain auto-vectorised loops came
- * out at about half the speed here, because GCC prefers 256-bit vectors on this CPU and did not keep a
- * 4 x 64 accumulator block in registers. */
+/* The 64 x 64 tile machinery of the attention kinds that work on score tiles (full, block, bigbird,
+ * strided and window through full, the global rows of window, lsh's chunks): tile sizes, the geometry and
+ * per-thread workspace layout, a register-blocked tile product, copies between strided views and padded
+ * tiles, masks, and the online-softmax step. Vector types and exp come from kernels/vec.h; the full kind's
+ * whole passes, built from these, are in full_pass.h. */
 #ifndef LC_ATTN_FULL_TILE_H
 #define LC_ATTN_FULL_TILE_H
 
