@@ -16,14 +16,9 @@ typedef float v8f __attribute__((vector_size(32)));
 
 /* A dot product in 8-float vectors (GCC vector extensions; portable), summed in a fixed order. */
 static inline __attribute__((always_inline)) float dot(const float *a, const float *b, int D) {
-    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0}, x, y;
     int d = 0;
-    for (; d + 8 <= D; d += 8) {
-        v8f x, y;
-        memcpy(&x, a + d, sizeof x);
-        memcpy(&y, b + d, sizeof y);
-        acc += x * y;
-    }
+    for (; d + 8 <= D; d += 8) memcpy(&x, a + d, sizeof x), memcpy(&y, b + d, sizeof y), acc += x * y;
     float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     for (; d < D; d++) s += a[d] * b[d];
     return s;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "attn/routing.h"
+#include "kernels/vec.h"
 
 typedef struct {
     int B, H, T, M, S, D, causal, C, W, wq, wk, R;
@@ -72,31 +73,9 @@ static inline int rt_share_any(const uint64_t *a, const uint64_t *b, int W) {
     return 0;
 }
 
-static inline const float *rt_row(const lc_view *v, int b, int r, int h, int D) {
-    return v->p + (long)b * v->sb + (long)r * v->st + (long)h * D;
-}
-static inline float *rt_row_w(const lc_view *v, int b, int r, int h, int D) {
-    return v->p + (long)b * v->sb + (long)r * v->st + (long)h * D;
-}
-
-typedef float rt_v16 __attribute__((vector_size(64)));
-
-static inline float rt_dot(const float *restrict a, const float *restrict b, int D) {
-    rt_v16 acc = {0};
-    int d = 0;
-    for (; d + 16 <= D; d += 16) {
-        rt_v16 x, y;
-        memcpy(&x, a + d, sizeof x);
-        memcpy(&y, b + d, sizeof y);
-        acc += x * y;
-    }
-    float tail = 0;
-    for (; d < D; d++) tail += a[d] * b[d];
-    float lanes[16];
-    memcpy(lanes, &acc, sizeof lanes);
-    for (int l = 0; l < 8; l++) lanes[l] += lanes[l + 8];
-    for (int l = 0; l < 4; l++) lanes[l] += lanes[l + 4];
-    return tail + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
-}
+/* Row addresses and dot products: lc_view_row (attn.h) and lc_vdot (kernels/vec.h) under short names. */
+static inline const float *rt_row(const lc_view *v, int b, int r, int h, int D) { return lc_view_row(v, b, r, h, D); }
+static inline float *rt_row_w(const lc_view *v, int b, int r, int h, int D) { return lc_view_row(v, b, r, h, D); }
+static inline float rt_dot(const float *a, const float *b, int D) { return lc_vdot(a, b, D); }
 
 #endif

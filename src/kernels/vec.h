@@ -88,12 +88,7 @@ static inline lc_v16 lc_vexp(lc_v16 x) {
 static inline __attribute__((always_inline)) float lc_vdot(const float *restrict a, const float *restrict b, int D) {
     lc_v16 acc = {0};
     int d = 0;
-    for (; d + 16 <= D; d += 16) {
-        lc_v16 x, y;
-        memcpy(&x, a + d, sizeof x);
-        memcpy(&y, b + d, sizeof y);
-        acc += x * y;
-    }
+    for (; d + 16 <= D; d += 16) acc += lc_vload(a + d) * lc_vload(b + d);
     float s = 0;
     for (; d < D; d++) s += a[d] * b[d];
     float l[16];
@@ -105,15 +100,9 @@ static inline __attribute__((always_inline)) float lc_vdot(const float *restrict
 
 /* y += a x over D floats */
 static inline __attribute__((always_inline)) void lc_vaxpy(float *restrict y, float a, const float *restrict x, int D) {
-    const lc_v16 av = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a};
+    const lc_v16 av = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}; /* keeps the sign of a = -0 */
     int d = 0;
-    for (; d + 16 <= D; d += 16) {
-        lc_v16 xv, yv;
-        memcpy(&xv, x + d, sizeof xv);
-        memcpy(&yv, y + d, sizeof yv);
-        yv += av * xv;
-        memcpy(y + d, &yv, sizeof yv);
-    }
+    for (; d + 16 <= D; d += 16) lc_vstore(y + d, lc_vload(y + d) + av * lc_vload(x + d));
     for (; d < D; d++) y[d] += a * x[d];
 }
 
