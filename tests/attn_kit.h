@@ -88,6 +88,8 @@ struct kit_kind {
     void (*extra_check)(const kit_problem *p, const char *label);
     /* Shared query/key (lsh): the k columns hold NaN and are never read, dk comes back exactly 0. */
     int shared_qk;
+    /* The seed of a case's random inputs (NULL: 77 + T + 13 M + 101 D + causal + 7 p0 + 3 p1 + 11 n). */
+    uint64_t (*seed_of)(const kit_case *c);
 };
 
 /* kit_check_fast: |got - want| <= rtol |want| + atol * max(1, max |want|) per tensor;
@@ -258,7 +260,8 @@ KIT_FN kit_problem *kit_problem_new(const kit_kind *kk, const kit_case *cin, int
     p->nq = (size_t)c->B * c->T * HD, p->nk = (size_t)c->B * S * HD, p->nl = (size_t)c->B * c->H * c->T;
     p->ng = (size_t)c->B * c->H * n, p->nr = (size_t)S * HD, p->nu = (size_t)HD;
     lc_rng rng;
-    lc_rng_seed(&rng, 77 + c->T + 13 * c->M + 101 * c->D + c->causal + 7 * c->p[0] + 3 * c->p[1] + 11 * n + 17 * c->window);
+    lc_rng_seed(&rng, kk->seed_of ? kk->seed_of(c)
+                                  : (uint64_t)(77 + c->T + 13 * c->M + 101 * c->D + c->causal + 7 * c->p[0] + 3 * c->p[1] + 11 * n));
     p->qkv = kit_calloc(p->qkv_n, sizeof(float)), p->grad = kit_floats(p->qkv_n, KIT_SENTINEL);
     for (size_t i = 0; i < p->qkv_n; i++) {
         const size_t col = i % p->row;
@@ -580,6 +583,32 @@ static void kit_full_reference(kit_ref *r, const void *ctx, int backward) {
 
 static const kit_kind kit_full __attribute__((unused)) = {
     .kind = &lc_attn_full, .visible = kit_full_visible, .reference = kit_full_reference};
+
+/* ---------------------------------------------------------------- the window kind (window and global tests) */
+
+#include "attn/window.h"
+
+/* p[0] = w keys per side; p[1] = 1: per-head dilations 1, 2, 3, 1, 2, 3, ... */
+static void kit_window_opts(const kit_case *c, void *opts) {
+    static const int dilations[8] = {1, 2, 3, 1, 2, 3, 1, 2};
+    lc_attn_window_opts *o = opts;
+    memset(o, 0, sizeof *o);
+    o->w = c->p[0];
+    for (int h = 0; h < LC_ATTN_MAX_HEADS; h++) o->dilation[h] = c->p[1] ? dilations[h % 8] : 1;
+}
+
+/* The band straight from the definition: keys p - k d (bidirectional: also p + k d), k = 0..w. */
+static int kit_window_visible(const void *ctx, int b, int h, int t, int s) {
+    const kit_problem *p = ctx;
+    const lc_attn_window_opts *o = (const void *)p->opts;
+    const int d = lc_attn_window_dilation(o, h), diff = s - (p->s.M + t);
+    (void)b;
+    if (p->s.causal && diff > 0) return 0;
+    return diff % d == 0 && abs(diff) / d <= o->w;
+}
+
+static const kit_kind kit_window __attribute__((unused)) = {
+    .kind = &lc_attn_window, .opts = kit_window_opts, .visible = kit_window_visible};
 
 /* ---------------------------------------------------------------- the standard checks */
 
