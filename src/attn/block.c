@@ -153,14 +153,14 @@ static void check_shape(const lc_attn_shape *s, const lc_attn_tensors *t) {
     (void)s, (void)t;
 }
 
-void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
-                                 float *work) {
-    check_shape(s, t);
-    if (s->B == 0 || s->H == 0 || s->T == 0) return;
-    const int nthreads = lc_attn_threads(s), D_pad = lc_round_up(s->D, 16);
+/* One pass over the rows of every (batch, head): 0 forward and 1 dq over the T query rows in the
+ * pattern's query order, 2 dk/dv over the S key rows (rows no query sees get 0) in its key order. Tasks
+ * are runs of 64 rows, handed out dynamically; each thread works in its 2 x D_pad slice of base. */
+static void prog_pass(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
+                      const float *delta, float *base, int pass) {
+    const int nthreads = lc_attn_threads(s), D_pad = lc_round_up(s->D, 16), n = pass == 2 ? s->M + s->T : s->T;
     (void)nthreads; /* only the OpenMP build uses it */
-    float *base = full_workspace_base(work);
-    const long per_head = (s->T + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, tasks = (long)s->B * s->H * per_head;
+    const long per_head = (n + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, tasks = (long)s->B * s->H * per_head;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
@@ -168,64 +168,38 @@ void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *
         float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
         const long head = task / per_head;
         const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % per_head) * PROG_TASK_ROWS;
-        for (int i = i0; i < lc_imin(s->T, i0 + PROG_TASK_ROWS); i++)
-            forward_row(s, pat, t, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
+        for (int i = i0; i < lc_imin(n, i0 + PROG_TASK_ROWS); i++) {
+            if (pass == 0)
+                forward_row(s, pat, t, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
+            else if (pass == 1)
+                query_grad_row(s, pat, t, delta, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
+            else
+                key_grad_row(s, pat, t, delta, b, h, prog_at(pat->key_at, pat->ctx, i), w, w + D_pad);
+        }
     }
+}
+
+void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
+                                 float *work) {
+    check_shape(s, t);
+    if (s->B == 0 || s->H == 0 || s->T == 0) return;
+    prog_pass(s, pat, t, NULL, full_workspace_base(work), 0);
 }
 
 void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
                                   float *work) {
     check_shape(s, t);
-    const int S = s->M + s->T;
     if (s->B == 0 || s->H == 0) return;
     if (s->T == 0) { /* no queries: nothing flows back, but every row of dk and dv is written */
-        for (int b = 0; b < s->B; b++)
-            for (int j = 0; j < S; j++)
-                for (int h = 0; h < s->H; h++) {
-                    memset(lc_view_row(&t->dk, b, j, h, s->D), 0, sizeof(float) * s->D);
-                    memset(lc_view_row(&t->dv, b, j, h, s->D), 0, sizeof(float) * s->D);
-                }
+        full_zero_key_grads(t, s->B, s->M, s->H, s->D);
         return;
     }
-    const int nthreads = lc_attn_threads(s), D_pad = lc_round_up(s->D, 16);
-    (void)nthreads;
+    const full_geometry g = full_geometry_of(s);
     float *base = full_workspace_base(work);
-    float *delta = base + (size_t)nthreads * 2 * D_pad;
-    const long rows = (long)s->B * s->H * s->T;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static)
-#endif
-    for (long r = 0; r < rows; r++) {
-        const int row = (int)(r % s->T), h = (int)(r / s->T % s->H), b = (int)(r / s->T / s->H);
-        const float *dout = lc_view_row(&t->dout, b, row, h, s->D), *out = lc_view_row(&t->out, b, row, h, s->D);
-        double sum = 0;
-        for (int d = 0; d < s->D; d++) sum += (double)dout[d] * out[d];
-        delta[r] = (float)sum;
-    }
-    /* query pass: dq */
-    const long q_per_head = (s->T + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, q_tasks = (long)s->B * s->H * q_per_head;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < q_tasks; task++) {
-        float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
-        const long head = task / q_per_head;
-        const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % q_per_head) * PROG_TASK_ROWS;
-        for (int i = i0; i < lc_imin(s->T, i0 + PROG_TASK_ROWS); i++)
-            query_grad_row(s, pat, t, delta, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
-    }
-    /* key pass: dk, dv of all S rows (rows no query sees get 0) */
-    const long k_per_head = (S + PROG_TASK_ROWS - 1) / PROG_TASK_ROWS, k_tasks = (long)s->B * s->H * k_per_head;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < k_tasks; task++) {
-        float *w = base + (size_t)lc_thread_id() * 2 * D_pad;
-        const long head = task / k_per_head;
-        const int b = (int)(head / s->H), h = (int)(head % s->H), i0 = (int)(task % k_per_head) * PROG_TASK_ROWS;
-        for (int i = i0; i < lc_imin(S, i0 + PROG_TASK_ROWS); i++)
-            key_grad_row(s, pat, t, delta, b, h, prog_at(pat->key_at, pat->ctx, i), w, w + D_pad);
-    }
+    float *delta = base + (size_t)lc_attn_threads(s) * 2 * g.D_pad;
+    full_compute_delta(&g, t, delta, lc_attn_threads(s));
+    prog_pass(s, pat, t, delta, base, 1);
+    prog_pass(s, pat, t, delta, base, 2);
 }
 
 /* ---------------------------------------------------------------- the block pattern */
@@ -423,10 +397,6 @@ static int block_opts_set(void *opts, int H, const char *key, const char *value,
 static int block_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     if (((const lc_attn_block_opts *)opts)->block < 1) return snprintf(err, errlen, "block: b must be >= 1"), -1;
-    if (s->window) return snprintf(err, errlen, "block: no same_length window (the blocks decide what a query sees)"), -1;
-    if (s->relpos && !s->causal)
-        return snprintf(err, errlen, "block: relative positions need causal attention (distances M + t - s >= 0)"), -1;
-    if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;
     return 0;
 }
 
@@ -441,3 +411,7 @@ const lc_attn_kind lc_attn_block = {
     .forward = block_forward,
     .backward = block_backward,
 };
+    if (s->window) return snprintf(err, errlen, "block: no same_length window (the blocks decide what a query sees)"), -1;
+    if (s->relpos && !s->causal)
+        return snprintf(err, errlen, "block: relative positions need causal attention (distances M + t - s >= 0)"), -1;
+    if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;

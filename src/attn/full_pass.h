@@ -159,12 +159,7 @@ static inline float *full_backward_begin(const full_geometry *g, const lc_attn_t
     }
     if (g->B == 0) return NULL;
     if (g->T == 0) {
-        for (int b = 0; b < g->B; b++)
-            for (int j = 0; j < g->S; j++)
-                for (int h = 0; h < g->H; h++) {
-                    memset(lc_view_row(&t->dk, b, j, h, g->D), 0, sizeof(float) * g->D);
-                    memset(lc_view_row(&t->dv, b, j, h, g->D), 0, sizeof(float) * g->D);
-                }
+        full_zero_key_grads(t, g->B, g->S, g->H, g->D);
         return NULL;
     }
     float *delta = full_delta_of(base, g, nthreads);

@@ -337,6 +337,16 @@ static inline const float *full_load_key_tile(const full_geometry *g, const lc_a
     return v_rows;
 }
 
+/* dk and dv of all S rows of every (batch, head) set to 0: a call without queries still writes them. */
+static inline void full_zero_key_grads(const lc_attn_tensors *t, int B, int S, int H, int D) {
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < S; j++)
+            for (int h = 0; h < H; h++) {
+                memset(lc_view_row(&t->dk, b, j, h, D), 0, sizeof(float) * D);
+                memset(lc_view_row(&t->dv, b, j, h, D), 0, sizeof(float) * D);
+            }
+}
+
 /* Backward's Delta = rowsum(dout * out) in double, [B*H*T] indexed (b, h, t); rows are visited
  * position-major (heads innermost), so each [H*D] row of dout and out is read once. */
 static inline void full_compute_delta(const full_geometry *g, const lc_attn_tensors *t, float *delta, int nthreads) {

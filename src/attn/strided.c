@@ -223,28 +223,29 @@ static size_t strided_workspace(const lc_attn_shape *s, const void *opts) {
     return rel > plain ? rel : plain;
 }
 
-static void strided_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+/* Relative positions and long classes: residue classes through the full kind's tiles; short classes
+ * (few keys each): the arithmetic-progression engine. */
+static void strided_run(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work,
+                        int backward) {
     const strided_ctx c = strided_ctx_of(s, opts);
     const lc_attn_pattern pat = {strided_keys_of, strided_queries_of, strided_query_at, strided_key_at, &c};
     assert(s->window == 0 && (!t->rel || (s->causal && s->relpos)));
     if (t->rel)
-        strided_rel_by_classes(s, c.s, t, work, 0);
+        strided_rel_by_classes(s, c.s, t, work, backward);
     else if (uses_tiles(s, c.s))
-        strided_by_classes(s, c.s, t, work, 0);
+        strided_by_classes(s, c.s, t, work, backward);
+    else if (backward)
+        lc_attn_progression_backward(s, &pat, t, work);
     else
         lc_attn_progression_forward(s, &pat, t, work);
 }
 
+static void strided_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    strided_run(s, opts, t, work, 0);
+}
+
 static void strided_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    const strided_ctx c = strided_ctx_of(s, opts);
-    const lc_attn_pattern pat = {strided_keys_of, strided_queries_of, strided_query_at, strided_key_at, &c};
-    assert(s->window == 0 && (!t->rel || (s->causal && s->relpos)));
-    if (t->rel)
-        strided_rel_by_classes(s, c.s, t, work, 1);
-    else if (uses_tiles(s, c.s))
-        strided_by_classes(s, c.s, t, work, 1);
-    else
-        lc_attn_progression_backward(s, &pat, t, work);
+    strided_run(s, opts, t, work, 1);
 }
 
 static void strided_opts_init(void *opts, int H) {
@@ -260,12 +261,12 @@ static int strided_opts_set(void *opts, int H, const char *key, const char *valu
 
 static int strided_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
-    if (((const lc_attn_strided_opts *)opts)->stride < 1) return snprintf(err, errlen, "strided: s must be >= 1"), -1;
     if (s->window)
         return snprintf(err, errlen, "strided: no same_length window (the stride decides what a query sees)"), -1;
     if (s->relpos && !s->causal)
         return snprintf(err, errlen, "strided: relative positions need causal attention (distances M + t - s >= 0)"), -1;
     if (global) return snprintf(err, errlen, "strided: global tokens are not supported"), -1;
+    if (((const lc_attn_strided_opts *)opts)->stride < 1) return snprintf(err, errlen, "strided: s must be >= 1"), -1;
     return 0;
 }
 

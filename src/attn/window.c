@@ -430,20 +430,26 @@ static void bidirectional_backward(const lc_attn_shape *s, const void *opts, con
     }
 }
 
-void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+/* The band (causal: by residue classes through the full kind; bidirectional: row by row), then the
+ * global rows (window_global.c). */
+static void window_run(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work, int backward) {
     check_args(s, opts, t);
     if (s->causal)
-        causal_pass(s, opts, t, work, 0);
+        causal_pass(s, opts, t, work, backward);
+    else if (backward)
+        bidirectional_backward(s, opts, t, work);
     else
         bidirectional_forward(s, opts, t, work);
-    if (t->global) lc_attn_window_global_forward(s, opts, t, work);
+    if (t->global && backward)
+        lc_attn_window_global_backward(s, opts, t, work);
+    else if (t->global)
+        lc_attn_window_global_forward(s, opts, t, work);
+}
+
+void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    window_run(s, opts, t, work, 0);
 }
 
 void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    check_args(s, opts, t);
-    if (s->causal)
-        causal_pass(s, opts, t, work, 1);
-    else
-        bidirectional_backward(s, opts, t, work);
-    if (t->global) lc_attn_window_global_backward(s, opts, t, work);
+    window_run(s, opts, t, work, 1);
 }
