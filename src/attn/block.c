@@ -397,6 +397,10 @@ static int block_opts_set(void *opts, int H, const char *key, const char *value,
 static int block_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     if (((const lc_attn_block_opts *)opts)->block < 1) return snprintf(err, errlen, "block: b must be >= 1"), -1;
+    if (s->window) return snprintf(err, errlen, "block: no same_length window (the blocks decide what a query sees)"), -1;
+    if (s->relpos && !s->causal)
+        return snprintf(err, errlen, "block: relative positions need causal attention (distances M + t - s >= 0)"), -1;
+    if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;
     return 0;
 }
 
@@ -411,7 +415,3 @@ const lc_attn_kind lc_attn_block = {
     .forward = block_forward,
     .backward = block_backward,
 };
-    if (s->window) return snprintf(err, errlen, "block: no same_length window (the blocks decide what a query sees)"), -1;
-    if (s->relpos && !s->causal)
-        return snprintf(err, errlen, "block: relative positions need causal attention (distances M + t - s >= 0)"), -1;
-    if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;
