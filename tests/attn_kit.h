@@ -828,9 +828,14 @@ KIT_FN void kit_compare_runs(const kit_problem *a, const kit_problem *b, kit_tol
     CHECK_CLOSE(label, a->dvb, b->dvb, a->nu, tol.rtol, atol);
 }
 
-/* Kind a equals kind b (usually full) on this case: the same data through both. */
+/* Kind a equals kind b (usually full) on this case: the same data through both (b gets a's inputs). */
 KIT_FN void kit_check_same(const kit_kind *a, const kit_kind *b, kit_case c, kit_tol tol, int backward) {
     kit_problem *pa = kit_problem_new(a, &c, KIT_THREADS), *pb = kit_problem_new(b, &c, KIT_THREADS);
+    memcpy(pb->qkv, pa->qkv, pa->qkv_n * sizeof(float)), memcpy(pb->dout, pa->dout, pa->out_n * sizeof(float));
+    if (pa->rel.r) {
+        memcpy(pb->r, pa->r, pa->nr * sizeof(float));
+        memcpy(pb->u, pa->u, pa->nu * sizeof(float)), memcpy(pb->vb, pa->vb, pa->nu * sizeof(float));
+    }
     char what[64];
     snprintf(what, sizeof what, "vs %s", b->kind->name);
     if (backward) kit_run(pa), kit_run(pb);

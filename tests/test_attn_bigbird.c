@@ -1,60 +1,29 @@
-/* Tests of the `bigbird` attention kind (ITC and ETC block-sparse attention): the masked double reference
- * (with the pattern written straight from its definition and the kind's own plan) against finite
- * differences; the fast fp32 forward/backward against that reference over variants, causal and
- * bidirectional, block sizes, lengths (multiples of b, not, shorter than b) and head sizes, through
- * strided views into fused buffers; equality with the full kind where the pattern covers everything;
- * determinism across thread counts; the seeded plan (valid, reproducible, seed-dependent, roughly
- * uniform); parity with PyTorch (tests/reference/make_bigbird_fixture.py); option errors; the workspace. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "attn/attn.h"
+/* Tests of the `bigbird` attention kind (ITC and ETC block-sparse attention) on the test kit
+ * (tests/attn_kit.h): the masked double reference (with the pattern written straight from its definition
+ * and the kind's own plan) against finite differences; the fast fp32 forward/backward against that
+ * reference over variants, causal and bidirectional, block sizes, lengths (multiples of b, not, shorter
+ * than b), head sizes and large scores; equality with the full kind where the pattern covers everything;
+ * determinism across repeats and thread counts; an explicit plan; the seeded plan (valid, reproducible,
+ * seed-dependent, roughly uniform); parity with PyTorch (tests/reference/make_bigbird_fixture.py); option
+ * errors; the workspace; empty and one-token problems. */
 #include "attn/bigbird.h"
 #include "attn/spec.h"
-#include "core/rng.h"
-#include "core/status.h"
-#include "core/threads.h"
-#include "attn_workspace.h"
-#include "harness.h"
-#include "train/safetensors.h"
+#include "attn_kit.h"
 
-#define SENTINEL 12345.0f
-#define FIX "tests/fixtures/"
+#define FIX LC_FIXTURES "/"
 
-typedef struct {
-    int B, H, T, D, causal;
-    int variant, b, r, g; /* r, g: -1 for the defaults */
-    uint64_t seed;        /* tensors.seed */
-} bb_case;
-
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        printf("out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static lc_attn_bigbird_opts opts_of(const bb_case *c) {
-    lc_attn_bigbird_opts o;
-    lc_attn_bigbird.opts_init(&o, c->H);
-    o.b = c->b, o.r = c->r, o.variant = c->variant, o.g = c->variant == LC_BIGBIRD_ETC ? c->g : -1;
-    return o;
-}
-
-static lc_attn_shape shape_of(const bb_case *c) {
-    lc_attn_shape s = {c->B, c->H, c->T, 0, c->D, c->causal, (float)(1.0 / sqrt((double)c->D)), 0, 0};
-    return s;
+/* Cases: p = {b, variant, r, g} (r, g: -1 for the defaults); seed: tensors.seed. */
+static void bb_opts(const kit_case *c, void *opts) {
+    lc_attn_bigbird_opts *o = opts;
+    lc_attn_bigbird.opts_init(o, c->H);
+    o->b = c->p[0], o->variant = c->p[1], o->r = c->p[2], o->g = c->p[1] == LC_BIGBIRD_ETC ? c->p[3] : -1;
 }
 
 /* ---------------------------------------------------------------- the pattern, from its definition */
 
 typedef struct {
     int T, causal, itc, b, G, n, r;
-    const int *plan; /* [H][n][r] */
+    int *plan; /* [H][n][r] */
 } bb_mask;
 
 static int bb_visible(const void *ctx, int b, int h, int t, int s) {
@@ -70,266 +39,50 @@ static int bb_visible(const void *ctx, int b, int h, int t, int s) {
     return 0;
 }
 
-/* The mask of a case with plan (allocated here, freed by the caller): the kind's own seeded plan. */
-static bb_mask mask_of(const bb_case *c, int **plan_out) {
-    const lc_attn_bigbird_opts o = opts_of(c);
-    bb_mask m;
-    m.T = c->T, m.causal = c->causal, m.itc = c->variant == LC_BIGBIRD_ITC, m.b = c->b;
-    m.G = lc_attn_bigbird_globals(&o, c->T), m.n = lc_attn_bigbird_blocks(&o, c->T), m.r = lc_attn_bigbird_random(&o);
-    int *plan = xcalloc((size_t)c->H * m.n * m.r + 1, sizeof(int));
-    lc_attn_bigbird_plan(&o, c->H, c->T, c->seed, plan);
-    m.plan = plan;
-    *plan_out = plan;
-    return m;
-}
-
-/* ---------------------------------------------------------------- double problems (the reference) */
-
-typedef struct {
-    lc_attn_shape s;
-    double *q, *k, *v, *out, *dout, *dq, *dk, *dv;
-    lc_attn_tensors_d t;
-} problem_d;
-
-static lc_view_d view_d(double *p, const lc_attn_shape *s) {
-    lc_view_d v = {p, (long)s->T * s->H * s->D, (long)s->H * s->D};
-    return v;
-}
-
-static problem_d problem_d_new(lc_attn_shape s) {
-    problem_d p;
-    memset(&p, 0, sizeof p);
-    p.s = s;
-    const size_t n = (size_t)s.B * s.T * s.H * s.D;
-    double **all[8] = {&p.q, &p.k, &p.v, &p.out, &p.dout, &p.dq, &p.dk, &p.dv};
-    for (int i = 0; i < 8; i++) *all[i] = xcalloc(n, sizeof(double));
-    p.t.q = view_d(p.q, &s), p.t.k = view_d(p.k, &s), p.t.v = view_d(p.v, &s), p.t.out = view_d(p.out, &s);
-    p.t.dout = view_d(p.dout, &s), p.t.dq = view_d(p.dq, &s), p.t.dk = view_d(p.dk, &s), p.t.dv = view_d(p.dv, &s);
-    return p;
-}
-
-static void problem_d_free(problem_d *p) {
-    free(p->q), free(p->k), free(p->v), free(p->out), free(p->dout), free(p->dq), free(p->dk), free(p->dv);
-}
-
-static void reference_lse(const problem_d *p, const bb_mask *m, double *lse) {
-    const lc_attn_shape *s = &p->s;
-    const int T = s->T, HD = s->H * s->D;
-    for (int b = 0; b < s->B; b++)
-        for (int h = 0; h < s->H; h++)
-            for (int t = 0; t < T; t++) {
-                double max = -INFINITY, sum = 0;
-                for (int pass = 0; pass < 2; pass++)
-                    for (int j = 0; j < T; j++) {
-                        if (!bb_visible(m, b, h, t, j)) continue;
-                        double dot = 0;
-                        for (int d = 0; d < s->D; d++)
-                            dot += p->q[((size_t)b * T + t) * HD + h * s->D + d] *
-                                   p->k[((size_t)b * T + j) * HD + h * s->D + d];
-                        const double sc = s->scale * dot;
-                        if (pass == 0) max = sc > max ? sc : max;
-                        else sum += exp(sc - max);
-                    }
-                lse[((size_t)b * s->H + h) * T + t] = max + log(sum);
-            }
-}
-
-static double loss_of(problem_d *p, const bb_mask *m) { /* L = sum(out * dout) */
-    lc_attn_masked_forward_ref(&p->s, bb_visible, m, &p->t);
-    const size_t n = (size_t)p->s.B * p->s.T * p->s.H * p->s.D;
-    double L = 0;
-    for (size_t i = 0; i < n; i++) L += p->out[i] * p->dout[i];
-    return L;
-}
-
-/* ---------------------------------------------------------------- fp32 problems in fused buffers */
-
-/* q, k, v are column slices of one [B, T, 3HD + 7] buffer, dq, dk, dv the same slices of a gradient
- * buffer; out and dout are [B, T, HD + 5]. Padding columns hold SENTINEL and must survive. */
-typedef struct {
-    lc_attn_shape s;
+/* The mask of a case, with the kind's own seeded plan. */
+static bb_mask *bb_mask_new(const kit_case *c) {
     lc_attn_bigbird_opts o;
-    long row, out_row;
-    float *qkv, *grad, *out, *dout, *lse, *work;
-    size_t qkv_n, out_n;
-    lc_attn_tensors t;
-} problem;
-
-static problem problem_new(const bb_case *c, int nthreads, uint64_t data_seed) {
-    problem p;
-    memset(&p, 0, sizeof p);
-    p.s = shape_of(c), p.o = opts_of(c);
-    const lc_attn_shape s = p.s;
-    const int HD = s.H * s.D;
-    p.row = 3L * HD + 7, p.out_row = HD + 5;
-    p.qkv_n = (size_t)s.B * s.T * p.row, p.out_n = (size_t)s.B * s.T * p.out_row;
-    p.qkv = xcalloc(p.qkv_n, sizeof(float)), p.grad = xcalloc(p.qkv_n, sizeof(float));
-    p.out = xcalloc(p.out_n, sizeof(float)), p.dout = xcalloc(p.out_n, sizeof(float));
-    p.lse = xcalloc((size_t)s.B * s.H * s.T, sizeof(float));
-    const size_t work_n = LC_TEST_WORKSPACE(lc_attn_bigbird.workspace_floats, &p.s, &p.o, nthreads);
-    p.work = malloc((work_n ? work_n : 1) * sizeof(float)); /* exactly the size asked for: ASan sees overruns */
-    lc_rng rng;
-    lc_rng_seed(&rng, data_seed);
-    for (size_t i = 0; i < p.qkv_n; i++) {
-        p.qkv[i] = (i % p.row) < 3 * (size_t)HD ? lc_rng_normal(&rng) : SENTINEL;
-        p.grad[i] = SENTINEL;
-    }
-    for (size_t i = 0; i < p.out_n; i++) p.dout[i] = lc_rng_normal(&rng), p.out[i] = SENTINEL;
-    const long sb = (long)s.T * p.row, out_sb = (long)s.T * p.out_row;
-    p.t.q = (lc_view){p.qkv, sb, p.row}, p.t.k = (lc_view){p.qkv + HD, sb, p.row};
-    p.t.v = (lc_view){p.qkv + 2 * HD, sb, p.row};
-    p.t.dq = (lc_view){p.grad, sb, p.row}, p.t.dk = (lc_view){p.grad + HD, sb, p.row};
-    p.t.dv = (lc_view){p.grad + 2 * HD, sb, p.row};
-    p.t.out = (lc_view){p.out, out_sb, p.out_row}, p.t.dout = (lc_view){p.dout, out_sb, p.out_row};
-    p.t.lse = p.lse;
-    p.t.seed = c->seed;
-    return p;
-}
-
-static void problem_free(problem *p) {
-    free(p->qkv), free(p->grad), free(p->out), free(p->dout), free(p->lse), free(p->work);
-}
-
-static void run_fast(problem *p, const int *plan) {
-    lc_attn_bigbird_forward_plan(&p->s, &p->o, &p->t, p->work, plan);
-    lc_attn_bigbird_backward_plan(&p->s, &p->o, &p->t, p->work, plan);
-}
-
-static void view_to_d(const lc_view *v, const lc_attn_shape *s, double *dst) {
-    for (int b = 0; b < s->B; b++)
-        for (int t = 0; t < s->T; t++)
-            for (int i = 0; i < s->H * s->D; i++) *dst++ = v->p[(long)b * v->sb + (long)t * v->st + i];
-}
-
-static int sentinels_intact(const problem *p) {
-    const int HD = p->s.H * p->s.D;
-    for (size_t i = 0; i < p->qkv_n; i++)
-        if (i % p->row >= 3 * (size_t)HD && p->grad[i] != SENTINEL) return 0;
-    for (size_t i = 0; i < p->out_n; i++)
-        if (i % p->out_row >= (size_t)HD && p->out[i] != SENTINEL) return 0;
-    return 1;
-}
-
-static double scale_of(const double *x, size_t n) { /* max |x|, at least 1 */
-    double m = 1;
-    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
+    bb_opts(c, &o);
+    bb_mask *m = kit_calloc(1, sizeof *m);
+    m->T = c->T, m->causal = c->causal, m->itc = o.variant == LC_BIGBIRD_ITC, m->b = o.b;
+    m->G = lc_attn_bigbird_globals(&o, c->T), m->n = lc_attn_bigbird_blocks(&o, c->T), m->r = lc_attn_bigbird_random(&o);
+    m->plan = kit_calloc((size_t)c->H * m->n * m->r + 1, sizeof(int));
+    lc_attn_bigbird_plan(&o, c->H, c->T, c->seed, m->plan);
     return m;
 }
 
-/* ---------------------------------------------------------------- reference vs finite differences */
-
-static void check_reference_gradients(bb_case c) {
-    int *plan;
-    const bb_mask m = mask_of(&c, &plan);
-    lc_attn_shape s = shape_of(&c);
-    s.scale = 0.7f;
-    problem_d p = problem_d_new(s);
-    lc_rng rng;
-    lc_rng_seed(&rng, 1000 + c.T * 7 + c.causal);
-    const size_t n = (size_t)c.B * c.T * c.H * c.D;
-    for (size_t i = 0; i < n; i++)
-        p.q[i] = lc_rng_normal(&rng), p.k[i] = lc_rng_normal(&rng), p.v[i] = lc_rng_normal(&rng),
-        p.dout[i] = lc_rng_normal(&rng);
-    lc_attn_masked_backward_ref(&s, bb_visible, &m, &p.t);
-    double *inputs[3] = {p.q, p.k, p.v}, *grads[3] = {p.dq, p.dk, p.dv};
-    const char *names[3] = {"dq", "dk", "dv"};
-    const double step = 1e-6;
-    for (int which = 0; which < 3; which++) {
-        double *numeric = xcalloc(n, sizeof(double));
-        for (size_t i = 0; i < n; i++) {
-            const double saved = inputs[which][i];
-            inputs[which][i] = saved + step;
-            const double up = loss_of(&p, &m);
-            inputs[which][i] = saved - step;
-            const double down = loss_of(&p, &m);
-            inputs[which][i] = saved;
-            numeric[i] = (up - down) / (2 * step);
-        }
-        char label[96];
-        snprintf(label, sizeof label, "%s %s T=%d b=%d causal=%d vs finite diff", names[which],
-                 c.variant == LC_BIGBIRD_ITC ? "itc" : "etc", c.T, c.b, c.causal);
-        CHECK_CLOSE(label, grads[which], numeric, n, 1e-6, 1e-8);
-        free(numeric);
-    }
-    problem_d_free(&p);
-    free(plan);
+static void bb_mask_free(void *ctx) {
+    bb_mask *m = ctx;
+    free(m->plan), free(m);
 }
 
-TEST(reference_backward_matches_finite_differences) {
-    /* B, H, T, D, causal, variant, b, r, g, seed: both have blocks that see only part of the keys */
-    check_reference_gradients((bb_case){1, 2, 23, 3, 0, LC_BIGBIRD_ITC, 3, 1, -1, 5});
-    check_reference_gradients((bb_case){2, 1, 19, 3, 1, LC_BIGBIRD_ETC, 3, 1, 2, 6});
-}
+static void *bb_ctx_new(const kit_problem *p) { return bb_mask_new(&p->c); }
 
-/* ---------------------------------------------------------------- fast vs reference */
-
-static int pattern_is_sparse(const bb_case *c) { /* some query misses some key it could see causally */
-    int *plan;
-    const bb_mask m = mask_of(c, &plan);
-    int sparse = 0;
-    for (int h = 0; h < c->H && !sparse; h++)
-        for (int t = 0; t < c->T && !sparse; t++)
-            for (int s = 0; s <= (c->causal ? t : c->T - 1) && !sparse; s++) sparse = !bb_visible(&m, 0, h, t, s);
-    free(plan);
-    return sparse;
-}
-
-/* Every output of the fast path against the double reference: |got - want| <= rtol |want| + atol,
- * atol = atol_frac * max(1, max |want|). The run uses the seeded plan, or `plan` when given (the
- * reference then uses the same one). Returns 1 when all are close. */
-static int check_fast_against_reference(bb_case c, double rtol, double atol_frac, int verbose) {
-    int *plan;
-    bb_mask m = mask_of(&c, &plan);
-    const lc_attn_shape s = shape_of(&c);
-    problem p = problem_new(&c, lc_get_threads(), 77 + c.T + 101 * c.D + c.causal + 7 * c.b + 3 * c.variant);
-    run_fast(&p, NULL);
-
-    problem_d r = problem_d_new(s);
-    view_to_d(&p.t.q, &s, r.q), view_to_d(&p.t.k, &s, r.k), view_to_d(&p.t.v, &s, r.v);
-    view_to_d(&p.t.dout, &s, r.dout);
-    lc_attn_masked_forward_ref(&s, bb_visible, &m, &r.t);
-    lc_attn_masked_backward_ref(&s, bb_visible, &m, &r.t);
-    const size_t n = (size_t)c.B * c.T * c.H * c.D, nl = (size_t)c.B * c.H * c.T;
-    double *lse_want = xcalloc(nl, sizeof(double)), *got = xcalloc(n, sizeof(double));
-    reference_lse(&r, &m, lse_want);
-
-    const int failed_before = harness_current_failed;
-    harness_current_failed = 0;
-    char label[160];
-#define COMPARE(name, got_values, want, count, rtol_)                                                          \
-    do {                                                                                                       \
-        const double atol_ = atol_frac * scale_of(want, count);                                                \
-        int all_ok_ = 1;                                                                                       \
-        for (size_t i_ = 0; i_ < (count); i_++)                                                                \
-            all_ok_ &= fabs((got_values)[i_] - (want)[i_]) <= atol_ + (rtol_)*fabs((want)[i_]);                \
-        if (verbose || !all_ok_) {                                                                             \
-            snprintf(label, sizeof label, "%s %s B%d H%d T%d D%d c%d b%d r%d g%d", name,                       \
-                     c.variant == LC_BIGBIRD_ITC ? "itc" : "etc", c.B, c.H, c.T, c.D, c.causal, c.b, m.r, m.G); \
-            CHECK_CLOSE(label, got_values, want, count, rtol_, atol_);                                         \
-        }                                                                                                      \
-    } while (0)
-    view_to_d(&p.t.out, &s, got);
-    COMPARE("out", got, r.out, n, rtol);
-    COMPARE("lse", p.lse, lse_want, nl, rtol);
-    view_to_d(&p.t.dq, &s, got);
-    COMPARE("dq", got, r.dq, n, rtol);
-    view_to_d(&p.t.dk, &s, got);
-    COMPARE("dk", got, r.dk, n, rtol);
-    view_to_d(&p.t.dv, &s, got);
-    COMPARE("dv", got, r.dv, n, rtol);
-#undef COMPARE
-    CHECK(sentinels_intact(&p), "a write landed outside the q/k/v/out columns");
-    const int ok = !harness_current_failed;
-    harness_current_failed |= failed_before;
-    free(lse_want), free(got), free(plan);
-    problem_d_free(&r);
-    problem_free(&p);
-    return ok;
-}
+static const kit_kind bigbird = {.kind = &lc_attn_bigbird, .opts = bb_opts, .visible = bb_visible,
+                                 .ctx_new = bb_ctx_new, .ctx_free = bb_mask_free};
 
 /* Tolerance: 1e-5 relative, plus 1e-6 of the tensor's largest magnitude for entries near zero. */
 #define RTOL 1e-5
 #define ATOL_FRAC 1e-6
+static const kit_tol tol = {RTOL, ATOL_FRAC, RTOL};
+
+/* ---------------------------------------------------------------- reference, fast path */
+
+TEST(reference_backward_matches_finite_differences) {
+    /* B, H, T, M, D, causal, {b, variant, r, g}: both have blocks that see only part of the keys */
+    kit_check_reference_gradients(&bigbird, (kit_case){1, 2, 23, 0, 3, 0, {3, LC_BIGBIRD_ITC, 1, -1}, .seed = 5});
+    kit_check_reference_gradients(&bigbird, (kit_case){2, 1, 19, 0, 3, 1, {3, LC_BIGBIRD_ETC, 1, 2}, .seed = 6});
+}
+
+static int pattern_is_sparse(const kit_case *c) { /* some query misses some key it could see causally */
+    bb_mask *m = bb_mask_new(c);
+    int sparse = 0;
+    for (int h = 0; h < c->H && !sparse; h++)
+        for (int t = 0; t < c->T && !sparse; t++)
+            for (int s = 0; s <= (c->causal ? t : c->T - 1) && !sparse; s++) sparse = !bb_visible(m, 0, h, t, s);
+    bb_mask_free(m);
+    return sparse;
+}
 
 TEST(fast_matches_reference_across_shapes) {
     /* (b, T) pairs: T a multiple of b, not a multiple, shorter than b; b < 64 (several blocks per tile),
@@ -347,130 +100,86 @@ TEST(fast_matches_reference_across_shapes) {
                 if (variant == LC_BIGBIRD_ETC) g = T > 1 ? 1 + (n * 7) % (T - 1 < 70 ? T - 1 : 70) : 1;
                 if (variant == LC_BIGBIRD_ETC && T == 1) continue; /* etc needs g < T */
                 const int D = (T > 400 ? 16 : Ds[n % 3]);
-                const bb_case c = {BH[n % 4][0], T > 400 ? 1 : BH[n % 4][1], T, D, causal, variant, b,
-                                   rs[(n / 2) % 4], g, (uint64_t)(1234 + n)};
+                const kit_case c = {BH[n % 4][0], T > 400 ? 1 : BH[n % 4][1], T, 0, D, causal,
+                                    {b, variant, rs[(n / 2) % 4], g}, .seed = (uint64_t)(1234 + n)};
                 sparse += pattern_is_sparse(&c), ran++;
-                passed += check_fast_against_reference(c, RTOL, ATOL_FRAC, 0);
+                passed += kit_check_fast(&bigbird, c, tol, 0);
             }
     printf("  %d of %d cases (%d with a sparse pattern) match the reference (rtol %.0e, atol %.0e x scale)\n", passed,
            ran, sparse, RTOL, ATOL_FRAC);
     /* three cases in full, so the log shows the margins */
-    check_fast_against_reference((bb_case){2, 2, 200, 16, 0, LC_BIGBIRD_ITC, 16, 2, -1, 9}, RTOL, ATOL_FRAC, 1);
-    check_fast_against_reference((bb_case){1, 2, 600, 64, 1, LC_BIGBIRD_ITC, 64, 3, -1, 10}, RTOL, ATOL_FRAC, 1);
-    check_fast_against_reference((bb_case){2, 1, 203, 16, 1, LC_BIGBIRD_ETC, 5, 3, 13, 11}, RTOL, ATOL_FRAC, 1);
+    const kit_case full[] = {{2, 2, 200, 0, 16, 0, {16, LC_BIGBIRD_ITC, 2, -1}, .seed = 9},
+                             {1, 2, 600, 0, 64, 1, {64, LC_BIGBIRD_ITC, 3, -1}, .seed = 10},
+                             {2, 1, 203, 0, 16, 1, {5, LC_BIGBIRD_ETC, 3, 13}, .seed = 11}};
+    kit_check_fast_cases(&bigbird, full, 3, tol);
 }
 
 TEST(default_options_match_reference) {
     /* b = 64, r = 3 (itc) / 0 (etc), g = b: lengths that give random blocks and a short last block */
-    check_fast_against_reference((bb_case){1, 2, 1000, 16, 0, LC_BIGBIRD_ITC, 64, -1, -1, 3}, RTOL, ATOL_FRAC, 1);
-    check_fast_against_reference((bb_case){1, 2, 1000, 16, 1, LC_BIGBIRD_ETC, 64, -1, -1, 3}, RTOL, ATOL_FRAC, 1);
+    const kit_case cases[] = {{1, 2, 1000, 0, 16, 0, {64, LC_BIGBIRD_ITC, -1, -1}, .seed = 3},
+                              {1, 2, 1000, 0, 16, 1, {64, LC_BIGBIRD_ETC, -1, -1}, .seed = 3}};
+    kit_check_fast_cases(&bigbird, cases, 2, tol);
 }
 
 TEST(fast_is_stable_for_large_scores) {
-    bb_case c = {1, 2, 300, 16, 0, LC_BIGBIRD_ITC, 16, 2, -1, 4};
-    int *plan;
-    const bb_mask m = mask_of(&c, &plan);
-    problem p = problem_new(&c, lc_get_threads(), 8);
-    for (size_t i = 0; i < p.qkv_n; i++)
-        if (p.qkv[i] != SENTINEL) p.qkv[i] *= 4.0f; /* scores up to a few hundred */
-    p.s.scale = 1.0f;
-    run_fast(&p, NULL);
-    int finite = 1;
-    for (size_t i = 0; i < p.qkv_n; i++) finite &= isfinite(p.grad[i]) != 0;
-    for (size_t i = 0; i < p.out_n; i++) finite &= isfinite(p.out[i]) != 0;
-    CHECK(finite, "outputs and gradients must stay finite");
-    problem_d r = problem_d_new(p.s);
-    view_to_d(&p.t.q, &p.s, r.q), view_to_d(&p.t.k, &p.s, r.k), view_to_d(&p.t.v, &p.s, r.v);
-    view_to_d(&p.t.dout, &p.s, r.dout);
-    lc_attn_masked_forward_ref(&p.s, bb_visible, &m, &r.t);
-    const size_t n = (size_t)c.B * c.T * c.H * c.D;
-    double *got = xcalloc(n, sizeof(double));
-    view_to_d(&p.t.out, &p.s, got);
-    CHECK_CLOSE("out with large scores", got, r.out, n, 1e-3, 1e-4 * scale_of(r.out, n));
-    free(got), free(plan);
-    problem_d_free(&r);
-    problem_free(&p);
+    /* scores up to a few hundred: everything finite and close to the reference */
+    const kit_case c = {1, 2, 300, 0, 16, 0, {16, LC_BIGBIRD_ITC, 2, -1}, .seed = 4, .scale = 1, .input_mul = 4};
+    kit_check_fast(&bigbird, c, (kit_tol){1e-3, 1e-4}, 1);
 }
 
 /* ---------------------------------------------------------------- the full kind, plans, threads */
 
 /* Bidirectional itc with at most 3 blocks, or etc with one block: every query sees every key. */
 TEST(dense_patterns_equal_the_full_kind) {
-    const bb_case cases[] = {{2, 2, 130, 16, 0, LC_BIGBIRD_ITC, 64, 3, -1, 1},
-                             {1, 3, 20, 64, 0, LC_BIGBIRD_ITC, 64, 3, -1, 1},
-                             {1, 2, 45, 24, 1, LC_BIGBIRD_ITC, 16, 2, -1, 1},
-                             {2, 2, 90, 16, 1, LC_BIGBIRD_ETC, 64, 1, 30, 1},
-                             {1, 1, 1, 3, 1, LC_BIGBIRD_ITC, 5, 3, -1, 1},
-                             {1, 2, 50, 16, 0, LC_BIGBIRD_ETC, 1 << 24, 3, 5, 1}};
+    const kit_case cases[] = {{2, 2, 130, 0, 16, 0, {64, LC_BIGBIRD_ITC, 3, -1}, .seed = 1},
+                              {1, 3, 20, 0, 64, 0, {64, LC_BIGBIRD_ITC, 3, -1}, .seed = 1},
+                              {1, 2, 45, 0, 24, 1, {16, LC_BIGBIRD_ITC, 2, -1}, .seed = 1},
+                              {2, 2, 90, 0, 16, 1, {64, LC_BIGBIRD_ETC, 1, 30}, .seed = 1},
+                              {1, 1, 1, 0, 3, 1, {5, LC_BIGBIRD_ITC, 3, -1}, .seed = 1},
+                              {1, 2, 50, 0, 16, 0, {1 << 24, LC_BIGBIRD_ETC, 3, 5}, .seed = 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const bb_case c = cases[i];
-        CHECK(!pattern_is_sparse(&c), "case %zu should be dense", i);
-        problem a = problem_new(&c, lc_get_threads(), 31 + i), f = problem_new(&c, lc_get_threads(), 31 + i);
-        run_fast(&a, NULL);
-        float *work = malloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &f.s, NULL, lc_get_threads()) * sizeof(float) + 64);
-        lc_attn_full.forward(&f.s, NULL, &f.t, work);
-        lc_attn_full.backward(&f.s, NULL, &f.t, work);
-        free(work);
-        char label[96];
-        snprintf(label, sizeof label, "out vs full, case %zu", i);
-        CHECK_CLOSE(label, a.out, f.out, a.out_n, 1e-5, 1e-6);
-        snprintf(label, sizeof label, "lse vs full, case %zu", i);
-        CHECK_CLOSE(label, a.lse, f.lse, (size_t)c.B * c.H * c.T, 1e-5, 1e-6);
-        snprintf(label, sizeof label, "dq dk dv vs full, case %zu", i);
-        CHECK_CLOSE(label, a.grad, f.grad, a.qkv_n, 1e-5, 1e-6);
-        problem_free(&a), problem_free(&f);
+        CHECK(!pattern_is_sparse(&cases[i]), "case %zu should be dense", i);
+        kit_check_same(&bigbird, &kit_full, cases[i], (kit_tol){1e-5, 1e-6, 1e-5, 1e-6}, 1);
     }
+}
+
+static void run_plan(kit_problem *p, const int *plan) {
+    kit_pass_begin(p);
+    lc_attn_bigbird_forward_plan(&p->s, (const void *)p->opts, &p->t, p->work, plan);
+    kit_pass_end(p, "forward");
+    kit_pass_begin(p);
+    lc_attn_bigbird_backward_plan(&p->s, (const void *)p->opts, &p->t, p->work, plan);
+    kit_pass_end(p, "backward");
 }
 
 TEST(explicit_plan_reproduces_the_seeded_plan) {
-    const bb_case c = {2, 3, 700, 16, 0, LC_BIGBIRD_ITC, 32, 3, -1, 77};
-    int *plan;
-    const bb_mask m = mask_of(&c, &plan);
-    problem a = problem_new(&c, lc_get_threads(), 5), b = problem_new(&c, lc_get_threads(), 5);
-    run_fast(&a, NULL);
-    run_fast(&b, plan);
-    CHECK(memcmp(a.out, b.out, a.out_n * sizeof(float)) == 0, "out differs between seeded and explicit plan");
-    CHECK(memcmp(a.grad, b.grad, a.qkv_n * sizeof(float)) == 0, "gradients differ between seeded and explicit plan");
+    const kit_case c = {2, 3, 700, 0, 16, 0, {32, LC_BIGBIRD_ITC, 3, -1}, .seed = 77};
+    bb_mask *m = bb_mask_new(&c);
+    kit_problem *a = kit_problem_new(&bigbird, &c, 2), *b = kit_problem_new(&bigbird, &c, 2);
+    kit_run(a);
+    run_plan(b, m->plan);
+    CHECK(memcmp(a->out, b->out, a->out_n * sizeof(float)) == 0, "out differs between seeded and explicit plan");
+    CHECK(memcmp(a->grad, b->grad, a->qkv_n * sizeof(float)) == 0, "gradients differ between seeded and explicit plan");
     /* a different plan (each head's rows rotated to another head) must change the result */
-    int *other = xcalloc((size_t)c.H * m.n * m.r, sizeof(int));
-    const size_t per_head = (size_t)m.n * m.r;
+    int *other = kit_calloc((size_t)c.H * m->n * m->r, sizeof(int));
+    const size_t per_head = (size_t)m->n * m->r;
     for (int h = 0; h < c.H; h++)
-        memcpy(other + h * per_head, plan + ((h + 1) % c.H) * per_head, per_head * sizeof(int));
-    run_fast(&b, other);
-    CHECK(memcmp(a.out, b.out, a.out_n * sizeof(float)) != 0, "another plan must give another output");
+        memcpy(other + h * per_head, m->plan + ((h + 1) % c.H) * per_head, per_head * sizeof(int));
+    run_plan(b, other);
+    CHECK(memcmp(a->out, b->out, a->out_n * sizeof(float)) != 0, "another plan must give another output");
     /* and a changed tensors.seed, too */
-    b.t.seed = c.seed + 1;
-    run_fast(&b, NULL);
-    CHECK(memcmp(a.out, b.out, a.out_n * sizeof(float)) != 0, "another layer seed must give another output");
-    free(other), free(plan);
-    problem_free(&a), problem_free(&b);
+    b->t.seed = c.seed + 1;
+    run_plan(b, NULL);
+    CHECK(memcmp(a->out, b->out, a->out_n * sizeof(float)) != 0, "another layer seed must give another output");
+    free(other);
+    bb_mask_free(m);
+    kit_problem_free(a), kit_problem_free(b);
 }
 
 TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
-    const bb_case cases[] = {{2, 3, 530, 24, 1, LC_BIGBIRD_ITC, 16, 3, -1, 21},
-                             {1, 3, 700, 16, 0, LC_BIGBIRD_ETC, 64, 2, 37, 22},
-                             {2, 2, 300, 16, 0, LC_BIGBIRD_ITC, 5, 2, -1, 23}};
-    const int threads_before = lc_get_threads();
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const bb_case c = cases[ci];
-        problem runs[4];
-        const int threads[4] = {2, 2, 1, 3};
-        for (int i = 0; i < 4; i++) {
-            lc_set_threads(threads[i]);
-            runs[i] = problem_new(&c, threads[i], 5);
-            run_fast(&runs[i], NULL);
-        }
-        lc_set_threads(threads_before);
-        for (int i = 1; i < 4; i++) {
-            CHECK(memcmp(runs[0].out, runs[i].out, runs[0].out_n * sizeof(float)) == 0,
-                  "case %zu: out differs (run %d)", ci, i);
-            CHECK(memcmp(runs[0].lse, runs[i].lse, (size_t)c.B * c.H * c.T * sizeof(float)) == 0,
-                  "case %zu: lse differs (run %d)", ci, i);
-            CHECK(memcmp(runs[0].grad, runs[i].grad, runs[0].qkv_n * sizeof(float)) == 0,
-                  "case %zu: gradients differ (run %d)", ci, i);
-        }
-        for (int i = 0; i < 4; i++) problem_free(&runs[i]);
-    }
+    kit_check_determinism(&bigbird, (kit_case){2, 3, 530, 0, 24, 1, {16, LC_BIGBIRD_ITC, 3, -1}, .seed = 21});
+    kit_check_determinism(&bigbird, (kit_case){1, 3, 700, 0, 16, 0, {64, LC_BIGBIRD_ETC, 2, 37}, .seed = 22});
+    kit_check_determinism(&bigbird, (kit_case){2, 2, 300, 0, 16, 0, {5, LC_BIGBIRD_ITC, 2, -1}, .seed = 23});
 }
 
 /* ---------------------------------------------------------------- the plan */
@@ -515,7 +224,7 @@ TEST(plan_is_valid_reproducible_and_seeded) {
         o.seed = 0;
         const int T = cases[ci].T, n = lc_attn_bigbird_blocks(&o, T);
         const size_t len = (size_t)H * n * o.r;
-        int *a = xcalloc(len, sizeof(int)), *b = xcalloc(len, sizeof(int));
+        int *a = kit_calloc(len, sizeof(int)), *b = kit_calloc(len, sizeof(int));
         lc_attn_bigbird_plan(&o, H, T, 99, a);
         CHECK(bad_plan_rows(&o, H, T, a) == 0, "case %zu: %d invalid rows", ci, bad_plan_rows(&o, H, T, a));
         lc_attn_bigbird_plan(&o, H, T, 99, b);
@@ -559,80 +268,63 @@ static int meta_int(const lc_st_file *f, const char *key) {
     return v ? atoi(v) : -1;
 }
 
-static void *grab(const lc_st_file *f, const char *name) {
-    const lc_st_tensor *t = lc_st_find(f, name);
-    CHECK(t != NULL, "fixture lacks %s", name);
-    if (!t) return NULL;
-    size_t n = 1;
-    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
-    void *x = malloc(4 * (n ? n : 1));
-    CHECK(lc_st_read(f, name, t->dtype, t->ndim, t->shape, x) == LC_OK, "%s", lc_last_error());
-    return x;
-}
-
+/* The fixture's inputs (contiguous [B, T, H, D]) in a kit problem, its plan, its results against the
+ * fast path with that plan, both directions. */
 static void fixture_case(const char *file) {
-    char path[128];
-    snprintf(path, sizeof path, FIX "%s", file);
     lc_st_file *f;
-    if (lc_st_open(path, &f)) {
+    if (lc_st_open(file, &f)) {
         CHECK(0, "%s", lc_last_error());
         return;
     }
-    const int B = meta_int(f, "batch"), H = meta_int(f, "n_head"), T = meta_int(f, "seq_len");
-    const int D = meta_int(f, "head_dim");
-    lc_attn_bigbird_opts o;
-    lc_attn_bigbird.opts_init(&o, H);
-    o.b = meta_int(f, "block"), o.r = meta_int(f, "random");
     const char *variant = lc_st_get_meta(f, "variant");
-    o.variant = variant && strcmp(variant, "etc") == 0 ? LC_BIGBIRD_ETC : LC_BIGBIRD_ITC;
-    if (o.variant == LC_BIGBIRD_ETC) o.g = meta_int(f, "globals");
-    const lc_st_tensor *pt = lc_st_find(f, "plan");
-    CHECK(pt && pt->ndim == 3 && pt->shape[0] == H && pt->shape[1] == lc_attn_bigbird_blocks(&o, T) &&
-              pt->shape[2] == o.r,
-          "%s: plan shape does not match the options", file);
-    float *q = grab(f, "q"), *k = grab(f, "k"), *v = grab(f, "v"), *dout = grab(f, "dout"), *scale = grab(f, "scale");
-    int *plan = grab(f, "plan");
-    const long HD = (long)H * D, n = (long)B * T * HD;
-    float *out = xcalloc((size_t)n, 4), *lse = xcalloc((size_t)B * H * T, 4), *dq = xcalloc((size_t)n, 4);
-    float *dk = xcalloc((size_t)n, 4), *dv = xcalloc((size_t)n, 4);
-    const char *cases[2] = {"bidirectional", "causal"};
-    for (int causal = 0; causal < 2 && q && plan && pt; causal++) {
-        lc_attn_shape s = {B, H, T, 0, D, causal, scale[0], 0, 0};
-        char err[256];
-        CHECK(lc_attn_bigbird.check(&s, &o, NULL, err, sizeof err) == 0, "%s", err);
-        float *work = malloc(LC_TEST_WORKSPACE(lc_attn_bigbird_workspace, &s, &o, lc_get_threads()) * sizeof(float));
-        lc_attn_tensors t;
-        memset(&t, 0, sizeof t);
-        t.q = (lc_view){q, T * HD, HD}, t.k = (lc_view){k, T * HD, HD}, t.v = (lc_view){v, T * HD, HD};
-        t.out = (lc_view){out, T * HD, HD}, t.dout = (lc_view){dout, T * HD, HD};
-        t.dq = (lc_view){dq, T * HD, HD}, t.dk = (lc_view){dk, T * HD, HD}, t.dv = (lc_view){dv, T * HD, HD};
-        t.lse = lse;
-        lc_attn_bigbird_forward_plan(&s, &o, &t, work, plan);
-        lc_attn_bigbird_backward_plan(&s, &o, &t, work, plan);
-        free(work);
-        const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
-        const float *gots[5] = {out, lse, dq, dk, dv};
-        const long counts[5] = {n, (long)B * H * T, n, n, n};
-        for (int i = 0; i < 5; i++) {
-            char key[64], label[96];
-            snprintf(key, sizeof key, "%s.%s", cases[causal], names[i]);
-            float *want = grab(f, key);
-            if (!want) continue;
-            double mx = 1;
-            for (long j = 0; j < counts[i]; j++) mx = fabs(want[j]) > mx ? fabs(want[j]) : mx;
-            snprintf(label, sizeof label, "%s %s", file, key);
-            CHECK_CLOSE(label, gots[i], want, counts[i], RTOL, ATOL_FRAC * mx);
-            free(want);
+    const int etc = variant && strcmp(variant, "etc") == 0;
+    kit_case c = {meta_int(f, "batch"), meta_int(f, "n_head"), meta_int(f, "seq_len"), 0, meta_int(f, "head_dim"), 0,
+                  {meta_int(f, "block"), etc ? LC_BIGBIRD_ETC : LC_BIGBIRD_ITC, meta_int(f, "random"),
+                   etc ? meta_int(f, "globals") : -1}};
+    const long one[1] = {1}, sx[4] = {c.B, c.T, c.H, c.D};
+    if (!kit_st_read(f, "", "scale", LC_DT_F32, 1, one, &c.scale)) goto close;
+    for (int causal = 0; causal < 2; causal++) {
+        c.causal = causal;
+        kit_problem *p = kit_problem_new(&bigbird, &c, 2);
+        const lc_attn_bigbird_opts *o = (const void *)p->opts;
+        const long sp[3] = {c.H, lc_attn_bigbird_blocks(o, c.T), lc_attn_bigbird_random(o)};
+        int *plan = kit_calloc((size_t)sp[0] * sp[1] * sp[2], sizeof(int));
+        float *buf = kit_calloc(p->nq, sizeof(float));
+        double *want = kit_calloc(p->nq, sizeof(double)), *got = kit_calloc(p->nq, sizeof(double));
+        const char *in_names[4] = {"q", "k", "v", "dout"};
+        const lc_view *in_views[4] = {&p->t.q, &p->t.k, &p->t.v, &p->t.dout};
+        int ok = kit_st_read(f, "", "plan", LC_DT_I32, 3, sp, plan); /* the plan's shape follows the options */
+        for (int i = 0; i < 4 && ok; i++)
+            if ((ok = kit_st_read(f, "", in_names[i], LC_DT_F32, 4, sx, buf))) kit_floats_to_view(buf, in_views[i], c.T, &p->s);
+        if (ok) {
+            char err[256];
+            CHECK(kit_kind_check(&lc_attn_bigbird, &p->s, o, NULL, err, sizeof err) == 0, "%s", err);
+            run_plan(p, plan);
+            const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+            const lc_view *views[5] = {&p->t.out, NULL, &p->t.dq, &p->t.dk, &p->t.dv};
+            const long sl[3] = {c.B, c.H, c.T};
+            for (int i = 0; i < 5; i++) {
+                char prefix[32], label[96];
+                snprintf(prefix, sizeof prefix, "%s.", causal ? "causal" : "bidirectional");
+                const size_t n = views[i] ? p->nq : p->nl;
+                if (!kit_st_read(f, prefix, names[i], LC_DT_F32, views[i] ? 4 : 3, views[i] ? sx : sl, buf)) continue;
+                kit_floats_to_d(buf, n, want);
+                if (views[i]) kit_view_to_d(views[i], c.T, &p->s, got);
+                else kit_floats_to_d(p->lse, n, got);
+                snprintf(label, sizeof label, "%s %s%s", file, prefix, names[i]);
+                kit_compare("fixture", label, got, want, n, RTOL, ATOL_FRAC, 0, 1);
+            }
         }
+        free(plan), free(buf), free(want), free(got);
+        kit_problem_free(p);
     }
-    free(q), free(k), free(v), free(dout), free(scale), free(plan);
-    free(out), free(lse), free(dq), free(dk), free(dv);
+close:
     lc_st_close(f);
 }
 
 TEST(matches_pytorch_fixtures) {
-    fixture_case("bigbird_itc.safetensors");
-    fixture_case("bigbird_etc.safetensors");
+    fixture_case(FIX "bigbird_itc.safetensors");
+    fixture_case(FIX "bigbird_etc.safetensors");
 }
 
 /* ---------------------------------------------------------------- options, checks, workspace */
@@ -667,7 +359,7 @@ TEST(options_parse_and_bad_options_give_errors) {
     lc_attn_bigbird.opts_init(&etc, 2);
     etc.variant = LC_BIGBIRD_ETC, etc.g = 10, etc.b = 16;
     lc_attn_shape s = {1, 2, 100, 0, 16, 1, 0.25f, 0, 0};
-    CHECK(lc_attn_bigbird.check(&s, &etc, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) == 0, "%s", err);
     struct {
         const char *what;
         lc_attn_shape s;
@@ -686,15 +378,15 @@ TEST(options_parse_and_bad_options_give_errors) {
     probe.n = 1;
     for (int i = 0; i < 6; i++) {
         err[0] = 0;
-        const int rc = lc_attn_bigbird.check(&bad[i].s, &bad[i].o, bad[i].global ? &probe : NULL, err, sizeof err);
+        const int rc = kit_kind_check(&lc_attn_bigbird, &bad[i].s, &bad[i].o, bad[i].global ? &probe : NULL, err, sizeof err);
         CHECK(rc != 0 && err[0], "%s accepted", bad[i].what);
         printf("  %-22s -> %s\n", bad[i].what, err);
     }
     /* the default g (= b) must be below T too */
     etc.g = -1, s.T = 16;
-    CHECK(lc_attn_bigbird.check(&s, &etc, NULL, err, sizeof err) != 0, "the default g = b = 16 with T = 16 passed");
+    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) != 0, "the default g = b = 16 with T = 16 passed");
     s.T = 17;
-    CHECK(lc_attn_bigbird.check(&s, &etc, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) == 0, "%s", err);
 }
 
 TEST(workspace_does_not_grow_like_t_squared) {
@@ -702,14 +394,12 @@ TEST(workspace_does_not_grow_like_t_squared) {
     const int Ts[2] = {1024, 65536};
     for (int variant = 0; variant < 2; variant++)
         for (int causal = 0; causal < 2; causal++) {
-            const bb_case c = {1, 8, 0, 64, causal, variant, 64, 3, 64, 1};
-            const lc_attn_bigbird_opts o = opts_of(&c);
+            lc_attn_bigbird_opts o;
+            bb_opts(&(kit_case){1, 8, 0, 0, 64, causal, {64, variant, 3, 64}}, &o);
             size_t ws[2];
             for (int i = 0; i < 2; i++) {
-                bb_case ci = c;
-                ci.T = Ts[i];
-                lc_attn_shape s = shape_of(&ci);
-                ws[i] = LC_TEST_WORKSPACE(lc_attn_bigbird_workspace, &s, &o, 2);
+                const lc_attn_shape s = {1, 8, Ts[i], 0, 64, causal, 0.125f, 0, 0, 2};
+                ws[i] = lc_attn_bigbird_workspace(&s, &o);
             }
             CHECK(ws[1] >= ws[0] && ws[1] - ws[0] <= (size_t)(8 + 2) * (65536 - 1024),
                   "variant %d causal %d: workspace %zu -> %zu floats", variant, causal, ws[0], ws[1]);
@@ -720,23 +410,16 @@ TEST(workspace_does_not_grow_like_t_squared) {
 
 TEST(empty_and_tiny_problems) {
     /* T = 0, B = 0, H = 0 write nothing and do not crash; T = 1 is the query's own value */
-    const bb_case zero[3] = {{2, 2, 0, 16, 1, LC_BIGBIRD_ITC, 16, 3, -1, 1},
-                             {0, 2, 5, 16, 0, LC_BIGBIRD_ITC, 16, 3, -1, 1},
-                             {2, 0, 5, 16, 0, LC_BIGBIRD_ETC, 16, 0, 2, 1}};
-    for (int i = 0; i < 3; i++) {
-        problem p = problem_new(&zero[i], lc_get_threads(), 1);
-        run_fast(&p, NULL);
-        CHECK(sentinels_intact(&p), "case %d wrote something", i);
-        problem_free(&p);
-    }
-    const bb_case one = {2, 2, 1, 16, 0, LC_BIGBIRD_ITC, 64, 3, -1, 1};
-    problem p = problem_new(&one, lc_get_threads(), 3);
-    run_fast(&p, NULL);
+    kit_check_empty_segment(&bigbird, (kit_case){2, 2, 0, 0, 16, 1, {16, LC_BIGBIRD_ITC, 3, -1}, .seed = 1});
+    kit_check_empty_segment(&bigbird, (kit_case){0, 2, 5, 0, 16, 0, {16, LC_BIGBIRD_ITC, 3, -1}, .seed = 1});
+    kit_check_empty_segment(&bigbird, (kit_case){2, 0, 5, 0, 16, 0, {16, LC_BIGBIRD_ETC, 0, 2}, .seed = 1});
+    kit_problem *p = kit_problem_new(&bigbird, &(kit_case){2, 2, 1, 0, 16, 0, {64, LC_BIGBIRD_ITC, 3, -1}, .seed = 1}, 2);
+    kit_run(p);
     int ok = 1;
     for (int b = 0; b < 2; b++)
-        for (int i = 0; i < 32; i++) ok &= fabsf(p.out[b * p.out_row + i] - p.t.v.p[b * p.t.v.sb + i]) < 1e-6f;
+        for (int i = 0; i < 32; i++) ok &= fabsf(p->out[b * p->out_row + i] - p->t.v.p[b * p->t.v.sb + i]) < 1e-6f;
     CHECK(ok, "T = 1: out must equal v");
-    problem_free(&p);
+    kit_problem_free(p);
 }
 
 int main(void) {
