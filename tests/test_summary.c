@@ -242,7 +242,8 @@ TEST(contained_labels_hand_example) {
     int k;
     CHECK(lc_summary_labels((const char *const *)s.sent, s.n, ref, LC_LABELS_CONTAINED, lab, &k) == LC_OK, "labels");
     /* "Mr." is not in the reference; "Smith left." and the quoted sentence are; "Nothing else." is not */
-    CHECK(lab[0] == 0 && lab[1] == 1 && lab[2] == 1 && lab[3] == 0 && k == 2, "%d%d%d%d", lab[0], lab[1], lab[2], lab[3]);
+    CHECK(lab[0] == 0 && lab[1] == 1 && lab[2] == 1 && lab[3] == 0 && k == 2, "%d%d%d%d", lab[0], lab[1], lab[2],
+          lab[3]);
     lc_sentences_free(&s);
 }
 

@@ -50,16 +50,14 @@ int lc_cmd_eval_summary(int argc, char **argv) {
     lc_opt opts[] = {
         {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
         {"--data", OPT_STR, &data, 0, 0, "ROOT with articles/ and summaries/ (default data/bbc-news-summary)", 0},
-        {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (every 10th document from the "
-                                           "1st is test, from the 6th valid)", 0},
-        {"--method", OPT_STR, &method_name, 0, 0, "lead3 (first 3 sentences), leadk (first k, k = sentences "
-                                                  "contained in the reference) or oracle (required)", 0},
-        {"--labels", OPT_STR, &labels, 0, 0, "the oracle's sentences: contained (default; in the reference "
-                                             "verbatim) or greedy (ROUGE-1+2 greedy oracle)", 0},
+        {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (docs/hibert.md)", 0},
+        {"--method", OPT_STR, &method_name, 0, 0, "required: lead3, leadk (k = sentences in the reference) or oracle",
+         0},
+        {"--labels", OPT_STR, &labels, 0, 0, "oracle's sentences: contained (default) or greedy (ROUGE oracle)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
-    int rc = lc_parse_opts("eval --task summarize", "--task summarize --method M [--data ROOT] [--split S] [--json]",
+    int rc = lc_parse_opts("eval --task summarize", "--method M [--data ROOT] [--split S] [--labels L] [--json]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!task || strcmp(task, "summarize") != 0) {

@@ -9,7 +9,8 @@ static void usage(FILE *f) {
           "Train and run long-context byte-level Transformers on a CPU.\n\n"
           "commands:\n"
           "  train    train a model on a byte corpus (default: data/tinyshakespeare.txt)\n"
-          "  eval     bits per byte of a checkpoint on a corpus split\n"
+          "  eval     bits per byte of a checkpoint on a corpus split; --task summarize: ROUGE of\n"
+          "           extractive baselines (lead3, leadk, oracle) on BBC News Summary\n"
           "  sample   generate text from a checkpoint\n"
           "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n\n"
           "`longctx COMMAND --help` lists a command's options.\n",

@@ -86,7 +86,9 @@ static int is_dir(const char *path) {
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-lc_part lc_doc_part(int index) { return index % 10 == 0 ? LC_PART_TEST : index % 10 == 5 ? LC_PART_VALID : LC_PART_TRAIN; }
+lc_part lc_doc_part(int index) {
+    return index % 10 == 0 ? LC_PART_TEST : index % 10 == 5 ? LC_PART_VALID : LC_PART_TRAIN;
+}
 
 lc_status lc_doc_list_open(const char *root, lc_part part, lc_doc_list *out) {
     lc_clear_error();

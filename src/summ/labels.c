@@ -58,7 +58,10 @@ static int find(const uint64_t *keys, int m, uint64_t key) {
     return -1;
 }
 
-static int bigram(const oracle *o, int a, int b) { return find(o->keys[1], o->m[1], (uint64_t)(uint32_t)a << 32 | (uint32_t)b); }
+/* Index of the reference bigram (a, b), -1 when absent. */
+static int bigram(const oracle *o, int a, int b) {
+    return find(o->keys[1], o->m[1], (uint64_t)(uint32_t)a << 32 | (uint32_t)b);
+}
 
 /* Adds d (+1 or -1) to the chosen count of reference n-gram g (n = k + 1), keeping the overlap. */
 static void bump(oracle *o, int k, int g, int d) {
