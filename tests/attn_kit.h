@@ -238,6 +238,15 @@ KIT_FN lc_view kit_view(float *p, long sb, long st) {
     return v;
 }
 
+/* q, k, v: column slices of `in` (q: its last T rows); dq, dk, dv: the same slices of `grad`. */
+KIT_FN void kit_fused_views(const kit_problem *p, float *in, float *grad, lc_view *q, lc_view *k, lc_view *v, lc_view *dq,
+                            lc_view *dk, lc_view *dv) {
+    const long sb = (long)(p->c.M + p->c.T) * p->row, HD = (long)p->c.H * p->c.D, first = (long)p->c.M * p->row;
+    *q = kit_view(in + first, sb, p->row), *k = kit_view(in + HD, sb, p->row), *v = kit_view(in + 2 * HD, sb, p->row);
+    *dq = kit_view(grad + first, sb, p->row), *dk = kit_view(grad + HD, sb, p->row);
+    *dv = kit_view(grad + 2 * HD, sb, p->row);
+}
+
 /* A shape's thread count is part of the shape: the workspace is sized for exactly `threads`. */
 KIT_FN kit_problem *kit_problem_new(const kit_kind *kk, const kit_case *cin, int threads) {
     kit_problem *p = kit_calloc(1, sizeof *p);
@@ -272,13 +281,8 @@ KIT_FN kit_problem *kit_problem_new(const kit_kind *kk, const kit_case *cin, int
     p->out = kit_floats(p->out_n, KIT_SENTINEL), p->dout = kit_calloc(p->out_n, sizeof(float));
     for (size_t i = 0; i < p->out_n; i++) p->dout[i] = lc_rng_normal(&rng);
     p->lse = kit_floats(p->nl, NAN);
-    const long sb = (long)S * p->row, out_sb = (long)c->T * p->out_row, M = c->M;
-    p->t.q = kit_view(p->qkv + M * p->row, sb, p->row);
-    p->t.k = kit_view(p->qkv + HD, sb, p->row);
-    p->t.v = kit_view(p->qkv + 2 * HD, sb, p->row);
-    p->t.dq = kit_view(p->grad + M * p->row, sb, p->row);
-    p->t.dk = kit_view(p->grad + HD, sb, p->row);
-    p->t.dv = kit_view(p->grad + 2 * HD, sb, p->row);
+    const long out_sb = (long)c->T * p->out_row;
+    kit_fused_views(p, p->qkv, p->grad, &p->t.q, &p->t.k, &p->t.v, &p->t.dq, &p->t.dk, &p->t.dv);
     p->t.out = kit_view(p->out, out_sb, p->out_row);
     p->t.dout = kit_view(p->dout, out_sb, p->out_row);
     p->t.lse = p->lse;
@@ -298,12 +302,7 @@ KIT_FN kit_problem *kit_problem_new(const kit_kind *kk, const kit_case *cin, int
             p->gqkv[i] = i % p->row < 3 * (size_t)HD ? mul * lc_rng_normal(&rng) : KIT_SENTINEL;
         p->glse = kit_floats(p->ng, NAN);
         p->global.n = n, p->global.pos = c->pos;
-        p->global.qg = kit_view(p->gqkv + M * p->row, sb, p->row);
-        p->global.kg = kit_view(p->gqkv + HD, sb, p->row);
-        p->global.vg = kit_view(p->gqkv + 2 * HD, sb, p->row);
-        p->global.dqg = kit_view(p->ggrad + M * p->row, sb, p->row);
-        p->global.dkg = kit_view(p->ggrad + HD, sb, p->row);
-        p->global.dvg = kit_view(p->ggrad + 2 * HD, sb, p->row);
+        kit_fused_views(p, p->gqkv, p->ggrad, &p->global.qg, &p->global.kg, &p->global.vg, &p->global.dqg, &p->global.dkg, &p->global.dvg);
         p->global.lse = p->glse;
         p->t.global = &p->global;
     }
