@@ -256,16 +256,35 @@ struct lc_st_file {
     lc_st_meta *meta;
 };
 
+/* A one-line refusal of anything but a regular file, or LC_OK. */
+static lc_status lc_st_check_kind(const char *path, const struct stat *st) {
+    if (S_ISREG(st->st_mode)) return LC_OK;
+    if (S_ISDIR(st->st_mode)) return lc_fail(LC_ERR_IO, "%s: is a directory", path);
+    if (S_ISFIFO(st->st_mode)) return lc_fail(LC_ERR_IO, "%s: is a FIFO (named pipe), not a regular file", path);
+    if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+        return lc_fail(LC_ERR_IO, "%s: is a device, not a regular file", path);
+    return lc_fail(LC_ERR_IO, "%s: not a regular file", path);
+}
+
+/* The kind of file is checked before it is opened (opening a FIFO for reading waits for a writer;
+ * opening a device may have effects) and again on the open descriptor, which is opened non-blocking
+ * so that a FIFO swapped in between cannot block either. */
 static lc_status lc_st_open_regular_file(const char *path, FILE **out, size_t *size) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    lc_status s = LC_OK;
-    if (fstat(fileno(fp), &st) != 0) s = lc_fail(LC_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    else if (S_ISDIR(st.st_mode)) s = lc_fail(LC_ERR_IO, "%s: is a directory", path);
-    else if (!S_ISREG(st.st_mode)) s = lc_fail(LC_ERR_IO, "%s: not a regular file", path);
+    if (stat(path, &st) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    lc_status s = lc_st_check_kind(path, &st);
+    if (s) return s;
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) s = lc_fail(LC_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (!s) s = lc_st_check_kind(path, &st);
+    const int flags = s ? 0 : fcntl(fd, F_GETFL);
+    if (!s && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0))
+        s = lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = s ? NULL : fdopen(fd, "rb");
+    if (!s && !fp) s = lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (s) {
-        fclose(fp);
+        close(fd);
         return s;
     }
     *out = fp;
@@ -549,10 +568,10 @@ const lc_st_tensor *lc_st_find(const lc_st_file *f, const char *name) {
 
 const char *lc_st_path(const lc_st_file *f) { return f ? f->path : NULL; }
 
-lc_status lc_st_read(const lc_st_file *f, const char *name, lc_dtype dtype, int ndim, const long *shape, void *dst) {
-    if (!f || !name || !dst || ndim < 0 || ndim > LC_ST_MAX_DIMS || (ndim > 0 && !shape))
-        return lc_fail(LC_ERR_ARG, "lc_st_read: bad arguments");
-    if (dtype != LC_DT_F32 && dtype != LC_DT_I32) return lc_fail(LC_ERR_ARG, "lc_st_read: only F32 and I32");
+lc_status lc_st_expect(const lc_st_file *f, const char *name, lc_dtype dtype, int ndim, const long *shape) {
+    if (!f || !name || ndim < 0 || ndim > LC_ST_MAX_DIMS || (ndim > 0 && !shape))
+        return lc_fail(LC_ERR_ARG, "lc_st_expect: bad arguments");
+    if (dtype != LC_DT_F32 && dtype != LC_DT_I32) return lc_fail(LC_ERR_ARG, "lc_st_expect: only F32 and I32");
     const lc_st_tensor *t = lc_st_find(f, name);
     if (!t) return lc_fail(LC_ERR_FORMAT, "%s: no tensor named %.100s", f->path, name);
     const char *file_dtype = f->dtype_names[t - f->tensors];
@@ -570,6 +589,14 @@ lc_status lc_st_read(const lc_st_file *f, const char *name, lc_dtype dtype, int 
                        lc_st_format_shape(t->ndim, t->shape, have, sizeof have),
                        lc_st_format_shape(ndim, shape, want, sizeof want));
     }
+    return LC_OK;
+}
+
+lc_status lc_st_read(const lc_st_file *f, const char *name, lc_dtype dtype, int ndim, const long *shape, void *dst) {
+    if (!dst) return lc_fail(LC_ERR_ARG, "lc_st_read: bad arguments");
+    lc_status s = lc_st_expect(f, name, dtype, ndim, shape);
+    if (s) return s;
+    const lc_st_tensor *t = lc_st_find(f, name);
     size_t bytes = f->end[t - f->tensors] - f->begin[t - f->tensors];
     if (bytes) memcpy(dst, t->data, bytes);
     return LC_OK;

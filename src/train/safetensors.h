@@ -5,7 +5,8 @@
  * Writing is atomic: a temporary file in the same directory, fsync, rename; an existing file at the
  * path is never left half-written. Reading validates everything (header length against file size,
  * JSON syntax, dtypes, shapes against offsets, offsets within the data, no overlaps) and reports a
- * one-line error naming the file. */
+ * one-line error naming the file. Only regular files are read: a FIFO, a directory or a device is
+ * refused before it is opened. */
 #ifndef LC_TRAIN_SAFETENSORS_H
 #define LC_TRAIN_SAFETENSORS_H
 
@@ -49,8 +50,10 @@ int lc_st_count(const lc_st_file *f);
 const lc_st_tensor *lc_st_at(const lc_st_file *f, int i);
 /* Tensor by name, or NULL. */
 const lc_st_tensor *lc_st_find(const lc_st_file *f, const char *name);
-/* Copy tensor `name` into dst after checking that it exists, has dtype, and has exactly the
- * given shape; otherwise LC_ERR_FORMAT with a message naming the file, the tensor and both shapes. */
+/* Check that tensor `name` exists, has dtype, and has exactly the given shape; otherwise LC_ERR_FORMAT
+ * with a message naming the file, the tensor and both shapes. */
+lc_status lc_st_expect(const lc_st_file *f, const char *name, lc_dtype dtype, int ndim, const long *shape);
+/* lc_st_expect, then copy the tensor's bytes into dst. */
 lc_status lc_st_read(const lc_st_file *f, const char *name, lc_dtype dtype, int ndim, const long *shape, void *dst);
 /* Path the file was opened from (for messages). */
 const char *lc_st_path(const lc_st_file *f);
