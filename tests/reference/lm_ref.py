@@ -243,9 +243,13 @@ class LM(nn.Module):
     @torch.no_grad()
     def import_params(self, params, strict=True):
         """Copy values from a mapping name -> array/tensor (numpy or torch); checks shapes.
-        With strict, every parameter must be present (extra keys such as tokens are ignored)."""
+        With strict, every parameter must be present, and a longctx parameter name this model does not
+        have (a global-token projection, tied Q/K, a kind's parameters) is refused; other extra keys
+        (tokens, gradients, moments) are ignored."""
         shapes = param_shapes(self.cfg)
         named = dict(self.named_parameters())
+        if strict:
+            refuse_stray_params(params, shapes)
         for n, shape in shapes.items():
             if n not in params:
                 if strict:
@@ -257,8 +261,19 @@ class LM(nn.Module):
             named[n].copy_(v.to(named[n].dtype))
 
 
+def refuse_stray_params(params, shapes):
+    """ValueError when `params` holds a longctx parameter name (docs/checkpoint.md) outside `shapes`."""
+    top = {"wte", "wpe", "ln_f.weight", "ln_f.bias", "lm_head.weight", "u", "v"}
+    for n in params:
+        if (n.startswith("blocks.") or n in top) and n not in shapes:
+            raise ValueError("parameter %s is not part of the model this reference builds" % n)
+
+
 def config_from_metadata(meta):
-    """LMConfig from a fixture's / checkpoint's string metadata."""
+    """LMConfig from a fixture's / checkpoint's string metadata; ValueError when it describes anything this
+    reference does not implement (st_io.check_reference_metadata)."""
+    import st_io  # the references' shared reader, beside this file
+    st_io.check_reference_metadata(meta, "vanilla")
     return LMConfig(n_layer=int(meta["n_layer"]), d_model=int(meta["d_model"]), n_head=int(meta["n_head"]),
                     d_ff=int(meta["d_ff"]), seq_len=int(meta["seq_len"]), norm=meta["norm"],
                     activation=meta["activation"], tied=bool(int(meta["tied"])),

@@ -114,3 +114,44 @@ def header_order(path):
         header = json.loads(f.read(n).decode("utf-8"))
     header.pop("__metadata__", None)
     return [k for k, _ in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])]
+
+
+# What the PyTorch references (lm_ref.py, xl_ref.py) implement, per longctx metadata key: a value the
+# reference honours, or a test of it. Everything else a longctx checkpoint can say (docs/checkpoint.md)
+# is refused by check_reference_metadata rather than silently loaded as something else.
+_SUPPORTED = {
+    "format": lambda v: v == "longctx",
+    "format_version": lambda v: v == "1",
+    "vocab": lambda v: v == "256",
+    "attn": lambda v: v in ("", "full"),
+    "objective": lambda v: v == "clm",
+    "qk_share": lambda v: v in ("0", "1"),
+    "attn_share": lambda v: v in ("0", "1"),
+    "reversible": lambda v: v == "0",
+    "extra_tokens": lambda v: v == "0",
+}
+_WHAT = {"attn": "attention kinds other than full", "objective": "the masked-LM encoder",
+         "qk_share": "tied query/key projections", "attn_share": "attention shared across layers",
+         "reversible": "reversible layers", "extra_tokens": "extra (global) tokens"}
+# Keys that do not change the model's function: shape and behaviour keys the references read, the
+# chunking of the feed-forward rows, training state and options, and the fixtures' own notes.
+_NEUTRAL = {"model", "n_layer", "d_model", "n_head", "d_ff", "seq_len", "norm", "activation", "tied", "dropout",
+            "ffn_chunk", "step", "seed", "batch", "generator"}
+_XL_KEYS = {"mem_len", "clamp_len", "same_length", "shared_uv", "state.memory_rows", "state.memory_batch"}
+
+
+def check_reference_metadata(meta, model):
+    """Raise ValueError unless metadata `meta` (a longctx checkpoint's or a fixture's) describes a model
+    of family `model` ("vanilla" or "xl") that the references implement exactly."""
+    if meta.get("model", model) != model:
+        raise ValueError("metadata model = %r: this reference implements %r" % (meta.get("model"), model))
+    for key, value in meta.items():
+        if key in _SUPPORTED:
+            if not _SUPPORTED[key](value):
+                raise ValueError("metadata %s = %r: the PyTorch reference does not implement %s" %
+                                 (key, value, _WHAT.get(key, "this value")))
+        elif key in _XL_KEYS:
+            if model != "xl":
+                raise ValueError("metadata %s belongs to xl models, not %s" % (key, model))
+        elif key not in _NEUTRAL and not key.startswith("train."):
+            raise ValueError("metadata key %r is unknown to the PyTorch reference" % key)

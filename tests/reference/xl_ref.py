@@ -369,8 +369,13 @@ class XL(nn.Module):
     @torch.no_grad()
     def import_params(self, params, strict=True):
         """Copy values from a mapping name -> array/tensor (numpy or torch); checks shapes.
-        With strict, every parameter must be present (extra keys are ignored)."""
+        With strict, every parameter must be present, and a longctx parameter name this model does not
+        have (a global-token projection, tied Q/K, a kind's parameters) is refused; other extra keys
+        (tokens, memories, gradients, moments) are ignored."""
         named = dict(self.named_parameters())
+        if strict:
+            import lm_ref  # beside this file
+            lm_ref.refuse_stray_params(params, param_shapes(self.cfg))
         for n, shape in param_shapes(self.cfg).items():
             if n not in params:
                 if strict:
@@ -383,7 +388,10 @@ class XL(nn.Module):
 
 
 def config_from_metadata(meta):
-    """XLConfig from a fixture's / checkpoint's string metadata."""
+    """XLConfig from a fixture's / checkpoint's string metadata; ValueError when it describes anything this
+    reference does not implement (st_io.check_reference_metadata)."""
+    import st_io  # the references' shared reader, beside this file
+    st_io.check_reference_metadata(meta, "xl")
     return XLConfig(n_layer=int(meta["n_layer"]), d_model=int(meta["d_model"]), n_head=int(meta["n_head"]),
                     d_ff=int(meta["d_ff"]), seq_len=int(meta["seq_len"]), mem_len=int(meta["mem_len"]),
                     clamp_len=int(meta.get("clamp_len", "0")), same_length=bool(int(meta.get("same_length", "0"))),
