@@ -155,9 +155,3 @@ void lc_tensors_free(lc_tensor_list *l) {
 }
 
 size_t lc_tensor_count(const lc_tensor *t) { return (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1); }
-
-const lc_tensor *lc_tensors_find(const lc_tensor_list *l, const char *name) {
-    for (int i = 0; i < l->n; i++)
-        if (strcmp(l->t[i].name, name) == 0) return &l->t[i];
-    return NULL;
-}

@@ -70,7 +70,5 @@ void lc_tensors_free(lc_tensor_list *l);
 static inline int lc_tensor_is_param(const lc_tensor *t) { return t->role != LC_ROLE_KIND_STATE; }
 /* Elements of the tensor. */
 size_t lc_tensor_count(const lc_tensor *t);
-/* The tensor named `name`, or NULL. */
-const lc_tensor *lc_tensors_find(const lc_tensor_list *l, const char *name);
 
 #endif
