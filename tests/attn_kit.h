@@ -39,10 +39,11 @@
 #define KIT_SENTINEL 12345.0f
 #define KIT_MAX_GLOBAL 96
 #define KIT_THREADS 2 /* the shape's thread count in the checks that do not vary it */
+/* Sentinel floats after the workspace; none under ASan, which reports any access past the exact size. */
 #ifdef __SANITIZE_ADDRESS__
-#define KIT_GUARD 0 /* ASan reports any access past the exactly sized workspace */
+static const size_t kit_guard __attribute__((unused)) = 0;
 #else
-#define KIT_GUARD 64 /* sentinel floats after the workspace */
+static const size_t kit_guard __attribute__((unused)) = 64;
 #endif
 #ifndef LC_FIXTURES
 #define LC_FIXTURES "tests/fixtures"
@@ -198,9 +199,21 @@ KIT_FN int kit_compare(const char *what, const char *label, const double *got, c
     if (verbose || !ok) {
         char line[320];
         snprintf(line, sizeof line, "%s %s err/scale %.1e", what, label, worst / scale);
+        const int failed_before = harness_current_failed;
+        harness_current_failed = 0;
         CHECK_CLOSE(line, got, want, n, rtol, lim);
+        /* CHECK_CLOSE keeps the worst ratio with !(r <= worst), so a NaN followed by finite values is lost */
+        CHECK(ok || harness_current_failed, "%s: NaN among the values", line);
+        harness_current_failed |= failed_before;
     }
     return ok;
+}
+
+/* 1 when no value is NaN (CHECK_CLOSE alone can miss them). */
+KIT_FN int kit_no_nan(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != x[i]) return 0;
+    return 1;
 }
 
 /* One line naming a case, for labels. */
@@ -324,7 +337,8 @@ KIT_FN kit_problem *kit_problem_new(const kit_kind *kk, const kit_case *cin, int
     }
     p->t.seed = c->seed, p->t.train = c->train;
     p->work_n = k->workspace_floats(&p->s, p->opts);
-    p->work = malloc((p->work_n + KIT_GUARD + 1) * sizeof(float)); /* exactly the size asked for (+ guard) */
+    /* exactly the size asked for (and the guard; one float when both are 0, as malloc(0) may be NULL) */
+    p->work = malloc((p->work_n + kit_guard ? p->work_n + kit_guard : 1) * sizeof(float));
     if (kk->prepare) kk->prepare(p);
     return p;
 }
@@ -340,12 +354,12 @@ KIT_FN void kit_problem_free(kit_problem *p) {
  * sentinels; kit_pass_end checks the guard. */
 KIT_FN void kit_pass_begin(kit_problem *p) {
     for (size_t i = 0; i < p->work_n; i++) p->work[i] = NAN;
-    for (size_t i = 0; i < KIT_GUARD; i++) p->work[p->work_n + i] = KIT_SENTINEL;
+    for (size_t i = 0; i < kit_guard; i++) p->work[p->work_n + i] = KIT_SENTINEL;
 }
 
 KIT_FN void kit_pass_end(const kit_problem *p, const char *pass) {
     int ok = 1;
-    for (size_t i = 0; i < KIT_GUARD; i++) ok &= p->work[p->work_n + i] == KIT_SENTINEL;
+    for (size_t i = 0; i < kit_guard; i++) ok &= p->work[p->work_n + i] == KIT_SENTINEL;
     CHECK(ok, "%s %s wrote past its workspace of %zu floats", p->kk->kind->name, pass, p->work_n);
 }
 
@@ -708,8 +722,9 @@ KIT_FN void kit_check_reference_gradients(const kit_kind *kk, kit_case c) {
     kit_ref *r = kit_ref_new(p);
     r->s.scale = 0.7f;
     kit_reference(r, ctx, 1);
-    char label[200];
+    char label[220];
     kit_label(p, label, sizeof label);
+    strcat(label, " vs finite diff");
     const int g = c.global, rel = c.rel;
     const struct {
         const char *name;
@@ -739,9 +754,7 @@ KIT_FN void kit_check_reference_gradients(const kit_kind *kk, kit_case c) {
             in[w].x[i] = saved;
             numeric[i] = (up - down) / (2 * step);
         }
-        char line[320];
-        snprintf(line, sizeof line, "%s %s vs finite diff", in[w].name, label);
-        CHECK_CLOSE(line, analytic, numeric, in[w].n, 1e-6, 1e-8);
+        kit_compare(in[w].name, label, analytic, numeric, in[w].n, 1e-6, 1e-8, 1, 1);
         free(analytic), free(numeric);
     }
     kit_ref_free(r);
@@ -810,6 +823,9 @@ KIT_FN void kit_check_empty_segment(const kit_kind *kk, kit_case c) {
 KIT_FN void kit_compare_runs(const kit_problem *a, const kit_problem *b, kit_tol tol, int backward, const char *what) {
     char label[320], base[200];
     kit_label(a, base, sizeof base);
+    CHECK(kit_no_nan(a->out, a->out_n) && kit_no_nan(a->lse, a->nl) && kit_no_nan(a->grad, backward ? a->qkv_n : 0) &&
+              kit_no_nan(b->out, b->out_n) && kit_no_nan(b->lse, b->nl) && kit_no_nan(b->grad, backward ? b->qkv_n : 0),
+          "%s %s: NaN in the results", what, base);
     snprintf(label, sizeof label, "out %s %s", what, base);
     CHECK_CLOSE(label, a->out, b->out, a->out_n, tol.rtol, tol.atol);
     snprintf(label, sizeof label, "lse %s", what);
