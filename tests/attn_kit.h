@@ -85,7 +85,7 @@ struct kit_kind {
     void (*reference)(kit_ref *r, const void *ctx, int backward);
     /* Called once the kit has filled a new problem (e.g. to rescale the parameters). */
     void (*prepare)(kit_problem *p);
-    /* Checks of the kind's own after each kit_check_fast run (ok = 0 marks the case failed). */
+    /* Checks of the kind's own after each kit_check_fast run (their CHECKs count toward the case). */
     void (*extra_check)(const kit_problem *p, const char *label);
     /* Shared query/key (lsh): the k columns hold NaN and are never read, dk comes back exactly 0. */
     int shared_qk;
