@@ -1,0 +1,236 @@
+/* The metadata keys of a checkpoint (see checkpoint_meta.h): one table, a writer and a reader. Values
+ * are strings: integers in decimal, floats with 9 significant digits (exact for fp32), choices by name. */
+#include "train/checkpoint_meta.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+
+typedef enum {
+    T_CONST,  /* a fixed string (text) */
+    T_CHOICE, /* an enum field stored as the name of its value: text = "name0|name1" */
+    T_INT,    /* int */
+    T_BOOL,   /* int, 0 or 1 */
+    T_LONG,   /* long */
+    T_U64,    /* uint64_t, any value */
+    T_FLOAT,  /* float, finite, within [flo, fhi] (ends excluded per `open`) */
+    T_STRING  /* char[LC_ATTN_SPEC_CHARS] */
+} meta_type;
+
+enum { REQUIRED = 1, XL_ONLY = 2 }; /* XL_ONLY keys are written for (and read from) xl models only */
+enum { OPEN_LO = 1, OPEN_HI = 2 };
+
+typedef struct {
+    const char *key;
+    meta_type type;
+    size_t at; /* offset of the value in lc_ckpt_meta */
+    long long lo, hi;
+    double flo, fhi;
+    unsigned open;
+    const char *text;
+    unsigned need;
+} meta_key;
+
+_Static_assert(sizeof(lc_model_kind) == sizeof(int) && sizeof(lc_norm) == sizeof(int) &&
+                   sizeof(lc_activation) == sizeof(int) && sizeof(lc_objective) == sizeof(int),
+               "choice fields are read and written as int");
+_Static_assert(LC_MODEL_VANILLA == 0 && LC_MODEL_XL == 1 && LC_NORM_PRE == 0 && LC_NORM_POST == 1 &&
+                   LC_ACT_GELU == 0 && LC_ACT_RELU == 1 && LC_OBJECTIVE_CLM == 0 && LC_OBJECTIVE_MLM == 1,
+               "choice names are listed in enum order");
+
+#define CFG(f) offsetof(lc_ckpt_meta, cfg.f)
+#define OPT(f) offsetof(lc_ckpt_meta, opts.f)
+#define AT(f) offsetof(lc_ckpt_meta, f)
+#define INT(k, at, lo, hi, need) {k, T_INT, at, lo, hi, 0, 0, 0, NULL, need}
+#define LONG(k, at, lo, hi, need) {k, T_LONG, at, lo, hi, 0, 0, 0, NULL, need}
+#define BOOL(k, at, need) {k, T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
+#define FLOAT(k, at, flo, fhi, open) {k, T_FLOAT, at, 0, 0, flo, fhi, open, NULL, REQUIRED}
+#define CHOICE(k, at, names, need) {k, T_CHOICE, at, 0, 1, 0, 0, 0, names, need}
+
+/* In the order they are written. Ranges are what a file may hold; lc_config_validate then checks the
+ * configuration as a whole. Optional keys are absent from older files and default to 0 / "". */
+static const meta_key keys[] = {
+    {"format", T_CONST, 0, 0, 0, 0, 0, 0, LC_CKPT_FORMAT, REQUIRED},
+    {"format_version", T_CONST, 0, 0, 0, 0, 0, 0, LC_CKPT_VERSION, REQUIRED},
+    CHOICE("model", CFG(model), "vanilla|xl", REQUIRED),
+    INT("vocab", CFG(vocab), 0, 1 << 30, REQUIRED),
+    INT("n_layer", CFG(n_layer), 0, 1 << 30, REQUIRED),
+    INT("d_model", CFG(d_model), 0, 1 << 30, REQUIRED),
+    INT("n_head", CFG(n_head), 0, 1 << 30, REQUIRED),
+    INT("d_ff", CFG(d_ff), 0, 1 << 30, REQUIRED),
+    INT("seq_len", CFG(seq_len), 0, 1 << 30, REQUIRED),
+    CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
+    CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
+    BOOL("tied", CFG(tied), REQUIRED),
+    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
+    {"attn", T_STRING, CFG(attn), 0, 0, 0, 0, 0, NULL, 0},
+    INT("qk_share", CFG(qk_share), 0, 1 << 20, 0),
+    INT("attn_share", CFG(attn_share), 0, 1 << 20, 0),
+    CHOICE("objective", CFG(objective), "clm|mlm", 0),
+    BOOL("reversible", CFG(reversible), 0),
+    INT("ffn_chunk", CFG(ffn_chunk), 0, 1 << 30, 0),
+    INT("extra_tokens", CFG(extra_tokens), 0, 65536, 0),
+    INT("mem_len", CFG(mem_len), 0, 1 << 24, REQUIRED | XL_ONLY),
+    INT("clamp_len", CFG(clamp_len), 0, 1 << 24, REQUIRED | XL_ONLY),
+    BOOL("same_length", CFG(same_length), REQUIRED | XL_ONLY),
+    BOOL("shared_uv", CFG(shared_uv), REQUIRED | XL_ONLY),
+    INT("state.memory_rows", AT(memory_rows), 0, 1 << 24, XL_ONLY),
+    INT("state.memory_batch", AT(memory_batch), 0, 1 << 24, XL_ONLY),
+    LONG("step", AT(step), 0, 1LL << 62, REQUIRED),
+    {"seed", T_U64, AT(seed), 0, 0, 0, 0, 0, NULL, REQUIRED},
+    LONG("train.steps", OPT(steps), 0, 1LL << 40, REQUIRED),
+    INT("train.batch", OPT(batch), 1, 1 << 20, REQUIRED),
+    INT("train.grad_accum", OPT(grad_accum), 1, 1 << 20, REQUIRED),
+    FLOAT("train.lr", OPT(lr), 0, HUGE_VAL, OPEN_LO),
+    FLOAT("train.min_lr", OPT(min_lr), 0, HUGE_VAL, 0),
+    LONG("train.warmup", OPT(warmup), 0, 1LL << 40, REQUIRED),
+    FLOAT("train.weight_decay", OPT(weight_decay), 0, HUGE_VAL, 0),
+    FLOAT("train.beta1", OPT(beta1), 0, 1, OPEN_HI),
+    FLOAT("train.beta2", OPT(beta2), 0, 1, OPEN_HI),
+    FLOAT("train.eps", OPT(eps), 0, HUGE_VAL, OPEN_LO),
+    FLOAT("train.clip", OPT(clip), 0, HUGE_VAL, 0),
+    LONG("train.eval_every", OPT(eval_every), 0, 1LL << 40, REQUIRED),
+    LONG("train.eval_bytes", OPT(eval_bytes), 0, 1LL << 50, REQUIRED),
+    {"train.seed", T_U64, OPT(seed), 0, 0, 0, 0, 0, NULL, REQUIRED},
+};
+#define N_KEYS (int)(sizeof keys / sizeof *keys)
+
+const char *lc_ckpt_meta_key(int i, int *xl_only) {
+    if (i < 0 || i >= N_KEYS) return NULL;
+    if (xl_only) *xl_only = (keys[i].need & XL_ONLY) != 0;
+    return keys[i].key;
+}
+
+/* Name number v of "name0|name1" into out. */
+static void choice_name(const char *names, int v, char *out, size_t cap) {
+    const char *bar = strchr(names, '|');
+    if (v == 0) snprintf(out, cap, "%.*s", (int)(bar - names), names);
+    else snprintf(out, cap, "%s", bar + 1);
+}
+
+void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out) {
+    _Static_assert(N_KEYS <= (int)(sizeof out->items / sizeof *out->items), "room for every key");
+    const char *base = (const char *)h;
+    out->n = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        const meta_key *k = &keys[i];
+        if ((k->need & XL_ONLY) && h->cfg.model != LC_MODEL_XL) continue;
+        char *v = out->values[out->n];
+        const size_t cap = sizeof out->values[0];
+        const void *at = base + k->at;
+        switch (k->type) {
+        case T_CONST: snprintf(v, cap, "%s", k->text); break;
+        case T_CHOICE: choice_name(k->text, *(const int *)at != 0, v, cap); break;
+        case T_INT: snprintf(v, cap, "%d", *(const int *)at); break;
+        case T_BOOL: snprintf(v, cap, "%d", *(const int *)at != 0); break;
+        case T_LONG: snprintf(v, cap, "%ld", *(const long *)at); break;
+        case T_U64: snprintf(v, cap, "%llu", (unsigned long long)*(const uint64_t *)at); break;
+        case T_FLOAT: snprintf(v, cap, "%.9g", (double)*(const float *)at); break;
+        case T_STRING: snprintf(v, cap, "%s", *(const char *)at ? (const char *)at : "full"); break;
+        }
+        out->items[out->n].key = k->key;
+        out->items[out->n].value = v;
+        out->n++;
+    }
+}
+
+/* Decimal digits only (a leading '-' when negative allowed): no spaces, signs, hex or exponents. */
+static int is_decimal(const char *v, int negative_ok) {
+    if (negative_ok && *v == '-') v++;
+    if (!*v) return 0;
+    for (; *v; v++)
+        if (*v < '0' || *v > '9') return 0;
+    return 1;
+}
+
+static lc_status parse_value(const lc_st_file *f, const meta_key *k, const char *v, void *at) {
+    const char *path = lc_st_path(f);
+    switch (k->type) {
+    case T_CONST:
+        if (strcmp(v, k->text) == 0) return LC_OK;
+        if (strcmp(k->key, "format") == 0)
+            return lc_fail(LC_ERR_FORMAT, "%s: not a longctx checkpoint (metadata 'format' is not '%s')", path,
+                           k->text);
+        return lc_fail(LC_ERR_FORMAT, "%s: unsupported checkpoint %s '%.40s' (this build reads %s)", path, k->key, v,
+                       k->text);
+    case T_CHOICE: {
+        char a[32], b[32];
+        choice_name(k->text, 0, a, sizeof a);
+        choice_name(k->text, 1, b, sizeof b);
+        if (strcmp(v, a) && strcmp(v, b))
+            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' must be '%s' or '%s'", path, k->key, v, a, b);
+        *(int *)at = strcmp(v, b) == 0;
+        return LC_OK;
+    }
+    case T_INT:
+    case T_BOOL:
+    case T_LONG: {
+        errno = 0;
+        const long long x = is_decimal(v, 1) ? strtoll(v, NULL, 10) : 0;
+        if (!is_decimal(v, 1) || errno || x < k->lo || x > k->hi)
+            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' is not an integer in %lld..%lld", path, k->key,
+                           v, k->lo, k->hi);
+        if (k->type == T_LONG) *(long *)at = (long)x;
+        else *(int *)at = (int)x;
+        return LC_OK;
+    }
+    case T_U64: {
+        errno = 0;
+        const unsigned long long x = is_decimal(v, 0) ? strtoull(v, NULL, 10) : 0;
+        if (!is_decimal(v, 0) || errno)
+            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' is not an integer in 0..%llu", path, k->key, v,
+                           (unsigned long long)UINT64_MAX);
+        *(uint64_t *)at = (uint64_t)x;
+        return LC_OK;
+    }
+    case T_FLOAT: {
+        char *end = NULL;
+        const double x = (*v == '-' || *v == '.' || (*v >= '0' && *v <= '9')) ? strtod(v, &end) : NAN;
+        const int ok = end && end != v && !*end && isfinite(x) && isfinite((float)x) &&
+                       (k->open & OPEN_LO ? x > k->flo : x >= k->flo) && (k->open & OPEN_HI ? x < k->fhi : x <= k->fhi);
+        if (!ok)
+            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' is not a number in %c%g, %g%c", path, k->key, v,
+                           k->open & OPEN_LO ? '(' : '[', k->flo, k->fhi, k->open & OPEN_HI ? ')' : ']');
+        *(float *)at = (float)x;
+        return LC_OK;
+    }
+    case T_STRING:
+        if (strlen(v) >= LC_ATTN_SPEC_CHARS)
+            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' is longer than %d characters", path, k->key,
+                           LC_ATTN_SPEC_CHARS - 1);
+        strcpy((char *)at, v);
+        return LC_OK;
+    }
+    return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s': unknown type", path, k->key);
+}
+
+lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h) {
+    memset(h, 0, sizeof *h);
+    lc_train_options_default(&h->opts);
+    char *base = (char *)h;
+    for (int i = 0; i < N_KEYS; i++) { /* "model" comes before every XL_ONLY key */
+        const meta_key *k = &keys[i];
+        if ((k->need & XL_ONLY) && h->cfg.model != LC_MODEL_XL) continue;
+        const char *v = lc_st_get_meta(f, k->key);
+        if (!v && !(k->need & REQUIRED)) continue;
+        if (!v && i == 0)
+            return lc_fail(LC_ERR_FORMAT, "%s: not a longctx checkpoint (no metadata 'format')", lc_st_path(f));
+        if (!v) return lc_fail(LC_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", lc_st_path(f), k->key);
+        lc_status st = parse_value(f, k, v, base + k->at);
+        if (st) return st;
+    }
+    if (lc_config_validate(&h->cfg)) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), why);
+    }
+    if ((h->memory_rows == 0) != (h->memory_batch == 0))
+        return lc_fail(LC_ERR_FORMAT, "%s: metadata state.memory_rows = %d and state.memory_batch = %d disagree",
+                       lc_st_path(f), h->memory_rows, h->memory_batch);
+    return LC_OK;
+}

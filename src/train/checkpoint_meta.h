@@ -1,0 +1,39 @@
+/* A checkpoint's metadata: one table of keys (type, range, where the value lives, required or not)
+ * that both the writer and the reader walk, so the two cannot drift apart. docs/checkpoint.md lists
+ * the keys; a test checks that it lists every one. */
+#ifndef LC_TRAIN_CHECKPOINT_META_H
+#define LC_TRAIN_CHECKPOINT_META_H
+
+#include <stdint.h>
+
+#include "longctx.h"
+#include "train/safetensors.h"
+
+#define LC_CKPT_FORMAT "longctx"
+#define LC_CKPT_VERSION "1"
+
+/* Everything the metadata records. */
+typedef struct {
+    lc_config cfg;
+    lc_train_options opts;
+    long step;
+    uint64_t seed;
+    int memory_rows, memory_batch; /* XL memory saved in the file (state.memory.*); 0: none */
+} lc_ckpt_meta;
+
+/* The metadata as key/value strings for lc_st_write (storage included). */
+typedef struct {
+    lc_st_meta items[64];
+    char values[64][LC_ATTN_SPEC_CHARS];
+    int n;
+} lc_ckpt_meta_strings;
+
+void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out);
+/* Read and check every key (presence, syntax, range) and the configuration as a whole; LC_ERR_FORMAT
+ * with a message naming the file and the key otherwise. */
+lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h);
+
+/* The table, for documentation checks: key i (NULL past the end) and whether the model must be xl. */
+const char *lc_ckpt_meta_key(int i, int *xl_only);
+
+#endif
