@@ -16,10 +16,12 @@ typedef enum {
     LC_ERR_ARG,    /* invalid argument or configuration (a usage error at the CLI) */
     LC_ERR_IO,     /* a file could not be opened, read, written or renamed */
     LC_ERR_FORMAT, /* a file exists but its contents are not what was expected */
-    LC_ERR_NOMEM   /* an allocation failed */
+    LC_ERR_NOMEM,  /* an allocation failed */
+    LC_ERR_NUMERIC /* a value became NaN or infinite (training diverged; a model with such weights) */
 } lc_status;
 
-/* The message of the last failure on this thread ("" if none). */
+/* The one-line message of the failed call that returned a status other than LC_OK, on this thread.
+ * Every call that returns an lc_status clears it first, so after a successful call it is "". */
 const char *lc_last_error(void);
 /* A short name for a status code. */
 const char *lc_status_name(lc_status s);
@@ -109,9 +111,10 @@ size_t lc_model_activation_bytes(const lc_model *m);
  * count. `train` enables dropout (seeded by lc_model_set_step). Logits are kept for lc_model_logits. */
 lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
                            double *loss_sum, long *count);
-/* Backward of the last forward (which must have had targets), for the loss
- * sum(losses) * loss_scale; gradients ACCUMULATE into the model's gradient buffer. */
-void lc_model_backward(lc_model *m, float loss_scale);
+/* Backward of the last forward, for the loss sum(losses) * loss_scale; gradients ACCUMULATE into the
+ * model's gradient buffer. LC_ERR_ARG (nothing changes) when there is nothing to differentiate: no
+ * forward yet, or the last forward had no targets. */
+lc_status lc_model_backward(lc_model *m, float loss_scale);
 void lc_model_zero_grad(lc_model *m);
 /* Re-plan the activation buffers for batches of up to max_batch segments of up to seq_len tokens and,
  * for Transformer-XL, memories of mem_len rows (evaluation and generation may use other lengths than

@@ -74,6 +74,16 @@ expect 1 "nonexistent.txt: cannot open" -- "$bin" train "${tiny[@]}" --data "$tm
 expect 1 "empty.txt: file is empty" -- "$bin" train "${tiny[@]}" --data "$tmp/empty.txt"
 expect 1 "is a directory" -- "$bin" train "${tiny[@]}" --data "$tmp"
 expect 1 "short.txt.*too few" -- "$bin" train "${tiny[@]}" --data "$tmp/short.txt"
+# data too small for the batch: refused before the model is built (it used to allocate for 65536 streams)
+expect 1 "too few for 65536 streams" -- timeout 10 "$bin" train --data "$tmp/small.txt" --batch 65536
+# devices and FIFOs are not data: refused at once (/dev/zero used to be read until memory ran out)
+expect 1 "/dev/zero: is a character device" -- timeout 10 "$bin" train "${tiny[@]}" --data /dev/zero
+mkfifo "$tmp/fifo"
+expect 1 "fifo: is a FIFO" -- timeout 10 "$bin" train "${tiny[@]}" --data "$tmp/fifo"
+# seeds: the whole 64-bit range, nothing else
+expect 2 "--seed expects an integer in 0..18446744073709551615, got '-1'" -- "$bin" train --seed -1
+expect 2 "--seed expects an integer" -- "$bin" train --seed 18446744073709551616
+expect 2 "--seed expects an integer" -- "$bin" sample --ckpt x --seed 12abc
 
 # happy path: train, eval, sample, resume
 check "train tiny" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --eval-every 10 \
@@ -97,6 +107,26 @@ check "train 10 of 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --st
 check "resume to 20" -- "$bin" train --resume "$tmp/half.ckpt" --data "$tmp/small.txt" --out "$tmp/b.ckpt"
 check "resumed checkpoint equals uninterrupted one" -- cmp -s "$tmp/a.ckpt" "$tmp/b.ckpt"
 expect 2 "--dim cannot be combined with --resume" -- "$bin" train --resume "$tmp/half.ckpt" --dim 32
+# a seed of 2^64-1 is accepted
+check "train --seed 2^64-1" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 1 --eval-every 0 \
+    --eval-bytes 500 --seed 18446744073709551615
+
+# a diverged run stops with exit 1 and one clear line, and never overwrites a good checkpoint with NaN
+diverge=(--model vanilla --layers 1 --dim 32 --heads 2 --ffn 64 --seg-len 32 --batch 2 --lr 10 --weight-decay 10
+         --warmup 0 --data "$tmp/small.txt" --eval-every 0 --eval-bytes 500 --threads 2)
+expect 1 "^longctx: error: training diverged at step [0-9]+: (loss|gradient norm) is (nan|inf|-inf) \(try a lower --lr\)$" \
+    -- "$bin" train "${diverge[@]}" --steps 60 --out "$tmp/nan.ckpt"
+check "no checkpoint from a diverged run" -- test ! -e "$tmp/nan.ckpt"
+check "train 2 steps before divergence" -- "$bin" train "${diverge[@]}" --steps 60 --stop-after 2 --out "$tmp/c.ckpt"
+cp "$tmp/c.ckpt" "$tmp/c0.ckpt"
+expect 1 "training diverged at step" -- "$bin" train --resume "$tmp/c.ckpt" --data "$tmp/small.txt" --out "$tmp/c.ckpt"
+check "the diverged resume left the good checkpoint as it was" -- cmp -s "$tmp/c.ckpt" "$tmp/c0.ckpt"
+# sampling from NaN weights: a clear error, no NUL bytes (a checkpoint whose first tensor bytes are NaN)
+cp "$tmp/c0.ckpt" "$tmp/nanw.ckpt"
+hdr=$(od -An -tu8 -N8 "$tmp/nanw.ckpt" | tr -d ' ')
+head -c 4096 /dev/zero | tr '\0' '\377' | dd of="$tmp/nanw.ckpt" bs=1 seek=$((8 + hdr)) conv=notrunc status=none
+expect 1 "nanw.ckpt.*NaN|NaN.*nanw.ckpt|sampling: .*NaN" -- "$bin" sample --ckpt "$tmp/nanw.ckpt" --tokens 5
+check "sampling printed no NUL byte" -- test "$(tr -cd '\000' <"$tmp/out" | wc -c)" -eq 0
 
 # checkpoint errors, and no file destroyed by a failing command
 cp "$tmp/a.ckpt" "$tmp/keep.ckpt"

@@ -213,6 +213,34 @@ TEST(gemm_dispatch_thread_count_independent) {
     lc_set_threads(0);
 }
 
+/* When the packing buffers cannot be allocated the built-in kernel must neither abort nor change a bit:
+ * its stack-buffer fallback sums and stores every element as the packed path does. All four transposes,
+ * edges in every dimension, K over two KC slices, beta 0 (C holds NaN), 1 and another value. */
+TEST(gemm_builtin_without_pack_buffers) {
+    const dims shapes[] = {{300, 270, 600}, {13, 37, 5}, {3, 200, 70}, {97, 33, 513}};
+    const scalars ab[] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-1.25f, 0.75f}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int t = 0; t < 4; t++)
+            for (int c = 0; c < 3; c++) {
+                const int M = shapes[si].M, N = shapes[si].N, K = shapes[si].K;
+                const lc_trans ta = t & 1 ? LC_TRANS : LC_NO_TRANS, tb = t & 2 ? LC_TRANS : LC_NO_TRANS;
+                float *A = alloc_floats((size_t)M * K), *B = alloc_floats((size_t)K * N);
+                float *C0 = alloc_floats((size_t)M * N), *C1 = alloc_floats((size_t)M * N);
+                for (size_t i = 0; i < (size_t)M * K; i++) A[i] = nonzero_uniform();
+                for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
+                for (size_t i = 0; i < (size_t)M * N; i++) C0[i] = ab[c].beta == 0 ? NAN : nonzero_uniform();
+                memcpy(C1, C0, (size_t)M * N * sizeof(float));
+                const int lda = ta ? M : K, ldb = tb ? K : N;
+                lc_gemm_builtin(ta, tb, M, N, K, ab[c].alpha, A, lda, B, ldb, ab[c].beta, C0, N);
+                lc_gemm_refuse_pack_buffers(1);
+                lc_gemm_builtin(ta, tb, M, N, K, ab[c].alpha, A, lda, B, ldb, ab[c].beta, C1, N);
+                lc_gemm_refuse_pack_buffers(0);
+                CHECK(memcmp(C0, C1, (size_t)M * N * sizeof(float)) == 0, "%dx%dx%d ta %d tb %d case %d differs",
+                      M, N, K, ta, tb, c);
+                lc_free(A), lc_free(B), lc_free(C0), lc_free(C1);
+            }
+}
+
 int main(void) {
     lc_rng_seed(&rng, 12345);
     lc_set_threads(0);
@@ -224,5 +252,6 @@ int main(void) {
     RUN(gemm_builtin_thread_count_independent);
     RUN(gemm_dispatch_thread_count_independent);
     RUN(gemm_builtin_called_from_parallel_threads);
+    RUN(gemm_builtin_without_pack_buffers);
     return test_summary("test_gemm");
 }

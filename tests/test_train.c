@@ -1,11 +1,16 @@
 /* Training-level tests: data splits and contiguous streams, the learning-rate schedule, loss going
  * down on the bundled corpus, bit-identical resume, checkpoint round trips and damaged checkpoints,
- * evaluation with a final partial segment, one optimisation step on a given batch (lc_train_step). */
+ * evaluation with a final partial segment, one optimisation step on a given batch (lc_train_step);
+ * non-finite values (a diverged run stops, NaN weights are never saved or sampled from), corpora that
+ * are not regular files, backward without targets and the clearing of the last error. */
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "kernels/fastmath.h"
+#include "kernels/kernels.h"
 #include "model/lm.h"
 #include "train/safetensors.h"
 
@@ -249,6 +254,149 @@ TEST(evaluation_handles_partial_segment) {
     lc_model_free(m);
 }
 
+/* ---- non-finite values, sizes, errors (issue 9: bugs 5, 7, 8) ---- */
+
+/* The fast exp is defined for every float (UBSan used to flag a shift of a negative value on NaN). */
+TEST(fast_exp_of_any_float) {
+    const float nan = NAN, inf = INFINITY;
+    CHECK(isnan(lc_expf(nan)) && isnan(lc_expf(-nan)), "exp(NaN) is NaN");
+    CHECK(lc_expf(-inf) == 0.0f && lc_expf(-1e30f) == 0.0f && lc_expf(-100.0f) == 0.0f, "large negatives give 0");
+    CHECK(isfinite(lc_expf(inf)) && lc_expf(inf) > 1e38f && lc_expf(1e30f) == lc_expf(inf), "saturates");
+    CHECK(fabsf(lc_expf(1.0f) - 2.7182818f) < 1e-6f, "exp(1) = %.9g", lc_expf(1.0f));
+    CHECK(isnan(lc_tanhf(nan)) && lc_tanhf(inf) == 1.0f && lc_tanhf(-inf) == -1.0f, "tanh at the ends");
+    float x[37];
+    for (int i = 0; i < 37; i++) x[i] = (float)i - 18.5f;
+    CHECK(lc_all_finite(x, 37), "finite array");
+    x[33] = nan;
+    CHECK(!lc_all_finite(x, 37), "NaN found");
+    x[33] = -inf;
+    CHECK(!lc_all_finite(x, 37) && lc_all_finite(x, 33), "-inf found, and only inside n");
+}
+
+static lc_model *small_vanilla(void) {
+    lc_config c;
+    lc_config_default(&c);
+    c.model = LC_MODEL_VANILLA, c.n_layer = 1, c.d_model = 32, c.n_head = 2, c.d_ff = 64, c.seq_len = 32;
+    lc_model *m = NULL;
+    CHECK(lc_model_create(&c, 2, 1337, &m) == LC_OK, "%s", lc_last_error());
+    return m;
+}
+
+/* A run that diverges (lr 10, weight decay 10) stops with LC_ERR_NUMERIC naming the step, before the
+ * update that would write NaN; the weights stay finite, and a checkpoint is never written from NaN
+ * weights (the file already there is left as it was). It used to finish with LC_OK and NaN weights. */
+TEST(diverged_training_stops) {
+    lc_corpus c;
+    if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
+    lc_model *m = small_vanilla();
+    if (!m) { lc_corpus_free(&c); return; }
+    lc_train_options o = tiny_options(60);
+    o.batch = 2, o.lr = 10, o.weight_decay = 10, o.warmup = 0;
+    lc_status st = lc_train(m, &c, &o, NULL, NULL);
+    CHECK(st == LC_ERR_NUMERIC, "status %d: %s", st, lc_last_error());
+    CHECK(strstr(lc_last_error(), "training diverged at step ") && strstr(lc_last_error(), "--lr"), "message: %s",
+          lc_last_error());
+    CHECK(m->step < 60 && lc_all_finite(m->params, m->ptab.total), "stopped at step %ld with finite weights",
+          m->step);
+    const char *p = tmp_path("good.ckpt");
+    CHECK(lc_checkpoint_save(m, &o, p) == LC_OK, "%s", lc_last_error());
+    FILE *f = fopen(p, "rb");
+    long size = -1;
+    if (f) { fseek(f, 0, SEEK_END); size = ftell(f); fclose(f); }
+    m->params[m->ptab.total / 2] = NAN;
+    CHECK(lc_checkpoint_save(m, &o, p) == LC_ERR_NUMERIC && strstr(lc_last_error(), "good.ckpt"),
+          "NaN weights are not saved: %s", lc_last_error());
+    f = fopen(p, "rb");
+    long after = -2;
+    if (f) { fseek(f, 0, SEEK_END); after = ftell(f); fclose(f); }
+    CHECK(size > 0 && after == size, "the good checkpoint is intact (%ld -> %ld bytes)", size, after);
+    /* lc_train_step: a NaN weight makes the loss NaN; the step is refused and nothing moves */
+    int tok[2 * 32], tgt[2 * 32];
+    for (int i = 0; i < 64; i++) tok[i] = 'a' + i % 7, tgt[i] = 'a' + (i + 1) % 7;
+    long step = m->step;
+    float w0 = m->params[0];
+    double loss = 0;
+    st = lc_train_step(m, &o, tok, tgt, 2, 32, &loss);
+    CHECK(st == LC_ERR_NUMERIC && isnan(loss) && strstr(lc_last_error(), "loss is nan"), "status %d: %s", st,
+          lc_last_error());
+    CHECK(m->step == step && m->params[0] == w0, "a refused step changes nothing");
+    lc_model_free(m);
+    lc_corpus_free(&c);
+}
+
+static void count_byte(uint8_t b, void *user) {
+    (void)b;
+    ++*(int *)user;
+}
+
+/* Sampling from a model with non-finite weights fails clearly instead of printing NUL bytes. */
+TEST(sample_refuses_nonfinite_logits) {
+    lc_model *m = small_vanilla();
+    if (!m) return;
+    int emitted = 0;
+    CHECK(lc_sample(m, (const uint8_t *)"ab", 2, 5, 0.8f, 0, 1, count_byte, &emitted) == LC_OK, "%s",
+          lc_last_error());
+    CHECK(emitted == 5 && lc_last_error()[0] == '\0', "5 bytes from a good model, no message");
+    for (size_t i = 0; i < m->ptab.total; i += 3) m->params[i] = NAN;
+    emitted = 0;
+    lc_status st = lc_sample(m, (const uint8_t *)"ab", 2, 5, 0.8f, 0, 1, count_byte, &emitted);
+    CHECK(st == LC_ERR_NUMERIC && emitted == 0 && strstr(lc_last_error(), "NaN"), "status %d, %d bytes: %s", st,
+          emitted, lc_last_error());
+    lc_model_free(m);
+}
+
+/* lc_model_backward after a forward without targets (or before any forward) is an error, not a silent
+ * no-op; and a successful call leaves lc_last_error() empty. */
+TEST(backward_without_targets_and_last_error) {
+    lc_model *m = small_vanilla();
+    if (!m) return;
+    CHECK(lc_model_backward(m, 1.0f) == LC_ERR_ARG && strstr(lc_last_error(), "no targets"), "before any forward: %s",
+          lc_last_error());
+    int tok[32], tgt[32];
+    for (int i = 0; i < 32; i++) tok[i] = 'x', tgt[i] = 'y';
+    CHECK(lc_model_forward(m, tok, NULL, 1, 32, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_last_error()[0] == '\0', "a successful forward clears the message, got '%s'", lc_last_error());
+    lc_model_zero_grad(m);
+    CHECK(lc_model_backward(m, 1.0f) == LC_ERR_ARG && strstr(lc_last_error(), "no targets"), "%s", lc_last_error());
+    CHECK(lc_sum_squares(m->grads, m->ptab.total) == 0, "nothing was accumulated");
+    double sum;
+    long count;
+    CHECK(lc_model_forward(m, tok, tgt, 1, 32, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_model_backward(m, 1.0f) == LC_OK && lc_last_error()[0] == '\0', "backward with targets: '%s'",
+          lc_last_error());
+    CHECK(lc_sum_squares(m->grads, m->ptab.total) > 0, "gradients accumulated");
+    lc_corpus c;
+    CHECK(lc_corpus_load("/nonexistent/x", LC_SPLIT_AUTO, &c) == LC_ERR_IO && lc_last_error()[0], "a failure sets it");
+    CHECK(lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c) == LC_OK && lc_last_error()[0] == '\0',
+          "the next successful call clears it: '%s'", lc_last_error());
+    lc_corpus_free(&c);
+    lc_model_free(m);
+}
+
+/* Only regular files are corpora: a device would be read until memory ran out, a FIFO would block. */
+TEST(corpus_refuses_devices_and_fifos) {
+    lc_corpus c;
+    lc_status st = lc_corpus_load("/dev/zero", LC_SPLIT_AUTO, &c);
+    CHECK(st == LC_ERR_IO && strstr(lc_last_error(), "/dev/zero") && strstr(lc_last_error(), "character device"),
+          "status %d: %s", st, lc_last_error());
+    const char *fifo = tmp_path("fifo");
+    if (mkfifo(fifo, 0600) == 0) {
+        st = lc_corpus_load(fifo, LC_SPLIT_AUTO, &c); /* no writer: must not block */
+        CHECK(st == LC_ERR_IO && strstr(lc_last_error(), "FIFO"), "status %d: %s", st, lc_last_error());
+    }
+    /* lc_train checks the data against the batch before it allocates anything */
+    lc_model *m = small_vanilla();
+    if (!m) return;
+    uint8_t bytes[100] = {0};
+    lc_corpus tiny_c = {bytes, 100, {0, 50, 75, 0}, {50, 75, 100, 100}, LC_SPLIT_ENWIK8}; /* 25 bytes a stream */
+    lc_train_options o = tiny_options(5);
+    o.batch = 2;
+    st = lc_train(m, &tiny_c, &o, NULL, NULL);
+    CHECK(st == LC_ERR_ARG && strstr(lc_last_error(), "too few") && m->step == 0, "status %d: %s", st,
+          lc_last_error());
+    lc_model_free(m);
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     RUN(splits);
@@ -260,6 +408,11 @@ int main(void) {
     RUN(checkpoint_round_trip_and_damage);
     RUN(checkpoint_wrong_shape_is_named);
     RUN(evaluation_handles_partial_segment);
+    RUN(fast_exp_of_any_float);
+    RUN(diverged_training_stops);
+    RUN(sample_refuses_nonfinite_logits);
+    RUN(backward_without_targets_and_last_error);
+    RUN(corpus_refuses_devices_and_fifos);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);

@@ -38,7 +38,22 @@ lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name) {
     return NULL;
 }
 
+/* A 64-bit unsigned integer in decimal, the whole range (seeds): strtoull alone would accept "-1" as
+ * 2^64-1 and leading blanks, so the text must start with a digit. */
+static int parse_u64(const char *cmd, const lc_opt *o, const char *text) {
+    char *end;
+    errno = 0;
+    unsigned long long v = text[0] >= '0' && text[0] <= '9' ? strtoull(text, &end, 10) : 0;
+    if (!(text[0] >= '0' && text[0] <= '9') || errno || *end) {
+        lc_cli_error("%s: %s expects an integer in 0..18446744073709551615, got '%s'", cmd, o->name, text);
+        return 0;
+    }
+    *(uint64_t *)o->dst = (uint64_t)v;
+    return 1;
+}
+
 static int parse_number(const char *cmd, const lc_opt *o, const char *text) {
+    if (o->type == OPT_U64) return parse_u64(cmd, o, text);
     char *end;
     errno = 0;
     double x;

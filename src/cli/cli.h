@@ -12,13 +12,13 @@ enum { LC_EXIT_OK = 0, LC_EXIT_RUNTIME = 1, LC_EXIT_USAGE = 2 };
 int lc_cli_fail(lc_status st);
 void lc_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-typedef enum { OPT_INT, OPT_LONG, OPT_FLOAT, OPT_STR, OPT_FLAG } lc_opt_type;
+typedef enum { OPT_INT, OPT_LONG, OPT_FLOAT, OPT_STR, OPT_FLAG, OPT_U64 } lc_opt_type;
 
 typedef struct {
     const char *name;  /* "--steps" */
     lc_opt_type type;
-    void *dst;         /* int*, long*, float*, const char**, int* (flag) */
-    double lo, hi;     /* accepted range for numbers */
+    void *dst;         /* int*, long*, float*, const char**, int* (flag), uint64_t* (u64) */
+    double lo, hi;     /* accepted range for numbers (u64: always 0..2^64-1, lo and hi unused) */
     const char *help;
     int seen;          /* set by the parser */
 } lc_opt;

@@ -15,14 +15,14 @@ int lc_cmd_sample(int argc, char **argv) {
     const char *ckpt = NULL, *prompt = "";
     int tokens = 500, top_k = 0, threads = 0, seg_len = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     float temperature = 0.8f;
-    long seed = 1;
+    uint64_t seed = 1;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to sample from (required)", 0},
         {"--prompt", OPT_STR, &prompt, 0, 0, "text to continue (default: a newline)", 0},
         {"--tokens", OPT_INT, &tokens, 0, 1 << 24, "bytes to generate (default 500)", 0},
         {"--temperature", OPT_FLOAT, &temperature, 0, 100, "softmax temperature; 0 = greedy (default 0.8)", 0},
         {"--top-k", OPT_INT, &top_k, 0, 256, "sample among the k most likely bytes (0: all)", 0},
-        {"--seed", OPT_LONG, &seed, 0, 9e15, "random seed", 0},
+        {"--seed", OPT_U64, &seed, 0, 0, "random seed, 0..2^64-1 (default 1)", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "segment for reading the prompt (vanilla: the context window)", 0},
         {"--mem-len", OPT_INT, &mem_len, 0, 1 << 24, "xl: memory rows per layer (default: as trained)", 0},
@@ -42,7 +42,7 @@ int lc_cmd_sample(int argc, char **argv) {
         return rc;
     }
     fputs(prompt, stdout);
-    st = lc_sample(m, (const uint8_t *)prompt, strlen(prompt), tokens, temperature, top_k, (uint64_t)seed, emit_byte,
+    st = lc_sample(m, (const uint8_t *)prompt, strlen(prompt), tokens, temperature, top_k, seed, emit_byte,
                    NULL);
     putchar('\n');
     lc_model_free(m);

@@ -33,7 +33,7 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, "gradient clipping by global norm (default 1; 0: off)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 250; 0: end only)", 0},
         {"--eval-bytes", OPT_LONG, &o->eval_bytes, 0, 1e15, "validation bytes per periodic pass (default 32768; 0: all)", 0},
-        {"--seed", OPT_LONG, &o->seed, 0, 9e15, "random seed: initialisation, dropout (default 1337)", 0},
+        {"--seed", OPT_U64, &o->seed, 0, 0, "random seed, 0..2^64-1: initialisation, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a->threads, 0, 1024, "threads (0: all cores)", 0},
         {"--out", OPT_STR, &a->out, 0, 0, "write the trained model to this checkpoint", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue training from this checkpoint", 0},
@@ -122,6 +122,17 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus) {
     return LC_EXIT_OK;
 }
 
+/* The training split must give every stream (--batch) one segment plus one byte; checked before the
+ * model is built, so a file too small for the batch fails at once instead of after allocating for it. */
+static int check_data_size(const train_args *a, const lc_corpus *corpus, int T) {
+    size_t n_train = corpus->end[LC_PART_TRAIN] - corpus->begin[LC_PART_TRAIN];
+    if (n_train / (size_t)a->o.batch >= (size_t)T + 1) return -1;
+    lc_cli_error("train: --data %s: the training split has %zu bytes, too few for %d streams (--batch) of "
+                 "one segment plus one byte (--seg-len %d + 1)",
+                 a->data, n_train, a->o.batch, T);
+    return LC_EXIT_RUNTIME;
+}
+
 static int run(train_args *a, lc_opt *opts, int n) {
     lc_model *m = NULL;
     lc_status st;
@@ -131,6 +142,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
         return LC_EXIT_USAGE;
     }
     lc_set_threads(a->threads);
+    lc_config cfg;
     if (a->resume) {
         int rc = check_resume_flags(opts, n);
         if (rc >= 0) return rc;
@@ -141,25 +153,19 @@ static int run(train_args *a, lc_opt *opts, int n) {
         if (lc_opt_get(opts, n, "--eval-bytes")->seen) saved.eval_bytes = a->o.eval_bytes;
         saved.stop_after = a->o.stop_after;
         a->o = saved;
+        cfg = *lc_model_config(m);
     } else {
-        lc_config cfg;
         int rc = lc_model_flags_apply(&a->mf, opts, n, "train", &cfg);
         if (rc >= 0) return rc;
-        if ((st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) return lc_cli_fail(st);
     }
     lc_corpus corpus;
     if ((st = lc_corpus_load(a->data, mode, &corpus))) {
         lc_model_free(m);
         return lc_cli_fail(st);
     }
-    int T = lc_model_config(m)->seq_len, rc;
-    size_t n_train = corpus.end[LC_PART_TRAIN] - corpus.begin[LC_PART_TRAIN];
-    if (n_train / (size_t)a->o.batch < (size_t)T + 1) {
-        lc_cli_error("train: --data %s: the training split has %zu bytes, too few for %d streams (--batch) of "
-                     "one segment plus one byte (--seg-len %d + 1)",
-                     a->data, n_train, a->o.batch, T);
-        rc = LC_EXIT_RUNTIME;
-    } else {
+    int rc = check_data_size(a, &corpus, cfg.seq_len);
+    if (rc < 0 && !m && (st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) rc = lc_cli_fail(st);
+    if (rc < 0) {
         print_summary(m, &a->o);
         rc = finish(a, m, &corpus);
     }

@@ -25,6 +25,7 @@ const char *lc_status_name(lc_status s) {
     case LC_ERR_IO: return "i/o error";
     case LC_ERR_FORMAT: return "bad format";
     case LC_ERR_NOMEM: return "out of memory";
+    case LC_ERR_NUMERIC: return "non-finite value";
     }
     return "unknown status";
 }

@@ -8,7 +8,8 @@
  *   return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); */
 lc_status lc_fail(lc_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Clear the current thread's message. */
+/* Clear the current thread's message: the first statement of every public call that returns an
+ * lc_status, so a successful call leaves lc_last_error() == "". */
 void lc_clear_error(void);
 
 #endif

@@ -239,6 +239,30 @@ static void lc_gemm_task(const lc_gemm_args *g, float *a_pack, float *b_pack, in
     }
 }
 
+/* The same task without the thread's packing buffers, for when they cannot be allocated: one MR-row
+ * panel of A and one NR-column panel of B at a time, in buffers on the stack (about 45 KB with AVX-512).
+ * The MR x NR blocks, the KC slices and the micro-kernel are lc_gemm_task's, so every element is summed
+ * and stored exactly as there and the results are bit-identical; only A is packed again for every NR
+ * panel. */
+static void lc_gemm_task_stack(const lc_gemm_args *g, int i0, int m, int j0, int nt) {
+    _Alignas(64) float a_panel[(size_t)LC_MR * LC_KC];
+    _Alignas(64) float b_panel[(size_t)LC_NR * LC_KC];
+    for (int pc = 0; pc < g->K; pc += LC_KC) {
+        int kc = g->K - pc < LC_KC ? g->K - pc : LC_KC;
+        float beta = pc == 0 ? g->beta : 1.0f;
+        for (int jr = 0; jr < nt; jr += LC_NR) {
+            int cols = nt - jr < LC_NR ? nt - jr : LC_NR;
+            lc_pack_b_panel(b_panel, g->tb, g->B, g->ldb, pc, kc, j0 + jr, cols);
+            for (int ir = 0; ir < m; ir += LC_MR) {
+                int rows = m - ir < LC_MR ? m - ir : LC_MR;
+                lc_pack_a(a_panel, g->ta, g->A, g->lda, i0 + ir, rows, pc, kc);
+                float *c = g->C + (size_t)(i0 + ir) * g->ldc + (j0 + jr);
+                lc_micro_kernel(kc, a_panel, b_panel, c, g->ldc, rows, cols, g->alpha, beta);
+            }
+        }
+    }
+}
+
 /* C[i, n] = alpha * A[i, :] . B[n, :] + beta * C[i, n] for one or two rows: packing the weights would
  * cost as much as the product (generation feeds one byte at a time). Parallel over n, each element
  * summed in one fixed order (eight partial sums, so the compiler vectorizes it). */
@@ -274,7 +298,7 @@ static int lc_gemm_task_rows(int M, int N, int threads) {
 /* Work of every thread inside the parallel region: tasks handed out dynamically (the values do not
  * depend on which thread computes a task, nor on the task shapes: every element is summed over the same
  * KC slices in the same order). */
-static void lc_gemm_tasks(const lc_gemm_args *g, float *a_pack, float *b_pack, int threads) {
+static void lc_gemm_tasks(const lc_gemm_args *g, float *a_pack, float *b_pack, int threads) { /* NULL: stack */
     int rows = lc_gemm_task_rows(g->M, g->N, threads);
     int m_tasks = (g->M + rows - 1) / rows, n_tasks = (g->N + LC_NT - 1) / LC_NT;
 #ifdef _OPENMP
@@ -283,7 +307,8 @@ static void lc_gemm_tasks(const lc_gemm_args *g, float *a_pack, float *b_pack, i
     for (int t = 0; t < m_tasks * n_tasks; t++) {
         int i0 = t / n_tasks * rows, j0 = t % n_tasks * LC_NT;
         int m = g->M - i0 < rows ? g->M - i0 : rows, nt = g->N - j0 < LC_NT ? g->N - j0 : LC_NT;
-        lc_gemm_task(g, a_pack, b_pack, i0, m, j0, nt);
+        if (a_pack) lc_gemm_task(g, a_pack, b_pack, i0, m, j0, nt);
+        else lc_gemm_task_stack(g, i0, m, j0, nt);
     }
 }
 
@@ -296,12 +321,18 @@ static void lc_gemm_scale_c(int M, int N, float beta, float *C, int ldc) {
 #define LC_A_PACK_FLOATS ((size_t)LC_MC * LC_KC)
 #define LC_B_PACK_FLOATS ((size_t)LC_NT * LC_KC)
 
+static int lc_gemm_pack_refused; /* lc_gemm_refuse_pack_buffers */
+
+void lc_gemm_refuse_pack_buffers(int refuse) { lc_gemm_pack_refused = refuse; }
+
 /* The calling thread's packing buffers (A block then B block), allocated on first use and kept for the
- * thread's lifetime: products are called often, and a fresh allocation per call costs page faults. */
+ * thread's lifetime: products are called often, and a fresh allocation per call costs page faults.
+ * NULL when they cannot be allocated (under 1 MB, so it is retried next time): the caller then takes
+ * lc_gemm_task_stack, which gives the same results without them. A library never aborts. */
 static float *lc_thread_pack_buffer(void) {
     static _Thread_local float *buffer;
+    if (lc_gemm_pack_refused) return NULL;
     if (!buffer) buffer = lc_alloc_aligned((LC_A_PACK_FLOATS + LC_B_PACK_FLOATS) * sizeof(float));
-    if (!buffer) abort(); /* under 1 MB: treat as fatal */
     return buffer;
 }
 
@@ -335,7 +366,7 @@ void lc_gemm_builtin(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha,
 #endif
     {
         float *a_pack = lc_thread_pack_buffer();
-        lc_gemm_tasks(&g, a_pack, a_pack + LC_A_PACK_FLOATS, threads);
+        lc_gemm_tasks(&g, a_pack, a_pack ? a_pack + LC_A_PACK_FLOATS : NULL, threads);
     }
 }
 

@@ -26,6 +26,9 @@ void lc_gemm(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const f
 /* The built-in kernel, always available (tested against the reference in every build). */
 void lc_gemm_builtin(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
+/* Tests: while refuse != 0 the built-in kernel acts as if its packing buffers could not be allocated and
+ * takes its fallback (stack-sized panels, the same results). */
+void lc_gemm_refuse_pack_buffers(int refuse);
 /* Reference in double: same meaning on double arrays. */
 void lc_gemm_ref(lc_trans ta, lc_trans tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc);

@@ -223,6 +223,7 @@ static lc_status check_inputs(const lc_model *m, const int *tokens, const int *t
 
 lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
                            double *loss_sum, long *count) {
+    lc_clear_error();
     const lc_config *c = &m->cfg;
     lc_status st = check_inputs(m, tokens, targets, B, T);
     if (st) return st;
@@ -280,13 +281,16 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     return LC_OK;
 }
 
-void lc_model_backward(lc_model *m, float loss_scale) {
+lc_status lc_model_backward(lc_model *m, float loss_scale) {
+    lc_clear_error();
+    if (!m->have_targets)
+        return lc_fail(LC_ERR_ARG, "backward: the last forward had no targets (or there was none), so there is no "
+                                   "loss to differentiate");
     const lc_config *c = &m->cfg;
     const int G = c->extra_tokens;
     int B = m->B, T = m->T, C = c->d_model, V = c->vocab, L = c->n_layer;
     int N = B * T, N_out = B * (T - G); /* model rows, scored rows */
     size_t NC = (size_t)N * C;
-    if (!m->have_targets) return; /* nothing to differentiate */
     lc_set_threads(m->threads);
     lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N_out, V, loss_scale);
     /* d loss / d final hidden state, into dh (N rows) */
@@ -316,4 +320,5 @@ void lc_model_backward(lc_model *m, float loss_scale) {
     if (is_xl(m)) lc_scale(m->dres, NC, sqrtf((float)C));
     lc_embedding_backward(m->g_wte, m->g_wpe, m->dres, m->tokens, B, T, C);
     lc_model_fold_shared(m);
+    return LC_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "core/rng.h"
 #include "core/status.h"
+#include "kernels/fastmath.h"
 #include "model/lm.h"
 
 /* Draw a byte from logits[256] at the given temperature, keeping the top_k most likely (0: all). */
@@ -59,6 +60,7 @@ static lc_status next_logits_xl(lc_model *m, const int *ctx, size_t len, size_t 
 
 lc_status lc_sample(lc_model *m, const uint8_t *prompt, size_t prompt_len, int n_tokens, float temperature,
                     int top_k, uint64_t seed, lc_emit_fn emit, void *user) {
+    lc_clear_error();
     if (m->cfg.objective == LC_OBJECTIVE_MLM)
         return lc_fail(LC_ERR_ARG, "sampling needs a causal model; this one is a masked-LM encoder (objective mlm)");
     if (n_tokens < 0) return lc_fail(LC_ERR_ARG, "tokens must be >= 0, got %d", n_tokens);
@@ -87,6 +89,11 @@ lc_status lc_sample(lc_model *m, const uint8_t *prompt, size_t prompt_len, int n
             logits = m->logits + (size_t)(T - 1) * 256;
         }
         if (st) break;
+        if (!lc_all_finite(logits, 256)) { /* diverged weights: no distribution to draw from */
+            st = lc_fail(LC_ERR_NUMERIC, "sampling: the model's next-byte scores are NaN or infinite (its weights "
+                                         "diverged); nothing was generated from them");
+            break;
+        }
         int next = draw(logits, temperature, top_k, &rng);
         ctx[len++] = next;
         emit((uint8_t)next, user);

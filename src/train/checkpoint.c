@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/fastmath.h"
 #include "model/lm.h"
 #include "train/safetensors.h"
 
@@ -105,6 +106,10 @@ static float *memory_snapshot(const lc_model *m, lc_st_tensor *t, char (*names)[
 }
 
 lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path) {
+    /* Last line of defence (training already stops on a non-finite step): never write NaN or infinite
+     * weights, least of all over a good checkpoint. lc_all_finite is in kernels/fastmath.h. */
+    if (!lc_all_finite(m->params, m->ptab.total))
+        return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
     int n = m->ptab.n;
     int L = m->cfg.n_layer;
     lc_st_tensor *t = calloc((size_t)3 * n + (size_t)L + (size_t)m->stab.n, sizeof *t);

@@ -1,9 +1,12 @@
 /* Byte corpora: loading a file whole, the train/valid/test split, and contiguous-stream batches. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/status.h"
 #include "longctx.h"
@@ -33,30 +36,61 @@ static void set_split(lc_corpus *c) {
     }
 }
 
+/* What a non-regular file is, for the refusal message. */
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+/* Only regular files are read, and only the size fstat reported: a device (/dev/zero) or a FIFO would
+ * otherwise be read until memory runs out, or block forever. The file is opened without blocking (a FIFO
+ * with no writer), then checked on the descriptor itself, so a path swapped after a stat cannot slip by. */
 lc_status lc_corpus_load(const char *path, lc_split_mode mode, lc_corpus *out) {
+    lc_clear_error();
     memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) return lc_fail(LC_ERR_IO, "%s: is a directory, expected a data file", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = sb.st_size > 0 ? (size_t)sb.st_size : 4096, n = 0;
-    uint8_t *buf = malloc(cap);
-    if (!buf) { fclose(f); return lc_fail(LC_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, cap); }
-    for (;;) { /* read to EOF even when st_size is 0 or stale (pipes, /proc files) */
-        if (n == cap) {
-            uint8_t *b = realloc(buf, cap * 2);
-            if (!b) { free(buf); fclose(f); return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path); }
-            buf = b;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
+    if (fstat(fd, &sb) != 0) {
+        lc_status st = lc_fail(LC_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return st;
     }
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return lc_fail(LC_ERR_IO, "%s: read error", path); }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return lc_fail(LC_ERR_IO, "%s: is %s, expected a data file (a regular file)", path, file_kind(sb.st_mode));
+    }
+    if (sb.st_size <= 0) {
+        close(fd);
+        return lc_fail(LC_ERR_FORMAT, "%s: file is empty", path);
+    }
+    if ((uintmax_t)sb.st_size > SIZE_MAX) {
+        close(fd);
+        return lc_fail(LC_ERR_NOMEM, "%s: too large to load (%jd bytes)", path, (intmax_t)sb.st_size);
+    }
+    size_t cap = (size_t)sb.st_size, n = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return lc_fail(LC_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, cap);
+    }
+    while (n < cap) { /* at most the stat'ed size; a file that shrank meanwhile ends early */
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            lc_status st = lc_fail(LC_ERR_IO, "%s: read error: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return st;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
     if (n == 0) { free(buf); return lc_fail(LC_ERR_FORMAT, "%s: file is empty", path); }
     out->bytes = buf;
     out->size = n;
@@ -71,6 +105,7 @@ void lc_corpus_free(lc_corpus *c) {
 }
 
 lc_status lc_stream_batch(const uint8_t *data, size_t n, int B, int T, long k, int *tokens, int *targets) {
+    lc_clear_error();
     size_t slice = n / (size_t)B;
     if (slice < (size_t)T + 1)
         return lc_fail(LC_ERR_ARG, "%zu bytes make %d streams of %zu bytes, shorter than one segment plus one (%d)",

@@ -57,10 +57,22 @@ static lc_status check_options(const lc_model *m, const lc_train_options *o) {
     return LC_OK;
 }
 
-/* Global-norm clipping followed by one AdamW step on every parameter tensor. Matrices (rank 2) are
- * decayed; biases, LayerNorm gains and the XL position biases u, v are not. */
-static double optimizer_step(lc_model *m, const lc_train_options *o, long step) {
-    double norm = sqrt(lc_sum_squares(m->grads, m->ptab.total));
+/* The global gradient norm (fp64): it decides clipping and tells whether the step diverged. */
+static double grad_norm(const lc_model *m) { return sqrt(lc_sum_squares(m->grads, m->ptab.total)); }
+
+/* A step whose loss or gradient norm is NaN or infinite has diverged: its update would write NaN into
+ * the parameters, so it is refused (LC_ERR_NUMERIC) before anything changes. step is 0-based. */
+static lc_status check_finite_step(long step, double loss, double norm) {
+    if (isfinite(loss) && isfinite(norm)) return LC_OK;
+    const int bad_loss = !isfinite(loss);
+    const double v = bad_loss ? loss : norm;
+    return lc_fail(LC_ERR_NUMERIC, "training diverged at step %ld: %s is %s (try a lower --lr)", step + 1,
+                   bad_loss ? "loss" : "gradient norm", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+/* Global-norm clipping (norm from grad_norm) followed by one AdamW step on every parameter tensor.
+ * Matrices (rank 2) are decayed; biases, LayerNorm gains and the XL position biases u, v are not. */
+static double optimizer_step(lc_model *m, const lc_train_options *o, long step, double norm) {
     if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
     float lr = (float)lc_learning_rate(o, step);
     for (int i = 0; i < m->ptab.n; i++) {
@@ -85,11 +97,15 @@ static lc_status validate(lc_model *m, const lc_corpus *c, const lc_train_option
 }
 
 lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn, void *user) {
+    lc_clear_error();
     lc_status st = check_options(m, o);
     if (st) return st;
     int B = o->batch, T = m->cfg.seq_len;
     const uint8_t *train = c->bytes + c->begin[LC_PART_TRAIN];
     size_t n_train = c->end[LC_PART_TRAIN] - c->begin[LC_PART_TRAIN];
+    if (n_train / (size_t)B < (size_t)T + 1) /* before any allocation; lc_stream_batch's condition */
+        return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %d streams of one segment plus one "
+                                   "byte (%d)", n_train, B, T + 1);
     int *tok = malloc(sizeof(int) * (size_t)B * (size_t)T), *tgt = malloc(sizeof(int) * (size_t)B * (size_t)T);
     if (!tok || !tgt) { free(tok); free(tgt); return lc_fail(LC_ERR_NOMEM, "out of memory for a batch"); }
     long start = m->step, end = o->steps;
@@ -108,12 +124,14 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
             double sum;
             long count;
             st = lc_model_forward(m, tok, tgt, B, T, 1, &sum, &count);
+            if (!st) st = lc_model_backward(m, 1.0f / (float)(count * o->grad_accum));
             if (st) break;
-            lc_model_backward(m, 1.0f / (float)(count * o->grad_accum));
             loss += sum / (double)count / o->grad_accum;
         }
         if (st) break;
-        optimizer_step(m, o, step);
+        const double norm = grad_norm(m);
+        if ((st = check_finite_step(step, loss, norm))) break;
+        optimizer_step(m, o, step, norm);
         m->step = step + 1;
         lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN};
         p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum / p.elapsed_s;
@@ -127,6 +145,7 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
 
 lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *tokens, const int *targets, int B, int T,
                         double *loss) {
+    lc_clear_error();
     lc_status st = check_optimizer_options(o);
     if (st) return st;
     if (!tokens || !targets) return lc_fail(LC_ERR_ARG, "train step: tokens and targets are required");
@@ -136,9 +155,11 @@ lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *token
     long count;
     if ((st = lc_model_forward(m, tokens, targets, B, T, 1, &sum, &count))) return st;
     if (count < 1) return lc_fail(LC_ERR_ARG, "train step: no target is >= 0");
-    lc_model_backward(m, 1.0f / (float)count);
-    optimizer_step(m, o, m->step);
-    m->step++;
+    if ((st = lc_model_backward(m, 1.0f / (float)count))) return st;
     if (loss) *loss = sum / (double)count;
+    const double norm = grad_norm(m);
+    if ((st = check_finite_step(m->step, sum / (double)count, norm))) return st;
+    optimizer_step(m, o, m->step, norm);
+    m->step++;
     return LC_OK;
 }
