@@ -3,14 +3,18 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char lc_error_message[512];
 
+/* Formats into a local buffer first: callers may pass lc_last_error() itself as an argument. */
 lc_status lc_fail(lc_status code, const char *fmt, ...) {
+    char message[sizeof lc_error_message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(lc_error_message, sizeof lc_error_message, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    memcpy(lc_error_message, message, sizeof message);
     return code;
 }
 

@@ -71,16 +71,16 @@ static lc_status check_finite_step(long step, double loss, double norm) {
 }
 
 /* Global-norm clipping (norm from grad_norm) followed by one AdamW step on every parameter tensor.
- * Matrices (rank 2) are decayed; biases, LayerNorm gains and the XL position biases u, v are not. */
+ * Weight decay applies where the tensor list says (model/tensors.c: matrices and embeddings; not biases,
+ * LayerNorm parameters, the XL position biases u, v or kinds' parameters). */
 static double optimizer_step(lc_model *m, const lc_train_options *o, long step, double norm) {
     if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
     float lr = (float)lc_learning_rate(o, step);
-    for (int i = 0; i < m->ptab.n; i++) {
-        const lc_slot *s = &m->ptab.slots[i];
-        const char *last = strrchr(s->name, '.');
-        last = last ? last + 1 : s->name;
-        int is_uv = strcmp(last, "u") == 0 || strcmp(last, "v") == 0;
-        float wd = s->ndim == 2 && !is_uv ? o->weight_decay : 0.0f;
+    for (int i = 0; i < m->tensors.n; i++) { /* decay as the tensor list says (matrices, embeddings) */
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *s = &m->ptab.slots[t->slot];
+        const float wd = t->decay ? o->weight_decay : 0.0f;
         lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
                         s->count, lr, o->beta1, o->beta2, o->eps, wd, (int)(step + 1));
     }
