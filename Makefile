@@ -15,6 +15,16 @@ endif
 ifneq ($(filter noblas,$(VARIANT)),)
   BLAS := builtin
 endif
+# zlib (optional): gzip-compressed TSV files for classification are read when zlib.h and libz are present.
+#   ZLIB=auto|yes|no
+ZLIB ?= auto
+ifeq ($(ZLIB),auto)
+  ZLIB := $(if $(shell printf '\043include <zlib.h>\nint main(void){return gzclose(gzdopen(0,"rb"))==12345;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo yes),yes,no)
+endif
+ifeq ($(ZLIB),yes)
+  ZLIB_CFLAGS := -DLC_USE_ZLIB
+  ZLIB_LIBS := -lz
+endif
 
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wshadow \
   -Wno-unused-parameter -Wno-missing-field-initializers -Iinclude -Isrc -g -ffp-contract=fast -fno-trapping-math
@@ -34,11 +44,11 @@ ifeq ($(BLAS),openblas)
   BLAS_LIBS := -lopenblas
 endif
 
-CFLAGS := $(CFLAGS_BASE) $(OPT) $(OMP) $(SAN) $(BLAS_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS := $(CFLAGS_BASE) $(OPT) $(OMP) $(SAN) $(BLAS_CFLAGS) $(ZLIB_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(OMP) $(SAN)
-LDLIBS := $(BLAS_LIBS) -lm
+LDLIBS := $(BLAS_LIBS) $(ZLIB_LIBS) -lm
 
-LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c)
+LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c src/lra/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
