@@ -1,8 +1,10 @@
-/* longctx command-line entry point: dispatches to train, eval, sample and bench. */
+/* longctx command-line entry point: dispatches to train, eval, sample, bench and listops. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+
+int lc_cmd_listops(int argc, char **argv); /* cmd_listops.c */
 
 static void usage(FILE *f) {
     fputs("usage: longctx COMMAND [options]\n\n"
@@ -12,7 +14,8 @@ static void usage(FILE *f) {
           "  eval     bits per byte of a checkpoint on a corpus split; --task summarize: ROUGE of\n"
           "           extractive baselines (lead3, leadk, oracle) on BBC News Summary\n"
           "  sample   generate text from a checkpoint\n"
-          "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n\n"
+          "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n"
+          "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n\n"
           "`longctx COMMAND --help` lists a command's options.\n",
           f);
 }
@@ -31,6 +34,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "eval") == 0) return lc_cmd_eval(argc - 2, argv + 2);
     if (strcmp(cmd, "sample") == 0) return lc_cmd_sample(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return lc_cmd_bench(argc - 2, argv + 2);
-    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench)", cmd);
+    if (strcmp(cmd, "listops") == 0) return lc_cmd_listops(argc - 2, argv + 2);
+    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops)", cmd);
     return LC_EXIT_USAGE;
 }
