@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# CLI tests of `longctx listops` (Long Range Arena's ListOps generator): usage errors (exit 2), files that
+# cannot be written (exit 1, one line naming the file, nothing left behind), and a small run: LRA's TSV
+# format, the JSON statistics line, determinism in the seed, and every Target checked by the independent
+# Python evaluator (tests/reference/listops_ref.py) when python3 is installed.
+# usage: tests/cli_lra_test.sh path/to/longctx
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+# expect CODE PATTERN -- command...: exit code must be CODE and stderr one line matching PATTERN (grep -E).
+expect() {
+    local code=$1 pattern=$2; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -le 1 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $* -> exit $rc (want $code), stderr: $(head -c 300 "$tmp/err")"
+    fi
+    if [ "$rc" -ge 128 ]; then echo "CRASH (signal) in: $*"; fi
+}
+check() { # check DESCRIPTION -- command: succeeds when the command does
+    local what=$1; shift 2
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
+}
+
+lo=("$bin" listops)
+# usage errors
+expect 2 "listops: --n is required" -- "${lo[@]}"
+expect 2 "listops: --seed is required" -- "${lo[@]}" --n 5 --out "$tmp/a.tsv"
+expect 2 "listops: --out is required" -- "${lo[@]}" --n 5 --seed 1
+expect 2 "listops: --n must be in 1\.\." -- "${lo[@]}" --n 0 --seed 1 --out "$tmp/a.tsv"
+expect 2 "listops: --n must be in 1\.\." -- "${lo[@]}" --n -3 --seed 1 --out "$tmp/a.tsv"
+expect 2 "listops: --n expects a number, got 'ten'" -- "${lo[@]}" --n ten --seed 1 --out "$tmp/a.tsv"
+expect 2 "listops: --seed expects an integer in 0\.\.18446744073709551615, got '-1'" -- "${lo[@]}" --n 5 --seed -1 \
+    --out "$tmp/a.tsv"
+expect 2 "listops: --out needs a value" -- "${lo[@]}" --n 5 --seed 1 --out
+expect 2 "listops: --out needs a file name" -- "${lo[@]}" --n 5 --seed 1 --out ""
+expect 2 "listops: unknown flag --max-depth" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" --max-depth 3
+expect 2 "listops: unexpected argument 'extra'" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" extra
+expect 2 "listops: --json prints on stdout, so it needs --out FILE" -- "${lo[@]}" --n 5 --seed 1 --out - --json
+check "no file from usage errors" -- test ! -e "$tmp/a.tsv"
+check "listops --help" -- "${lo[@]}" --help
+cp "$tmp/out" "$tmp/help.txt"
+check "listops --help lists --seed" -- grep -q -- "--seed" "$tmp/help.txt"
+
+# files that cannot be written
+expect 1 "longctx: error: $tmp/missing/a.tsv: cannot create a temporary file beside it" -- "${lo[@]}" --n 5 --seed 1 \
+    --out "$tmp/missing/a.tsv"
+mkdir "$tmp/dir.tsv"
+expect 1 "$tmp/dir.tsv: cannot rename" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/dir.tsv"
+check "a failed write leaves no temporary file" -- test -z "$(ls "$tmp" | grep -v '^dir.tsv$\|^out$\|^err$\|^help.txt$')"
+
+# a small run: header, rows, JSON statistics, the summary line on stderr
+check "listops --n 30" -- "${lo[@]}" --n 30 --seed 5 --out "$tmp/a.tsv" --json
+cp "$tmp/out" "$tmp/a.json"
+check "header Source<TAB>Target" -- test "$(head -1 "$tmp/a.tsv")" = "$(printf 'Source\tTarget')"
+check "31 lines" -- test "$(wc -l <"$tmp/a.tsv")" -eq 31
+check "rows are SOURCE<TAB>DIGIT, sources in LRA's form" -- test "$(tail -n +2 "$tmp/a.tsv" |
+    grep -cE $'^\\( \\( [][()MINAXEDS0-9 ]+ \\] \\)\t[0-9]$')" -eq 30
+check "JSON line" -- grep -Eq '^\{"examples":30,"seed":5,"trees":[0-9]+,.*"depth_max":(9|10),"labels":\[[0-9,]+\],"ops":\{"MIN":[0-9]+,"MAX":[0-9]+,"MED":[0-9]+,"SM":[0-9]+\},"bytes":[0-9]+,"seconds":[0-9.]+\}$' "$tmp/a.json"
+check "JSON bytes is the file size" -- grep -q "\"bytes\":$(wc -c <"$tmp/a.tsv")," "$tmp/a.json"
+check "listops without --json" -- "${lo[@]}" --n 3 --seed 5 --out "$tmp/c.tsv"
+cp "$tmp/out" "$tmp/c.out"
+cp "$tmp/err" "$tmp/c.err"
+check "summary line on stderr" -- grep -Eq "^listops: wrote 3 sequences to $tmp/c.tsv in [0-9.]+ s \(seed 5;" "$tmp/c.err"
+check "nothing on stdout without --json" -- test ! -s "$tmp/c.out"
+
+# deterministic in the seed; - writes the same bytes to stdout; another seed writes other sequences
+check "same seed again" -- "${lo[@]}" --n 30 --seed 5 --out "$tmp/b.tsv"
+check "same seed, same file" -- cmp -s "$tmp/a.tsv" "$tmp/b.tsv"
+"${lo[@]}" --n 30 --seed 5 --out - >"$tmp/stdout.tsv" 2>/dev/null
+check "--out - writes the same bytes" -- cmp -s "$tmp/a.tsv" "$tmp/stdout.tsv"
+check "seed 2^64-1" -- "${lo[@]}" --n 30 --seed 18446744073709551615 --out "$tmp/d.tsv"
+check "another seed, other sequences" -- test -z "$(comm -12 <(sort "$tmp/a.tsv" | grep -v Source) \
+    <(sort "$tmp/d.tsv" | grep -v Source))"
+cp "$tmp/a.tsv" "$tmp/keep.tsv"
+check "overwrites an existing file" -- "${lo[@]}" --n 30 --seed 6 --out "$tmp/b.tsv"
+check "the overwritten file is the new split" -- test "$(wc -l <"$tmp/b.tsv")" -eq 31 -a -n "$(cmp "$tmp/b.tsv" "$tmp/keep.tsv")"
+
+# every row checked by the independent Python evaluator (Target, lengths, depth, arguments, duplicates)
+if command -v python3 >/dev/null 2>&1; then
+    check "python evaluator agrees with every Target" -- python3 tests/reference/listops_ref.py check "$tmp/a.tsv" \
+        "$tmp/d.tsv"
+else
+    echo "note: python3 not found: the Python check of the generated rows was skipped"
+fi
+
+echo "cli_lra_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
