@@ -107,9 +107,12 @@ check "train 10 of 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --st
 check "resume to 20" -- "$bin" train --resume "$tmp/half.ckpt" --data "$tmp/small.txt" --out "$tmp/b.ckpt"
 check "resumed checkpoint equals uninterrupted one" -- cmp -s "$tmp/a.ckpt" "$tmp/b.ckpt"
 expect 2 "--dim cannot be combined with --resume" -- "$bin" train --resume "$tmp/half.ckpt" --dim 32
-# a seed of 2^64-1 is accepted
-check "train --seed 2^64-1" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 1 --eval-every 0 \
-    --eval-bytes 500 --seed 18446744073709551615
+# a seed of 2^64-1 trains, saves, resumes (the checkpoint keeps it) and samples
+check "train --seed 2^64-1" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 2 --stop-after 1 \
+    --eval-every 0 --eval-bytes 500 --seed 18446744073709551615 --out "$tmp/seed.ckpt"
+check "resume a 2^64-1 seed" -- "$bin" train --resume "$tmp/seed.ckpt" --data "$tmp/small.txt" --eval-bytes 500 \
+    --out "$tmp/seed2.ckpt"
+check "sample --seed 2^64-1" -- "$bin" sample --ckpt "$tmp/seed2.ckpt" --tokens 5 --seed 18446744073709551615
 
 # a diverged run stops with exit 1 and one clear line, and never overwrites a good checkpoint with NaN
 diverge=(--model vanilla --layers 1 --dim 32 --heads 2 --ffn 64 --seg-len 32 --batch 2 --lr 10 --weight-decay 10
@@ -117,6 +120,8 @@ diverge=(--model vanilla --layers 1 --dim 32 --heads 2 --ffn 64 --seg-len 32 --b
 expect 1 "^longctx: error: training diverged at step [0-9]+: (loss|gradient norm) is (nan|inf|-inf) \(try a lower --lr\)$" \
     -- "$bin" train "${diverge[@]}" --steps 60 --out "$tmp/nan.ckpt"
 check "no checkpoint from a diverged run" -- test ! -e "$tmp/nan.ckpt"
+expect 1 "^longctx: error: training diverged at step [0-9]+: " -- "$bin" train "${diverge[@]}" --steps 60 \
+    --attn routing:clusters=2
 check "train 2 steps before divergence" -- "$bin" train "${diverge[@]}" --steps 60 --stop-after 2 --out "$tmp/c.ckpt"
 cp "$tmp/c.ckpt" "$tmp/c0.ckpt"
 expect 1 "training diverged at step" -- "$bin" train --resume "$tmp/c.ckpt" --data "$tmp/small.txt" --out "$tmp/c.ckpt"

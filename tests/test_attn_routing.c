@@ -385,6 +385,108 @@ TEST(workspace_stays_linear_in_length) {
             }
 }
 
+/* ---------------------------------------------------------------- non-finite inputs (self-contained) */
+
+enum { NF_GUARD = 256 }; /* sentinel floats after every buffer */
+#define NF_SENTINEL 12345.678f
+
+static float *nf_alloc(size_t n, float fill) {
+    float *x = malloc((n + NF_GUARD) * sizeof(float));
+    if (!x) abort();
+    for (size_t i = 0; i < n; i++) x[i] = fill;
+    for (size_t i = 0; i < NF_GUARD; i++) x[n + i] = NF_SENTINEL;
+    return x;
+}
+
+static int nf_guard_intact(const float *x, size_t n) {
+    for (size_t i = 0; i < NF_GUARD; i++)
+        if (x[n + i] != NF_SENTINEL) return 0;
+    return 1;
+}
+
+/* NaN, +-inf and huge values in queries, keys, values and centroids: routing must still give every
+ * centroid exactly its w distinct members (NaN ranks last), write nothing out of bounds, and leave outputs
+ * that depend only on the inputs (two runs over differently filled workspaces agree bit for bit). It used
+ * to trip `assert(j == w)` in the plan (an out-of-bounds write with NDEBUG). */
+TEST(nonfinite_inputs_keep_the_plan_in_bounds) {
+    const int B = 2, H = 2, T = 37, M = 5, S = M + T, D = 8, C = 4;
+    const int HD = H * D;
+    lc_attn_routing_opts o;
+    lc_attn_routing.opts_init(&o, H);
+    o.clusters = C;
+    lc_attn_shape s = {B, H, T, M, D, 1, 1.0f / sqrtf((float)D), 0, 0, 2};
+    int wq, wk;
+    lc_attn_routing_members_per_centroid(&s, &o, &wq, &wk);
+    const size_t nq = (size_t)B * T * HD, nk = (size_t)B * S * HD, nl = (size_t)B * H * T;
+    const size_t ns = lc_attn_routing.state_floats(&o, H, D), nw = lc_attn_routing.workspace_floats(&s, &o);
+    float *q = nf_alloc(nq, 0), *k = nf_alloc(nk, 0), *v = nf_alloc(nk, 0), *dout = nf_alloc(nq, 0);
+    lc_rng rng;
+    lc_rng_seed(&rng, 99);
+    for (size_t i = 0; i < nq; i++) q[i] = lc_rng_normal(&rng), dout[i] = lc_rng_normal(&rng);
+    for (size_t i = 0; i < nk; i++) k[i] = lc_rng_normal(&rng), v[i] = lc_rng_normal(&rng);
+    const float bad[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f};
+    for (int i = 0; i < 40; i++) { /* whole rows and single entries */
+        const float x = bad[i % 5];
+        if (i % 4 == 0)
+            for (int d = 0; d < D; d++) q[(size_t)(i % T) * HD + d] = x, k[(size_t)((3 * i) % S) * HD + D + d] = x;
+        else
+            q[(size_t)(7 * i) % nq] = x, k[(size_t)(11 * i) % nk] = x;
+        v[(size_t)(13 * i) % nk] = x;
+    }
+    float *state0 = nf_alloc(ns, 0);
+    lc_attn_routing.state_init(state0, &o, H, D, 5);
+    for (int d = 0; d < D; d++) state0[(size_t)1 * D + d] = NAN;       /* head 0, centroid 1 */
+    state0[(size_t)(C + 2) * D] = INFINITY;                             /* head 1, centroid 2 */
+    memcpy(state0 + ns / 2, state0, sizeof(float) * ns / 2);
+    float *out[2], *lse[2], *dq[2], *dk[2], *dv[2], *state[2];
+    for (int run = 0; run < 2; run++) {
+        float *work = nf_alloc(nw, run ? NAN : 0.0f); /* garbage must not leak into results */
+        out[run] = nf_alloc(nq, run ? -7.0f : 7.0f), lse[run] = nf_alloc(nl, run ? -7.0f : 7.0f);
+        dq[run] = nf_alloc(nq, run), dk[run] = nf_alloc(nk, run), dv[run] = nf_alloc(nk, run);
+        state[run] = nf_alloc(ns, 0);
+        memcpy(state[run], state0, sizeof(float) * ns);
+        lc_attn_tensors t;
+        memset(&t, 0, sizeof t);
+        const long sq = (long)T * HD, sk = (long)S * HD;
+        t.q = (lc_view){q, sq, HD}, t.k = (lc_view){k, sk, HD}, t.v = (lc_view){v, sk, HD};
+        t.out = (lc_view){out[run], sq, HD}, t.dout = (lc_view){dout, sq, HD};
+        t.dq = (lc_view){dq[run], sq, HD}, t.dk = (lc_view){dk[run], sk, HD}, t.dv = (lc_view){dv[run], sk, HD};
+        t.lse = lse[run], t.state = state[run], t.train = 1;
+        lc_attn_routing.forward(&s, &o, &t, work);
+        lc_attn_routing.backward(&s, &o, &t, work);
+        CHECK(nf_guard_intact(work, nw), "run %d: write past the workspace", run);
+        CHECK(nf_guard_intact(out[run], nq) && nf_guard_intact(lse[run], nl) && nf_guard_intact(dq[run], nq) &&
+                  nf_guard_intact(dk[run], nk) && nf_guard_intact(dv[run], nk) && nf_guard_intact(state[run], ns),
+              "run %d: write past an output", run);
+        /* every centroid: exactly w distinct members in range, in increasing order */
+        int *qsel = malloc(sizeof(int) * (size_t)C * wq), *ksel = malloc(sizeof(int) * (size_t)C * wk);
+        for (int b = 0; b < B && run == 0; b++)
+            for (int h = 0; h < H; h++) {
+                CHECK(lc_attn_routing_members(&s, &o, &t, state[run] + ns / 2, b, h, qsel, ksel) == 0, "members");
+                int ok = 1;
+                for (int c = 0; c < C; c++) {
+                    const int *qs = qsel + c * wq, *ks = ksel + c * wk;
+                    for (int j = 0; j < wq; j++) ok &= qs[j] >= 0 && qs[j] < T && (j == 0 || qs[j] > qs[j - 1]);
+                    for (int j = 0; j < wk; j++) ok &= ks[j] >= 0 && ks[j] < S && (j == 0 || ks[j] > ks[j - 1]);
+                }
+                CHECK(ok, "b %d h %d: a centroid's members are out of range, repeated or unsorted", b, h);
+            }
+        free(qsel), free(ksel), free(work);
+    }
+    CHECK(memcmp(out[0], out[1], sizeof(float) * nq) == 0 && memcmp(lse[0], lse[1], sizeof(float) * nl) == 0,
+          "forward depends on more than its inputs");
+    CHECK(memcmp(dq[0], dq[1], sizeof(float) * nq) == 0 && memcmp(dk[0], dk[1], sizeof(float) * nk) == 0 &&
+              memcmp(dv[0], dv[1], sizeof(float) * nk) == 0,
+          "backward depends on more than its inputs");
+    CHECK(memcmp(state[0], state[1], sizeof(float) * ns) == 0, "the centroid update depends on more than its inputs");
+    int finite = 0; /* NaN spreads only through the rows that see it */
+    for (size_t i = 0; i < nq; i++) finite += isfinite(out[0][i]);
+    CHECK(finite > 0, "some outputs stay finite");
+    for (int run = 0; run < 2; run++)
+        free(out[run]), free(lse[run]), free(dq[run]), free(dk[run]), free(dv[run]), free(state[run]);
+    free(q), free(k), free(v), free(dout), free(state0);
+}
+
 int main(void) {
     lc_set_threads(2);
     RUN(reference_with_routing_mask_matches_finite_differences);
@@ -401,5 +503,6 @@ int main(void) {
     RUN(empty_segment_writes_zero_memory_gradients);
     RUN(bad_options_and_shapes_are_rejected);
     RUN(workspace_stays_linear_in_length);
+    RUN(nonfinite_inputs_keep_the_plan_in_bounds);
     return test_summary("test_attn_routing");
 }

@@ -97,8 +97,12 @@ typedef struct {
     int pos;
 } rt_pair;
 
-/* The strict order of membership: higher score first, then lower position. */
+/* The strict order of membership: higher score first, then lower position. A strict total order only
+ * without NaN (NaN compares false both ways, and quickselect then runs past its range or keeps the wrong
+ * count), so scores enter through rank_score: NaN ranks as -inf (the farthest), and every centroid still
+ * gets exactly w distinct members, whatever the inputs. */
 static inline int before(rt_pair a, rt_pair b) { return a.score > b.score || (a.score == b.score && a.pos < b.pos); }
+static inline float rank_score(float x) { return x != x ? -INFINITY : x; }
 
 /* Rearranges a[0..n) so that a[k] is the element of rank k in `before` order (quickselect, median of three). */
 static void select_rank(rt_pair *a, int n, int k) {
@@ -135,12 +139,12 @@ static void select_top(const float *col, long ld, int n, int w, rt_pair *pairs, 
         for (int i = 0; i < n; i++) out[i] = i;
         return;
     }
-    for (int i = 0; i < n; i++) pairs[i].score = col[i * ld], pairs[i].pos = i;
+    for (int i = 0; i < n; i++) pairs[i].score = rank_score(col[i * ld]), pairs[i].pos = i;
     select_rank(pairs, n, w - 1);
     const rt_pair last = pairs[w - 1];
     int j = 0;
-    for (int i = 0; i < n; i++) {
-        const rt_pair x = {col[i * ld], i};
+    for (int i = 0; i < n && j < w; i++) { /* exactly w with a total order; j < w bounds the writes regardless */
+        const rt_pair x = {rank_score(col[i * ld]), i};
         if (before(x, last) || i == last.pos) out[j++] = i;
     }
     assert(j == w);
@@ -170,6 +174,7 @@ static void plan_rows(const rt_geom *g, const lc_view *x, int b, int h, int n, i
         const float n2 = rt_dot(r, r, D);
         inv[i] = n2 > 0 ? 1.0f / sqrtf(n2) : 0.0f;
         best[i] = -INFINITY;
+        if (assign) assign[i] = -1; /* stays -1 when every cosine is NaN: the row updates no centroid */
     }
     for (int c0 = 0; c0 < g->C; c0 += RT_CENTROID_BLOCK) {
         const int cb = g->C - c0 < RT_CENTROID_BLOCK ? g->C - c0 : RT_CENTROID_BLOCK;
