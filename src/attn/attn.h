@@ -1,6 +1,6 @@
-/* The one attention interface. Every attention kind (full now; window, bigbird, lsh, ... later) is a row
- * of lc_attn_kind: a workspace size, forward, backward. Forward saves only what backward needs (the
- * per-row log-sum-exp for softmax kinds), never a T x S score matrix; backward recomputes scores.
+/* The one attention interface. Every attention kind is a row of lc_attn_kind: what it supports (caps),
+ * a workspace size, forward, backward. Forward saves only what backward needs (the per-row log-sum-exp
+ * for softmax kinds), never a T x S score matrix; backward recomputes scores.
  *
  * Tensors are strided views: element (b, t, h, d) of a view lives at p[b*sb + t*st + h*D + d], so
  * q, k, v can point straight into a fused [B, T, 3*H*D] projection output without copies.
@@ -69,18 +69,22 @@ typedef struct {
  * Backward reads q, k, v, out, lse, dout and WRITES dq, dk, dv (all S rows of dk, dv).
  * rel = NULL: plain attention; otherwise relative positions (see above), and backward also writes
  * rel->dr, rel->du, rel->dv. */
-/* Global tokens (Longformer): n chosen query positions pos[0..n) (sorted, distinct, in [0, T); key
- * position M + pos) that every query sees and that see every key (causal: every key up to themselves).
+/* Global tokens (Longformer): the query positions pos[0..n) (increasing, >= 0; key position M + pos) that
+ * every query sees and that see every key (causal: every key up to themselves). As in Longformer, the
+ * global positions of a call are those of the list that exist in its sequence: positions >= T are not
+ * global in that call (a short last segment, a short prompt), so one list serves every length; n_T
+ * below is the number of listed positions < T.
  * Ordinary rows score the global keys with the ordinary q and k (one softmax over the global columns and
  * the kind's own keys, global keys counted once); the global rows themselves are computed with their own
  * projections qg (read at the global rows only), kg, vg over all S keys and overwrite out there.
- * Kinds that support them say so in their header; others reject tensors.global != NULL in check(). */
+ * Only kinds with LC_ATTN_CAP_GLOBAL are given global tokens (lc_attn_kind_check), never together with
+ * relative positions (the global rows have no position terms). */
 typedef struct {
     int n;
     const int *pos;
     lc_view qg, kg, vg;     /* like q, k, v */
     lc_view dqg, dkg, dvg;  /* WRITTEN by backward (dqg at the global rows only, dkg/dvg all S rows) */
-    float *lse;             /* [B*H*n] log-sum-exp of the global rows */
+    float *lse;             /* [B*H*n_T] log-sum-exp of the global rows that exist, (b*H + h)*n_T + i */
 } lc_attn_global;
 
 typedef struct {
@@ -112,14 +116,35 @@ typedef struct {
 /* Per-head option lists hold at most this many entries. */
 #define LC_ATTN_MAX_HEADS 64
 
-/* One attention kind. Designated initializers, please: optional members stay NULL.
+/* What a kind supports: lc_attn_kind.caps, a mask of these. lc_attn_kind_check refuses a shape that asks
+ * for anything outside it, so a kind's forward and backward never see such a shape. */
+enum {
+    LC_ATTN_CAP_CAUSAL = 1u << 0,        /* shape.causal = 1 (the decoder) */
+    LC_ATTN_CAP_BIDIRECTIONAL = 1u << 1, /* shape.causal = 0 (the masked-LM encoder) */
+    LC_ATTN_CAP_MEMORY = 1u << 2,        /* M > 0 memory rows in front of the keys (Transformer-XL) */
+    LC_ATTN_CAP_RELPOS = 1u << 3,        /* shape.relpos, tensors.rel: XL relative positions (causal only) */
+    LC_ATTN_CAP_WINDOW = 1u << 4,        /* shape.window > 0: XL same_length (causal only) */
+    LC_ATTN_CAP_GLOBAL = 1u << 5,        /* tensors.global: Longformer global tokens (not with relpos) */
+    LC_ATTN_CAP_DECODE = 1u << 6,        /* runs against the model's key/value cache at inference: k, v views
+                                          * into the cache, a few queries against up to M memory rows; the
+                                          * model recomputes keys from the memory for kinds without it */
+    LC_ATTN_CAP_ALL = (1u << 7) - 1
+};
+
+/* One attention kind. Designated initializers, please: optional members stay NULL (or 0).
  * Options: a kind's options are a plain struct of opts_size bytes (no pointers into other memory);
  * opts_init fills the defaults for a group of H heads, opts_set takes one key=value of the spec string
- * (docs/attention.md) and check validates them against a shape before any memory is planned. Both return
- * 0, or -1 after writing a one-line message to err. Kinds without options leave the three NULL. */
+ * (docs/attention.md). Kinds without options leave the three NULL.
+ * Shapes: caps (and the length rule min_T, T_multiple) say which shapes the kind runs; lc_attn_kind_check
+ * tests them, then calls check, which validates only what depends on the options (e.g. a block size
+ * against T). check = NULL: the options constrain nothing. opts_set and check return 0, or -1 after
+ * writing a one-line message to err. */
 typedef struct lc_attn_kind {
-    const char *name;
+    const char *name;         /* letters, digits, '_' and '-'; starts with a letter */
     const char *options_help; /* e.g. "w=<keys per side> dil=<d0/d1/...>"; "" when none */
+    unsigned caps;            /* LC_ATTN_CAP_* */
+    int min_T;                /* run-time length rule: T >= min_T queries (0: none) */
+    int T_multiple;           /* and T a multiple of T_multiple (0 or 1: none) */
     size_t opts_size;
     void (*opts_init)(void *opts, int H);
     int (*opts_set)(void *opts, int H, const char *key, const char *value, char *err, size_t errlen);
@@ -152,6 +177,32 @@ int lc_attn_opt_unknown(const lc_attn_kind *kind, const char *key, char *err, si
 const lc_attn_kind *lc_attn_kind_by_name(const char *name);
 int lc_attn_kind_count(void);
 const lc_attn_kind *lc_attn_kind_at(int i);
+
+/* Append a kind defined outside the built-in table (a test's, a user's) so that spec strings, models and
+ * checkpoints find it by name. The row must stay valid while it is registered (a static object). Checks
+ * the row (name syntax, forward, backward and workspace_floats set, opts_size within LC_ATTN_OPTS_BYTES,
+ * caps with a direction and no unknown bits, a sane length rule) and refuses a name already taken.
+ * Returns 0, or -1 with the one-line reason in lc_last_error(). Not thread-safe: register before
+ * parsing specs or creating models. At most LC_ATTN_MAX_REGISTERED kinds. */
+#define LC_ATTN_MAX_REGISTERED 32
+int lc_attn_kind_register(const lc_attn_kind *kind);
+
+/* Whether `kind` runs shape s (with these options and global tokens, NULL: none): the one check, at
+ * planning time and before every run. In order: the shape's own rules (window and relpos need causal;
+ * global positions increasing and >= 0, never with relpos), the caps (causal or bidirectional, memory,
+ * relpos, window, global), the length rule (min_T, T_multiple), then the kind's check for its options.
+ * global->pos = NULL checks the count only. Returns 0, or -1 with one line "<kind>: <what> ..." in err. */
+int lc_attn_kind_check(const lc_attn_kind *kind, const lc_attn_shape *s, const void *opts,
+                       const lc_attn_global *global, char *err, size_t errlen);
+
+/* The number of global positions of a call at length T: the leading entries of pos[0..n) (increasing)
+ * that are < T; with pos = NULL the first n positions, min(n, T). */
+static inline int lc_attn_global_count(const lc_attn_global *g, int T) {
+    if (!g->pos) return g->n < T ? g->n : T;
+    int n = g->n;
+    while (n > 0 && g->pos[n - 1] >= T) n--;
+    return n;
+}
 
 /* ---- full (dense) attention: streaming online-softmax forward, FlashAttention-2 style backward ---- */
 extern const lc_attn_kind lc_attn_full;

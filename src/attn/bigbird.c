@@ -78,20 +78,8 @@ static int bigbird_check(const lc_attn_shape *s, const void *opts, const lc_attn
     if (o->variant == LC_BIGBIRD_ITC && o->g >= 0)
         return snprintf(err, errlen, "bigbird: g=%d needs variant=etc (itc's globals are its first and last block)",
                         o->g), -1;
-    if (o->variant == LC_BIGBIRD_ETC) {
-        const int g = o->g >= 0 ? o->g : o->b;
-        if (g < 1 || g >= s->T)
-            return snprintf(err, errlen,
-                            "bigbird: variant=etc needs 1 <= g < T, got g=%d%s for sequences of T=%d positions", g,
-                            o->g >= 0 ? "" : " (the default, = b)", s->T), -1;
-    }
-    if (s->M > 0)
-        return snprintf(err, errlen, "bigbird: memory rows (M=%d, --model xl) are not supported", s->M), -1;
-    if (s->relpos) return snprintf(err, errlen, "bigbird: relative positions (--model xl) are not supported"), -1;
-    if (s->window) return snprintf(err, errlen, "bigbird: same_length windows are not supported"), -1;
-    if (global)
-        return snprintf(err, errlen,
-                        "bigbird: Longformer global tokens (global=G) are not supported; use variant=etc,g=G"), -1;
+    /* etc: g >= T (a short last segment) makes every position global, as Longformer's global=G does */
+    if (o->variant == LC_BIGBIRD_ETC && o->g == 0) return snprintf(err, errlen, "bigbird: g=0 must be >= 1"), -1;
     return 0;
 }
 
@@ -99,6 +87,8 @@ const lc_attn_kind lc_attn_bigbird = {
     .name = "bigbird",
     .options_help = "b=<block size, default 64> r=<random blocks, default 3 (itc) / 0 (etc)> variant=<itc|etc> "
                     "g=<etc global tokens, default b> seed=<extra seed, default 0>",
+    /* Longformer's global=G is not supported: BigBird's globals use the ordinary q, k, v (variant=etc,g=G) */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL,
     .opts_size = sizeof(lc_attn_bigbird_opts),
     .opts_init = bigbird_opts_init,
     .opts_set = bigbird_opts_set,

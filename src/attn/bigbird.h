@@ -8,7 +8,8 @@
  *     the window blocks i-1, i, i+1, its r random blocks and the two global blocks.
  *   variant=etc: the first G positions are global tokens (they see every key, every query sees them);
  *     positions G.. form blocks of b, n = ceil((T - G) / b); query block i sees the window blocks i-1,
- *     i, i+1, its r random blocks (default r = 0, as in the paper) and the G global tokens.
+ *     i, i+1, its r random blocks (default r = 0, as in the paper) and the G global tokens. G >= T (a
+ *     short last segment) makes every position global: full attention, as Longformer's global=G.
  *   causal = 1: the same pattern intersected with key <= query.
  * Random blocks of query block i: min(r, m) distinct blocks drawn uniformly from the m candidates, the
  * blocks that are neither window nor global (itc: 1..n-2 without i-1..i+1; etc: 0..n-1 without
@@ -21,7 +22,7 @@
  * no n x n or T x T array. Workspace O(threads (tiles + n r) + B H T + H n r). Forward saves lse;
  * backward recomputes scores (FlashAttention-2) in a query pass (dq) and a key pass (dk, dv), every
  * output row written by one task in a fixed order: bit-identical for any thread count, no atomics.
- * Not supported (check() says so): memory (M > 0), relative positions, same_length, Longformer global
+ * Not supported (the caps refuse them): memory (M > 0), relative positions, same_length, Longformer global
  * tokens (tensors.global; use variant=etc). */
 #ifndef LC_ATTN_BIGBIRD_H
 #define LC_ATTN_BIGBIRD_H

@@ -397,16 +397,15 @@ static int block_opts_set(void *opts, int H, const char *key, const char *value,
 static int block_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     if (((const lc_attn_block_opts *)opts)->block < 1) return snprintf(err, errlen, "block: b must be >= 1"), -1;
-    if (s->window) return snprintf(err, errlen, "block: no same_length window (the blocks decide what a query sees)"), -1;
-    if (s->relpos && !s->causal)
-        return snprintf(err, errlen, "block: relative positions need causal attention (distances M + t - s >= 0)"), -1;
-    if (global) return snprintf(err, errlen, "block: global tokens are not supported"), -1;
     return 0;
 }
 
 const lc_attn_kind lc_attn_block = {
     .name = "block",
     .options_help = "b=<block size, default 64>",
+    /* no same_length window: the blocks decide what a query sees */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY | LC_ATTN_CAP_RELPOS |
+            LC_ATTN_CAP_DECODE,
     .opts_size = sizeof(lc_attn_block_opts),
     .opts_init = block_opts_init,
     .opts_set = block_opts_set,

@@ -53,18 +53,14 @@ static int compressed_check(const lc_attn_shape *s, const void *opts, const lc_a
     if (!o) return snprintf(err, errlen, "compressed: options missing"), -1;
     if (o->w < 1) return snprintf(err, errlen, "compressed: w=%d must be >= 1", o->w), -1;
     if (o->s < 1) return snprintf(err, errlen, "compressed: s=%d must be >= 1", o->s), -1;
-    if (s->relpos)
-        return snprintf(err, errlen, "compressed: relative positions are not supported (use --model vanilla)"), -1;
-    if (s->window)
-        return snprintf(err, errlen, "compressed: same_length (shape.window) is not supported; use the option w"),
-               -1;
-    if (global) return snprintf(err, errlen, "compressed: global tokens are not supported"), -1;
     return 0;
 }
 
 const lc_attn_kind lc_attn_compressed = {
     .name = "compressed",
     .options_help = "w=<raw keys per side, default 64> s=<pooling stride, default 16>",
+    /* same_length is the option w here */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY,
     .opts_size = sizeof(lc_attn_compressed_opts),
     .opts_init = compressed_opts_init,
     .opts_set = compressed_opts_set,

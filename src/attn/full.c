@@ -17,19 +17,13 @@
 #include "attn/full_pass.h"
 #include "core/threads.h"
 
-static int full_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
-                      size_t errlen) {
-    (void)opts;
-    if ((s->window || s->relpos) && !s->causal)
-        return snprintf(err, errlen, "full: relative positions and same_length need causal attention"), -1;
-    if (global) return snprintf(err, errlen, "full: global tokens are meaningless (every token is global)"), -1;
-    return 0;
-}
 
 const lc_attn_kind lc_attn_full = {
     .name = "full",
     .options_help = "",
-    .check = full_check,
+    /* no global tokens: every token already sees every key */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY | LC_ATTN_CAP_RELPOS |
+            LC_ATTN_CAP_WINDOW | LC_ATTN_CAP_DECODE,
     .workspace_floats = lc_attn_full_workspace,
     .forward = lc_attn_full_forward,
     .backward = lc_attn_full_backward,

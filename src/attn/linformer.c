@@ -64,11 +64,6 @@ static int linformer_check(const lc_attn_shape *s, const void *opts, const lc_at
     if (o->k < 1) return snprintf(err, errlen, "linformer: k=%d must be >= 1", o->k), -1;
     if (o->share < LC_LINFORMER_SHARE_NONE || o->share > LC_LINFORMER_SHARE_KV)
         return snprintf(err, errlen, "linformer: unknown share mode %d", o->share), -1;
-    if (s->causal) return snprintf(err, errlen, "linformer is bidirectional only (causal attention requested)"), -1;
-    if (s->M > 0) return snprintf(err, errlen, "linformer: memory rows (M = %d > 0) are not supported", s->M), -1;
-    if (s->relpos) return snprintf(err, errlen, "linformer: relative positions are not supported"), -1;
-    if (s->window) return snprintf(err, errlen, "linformer: same_length / window is not supported"), -1;
-    if (global) return snprintf(err, errlen, "linformer: global tokens are not supported"), -1;
     return 0;
 }
 
@@ -267,6 +262,8 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
 const lc_attn_kind lc_attn_linformer = {
     .name = "linformer",
     .options_help = "k=<projected length, default 256> share=<none|headwise|kv, default headwise>",
+    /* every query mixes every key through E and F: no causal mode */
+    .caps = LC_ATTN_CAP_BIDIRECTIONAL,
     .opts_size = sizeof(lc_attn_linformer_opts),
     .opts_init = linformer_opts_init,
     .opts_set = linformer_opts_set,

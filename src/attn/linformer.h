@@ -3,7 +3,7 @@
  * ordinary softmax attention of the T queries over the k projected keys:
  *   K' = E[:, :S] K,  V' = F[:, :S] V,  out = softmax(scale Q K'^T) V'   (per head; S = T, M = 0)
  * Inputs shorter than n use the leading S columns of E and F. Bidirectional only (no causal mode, no
- * memory rows, no relative positions, no global tokens, no shape.window): check() says so.
+ * memory rows, no relative positions, no global tokens, no shape.window): the caps say so.
  *
  * Sharing (option share, the paper's names):
  *   none      one E and one F per head                       P = 2H projections

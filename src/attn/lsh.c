@@ -71,11 +71,6 @@ static int lsh_check(const lc_attn_shape *s, const void *opts, const lc_attn_glo
         return snprintf(err, errlen, "lsh: hashes=%d must be in [1, %d]", o->hashes, LC_ATTN_LSH_MAX_HASHES), -1;
     if (o->chunk < 1) return snprintf(err, errlen, "lsh: chunk=%d must be >= 1", o->chunk), -1;
     if (o->seed < 0) return snprintf(err, errlen, "lsh: seed=%d must be >= 0", o->seed), -1;
-    if (s->M != 0)
-        return snprintf(err, errlen, "lsh: no memory rows (M = %d): shared-QK hashing has no recurrence", s->M), -1;
-    if (s->relpos) return snprintf(err, errlen, "lsh: relative positions (--model xl) are not supported"), -1;
-    if (s->window) return snprintf(err, errlen, "lsh: same_length is not supported"), -1;
-    if (global) return snprintf(err, errlen, "lsh: global tokens are not supported"), -1;
     return 0;
 }
 
@@ -83,6 +78,8 @@ const lc_attn_kind lc_attn_lsh = {
     .name = "lsh",
     .options_help = "buckets=<even, default 32> hashes=<rounds 1..8, default 2> chunk=<rows, default 64> "
                     "seed=<offset, default 0>",
+    /* no memory: shared-QK hashing has no recurrence */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL,
     .opts_size = sizeof(lc_attn_lsh_opts),
     .opts_init = lsh_opts_init,
     .opts_set = lsh_opts_set,

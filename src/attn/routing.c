@@ -51,9 +51,6 @@ static int routing_check(const lc_attn_shape *s, const void *opts, const lc_attn
     if (o->window < 0) return snprintf(err, errlen, "routing: window=%d must be >= 1", o->window), -1;
     if (!(o->decay >= 0.0f && o->decay <= 1.0f))
         return snprintf(err, errlen, "routing: decay=%g must be in [0, 1]", (double)o->decay), -1;
-    if (s->relpos) return snprintf(err, errlen, "routing: relative positions are not supported"), -1;
-    if (s->window) return snprintf(err, errlen, "routing: same_length / window is not supported"), -1;
-    if (global) return snprintf(err, errlen, "routing: global tokens are not supported"), -1;
     return 0;
 }
 
@@ -318,6 +315,7 @@ const lc_attn_kind lc_attn_routing = {
     .name = "routing",
     .options_help = "clusters=<centroids per head, default 8> window=<members per centroid, default ceil(S/C)> "
                     "decay=<centroid EMA decay, default 0.999>",
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY,
     .opts_size = sizeof(lc_attn_routing_opts),
     .opts_init = routing_opts_init,
     .opts_set = routing_opts_set,

@@ -11,8 +11,8 @@
  *   t in Q_c and s in K_c for some c, and, when causal, s <= M + t.
  * A query in several clusters gets one softmax over the union of their keys (each key counted once).
  * Scores scale * q.k; out and lse as in the full kind. Backward writes dq, dk, dv (all S rows; keys no
- * query sees get 0). Memory rows (M > 0) are supported, causal and bidirectional. Not supported (check()
- * rejects them): relative positions, shape.window, global tokens.
+ * query sees get 0). Memory rows (M > 0) are supported, causal and bidirectional. Not supported (the caps
+ * refuse them): relative positions, shape.window, global tokens.
  *
  * State (tensors.state, state_floats = 2 H C D): two centroid sets [2][H][C][D], unit rows.
  *   live     (floats [0, H C D)):      the centroids; what checkpoints must keep;

@@ -176,32 +176,44 @@ lc_attn_shape lc_attn_group_shape(const lc_attn_shape *s, const lc_attn_group *g
     return r;
 }
 
+int lc_attn_group_global_count(const lc_attn_group *g, int T) {
+    if (!g->global_listed) return g->n_global < T ? g->n_global : T;
+    int n = g->n_global;
+    while (n > 0 && g->global_pos[n - 1] >= T) n--;
+    return n;
+}
+
 int lc_attn_layer_check(const lc_attn_layer *layer, const lc_attn_shape *s, char *err, size_t errlen) {
     for (int i = 0; i < layer->n_groups; i++) {
         const lc_attn_group *g = &layer->group[i];
         const lc_attn_shape gs = lc_attn_group_shape(s, g);
-        if (!g->global_listed && g->n_global > s->T) {
-            snprintf(err, errlen, "attention %s: global=%d is more than the %d positions of a sequence",
-                     g->kind->name, g->n_global, s->T);
-            return -1;
-        }
-        if (g->global_listed && g->n_global > 0 && g->global_pos[g->n_global - 1] >= s->T) {
-            snprintf(err, errlen, "attention %s: global position %d is outside the %d positions of a sequence",
-                     g->kind->name, g->global_pos[g->n_global - 1], s->T);
-            return -1;
-        }
-        /* A stand-in for the global tensors: check() sees the count and any listed positions. */
+        /* A stand-in for the global tensors: the count of positions that exist at this length, and any
+         * listed positions. A group with global tokens passes it even when none exist at this length, so
+         * a kind without global tokens is refused at every length. */
         lc_attn_global probe;
         memset(&probe, 0, sizeof probe);
-        probe.n = g->n_global;
+        probe.n = lc_attn_group_global_count(g, s->T);
         probe.pos = g->global_listed ? g->global_pos : NULL;
         char msg[384];
-        if (g->kind->check && g->kind->check(&gs, g->opts, g->n_global ? &probe : NULL, msg, sizeof msg)) {
+        if (lc_attn_kind_check(g->kind, &gs, g->opts, g->n_global ? &probe : NULL, msg, sizeof msg)) {
             snprintf(err, errlen, "attention: %s", msg);
             return -1;
         }
-        if (!g->kind->check && g->n_global) {
-            snprintf(err, errlen, "attention: kind %s does not support global tokens", g->kind->name);
+    }
+    return 0;
+}
+
+int lc_attn_layer_check_globals(const lc_attn_layer *layer, int max_T, char *err, size_t errlen) {
+    for (int i = 0; i < layer->n_groups; i++) {
+        const lc_attn_group *g = &layer->group[i];
+        if (!g->global_listed && g->n_global > max_T) {
+            snprintf(err, errlen, "attention %s: global=%d is more than the %d positions of a sequence",
+                     g->kind->name, g->n_global, max_T);
+            return -1;
+        }
+        if (g->global_listed && g->n_global > 0 && g->global_pos[g->n_global - 1] >= max_T) {
+            snprintf(err, errlen, "attention %s: global position %d is outside the %d positions of a sequence",
+                     g->kind->name, g->global_pos[g->n_global - 1], max_T);
             return -1;
         }
     }

@@ -3,12 +3,12 @@
  *   spec   := layer (';' layer)*        one layer: every layer; otherwise exactly one per layer
  *   layer  := group ('+' group)*        groups take consecutive heads, in order
  *   group  := [N 'x'] kind [':' opt (',' opt)*]
- *   opt    := key '=' value             the kind's options; global=G is common to every kind
+ *   opt    := key '=' value             the kind's options; global=G for kinds with LC_ATTN_CAP_GLOBAL
  *
  * N is the group's head count; at most one group of a layer may leave it out and takes the remaining
  * heads. global=G makes the first G positions of every sequence global tokens (Longformer) for the
  * group, with the layer's own global projections; global=p0/p1/... (two or more positions, increasing)
- * marks those positions instead. Examples (docs/attention.md has more):
+ * marks those positions instead. A sequence shorter than a position simply lacks that global token. Examples (docs/attention.md has more):
  *   full                               dense attention everywhere (the default)
  *   window:w=128                       sliding window of 128 keys per side in every layer
  *   2xfull+window:w=32,dil=1/2         per layer 2 full heads, the rest windowed with dilations 1, 2, 1, 2...
@@ -47,9 +47,18 @@ int lc_attn_spec_parse(const char *spec, int n_layer, int H, lc_attn_layer *laye
 /* The shape of group g of a layer whose full shape is s (the group's heads only). */
 lc_attn_shape lc_attn_group_shape(const lc_attn_shape *s, const lc_attn_group *g);
 
-/* Check every group of a layer against the layer's shape (lengths, memory, causal, relpos); 0 or -1
- * with a message in err. */
+/* The number of group g's global positions that exist in a sequence of T positions (Longformer: the
+ * configured positions >= T are not global there): global=G gives min(G, T), a list those below T. */
+int lc_attn_group_global_count(const lc_attn_group *g, int T);
+
+/* Check every group of a layer against the layer's shape with lc_attn_kind_check (caps, length rule,
+ * options), the group's global positions cut to those < s->T; 0 or -1 with a message in err. The model
+ * runs it when planning and before every forward, with the shape of that call. */
 int lc_attn_layer_check(const lc_attn_layer *layer, const lc_attn_shape *s, char *err, size_t errlen);
+
+/* A configuration check: every configured global position exists in the longest sequence the model
+ * takes (max_T positions), so none is configured in vain; 0 or -1 with a message in err. */
+int lc_attn_layer_check_globals(const lc_attn_layer *layer, int max_T, char *err, size_t errlen);
 
 /* Workspace floats for running the layer's groups one after another (with s->threads threads). */
 size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *s);

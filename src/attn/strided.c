@@ -261,11 +261,6 @@ static int strided_opts_set(void *opts, int H, const char *key, const char *valu
 
 static int strided_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
-    if (s->window)
-        return snprintf(err, errlen, "strided: no same_length window (the stride decides what a query sees)"), -1;
-    if (s->relpos && !s->causal)
-        return snprintf(err, errlen, "strided: relative positions need causal attention (distances M + t - s >= 0)"), -1;
-    if (global) return snprintf(err, errlen, "strided: global tokens are not supported"), -1;
     if (((const lc_attn_strided_opts *)opts)->stride < 1) return snprintf(err, errlen, "strided: s must be >= 1"), -1;
     return 0;
 }
@@ -273,6 +268,9 @@ static int strided_check(const lc_attn_shape *s, const void *opts, const lc_attn
 const lc_attn_kind lc_attn_strided = {
     .name = "strided",
     .options_help = "s=<stride, default 64>",
+    /* no same_length window: the stride decides what a query sees */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY | LC_ATTN_CAP_RELPOS |
+            LC_ATTN_CAP_DECODE,
     .opts_size = sizeof(lc_attn_strided_opts),
     .opts_init = strided_opts_init,
     .opts_set = strided_opts_set,

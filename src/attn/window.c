@@ -56,37 +56,22 @@ static int window_opts_set(void *opts, int H, const char *key, const char *value
     return lc_attn_opt_unknown(&lc_attn_window, key, err, errlen);
 }
 
-/* Global tokens: any memory M (global rows also see the memory keys), causal or not, any dilation; not
- * with relative positions. spec.c probes with pos = NULL (only the count is known then). */
+/* The options against the shape: w and the per-head dilation list's head count. Global tokens (any
+ * memory M: global rows also see the memory keys; causal or not; any dilation) are in the caps. */
 static int window_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                         size_t errlen) {
     const lc_attn_window_opts *o = opts;
     if (o->w < 1) return snprintf(err, errlen, "window: w=%d must be >= 1", o->w), -1;
     if (s->H > LC_ATTN_MAX_HEADS) return snprintf(err, errlen, "window: at most %d heads", LC_ATTN_MAX_HEADS), -1;
-    if (s->relpos && !s->causal)
-        return snprintf(err, errlen, "window: relative positions (--model xl) need causal attention"), -1;
-    if (s->window) return snprintf(err, errlen, "window: same_length is not supported"), -1;
-    if (!global) return 0;
-    if (s->relpos)
-        return snprintf(err, errlen, "window: global tokens together with relative positions are not supported"), -1;
-    if (global->n < 0 || global->n > s->T)
-        return snprintf(err, errlen, "window: %d global tokens in a segment of %d positions", global->n, s->T), -1;
-    if (global->pos)
-        for (int i = 0; i < global->n; i++) {
-            const int p = global->pos[i];
-            if (p < 0 || p >= s->T)
-                return snprintf(err, errlen, "window: global position %d is outside the segment [0, %d)", p, s->T), -1;
-            if (i > 0 && p <= global->pos[i - 1])
-                return snprintf(err, errlen, "window: global positions must be increasing (%d after %d)", p,
-                                global->pos[i - 1]),
-                       -1;
-        }
     return 0;
 }
 
 const lc_attn_kind lc_attn_window = {
     .name = "window",
     .options_help = "w=<keys per side, default 64> dil=<dilation, or d0/d1/... per head, default 1>",
+    /* no same_length window: the option w is the band */
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY | LC_ATTN_CAP_RELPOS |
+            LC_ATTN_CAP_GLOBAL | LC_ATTN_CAP_DECODE,
     .opts_size = sizeof(lc_attn_window_opts),
     .opts_init = window_opts_init,
     .opts_set = window_opts_set,

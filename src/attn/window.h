@@ -11,7 +11,8 @@
  * distances no query uses are 0). The dilated path needs O(S D) more workspace (shape.relpos = 1).
  *
  * Global tokens (tensors.global, Longformer; causal or bidirectional, any dilation, any M; not together
- * with rel). G = the key positions M + pos[i] of the n global tokens (positions in the segment).
+ * with rel). G = the key positions M + pos[i] of the global tokens: the listed positions < T (a longer
+ * list serves shorter sequences, whose missing positions are simply not global; attn.h).
  *   Ordinary rows (t not in pos): one softmax over their band plus the global keys (causal: those <= p),
  *     all scored with the ordinary q and k and read from the ordinary v; a global key inside the band is
  *     counted once. lse[] holds this merged log-sum-exp.

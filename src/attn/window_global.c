@@ -17,6 +17,8 @@
  *    dS = P (dout_t . v_g - Delta_t):  dq_t += scale dS k_g,  dk_g += scale dS q_t,  dv_g += P dout_t;
  *  - (b, h) rows: dkg, dvg (all S rows) zeroed, then per global row i (P, dS as usual with its own lse):
  *    dqg_i = scale sum_s dS k_s,  dkg_s += scale dS qg_i,  dvg_s += P dout_i;  dqg of ordinary rows = 0.
+ * Only the listed positions < T are global in a call (Longformer: a short sequence lacks the others);
+ * forward and backward cut the list the same way, so global->lse is indexed by the cut count.
  * Cost O(B H (n S + T n) D) on top of the band; no T x S matrix; workspace O(threads (64 + D)). */
 #include <assert.h>
 #include <math.h>
@@ -163,17 +165,25 @@ static void global_forward(const glob_geometry *g, const lc_attn_tensors *t, int
     t->lse[((long)b * g->H + h) * g->T + row] = INFINITY; /* the band backward skips the row */
 }
 
-static void check_global(const lc_attn_shape *s, const lc_attn_global *G) {
-    assert(G->n >= 0 && G->n <= s->T && (G->n == 0 || G->pos));
-    for (int i = 0; i < G->n; i++) assert(G->pos[i] >= 0 && G->pos[i] < s->T && (i == 0 || G->pos[i] > G->pos[i - 1]));
-    assert(!G->n || G->lse);
-    (void)s, (void)G;
+/* The global tokens of this call (Longformer): the listed positions that exist in the T rows. The
+ * tensors are copied with global pointing at the cut list, so every pass sees only existing positions
+ * and indexes global->lse by the cut count. */
+static lc_attn_tensors existing_globals(const lc_attn_shape *s, const lc_attn_tensors *t, lc_attn_global *cut) {
+    *cut = *t->global;
+    assert(cut->n >= 0 && (cut->n == 0 || cut->pos));
+    cut->n = lc_attn_global_count(cut, s->T);
+    for (int i = 0; i < cut->n; i++) assert(cut->pos[i] >= 0 && (i == 0 || cut->pos[i] > cut->pos[i - 1]));
+    assert(!cut->n || cut->lse);
+    lc_attn_tensors r = *t;
+    r.global = cut;
+    return r;
 }
 
-void lc_attn_window_global_forward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+void lc_attn_window_global_forward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *all,
                                    float *work) {
-    const lc_attn_global *G = t->global;
-    check_global(s, G);
+    lc_attn_global cut;
+    const lc_attn_tensors cut_tensors = existing_globals(s, all, &cut), *t = &cut_tensors;
+    const lc_attn_global *G = &cut;
     const glob_geometry g = geometry_of(s, o);
     const long rows = (long)g.B * g.H * g.T;
     if (G->n == 0 || rows == 0) return;
@@ -264,9 +274,10 @@ static void rows_backward(const glob_geometry *g, const lc_attn_tensors *t, int 
     }
 }
 
-void lc_attn_window_global_backward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+void lc_attn_window_global_backward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *all,
                                     float *work) {
-    check_global(s, t->global);
+    lc_attn_global cut;
+    const lc_attn_tensors cut_tensors = existing_globals(s, all, &cut), *t = &cut_tensors;
     const glob_geometry g = geometry_of(s, o);
     const long heads = (long)g.B * g.H, tasks = 2 * heads;
     const int nthreads = lc_attn_threads(s);

@@ -196,13 +196,13 @@ int lc_model_threads(const lc_model *m) { return m->threads; }
 static lc_status check_attention(const lc_model *m) {
     const lc_config *c = &m->cfg;
     const lc_attn_shape sh = layer_shape(m);
+    /* the longest sequence the model takes: global positions beyond it are configured in vain */
+    const int longest = (m->cap_T > c->seq_len ? m->cap_T : c->seq_len) + c->extra_tokens;
     char err[512];
     for (int l = 0; l < c->n_layer; l++) {
         const lc_attn_layer *layer = &m->layers[l];
-        if (lc_attn_layer_has_global(layer) && sh.M > 0)
-            return lc_fail(LC_ERR_ARG, "attn layer %d: global tokens need a model without memory (--model vanilla)",
-                           l);
-        if (lc_attn_layer_check(layer, &sh, err, sizeof err))
+        if (lc_attn_layer_check(layer, &sh, err, sizeof err) ||
+            lc_attn_layer_check_globals(layer, longest, err, sizeof err))
             return lc_fail(LC_ERR_ARG, "attn layer %d: %s", l, err);
     }
     return LC_OK;

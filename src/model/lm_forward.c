@@ -221,6 +221,29 @@ static lc_status check_inputs(const lc_model *m, const int *tokens, const int *t
     return LC_OK;
 }
 
+/* Whether every layer's kinds run against the key/value cache (LC_ATTN_CAP_DECODE); otherwise inference
+ * recomputes the memory's keys and values from the hidden-state memory, as training does. */
+static int kinds_decode(const lc_model *m) {
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int i = 0; i < m->layers[l].n_groups; i++)
+            if (!(m->layers[l].group[i].kind->caps & LC_ATTN_CAP_DECODE)) return 0;
+    return 1;
+}
+
+/* The run-time check: every layer's head groups against the attention shape of this call (a short last
+ * segment, a one-byte prompt, the cached decode path), before any state changes. A few comparisons per
+ * group: nothing next to the pass itself. */
+static lc_status check_run(const lc_model *m, int B, int TT, int M, int train, int cached) {
+    char err[512];
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        lc_block_ctx ctx = block_ctx(m, l, train, M);
+        ctx.B = B, ctx.T = TT;
+        ctx.kv = cached ? m->kv[l] : NULL;
+        if (lc_block_check_attention(&ctx, err, sizeof err)) return lc_fail(LC_ERR_ARG, "attn layer %d: %s", l, err);
+    }
+    return LC_OK;
+}
+
 lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, int B, int T, int train,
                            double *loss_sum, long *count) {
     lc_clear_error();
@@ -232,12 +255,14 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     const int G = c->extra_tokens, TT = T + G; /* rows per sequence inside the model */
     long N = (long)B * T, NN = (long)B * TT;
     int C = c->d_model, V = c->vocab;
-    int cached = is_xl(m) && !train && m->cap_M > 0; /* inference: keys and values are kept */
+    /* inference: keys and values are kept */
+    int cached = is_xl(m) && !train && m->cap_M > 0 && kinds_decode(m);
     if (is_xl(m) && train && m->kv_mode && m->mem_rows > 0)
         return lc_fail(LC_ERR_ARG, "the memory holds inference state; reset it before training");
+    int M = is_xl(m) ? m->mem_rows : 0;
+    if ((st = check_run(m, B, TT, M, train, cached))) return st;
     if (cached && !m->kv_mode) enter_kv_mode(m);
     if (!cached) m->kv_mode = 0, m->r_ready = 0;
-    int M = is_xl(m) ? m->mem_rows : 0;
     m->B = B;
     m->T = TT;
     m->last_M = M;

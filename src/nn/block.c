@@ -4,6 +4,7 @@
  * (Transformer-XL) the attention reads keys and values from concat(memory, segment), LayerNorm (pre-LN)
  * covers the memory rows too, and no gradient flows into the memory. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/rng.h"
@@ -85,9 +86,33 @@ static lc_attn_global global_views(const lc_block_ctx *c, const lc_block_acts *a
     return g;
 }
 
+/* The global positions group grp has in this call: those of its configured ones that exist in the T
+ * rows of the sequence (Longformer), its listed positions or the first ones of c->global_pos. */
+static void group_globals(const lc_block_ctx *c, const lc_attn_group *grp, lc_attn_global *gg) {
+    gg->n = lc_attn_group_global_count(grp, c->T);
+    gg->pos = grp->global_listed ? grp->global_pos : c->global_pos;
+}
+
+int lc_block_check_attention(const lc_block_ctx *c, char *err, size_t errlen) {
+    const lc_attn_shape s = attn_shape(c);
+    for (int i = 0; i < c->layer->n_groups; i++) {
+        const lc_attn_group *grp = &c->layer->group[i];
+        const lc_attn_shape gs = lc_attn_group_shape(&s, grp);
+        lc_attn_global gg;
+        memset(&gg, 0, sizeof gg);
+        group_globals(c, grp, &gg);
+        if (lc_attn_kind_check(grp->kind, &gs, grp->opts, grp->n_global ? &gg : NULL, err, errlen)) return -1;
+        if (c->kv && !(grp->kind->caps & LC_ATTN_CAP_DECODE)) {
+            snprintf(err, errlen, "%s: running against the key/value cache is not supported", grp->kind->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Run the layer's head groups one after another: group i sees heads h0 .. h0 + heads - 1, i.e. the
  * views shifted by h0*D columns, its own slice of lse, its kind's parameters and state. g (the
- * gradients) is NULL for forward. */
+ * gradients) is NULL for forward. The caller has checked the groups (lc_block_check_attention). */
 static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
                        const lc_attn_tensors *t, const lc_attn_global *glob) {
     const lc_attn_shape s = attn_shape(c);
@@ -103,10 +128,9 @@ static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
         gt.lse = t->lse + BT * grp->h0;
         lc_attn_global gg;
         gt.global = NULL;
-        if (grp->n_global) {
+        if (grp->n_global) { /* even when none exists at this length: backward then zeroes dqg, dkg, dvg */
             gg = *glob;
-            gg.n = grp->n_global;
-            if (grp->global_listed) gg.pos = grp->global_pos;
+            group_globals(c, grp, &gg);
             gg.qg = view_at(glob->qg, off), gg.kg = view_at(glob->kg, off), gg.vg = view_at(glob->vg, off);
             gg.dqg = view_at(glob->dqg, off), gg.dkg = view_at(glob->dkg, off), gg.dvg = view_at(glob->dvg, off);
             gg.lse = glob->lse + BT * grp->h0;

@@ -91,6 +91,11 @@ typedef struct {
     int r_rows;         /* rows of a->r to compute; 0: a->r is already valid (cached) */
 } lc_block_ctx;
 
+/* Whether every head group of the layer runs the attention shape of this context (its B, T, M, causal,
+ * window, relpos; global positions cut to those < T; the key/value cache needs LC_ATTN_CAP_DECODE):
+ * lc_attn_kind_check per group. 0, or -1 with a one-line message. Call it before lc_block_forward. */
+int lc_block_check_attention(const lc_block_ctx *ctx, char *err, size_t errlen);
+
 /* out[N, C] = block(x[N, C]); out must not alias x. */
 void lc_block_forward(const lc_block_ctx *ctx, const lc_block_weights *w, const lc_block_acts *a, const float *x,
                       float *out);
