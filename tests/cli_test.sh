@@ -180,5 +180,22 @@ expect 2 "head groups cover 3 heads" -- "$bin" train "${tiny[@]}" --attn 3xfull
 expect 2 "objective must be clm or mlm" -- "$bin" train "${tiny[@]}" --objective nsp
 expect 2 "sampling needs a causal model" -- "$bin" sample --ckpt "$tmp/k.ckpt"
 
+# ---- global tokens on sequences shorter than their positions --------------------------------------
+# As in Longformer, a global position the current sequence lacks is simply not global there: the last
+# evaluation segment, a one-byte prompt and the final validation before the save must run, not abort.
+gtiny=(--model vanilla --layers 1 --dim 32 --heads 2 --ffn 64 --seg-len 64 --batch 2 --threads 2
+       --attn window:w=16,global=2)
+head -c 66 data/tinyshakespeare.txt >"$tmp/g66.txt"    # 65 predicted bytes: one segment of 64, one of 1
+head -c 660 data/tinyshakespeare.txt >"$tmp/g660.txt"  # nanogpt split: a 66-byte validation split
+check "train global=2, final validation ends in a 1-byte segment" -- "$bin" train "${gtiny[@]}" --steps 2 \
+    --data "$tmp/g660.txt" --splits nanogpt --out "$tmp/g1.ckpt"
+check "that training saved its checkpoint" -- test -s "$tmp/g1.ckpt"
+check "train global=2 for eval and sample" -- "$bin" train "${gtiny[@]}" --steps 2 --data "$tmp/small.txt" \
+    --eval-every 0 --eval-bytes 500 --out "$tmp/g.ckpt"
+check "eval global=2 on a 66-byte file" -- "$bin" eval --ckpt "$tmp/g.ckpt" --data "$tmp/g66.txt" --split all
+check "sample global=2 without a prompt" -- "$bin" sample --ckpt "$tmp/g.ckpt" --tokens 5
+check "sample global=2 from a 1-byte prompt" -- "$bin" sample --ckpt "$tmp/g.ckpt" --prompt A --tokens 5
+# ----------------------------------------------------------------------------------------------------
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
