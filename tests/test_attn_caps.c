@@ -2,7 +2,8 @@
  * caps against shapes asking for each feature, with the one message format; the interface's own rules;
  * the length rule; check = NULL; run-time registration (lc_attn_kind_register) of a kind defined here,
  * which the spec string and the model then find, and whose refusal of a run-time shape comes back from
- * lc_model_forward as LC_ERR_ARG. Global tokens on short sequences (Longformer: positions >= T are not
+ * lc_model_forward as LC_ERR_ARG; an XL model whose kind lacks LC_ATTN_CAP_DECODE recomputes keys at
+ * inference instead of using the cache, with the same logits. Global tokens on short sequences (Longformer: positions >= T are not
  * global in that call): the window kind with listed positions beyond T equals the call with only the
  * existing ones (forward and backward, bit for bit), bigbird ETC with g >= T is full attention, and a
  * model with global tokens runs a segment shorter than its global positions. */
@@ -271,6 +272,46 @@ TEST(model_returns_the_run_time_refusal) {
     lc_model_free(m);
 }
 
+/* The full kind's functions under another name, without LC_ATTN_CAP_DECODE: an XL model built on it
+ * recomputes the memory's keys and values at inference instead of keeping a cache, with the same logits. */
+static const lc_attn_kind full_nocache = {
+    .name = "full_nocache",
+    .options_help = "",
+    .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY | LC_ATTN_CAP_RELPOS |
+            LC_ATTN_CAP_WINDOW,
+    .workspace_floats = lc_attn_full_workspace,
+    .forward = lc_attn_full_forward,
+    .backward = lc_attn_full_backward,
+};
+
+TEST(xl_inference_without_decode_recomputes) {
+    if (!lc_attn_kind_by_name("full_nocache")) CHECK(lc_attn_kind_register(&full_nocache) == 0, "%s", lc_last_error());
+    lc_model *m[2] = {NULL, NULL};
+    const char *spec[2] = {"full", "full_nocache"};
+    for (int i = 0; i < 2; i++) {
+        lc_config c;
+        lc_config_preset(&c, "tiny");
+        c.model = LC_MODEL_XL, c.n_layer = 2, c.d_model = 32, c.n_head = 2, c.d_ff = 64, c.seq_len = 8, c.mem_len = 8;
+        c.dropout = 0;
+        snprintf(c.attn, sizeof c.attn, "%s", spec[i]);
+        CHECK(lc_model_create(&c, 1, 11, &m[i]) == LC_OK, "%s: %s", spec[i], lc_last_error());
+    }
+    if (!m[0] || !m[1]) goto done;
+    for (int seg = 0; seg < 4; seg++) {
+        int tok[8];
+        const int T = seg == 3 ? 1 : 8; /* then one byte against the memory, as generation does */
+        for (int t = 0; t < T; t++) tok[t] = (seg * 71 + t * 13) % 256;
+        for (int i = 0; i < 2; i++)
+            CHECK(lc_model_forward(m[i], tok, NULL, 1, T, 0, NULL, NULL) == LC_OK, "%s: %s", spec[i], lc_last_error());
+        char label[64];
+        snprintf(label, sizeof label, "logits, segment %d", seg);
+        CHECK_CLOSE(label, lc_model_logits(m[1]), lc_model_logits(m[0]), (size_t)T * 256, 1e-4, 1e-5);
+    }
+done:
+    lc_model_free(m[0]);
+    lc_model_free(m[1]);
+}
+
 /* ---------------------------------------------------------------- global tokens on short sequences */
 
 typedef struct {
@@ -457,6 +498,7 @@ int main(void) {
     RUN(length_rule_and_null_check);
     RUN(registration_checks_rows_and_names);
     RUN(model_returns_the_run_time_refusal);
+    RUN(xl_inference_without_decode_recomputes);
     RUN(window_globals_beyond_a_short_t_are_not_global);
     RUN(bigbird_etc_with_g_beyond_t_is_full_attention);
     RUN(model_with_globals_runs_short_segments);
