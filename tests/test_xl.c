@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "attn/attn.h"
-#include "attn_test_util.h"
 #include "core/rng.h"
 #include "harness.h"
 #include "model/lm.h"
@@ -48,8 +47,8 @@ static void attn_case(const lc_st_file *f, const char *c) {
     float *dr = calloc((size_t)(S * HD), 4), *du = calloc((size_t)HD, 4), *dvb = calloc((size_t)HD, 4);
     lc_attn_shape sh;
     memset(&sh, 0, sizeof sh);
-    sh.B = B, sh.H = H, sh.T = T, sh.M = M, sh.D = D, sh.causal = 1, sh.scale = scale[0], sh.window = W, sh.relpos = 1;
-    float *work = calloc(LC_TEST_WORKSPACE(lc_attn_full.workspace_floats, &sh, NULL, 2) + 1, 4);
+    sh.B = B, sh.H = H, sh.T = T, sh.M = M, sh.D = D, sh.causal = 1, sh.scale = scale[0], sh.window = W, sh.relpos = 1, sh.threads = 2;
+    float *work = calloc(lc_attn_full.workspace_floats(&sh, NULL) + 1, 4);
     lc_attn_relpos rel = {r, u, vb, dr, du, dvb};
     lc_attn_tensors t;
     memset(&t, 0, sizeof t);
