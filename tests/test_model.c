@@ -265,6 +265,31 @@ TEST(thread_count_is_part_of_the_plan) {
     lc_set_threads(0);
 }
 
+/* Every fallible public call clears the last error, so after a success lc_last_error() is ""; and a
+ * re-planned model (lc_model_resize) has no last forward for backward to differentiate. */
+TEST(last_error_cleared_and_backward_after_resize_refused) {
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    c.model = LC_MODEL_VANILLA, c.seq_len = 16;
+    CHECK(lc_config_preset(&c, "no-such-preset") == LC_ERR_ARG && lc_last_error()[0], "unknown preset accepted");
+    lc_config_preset(&c, "tiny");
+    c.model = LC_MODEL_VANILLA, c.seq_len = 16;
+    CHECK(lc_config_validate(&c) == LC_OK && lc_last_error()[0] == 0, "validate left '%s'", lc_last_error());
+    lc_model *m = NULL;
+    CHECK(lc_model_create(&c, 0, 1, &m) == LC_ERR_ARG && lc_last_error()[0], "batch 0 accepted");
+    CHECK(lc_model_create(&c, 2, 1, &m) == LC_OK && lc_last_error()[0] == 0, "create left '%s'", lc_last_error());
+    if (!m) return;
+    int tok[32], tgt[32];
+    for (int i = 0; i < 32; i++) tok[i] = i, tgt[i] = i + 1;
+    double sum;
+    long count;
+    CHECK(lc_model_forward(m, tok, tgt, 2, 16, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_model_resize(m, 1, 8, 0) == LC_OK && lc_last_error()[0] == 0, "resize left '%s'", lc_last_error());
+    CHECK(lc_model_backward(m, 1.0f) == LC_ERR_ARG, "backward after a resize ran on the old shape");
+    CHECK(lc_model_set_threads(m, 1) == LC_OK && lc_last_error()[0] == 0, "set_threads left '%s'", lc_last_error());
+    lc_model_free(m);
+}
+
 int main(void) {
     RUN(parity_pre_gelu_tied);
     RUN(parity_post_relu_untied);
@@ -273,5 +298,6 @@ int main(void) {
     RUN(dropout_gradient_matches_finite_difference);
     RUN(rejects_bad_inputs);
     RUN(thread_count_is_part_of_the_plan);
+    RUN(last_error_cleared_and_backward_after_resize_refused);
     return test_summary("test_model");
 }

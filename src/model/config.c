@@ -40,6 +40,7 @@ static void apply(lc_config *cfg, const lc_preset *p) {
 void lc_config_default(lc_config *cfg) { apply(cfg, &lc_presets[1]); }
 
 lc_status lc_config_preset(lc_config *cfg, const char *name) {
+    lc_clear_error();
     for (size_t i = 0; i < sizeof lc_presets / sizeof lc_presets[0]; i++)
         if (strcmp(lc_presets[i].name, name) == 0) {
             apply(cfg, &lc_presets[i]);
@@ -49,6 +50,7 @@ lc_status lc_config_preset(lc_config *cfg, const char *name) {
 }
 
 lc_status lc_config_validate(const lc_config *c) {
+    lc_clear_error();
     if (c->vocab != 256) return lc_fail(LC_ERR_ARG, "vocab must be 256 (bytes), got %d", c->vocab);
     if (c->n_layer < 1 || c->n_layer > 1024) return lc_fail(LC_ERR_ARG, "layers must be 1..1024, got %d", c->n_layer);
     if (c->d_model < 1 || c->d_model > 65536) return lc_fail(LC_ERR_ARG, "dim must be 1..65536, got %d", c->d_model);

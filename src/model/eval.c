@@ -46,6 +46,7 @@ static lc_status evaluate_xl(lc_model *m, const uint8_t *data, size_t n, int seg
 
 lc_status lc_evaluate(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
                       long *tokens) {
+    lc_clear_error();
     if (n < 2) return lc_fail(LC_ERR_ARG, "evaluation needs at least 2 bytes, got %zu", n);
     if (seg_len < 1 || seg_len > m->cap_T)
         return lc_fail(LC_ERR_ARG, "seg-len %d outside 1..%d (the model's planned segment length)", seg_len, m->cap_T);

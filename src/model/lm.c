@@ -181,6 +181,7 @@ static lc_status plan_compute(lc_model *m) {
 }
 
 lc_status lc_model_set_threads(lc_model *m, int threads) {
+    lc_clear_error();
     const int avail = lc_threads_available();
     const int n = threads <= 0 || threads > avail ? avail : threads;
     const int old = m->threads;
@@ -243,6 +244,7 @@ static lc_status build_acts(lc_model *m) {
     if (m->cfg.reversible && !m->rev_store) /* one set of activations for every layer */
         for (int l = 1; l < m->cfg.n_layer; l++) m->bact[l] = m->bact[0];
     m->mem_rows = 0;
+    m->have_targets = 0; /* the buffers of the last forward are gone: backward needs a new forward */
     m->kv_mode = 0;
     m->kv_start = 0;
     m->r_ready = 0;
@@ -253,6 +255,7 @@ static lc_status build_acts(lc_model *m) {
 /* ---------------------------------------------------------------- lifetime */
 
 lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc_model **out) {
+    lc_clear_error();
     *out = NULL;
     lc_status st = lc_config_validate(cfg);
     if (st) return st;
@@ -338,6 +341,7 @@ uint64_t lc_model_step_seed(const lc_model *m, uint64_t what) {
 }
 
 lc_status lc_model_resize(lc_model *m, int max_batch, int seq_len, int mem_len) {
+    lc_clear_error();
     const lc_config *c = &m->cfg;
     if (max_batch < 1) return lc_fail(LC_ERR_ARG, "batch must be at least 1, got %d", max_batch);
     int limit = c->model == LC_MODEL_XL ? 1 << 24 : c->seq_len;
@@ -367,6 +371,7 @@ lc_status lc_model_set_reversible_store(lc_model *m, int on) {
 }
 
 lc_status lc_model_set_xl_options(lc_model *m, int clamp_len, int same_length) {
+    lc_clear_error();
     if (m->cfg.model != LC_MODEL_XL) return lc_fail(LC_ERR_ARG, "clamp-len and same-length need an xl model");
     if (clamp_len < 0) return lc_fail(LC_ERR_ARG, "clamp-len must be >= 0, got %d", clamp_len);
     if (same_length && m->cfg.mem_len < 1) return lc_fail(LC_ERR_ARG, "same-length needs mem-len >= 1");

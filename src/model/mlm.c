@@ -48,6 +48,7 @@ static int segment_length(size_t n, int seg_len, size_t s) {
 
 lc_status lc_evaluate_mlm(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, uint64_t seed,
                           double *bpc, double *accuracy, long *masked) {
+    lc_clear_error();
     if (m->cfg.objective != LC_OBJECTIVE_MLM) return lc_fail(LC_ERR_ARG, "masked-LM evaluation needs an mlm model");
     if (n < 1) return lc_fail(LC_ERR_ARG, "evaluation needs at least 1 byte");
     if (seg_len < 1 || seg_len > m->cap_T)
