@@ -290,6 +290,22 @@ TEST(last_error_cleared_and_backward_after_resize_refused) {
     lc_model_free(m);
 }
 
+/* A plan larger than the machine's memory fails before anything is allocated or zeroed: an XL model of
+ * 2^22-token segments for 4096 streams asks for petabytes of activations. */
+TEST(plans_larger_than_memory_fail_at_once) {
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    c.seq_len = 1 << 22, c.mem_len = 1 << 20;
+    lc_model *m = NULL;
+    CHECK(lc_model_create(&c, 4096, 1, &m) == LC_ERR_NOMEM && strstr(lc_last_error(), "activations"),
+          "huge activations: %s", lc_last_error());
+    CHECK(m == NULL, "a model was returned");
+    lc_config_preset(&c, "tiny");
+    c.d_model = 1 << 16, c.n_head = 1, c.d_ff = 1 << 16, c.n_layer = 64;
+    CHECK(lc_model_create(&c, 1, 1, &m) == LC_ERR_NOMEM && strstr(lc_last_error(), "parameters"),
+          "huge parameters: %s", lc_last_error());
+}
+
 int main(void) {
     RUN(parity_pre_gelu_tied);
     RUN(parity_post_relu_untied);
@@ -299,5 +315,6 @@ int main(void) {
     RUN(rejects_bad_inputs);
     RUN(thread_count_is_part_of_the_plan);
     RUN(last_error_cleared_and_backward_after_resize_refused);
+    RUN(plans_larger_than_memory_fail_at_once);
     return test_summary("test_model");
 }

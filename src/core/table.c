@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void lc_table_init(lc_table *t) { memset(t, 0, sizeof *t); }
 
@@ -52,6 +53,15 @@ void *lc_alloc_aligned(size_t bytes) {
 }
 
 void lc_free(void *p) { free(p); }
+
+lc_status lc_check_fits(size_t bytes, const char *what) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return LC_OK; /* unknown: let the allocation decide */
+    const double have = (double)pages * (double)page;
+    if ((double)bytes <= have) return LC_OK;
+    return lc_fail(LC_ERR_NOMEM, "%s need %.1f GB, more than this machine's %.1f GB of memory", what, (double)bytes / 1e9,
+                   have / 1e9);
+}
 
 float *lc_table_alloc(const lc_table *t) {
     float *p = lc_alloc_aligned(t->total * sizeof(float));

@@ -34,6 +34,10 @@ int lc_table_add(lc_table *t, const char *name, int ndim, const long *shape);
 int lc_table_find(const lc_table *t, const char *name);
 /* One zeroed, 64-byte aligned allocation of t->total floats; NULL (lc_fail set) on failure. Free with lc_free. */
 float *lc_table_alloc(const lc_table *t);
+/* LC_ERR_NOMEM with a message naming `what` (e.g. "the activations") when `bytes` exceed the machine's
+ * physical memory: checked before allocating, so a huge plan fails at once instead of after zeroing
+ * gigabytes. */
+lc_status lc_check_fits(size_t bytes, const char *what);
 
 void *lc_alloc_aligned(size_t bytes); /* zeroed, 64-byte aligned; NULL on failure */
 void lc_free(void *p);

@@ -172,6 +172,8 @@ static lc_status plan_compute(lc_model *m) {
         work = need > work ? need : work;
     }
     if (m->attn_work && work <= m->attn_work_floats) return LC_OK;
+    const lc_status fits = lc_check_fits(work * sizeof(float), "the attention workspace");
+    if (fits) return fits;
     float *p = lc_alloc_aligned(work * sizeof(float));
     if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the attention workspace (%zu MB)", work * 4 >> 20);
     lc_free(m->attn_work);
@@ -209,34 +211,41 @@ static lc_status check_attention(const lc_model *m) {
     return LC_OK;
 }
 
-/* (Re)build the activation table for the model's capacity (max_B, cap_T, cap_M). */
+/* (Re)build the activation table for the model's capacity (max_B, cap_T, cap_M). The new plan is laid
+ * out and checked against the machine's memory before the old buffers are released, so a plan that
+ * cannot fit leaves the model as it was. */
 static lc_status build_acts(lc_model *m) {
     lc_status st = check_attention(m);
     if (st) return st;
-    lc_free(m->acts);
-    m->acts = NULL;
-    lc_table_free(&m->atab);
-    lc_table_init(&m->atab);
-    free(m->tokens);
-    free(m->targets);
-    free(m->global_pos);
     const int rows = m->cap_T + m->cfg.extra_tokens; /* per sequence inside the model */
-    size_t N = (size_t)m->max_B * (size_t)rows;
-    m->global_pos = malloc(sizeof(int) * (size_t)rows);
-    if (!m->global_pos) return lc_fail(LC_ERR_NOMEM, "out of memory for %d positions", rows);
+    const size_t N = (size_t)m->max_B * (size_t)rows;
+    const int old_kv_rows = m->kv_rows;
+    m->kv_rows = 2 * m->cap_M + m->cap_T; /* room to append for cap_M tokens between compactions */
+    lc_table tab;
+    lc_table_init(&tab);
+    lc_plan ap = {&tab, NULL, 0, 0, 0};
+    plan_acts(m, &ap);
+    st = ap.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
+                   : lc_check_fits(tab.total * sizeof(float) + 2 * N * sizeof(int),
+                                   "the activations (batch, segment and memory lengths)");
+    float *acts = st ? NULL : lc_table_alloc(&tab);
+    int *global_pos = acts ? malloc(sizeof(int) * (size_t)rows) : NULL;
+    int *tokens = global_pos ? calloc(N, sizeof *tokens) : NULL, *targets = tokens ? calloc(N, sizeof *targets) : NULL;
+    if (!targets) {
+        if (!st) st = lc_fail(LC_ERR_NOMEM, "out of memory for %zu rows of activations", N);
+        lc_free(acts), free(global_pos), free(tokens), free(ap.fix);
+        lc_table_free(&tab);
+        m->kv_rows = old_kv_rows;
+        return st;
+    }
+    lc_free(m->acts);
+    lc_table_free(&m->atab);
+    free(m->tokens), free(m->targets), free(m->global_pos);
+    m->atab = tab, m->acts = acts, m->tokens = tokens, m->targets = targets, m->global_pos = global_pos;
     for (int t = 0; t < rows; t++) m->global_pos[t] = t;
-    m->tokens = calloc(N, sizeof *m->tokens);
-    m->targets = calloc(N, sizeof *m->targets);
-    if (!m->tokens || !m->targets) return lc_fail(LC_ERR_NOMEM, "out of memory for %zu token rows", N);
     memset(m->bact, 0, (size_t)m->cfg.n_layer * sizeof *m->bact);
     memset(m->mem, 0, (size_t)m->cfg.n_layer * sizeof *m->mem);
     memset(m->kv, 0, (size_t)m->cfg.n_layer * sizeof *m->kv);
-    m->kv_rows = 2 * m->cap_M + m->cap_T; /* room to append for cap_M tokens between compactions */
-    lc_plan ap = {&m->atab, NULL, 0, 0, 0};
-    plan_acts(m, &ap);
-    if (ap.failed) { free(ap.fix); return LC_ERR_NOMEM; }
-    m->acts = lc_table_alloc(&m->atab);
-    if (!m->acts) { free(ap.fix); return LC_ERR_NOMEM; }
     plan_patch(&ap, m->acts);
     free(ap.fix);
     lc_status st_plan = plan_compute(m);

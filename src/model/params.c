@@ -196,6 +196,9 @@ static lc_status plan_and_allocate(lc_model *m) {
         lc_table *tab = lc_tensor_is_param(t) ? &m->ptab : &m->stab;
         if (lc_table_add(tab, t->name, t->ndim, t->shape) != t->slot) return LC_ERR_NOMEM; /* message set */
     }
+    lc_status fits = lc_check_fits((4 * m->ptab.total + m->stab.total) * sizeof(float),
+                                   "the parameters, gradients and optimizer moments");
+    if (fits) return fits;
     m->params = lc_table_alloc(&m->ptab);
     m->grads = lc_table_alloc(&m->ptab);
     m->adam_m = lc_table_alloc(&m->ptab);
