@@ -116,6 +116,7 @@ struct kit_problem {
     _Alignas(16) unsigned char opts[LC_ATTN_OPTS_BYTES];
     long row, out_row;
     size_t qkv_n, out_n, nq, nk, nl, ng, nr, nu;
+    int n_T; /* global positions < T: the global rows of this call (a longer list serves shorter calls) */
     float *qkv, *grad, *out, *dout, *lse;
     float *gqkv, *ggrad, *glse;
     float *r, *u, *vb, *dr, *du, *dvb;
@@ -228,14 +229,11 @@ KIT_FN void kit_label(const kit_problem *p, char *buf, size_t size) {
     snprintf(buf + n, size - n, "%s%s", c->rel ? " rel" : "", c->train ? " train" : "");
 }
 
-/* The one place a test asks whether a kind accepts a shape. */
+/* Whether a kind accepts a shape: lc_attn_kind_check, the library's one check (caps, length rule, the
+ * kind's own check of its options). */
 KIT_FN int kit_kind_check(const lc_attn_kind *kind, const lc_attn_shape *s, const void *opts,
                           const lc_attn_global *global, char *err, size_t errlen) {
-#ifdef LC_ATTN_MAX_REGISTERED
     return lc_attn_kind_check(kind, s, opts, global, err, errlen);
-#else
-    return kind->check ? kind->check(s, opts, global, err, errlen) : 0;
-#endif
 }
 
 KIT_FN int kit_is_global_row(const kit_case *c, int t) {
@@ -280,7 +278,8 @@ KIT_FN kit_problem *kit_problem_new(const kit_kind *kk, const kit_case *cin, int
     p->row = 3L * HD + 7, p->out_row = HD + 5;
     p->qkv_n = (size_t)c->B * S * p->row, p->out_n = (size_t)c->B * c->T * p->out_row;
     p->nq = (size_t)c->B * c->T * HD, p->nk = (size_t)c->B * S * HD, p->nl = (size_t)c->B * c->H * c->T;
-    p->ng = (size_t)c->B * c->H * n, p->nr = (size_t)S * HD, p->nu = (size_t)HD;
+    while (p->n_T < n && c->pos[p->n_T] < c->T) p->n_T++;
+    p->ng = (size_t)c->B * c->H * p->n_T, p->nr = (size_t)S * HD, p->nu = (size_t)HD;
     lc_rng rng;
     lc_rng_seed(&rng, kk->seed_of ? kk->seed_of(c)
                                   : (uint64_t)(77 + c->T + 13 * c->M + 101 * c->D + c->causal + 7 * c->p[0] + 3 * c->p[1] + 11 * n));
@@ -550,8 +549,8 @@ KIT_FN void kit_global_reference(kit_ref *r, const void *ctx, int backward) {
             for (int t = 0; t < c->T; t++)
                 r->lse[((size_t)b * c->H + h) * c->T + t] =
                     kit_is_global_row(c, t) ? INFINITY : kit_row_lse(r, r->q, r->k, NULL, kit_ordinary_visible, &m, b, h, t);
-            for (int i = 0; i < c->n_global; i++)
-                r->glse[((size_t)b * c->H + h) * c->n_global + i] =
+            for (int i = 0; i < r->p->n_T; i++)
+                r->glse[((size_t)b * c->H + h) * r->p->n_T + i] =
                     kit_row_lse(r, r->qg, r->kg, NULL, kit_global_visible, &m, b, h, c->pos[i]);
         }
     if (!backward) return;

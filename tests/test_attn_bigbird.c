@@ -129,14 +129,16 @@ TEST(fast_is_stable_for_large_scores) {
 
 /* ---------------------------------------------------------------- the full kind, plans, threads */
 
-/* Bidirectional itc with at most 3 blocks, or etc with one block: every query sees every key. */
+/* Bidirectional itc with at most 3 blocks, or etc with one block or g >= T: every query sees every key. */
 TEST(dense_patterns_equal_the_full_kind) {
     const kit_case cases[] = {{2, 2, 130, 0, 16, 0, {64, LC_BIGBIRD_ITC, 3, -1}, .seed = 1},
                               {1, 3, 20, 0, 64, 0, {64, LC_BIGBIRD_ITC, 3, -1}, .seed = 1},
                               {1, 2, 45, 0, 24, 1, {16, LC_BIGBIRD_ITC, 2, -1}, .seed = 1},
                               {2, 2, 90, 0, 16, 1, {64, LC_BIGBIRD_ETC, 1, 30}, .seed = 1},
                               {1, 1, 1, 0, 3, 1, {5, LC_BIGBIRD_ITC, 3, -1}, .seed = 1},
-                              {1, 2, 50, 0, 16, 0, {1 << 24, LC_BIGBIRD_ETC, 3, 5}, .seed = 1}};
+                              {1, 2, 50, 0, 16, 0, {1 << 24, LC_BIGBIRD_ETC, 3, 5}, .seed = 1},
+                              {2, 2, 10, 0, 16, 1, {16, LC_BIGBIRD_ETC, 0, 16}, .seed = 1}, /* g >= T: all global */
+                              {1, 2, 9, 0, 8, 0, {4, LC_BIGBIRD_ETC, 1, -1}, .seed = 1}};   /* default g = b >= T */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK(!pattern_is_sparse(&cases[i]), "case %zu should be dense", i);
         kit_check_same(&bigbird, &kit_full, cases[i], (kit_tol){1e-5, 1e-6, 1e-5, 1e-6}, 1);
@@ -367,7 +369,7 @@ TEST(options_parse_and_bad_options_give_errors) {
         int global;
     } bad[6];
     for (int i = 0; i < 6; i++) bad[i].s = s, bad[i].o = etc, bad[i].global = 0;
-    bad[0].what = "g >= T", bad[0].s.T = 10;
+    bad[0].what = "g = 0", bad[0].o.g = 0;
     bad[1].what = "memory", bad[1].s.M = 5;
     bad[2].what = "relative positions", bad[2].s.relpos = 1;
     bad[3].what = "Longformer globals", bad[3].global = 1;
@@ -382,11 +384,12 @@ TEST(options_parse_and_bad_options_give_errors) {
         CHECK(rc != 0 && err[0], "%s accepted", bad[i].what);
         printf("  %-22s -> %s\n", bad[i].what, err);
     }
-    /* the default g (= b) must be below T too */
+    /* a short segment (T <= g, also the default g = b) makes every position global */
+    s.T = 10;
+    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) == 0, "g = 10 at T = 10 refused: %s", err);
     etc.g = -1, s.T = 16;
-    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) != 0, "the default g = b = 16 with T = 16 passed");
-    s.T = 17;
-    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(kit_kind_check(&lc_attn_bigbird, &s, &etc, NULL, err, sizeof err) == 0, "the default g = b = 16 at T = 16 refused: %s",
+          err);
 }
 
 TEST(workspace_does_not_grow_like_t_squared) {

@@ -40,6 +40,10 @@ static const kit_case CASES[] = {
     {1, 3, 200, 0, 16, 1, {5, 1}, GLOBALS(-2)},
     {1, 2, 70, 3, 24, 1, {100, 0}, GLOBALS(2, 0, 69)},
     {1, 3, 65, 7, 16, 1, {64, 0}, GLOBALS(5, 0, 1, 2, 3, 64)},
+    /* a list made for longer sequences (a short last segment, a short prompt): positions >= T are not
+     * global in this call */
+    {2, 3, 20, 0, 8, 1, {2, 1}, GLOBALS(3, 0, 15, 30)},
+    {1, 2, 5, 3, 8, 1, {2, 0}, GLOBALS(2, 25, 40)},
 };
 
 static void check_cases(int causal) {
@@ -66,8 +70,7 @@ TEST(check_accepts_and_rejects_global_positions) {
     kit_problem *p = kit_problem_new(&kit_window, &(kit_case){1, 2, 10, 3, 8, 1, {2, 1}}, 2);
     const lc_attn_shape s = p->s;
     char err[256];
-    const int good[3] = {0, 4, 9}, out_of_range[2] = {0, 10}, negative[2] = {-1, 3}, unsorted[2] = {5, 2},
-              repeated[2] = {4, 4};
+    const int good[3] = {0, 4, 9}, beyond[2] = {0, 10}, negative[2] = {-1, 3}, unsorted[2] = {5, 2}, repeated[2] = {4, 4};
     lc_attn_global g;
     memset(&g, 0, sizeof g);
     g.n = 3, g.pos = good;
@@ -77,16 +80,20 @@ TEST(check_accepts_and_rejects_global_positions) {
     CHECK(kit_kind_check(&lc_attn_window, &bi, p->opts, &g, err, sizeof err) == 0, "bidirectional refused: %s", err);
     g.pos = NULL; /* the spec parser's probe: only the count */
     CHECK(kit_kind_check(&lc_attn_window, &s, p->opts, &g, err, sizeof err) == 0, "probe refused: %s", err);
-    const int *bad[4] = {out_of_range, negative, unsorted, repeated};
-    for (int i = 0; i < 4; i++) {
+    /* one list serves every length: positions >= T, or more globals than positions, are simply not global
+     * in a shorter call */
+    g.n = 2, g.pos = beyond;
+    CHECK(kit_kind_check(&lc_attn_window, &s, p->opts, &g, err, sizeof err) == 0, "position 10 of T = 10 refused: %s", err);
+    g.n = 11, g.pos = NULL;
+    CHECK(kit_kind_check(&lc_attn_window, &s, p->opts, &g, err, sizeof err) == 0, "11 globals at T = 10 refused: %s", err);
+    const int *bad[3] = {negative, unsorted, repeated};
+    for (int i = 0; i < 3; i++) {
         g.n = 2, g.pos = bad[i];
         err[0] = 0;
         CHECK(kit_kind_check(&lc_attn_window, &s, p->opts, &g, err, sizeof err) != 0, "bad positions %d, %d accepted",
               bad[i][0], bad[i][1]);
         CHECK(strstr(err, "window: global") != NULL, "message: %s", err);
     }
-    g.n = 11, g.pos = NULL;
-    CHECK(kit_kind_check(&lc_attn_window, &s, p->opts, &g, err, sizeof err) != 0, "11 globals in 10 positions accepted");
     g.n = 2, g.pos = good;
     lc_attn_shape rel = s;
     rel.relpos = 1;
