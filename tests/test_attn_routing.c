@@ -10,6 +10,7 @@
 #include "attn/routing.h"
 #include "attn/spec.h"
 #include "attn_kit.h"
+#include "model/lm.h"
 
 /* Cases: p = {C clusters, w members per centroid (0: the default ceil(S / C))}. */
 static void routing_opts(const kit_case *c, void *opts) {
@@ -294,10 +295,12 @@ TEST(backward_routes_with_the_centroids_of_its_forward) {
 TEST(state_init_gives_seeded_unit_centroids) {
     lc_attn_routing_opts o;
     lc_attn_routing.opts_init(&o, 4);
-    CHECK(o.clusters == 8 && o.window == 0 && fabsf(o.decay - 0.999f) < 1e-7f, "defaults");
+    CHECK(o.clusters == 0 && o.window == 0 && fabsf(o.decay - 0.999f) < 1e-7f, "defaults (clusters=auto)");
     const int H = 4, D = 24;
+    lc_attn_routing.opts_plan(&o, H, D, 256); /* auto: 16 clusters of about 16 members for 256 keys */
+    CHECK(o.clusters == 16, "auto planned %d clusters for 256 keys", o.clusters);
     const size_t n = lc_attn_routing.state_floats(&o, H, D);
-    CHECK(n == (size_t)2 * H * 8 * D, "state_floats %zu", n);
+    CHECK(n == (size_t)2 * H * 16 * D, "state_floats %zu", n);
     float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float)), *d = malloc(n * sizeof(float));
     lc_attn_routing.state_init(a, &o, H, D, 9), lc_attn_routing.state_init(b, &o, H, D, 9);
     lc_attn_routing.state_init(d, &o, H, D, 10);
@@ -487,6 +490,43 @@ TEST(nonfinite_inputs_keep_the_plan_in_bounds) {
     free(q), free(k), free(v), free(dout), free(state0);
 }
 
+/* clusters=auto (the default): the largest power of two C with C * C <= keys, fixed once from the planned
+ * length, so a centroid gathers about sqrt(S) members and the cost per token grows as sqrt(S); an
+ * explicit count is kept; an unplanned auto is refused by the check. */
+TEST(auto_clusters_follow_the_square_root_of_the_length) {
+    const int lens[] = {1, 3, 4, 15, 16, 2048, 4096, 32768, 1 << 30}, want[] = {1, 1, 2, 2, 4, 32, 64, 128, 4096};
+    for (int i = 0; i < 9; i++)
+        CHECK(lc_attn_routing_auto_clusters(lens[i]) == want[i], "%d keys: %d clusters, want %d", lens[i],
+              lc_attn_routing_auto_clusters(lens[i]), want[i]);
+    char err[256];
+    lc_attn_layer layer;
+    lc_attn_layer two[2];
+    CHECK(lc_attn_spec_parse("routing:clusters=auto;routing:clusters=4", 2, 2, two, err, sizeof err) == 0, "%s", err);
+    lc_attn_spec_plan(two, 2, 8, 1000);
+    CHECK(((lc_attn_routing_opts *)two[0].group[0].opts)->clusters == 16 &&
+              ((lc_attn_routing_opts *)two[1].group[0].opts)->clusters == 4,
+          "planned %d and %d", ((lc_attn_routing_opts *)two[0].group[0].opts)->clusters,
+          ((lc_attn_routing_opts *)two[1].group[0].opts)->clusters);
+    CHECK(lc_attn_spec_parse("routing", 1, 2, &layer, err, sizeof err) == 0, "%s", err);
+    lc_attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.B = 1, s.H = 2, s.T = 64, s.D = 8, s.causal = 1, s.scale = 1;
+    CHECK(lc_attn_layer_check(&layer, &s, err, sizeof err) == -1 && strstr(err, "auto"), "unplanned auto: %s", err);
+    /* a model plans it from its segment length (and memory): its centroid state has 2 H C D floats */
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    c.model = LC_MODEL_VANILLA, c.seq_len = 64, c.n_layer = 1;
+    snprintf(c.attn, sizeof c.attn, "routing");
+    lc_model *m = NULL;
+    CHECK(lc_model_create(&c, 1, 1, &m) == LC_OK, "%s", lc_last_error());
+    if (m) {
+        const int D = c.d_model / c.n_head;
+        CHECK(m->stab.total >= (size_t)2 * c.n_head * 8 * D && m->stab.total < (size_t)2 * c.n_head * 16 * D + 64,
+              "state of %zu floats for 8 clusters", m->stab.total);
+        lc_model_free(m);
+    }
+}
+
 int main(void) {
     lc_set_threads(2);
     RUN(reference_with_routing_mask_matches_finite_differences);
@@ -499,6 +539,7 @@ int main(void) {
     RUN(eval_forward_leaves_centroids_alone);
     RUN(backward_routes_with_the_centroids_of_its_forward);
     RUN(state_init_gives_seeded_unit_centroids);
+    RUN(auto_clusters_follow_the_square_root_of_the_length);
     RUN(runs_are_bit_identical_across_repeats_and_thread_counts);
     RUN(empty_segment_writes_zero_memory_gradients);
     RUN(bad_options_and_shapes_are_rejected);

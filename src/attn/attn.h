@@ -161,6 +161,10 @@ typedef struct lc_attn_kind {
     /* Optional state (saved in checkpoints, never trained by gradient) and its initialisation. */
     size_t (*state_floats)(const void *opts, int H, int D);
     void (*state_init)(float *state, const void *opts, int H, int D, uint64_t seed);
+    /* Optional: fixes the options that depend on the planned length (max_len keys per sequence, memory
+     * and extra tokens included) once, before anything is sized: e.g. routing's clusters=auto. A model
+     * keeps them for its lifetime (shorter or longer run-time segments do not change them). */
+    void (*opts_plan)(void *opts, int H, int D, int max_len);
 } lc_attn_kind;
 
 /* Helpers for opts_set (src/attn/opts.c): parse an integer in [lo, hi] / a '/'-separated list of at

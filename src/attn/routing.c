@@ -29,7 +29,7 @@
 static void routing_opts_init(void *opts, int H) {
     lc_attn_routing_opts *o = opts;
     memset(o, 0, sizeof *o);
-    o->clusters = 8;
+    o->clusters = 0; /* auto: fixed from the planned length by routing_opts_plan */
     o->window = 0;
     o->decay = 0.999f;
     (void)H;
@@ -38,7 +38,10 @@ static void routing_opts_init(void *opts, int H) {
 static int routing_opts_set(void *opts, int H, const char *key, const char *value, char *err, size_t errlen) {
     lc_attn_routing_opts *o = opts;
     (void)H;
-    if (strcmp(key, "clusters") == 0) return lc_attn_opt_int(key, value, 1, 4096, &o->clusters, err, errlen);
+    if (strcmp(key, "clusters") == 0) {
+        if (strcmp(value, "auto") == 0) return o->clusters = 0, 0;
+        return lc_attn_opt_int(key, value, 1, 4096, &o->clusters, err, errlen);
+    }
     if (strcmp(key, "window") == 0) return lc_attn_opt_int(key, value, 1, 1 << 24, &o->window, err, errlen);
     if (strcmp(key, "decay") == 0) return lc_attn_opt_float(key, value, 0.0, 1.0, &o->decay, err, errlen);
     return lc_attn_opt_unknown(&lc_attn_routing, key, err, errlen);
@@ -47,11 +50,25 @@ static int routing_opts_set(void *opts, int H, const char *key, const char *valu
 static int routing_check(const lc_attn_shape *s, const void *opts, const lc_attn_global *global, char *err,
                          size_t errlen) {
     const lc_attn_routing_opts *o = opts;
-    if (o->clusters < 1) return snprintf(err, errlen, "routing: clusters=%d must be >= 1", o->clusters), -1;
+    if (o->clusters < 1)
+        return snprintf(err, errlen, "routing: clusters=%s must be >= 1 (auto is fixed from the planned length)",
+                        o->clusters ? "negative" : "auto"), -1;
     if (o->window < 0) return snprintf(err, errlen, "routing: window=%d must be >= 1", o->window), -1;
     if (!(o->decay >= 0.0f && o->decay <= 1.0f))
         return snprintf(err, errlen, "routing: decay=%g must be in [0, 1]", (double)o->decay), -1;
     return 0;
+}
+
+int lc_attn_routing_auto_clusters(int max_len) {
+    int C = 1;
+    while (C < 4096 && (long)(2 * C) * (2 * C) <= max_len) C *= 2;
+    return C;
+}
+
+static void routing_opts_plan(void *opts, int H, int D, int max_len) {
+    lc_attn_routing_opts *o = opts;
+    (void)H, (void)D;
+    if (o->clusters == 0) o->clusters = lc_attn_routing_auto_clusters(max_len);
 }
 
 size_t lc_attn_routing_state_floats(const void *opts, int H, int D) {
@@ -313,7 +330,8 @@ void lc_attn_routing_backward(const lc_attn_shape *s, const void *opts, const lc
 
 const lc_attn_kind lc_attn_routing = {
     .name = "routing",
-    .options_help = "clusters=<centroids per head, default 8> window=<members per centroid, default ceil(S/C)> "
+    .options_help = "clusters=<centroids per head, or auto: the largest power of two C with C*C <= keys, the "
+                    "default> window=<members per centroid, default ceil(S/C)> "
                     "decay=<centroid EMA decay, default 0.999>",
     .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY,
     .opts_size = sizeof(lc_attn_routing_opts),
@@ -325,4 +343,5 @@ const lc_attn_kind lc_attn_routing = {
     .backward = lc_attn_routing_backward,
     .state_floats = lc_attn_routing_state_floats,
     .state_init = lc_attn_routing_state_init,
+    .opts_plan = routing_opts_plan,
 };

@@ -41,13 +41,16 @@
 #include "attn/attn.h"
 
 typedef struct {
-    int clusters; /* C >= 1 (default 8) */
+    int clusters; /* C >= 1; 0 = auto (the default): lc_attn_routing_auto_clusters of the planned length */
     int window;   /* w: members per centroid; 0 = ceil(S / C) (default) */
     float decay;  /* EMA decay of the centroids in [0, 1] (default 0.999) */
 } lc_attn_routing_opts;
 
 extern const lc_attn_kind lc_attn_routing;
 
+/* clusters=auto: the largest power of two C with C * C <= max_len keys (at least 1, at most 4096), so each
+ * centroid gathers about sqrt(S) members and the cost per token grows as sqrt(S) (Roy et al. 2020). */
+int lc_attn_routing_auto_clusters(int max_len);
 size_t lc_attn_routing_state_floats(const void *opts, int H, int D);
 void lc_attn_routing_state_init(float *state, const void *opts, int H, int D, uint64_t seed);
 size_t lc_attn_routing_workspace(const lc_attn_shape *s, const void *opts);

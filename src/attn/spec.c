@@ -235,3 +235,11 @@ int lc_attn_layer_has_global(const lc_attn_layer *layer) {
         if (layer->group[i].n_global) return 1;
     return 0;
 }
+
+void lc_attn_spec_plan(lc_attn_layer *layers, int n_layer, int D, int max_len) {
+    for (int l = 0; l < n_layer; l++)
+        for (int i = 0; i < layers[l].n_groups; i++) {
+            lc_attn_group *g = &layers[l].group[i];
+            if (g->kind->opts_plan) g->kind->opts_plan(g->opts, g->heads, D, max_len);
+        }
+}

@@ -66,4 +66,9 @@ size_t lc_attn_layer_workspace(const lc_attn_layer *layer, const lc_attn_shape *
 /* Whether any group of the layer has global tokens (the layer then needs global projections). */
 int lc_attn_layer_has_global(const lc_attn_layer *layer);
 
+/* Fixes every group's length-dependent options (the kinds' opts_plan) for max_len keys per sequence and
+ * heads of dimension D. Call once after lc_attn_spec_parse, before sizing parameters, state or
+ * workspaces. */
+void lc_attn_spec_plan(lc_attn_layer *layers, int n_layer, int D, int max_len);
+
 #endif

@@ -152,8 +152,10 @@ static void fill_normal(float *p, size_t n, lc_rng *rng) {
 /* Runs one length (in the child process) and prints its line. */
 static void bench_length(const bench_attn_options *o, int len) {
     lc_set_threads(o->threads);
-    const lc_attn_layer *layer = &o->layer;
     const lc_attn_shape s = shape_for(o, len);
+    lc_attn_layer planned = o->layer; /* length-dependent options (routing's clusters=auto) for this length */
+    lc_attn_spec_plan(&planned, 1, s.D, len);
+    const lc_attn_layer *layer = &planned;
     const size_t n = (size_t)s.B * s.T * s.H * s.D, rows = (size_t)s.B * s.H * s.T;
     bench_buffers b;
     memset(&b, 0, sizeof b);
@@ -301,7 +303,9 @@ int lc_cmd_bench_attn(int argc, char **argv) {
     if (parse_lengths(lens, &o)) return LC_EXIT_USAGE;
     for (int i = 0; i < o.n_lens; i++) {
         const lc_attn_shape s = shape_for(&o, o.lens[i]);
-        if (lc_attn_layer_check(&o.layer, &s, err, sizeof err)) {
+        lc_attn_layer planned = o.layer;
+        lc_attn_spec_plan(&planned, 1, s.D, o.lens[i]);
+        if (lc_attn_layer_check(&planned, &s, err, sizeof err)) {
             lc_cli_error("bench attn: --len %d: %s", o.lens[i], err);
             return LC_EXIT_USAGE;
         }

@@ -288,6 +288,7 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
             lc_model_free(m);
             return lc_fail(LC_ERR_ARG, "%s", err);
         }
+        lc_attn_spec_plan(m->layers, L, cfg->d_model / cfg->n_head, lc_config_attn_keys(cfg));
     }
     m->bact = calloc((size_t)L, sizeof *m->bact);
     m->res = calloc((size_t)L + 1, sizeof *m->res);

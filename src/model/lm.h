@@ -83,6 +83,10 @@ struct lc_model {
 lc_status lc_model_build_params(lc_model *m, uint64_t seed);
 void lc_model_free_params(lc_model *m);
 
+/* Keys per sequence the attention is planned for: segment, extra tokens and (XL) memory rows. Options
+ * that depend on the length (lc_attn_spec_plan) are fixed from it. */
+int lc_config_attn_keys(const lc_config *c);
+
 /* Q/K tying (cfg.qk_share): refresh the expanded projections from the parameters (before a forward) /
  * fold their gradients back into the parameters' gradients (after a backward). No-ops otherwise. */
 void lc_model_expand_shared(lc_model *m);
