@@ -3,6 +3,7 @@
  * connections, in pre-LN (x + f(LN(x))) or post-LN (LN(x + f(x))) arrangement; forward and backward. With memory
  * (Transformer-XL) the attention reads keys and values from concat(memory, segment), LayerNorm (pre-LN)
  * covers the memory rows too, and no gradient flows into the memory. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,52 +89,131 @@ static lc_attn_global global_views(const lc_block_ctx *c, const lc_block_acts *a
 
 /* The global positions group grp has in this call: those of its configured ones that exist in the T
  * rows of the sequence (Longformer), its listed positions or the first ones of c->global_pos. */
-static void group_globals(const lc_block_ctx *c, const lc_attn_group *grp, lc_attn_global *gg) {
-    gg->n = lc_attn_group_global_count(grp, c->T);
+static void group_globals(const lc_block_ctx *c, const lc_attn_group *grp, int T, lc_attn_global *gg) {
+    gg->n = lc_attn_group_global_count(grp, T);
     gg->pos = grp->global_listed ? grp->global_pos : c->global_pos;
 }
 
-int lc_block_check_attention(const lc_block_ctx *c, char *err, size_t errlen) {
-    const lc_attn_shape s = attn_shape(c);
+/* Packed sequences: the group of equal-length sequences starting at sequence *j (B_g of them, T_g rows
+ * each); *j moves past it. */
+static void next_seq_group(const lc_block_ctx *c, int *j, int *Bg, int *Tg) {
+    const int len = c->seq_len[*j];
+    int k = 1;
+    while (*j + k < c->n_seq && c->seq_len[*j + k] == len) k++;
+    *j += k, *Bg = k, *Tg = len;
+}
+
+/* The head groups' checks for B sequences of T rows (the context's own B, T unless packed). */
+static int check_groups(const lc_block_ctx *c, int B, int T, char *err, size_t errlen) {
+    lc_attn_shape s = attn_shape(c);
+    s.B = B, s.T = T;
     for (int i = 0; i < c->layer->n_groups; i++) {
         const lc_attn_group *grp = &c->layer->group[i];
         const lc_attn_shape gs = lc_attn_group_shape(&s, grp);
         lc_attn_global gg;
         memset(&gg, 0, sizeof gg);
-        group_globals(c, grp, &gg);
+        group_globals(c, grp, T, &gg);
         if (lc_attn_kind_check(grp->kind, &gs, grp->opts, grp->n_global ? &gg : NULL, err, errlen)) return -1;
         if (c->kv && !(grp->kind->caps & LC_ATTN_CAP_DECODE)) {
             snprintf(err, errlen, "%s: running against the key/value cache is not supported", grp->kind->name);
             return -1;
         }
     }
+    const size_t need = c->attn_work_floats ? lc_attn_layer_workspace(c->layer, &s) : 0;
+    if (need > c->attn_work_floats) {
+        snprintf(err, errlen, "attention workspace of %zu floats is too small for %d sequences of %d rows (%zu needed)",
+                 c->attn_work_floats, B, T, need);
+        return -1;
+    }
     return 0;
+}
+
+/* The packing itself: a vanilla block, lengths >= 1 that cover the B*T rows, a workspace size to check. */
+static int check_packing(const lc_block_ctx *c, char *err, size_t errlen) {
+    if (c->M || c->mem || c->relpos || c->window || c->kv) {
+        snprintf(err, errlen, "packed sequences need a vanilla block (no memory, relative positions, window or "
+                              "key/value cache)");
+        return -1;
+    }
+    long rows = 0;
+    for (int i = 0; i < c->n_seq; i++) {
+        if (!c->seq_len || c->seq_len[i] < 1) {
+            snprintf(err, errlen, "packed sequence %d has %d rows (at least 1)", i, c->seq_len ? c->seq_len[i] : 0);
+            return -1;
+        }
+        rows += c->seq_len[i];
+    }
+    if (rows != (long)c->B * c->T) {
+        snprintf(err, errlen, "packed sequences cover %ld rows, the block has %ld", rows, (long)c->B * c->T);
+        return -1;
+    }
+    if (!c->attn_work_floats) {
+        snprintf(err, errlen, "packed sequences need attn_work_floats (size it with lc_block_packed_workspace)");
+        return -1;
+    }
+    return 0;
+}
+
+int lc_block_check_attention(const lc_block_ctx *c, char *err, size_t errlen) {
+    if (c->n_seq < 0) return snprintf(err, errlen, "n_seq %d < 0", c->n_seq), -1;
+    if (!c->n_seq) return check_groups(c, c->B, c->T, err, errlen);
+    if (check_packing(c, err, errlen)) return -1;
+    for (int j = 0; j < c->n_seq;) {
+        int Bg, Tg;
+        next_seq_group(c, &j, &Bg, &Tg);
+        char msg[384];
+        if (check_groups(c, Bg, Tg, msg, sizeof msg)) {
+            snprintf(err, errlen, "packed sequences of %d rows: %s", Tg, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+size_t lc_block_packed_workspace(const lc_block_ctx *c, int max_rows, int max_len) {
+    lc_attn_shape s = attn_shape(c);
+    s.M = 0, s.window = 0, s.relpos = 0;
+    size_t most = 0;
+    /* Kinds' workspaces grow with B at a given T, so B = max_rows / T is the largest at that length. */
+    for (int T = 1; T <= max_len && T <= max_rows; T++) {
+        s.B = max_rows / T, s.T = T;
+        char err[384];
+        if (lc_attn_layer_check(c->layer, &s, err, sizeof err)) continue; /* refused: never runs */
+        const size_t n = lc_attn_layer_workspace(c->layer, &s);
+        most = n > most ? n : most;
+    }
+    return most;
 }
 
 /* Run the layer's head groups one after another: group i sees heads h0 .. h0 + heads - 1, i.e. the
  * views shifted by h0*D columns, its own slice of lse, its kind's parameters and state. g (the
- * gradients) is NULL for forward. The caller has checked the groups (lc_block_check_attention). */
-static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                       const lc_attn_tensors *t, const lc_attn_global *glob) {
-    const lc_attn_shape s = attn_shape(c);
+ * gradients) is NULL for forward. The caller has checked the groups (lc_block_check_attention).
+ * B sequences of T rows, the first at row r0 of the block's rows (packed: one sequence group; the views
+ * are the group's); lse slices: head group from N*h0, sequence group from r0*heads in it. */
+static void run_head_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                            const lc_attn_tensors *t, const lc_attn_global *glob, int B, int T, long r0) {
+    lc_attn_shape s = attn_shape(c);
+    s.B = B, s.T = T;
     const long D = c->C / c->H, BT = (long)c->B * c->T;
     for (int i = 0; i < c->layer->n_groups; i++) {
         const lc_attn_group *grp = &c->layer->group[i];
         const long off = grp->h0 * D;
         const lc_attn_shape gs = lc_attn_group_shape(&s, grp);
+        /* lc_block_check_attention refuses a workspace too small for this shape; this is the backstop */
+        assert(!c->attn_work_floats || grp->kind->workspace_floats(&gs, grp->opts) <= c->attn_work_floats);
         lc_attn_tensors gt = *t;
         gt.q = view_at(t->q, off), gt.k = view_at(t->k, off), gt.v = view_at(t->v, off);
         gt.out = view_at(t->out, off), gt.dout = view_at(t->dout, off);
         gt.dq = view_at(t->dq, off), gt.dk = view_at(t->dk, off), gt.dv = view_at(t->dv, off);
-        gt.lse = t->lse + BT * grp->h0;
+        gt.lse = t->lse + BT * grp->h0 + r0 * grp->heads;
         lc_attn_global gg;
         gt.global = NULL;
         if (grp->n_global) { /* even when none exists at this length: backward then zeroes dqg, dkg, dvg */
             gg = *glob;
-            group_globals(c, grp, &gg);
+            group_globals(c, grp, T, &gg);
             gg.qg = view_at(glob->qg, off), gg.kg = view_at(glob->kg, off), gg.vg = view_at(glob->vg, off);
             gg.dqg = view_at(glob->dqg, off), gg.dkg = view_at(glob->dkg, off), gg.dvg = view_at(glob->dvg, off);
-            gg.lse = glob->lse + BT * grp->h0;
+            gg.lse = glob->lse + BT * grp->h0 + r0 * grp->heads;
             gt.global = &gg;
         }
         gt.params = w->attn_params[i];
@@ -164,6 +244,40 @@ static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
             grp->kind->forward(&gs, grp->opts, &gt, c->attn_work);
         if (split_r && g)
             for (long d = 0; d < S; d++) memcpy(t->rel->dr + d * c->C + off, gr.dr + d * GD, sizeof(float) * GD);
+    }
+}
+
+/* A view of the packed rows' sequence group that starts at row r0 and has sequences of T rows. */
+static lc_view seq_view(lc_view v, long r0, int T) {
+    if (v.p) v.p += r0 * v.st;
+    v.sb = T * v.st;
+    return v;
+}
+
+/* The head groups over the whole call: once, or (packed) once per sequence group on its rows' views. */
+static void run_groups(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                       const lc_attn_tensors *t, const lc_attn_global *glob) {
+    if (!c->n_seq) {
+        run_head_groups(c, w, g, t, glob, c->B, c->T, 0);
+        return;
+    }
+    long r0 = 0;
+    for (int j = 0; j < c->n_seq;) {
+        int Bg, Tg;
+        next_seq_group(c, &j, &Bg, &Tg);
+        lc_attn_tensors st = *t;
+        st.q = seq_view(t->q, r0, Tg), st.k = seq_view(t->k, r0, Tg), st.v = seq_view(t->v, r0, Tg);
+        st.out = seq_view(t->out, r0, Tg), st.dout = seq_view(t->dout, r0, Tg);
+        st.dq = seq_view(t->dq, r0, Tg), st.dk = seq_view(t->dk, r0, Tg), st.dv = seq_view(t->dv, r0, Tg);
+        lc_attn_global sg;
+        if (glob) {
+            sg = *glob;
+            sg.qg = seq_view(glob->qg, r0, Tg), sg.kg = seq_view(glob->kg, r0, Tg), sg.vg = seq_view(glob->vg, r0, Tg);
+            sg.dqg = seq_view(glob->dqg, r0, Tg), sg.dkg = seq_view(glob->dkg, r0, Tg);
+            sg.dvg = seq_view(glob->dvg, r0, Tg);
+        }
+        run_head_groups(c, w, g, &st, glob ? &sg : NULL, Bg, Tg, r0);
+        r0 += (long)Bg * Tg;
     }
 }
 
@@ -361,6 +475,30 @@ void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
         }
         memcpy(dx, d_s1, sizeof(float) * NC);
     }
+}
+
+void lc_block_attn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
+                            const float *in) {
+    assert(c->M == 0 && !c->kv);
+    attention_sublayer(c, w, a, in);
+}
+
+void lc_block_attn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                     const lc_block_acts *a, const float *in, const float *dsum, float *din,
+                                     const lc_block_scratch *s) {
+    assert(c->M == 0);
+    attention_backward(c, w, g, a, in, dsum, din, s);
+}
+
+void lc_block_ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
+                           const float *in) {
+    ffn_sublayer(c, w, a, in);
+}
+
+void lc_block_ffn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                    const lc_block_acts *a, const float *in, const float *dsum, float *din,
+                                    const lc_block_scratch *s) {
+    ffn_backward(c, w, g, a, in, dsum, din, s);
 }
 
 void lc_sinusoid_positions(float *out, int S, int C, int clamp_len) {

@@ -89,11 +89,33 @@ typedef struct {
     long kv_stride;     /* floats between batch rows of kv */
     int kv_start;       /* row of the first memory key */
     int r_rows;         /* rows of a->r to compute; 0: a->r is already valid (cached) */
+    /* Packed sequences of different lengths (vanilla blocks only: M = 0, no relpos, window or cache).
+     * n_seq > 0: the N = B*T rows (any B, T with that product, e.g. B = 1, T = N) are n_seq sequences
+     * laid end to end, sequence i having seq_len[i] >= 1 rows (the lengths sum to N). Row-wise work runs
+     * on all N rows at once; attention runs once per group of consecutive sequences of equal length, as
+     * a (B_g = their count, T_g = their length) problem on views into the packed buffers (no padding, no
+     * masks), so order the sequences with equal lengths adjacent (e.g. sorted by length). Global
+     * positions are positions inside each sequence. lse and lse_g stay [N*H]: head group g from N*h0
+     * on, in it sequence group j from its first row r0 times the group's heads on. n_seq = 0: B
+     * sequences of T rows, as always. */
+    int n_seq;
+    const int *seq_len;
+    /* Floats of attn_work, checked by lc_block_check_attention against every sequence group's need
+     * (required when packed: size it with lc_block_packed_workspace); 0: not checked (unpacked only). */
+    size_t attn_work_floats;
 } lc_block_ctx;
+
+/* Attention workspace floats (for c->threads threads) that every packing of at most max_rows rows into
+ * sequences of at most max_len rows needs with c's layer, heads, width and direction: the most any
+ * sequence group (B_g, T_g) with B_g T_g <= max_rows and T_g <= max_len the layer's kinds accept can
+ * ask for. What a planner that knows only its limits allocates for c->attn_work. */
+size_t lc_block_packed_workspace(const lc_block_ctx *c, int max_rows, int max_len);
 
 /* Whether every head group of the layer runs the attention shape of this context (its B, T, M, causal,
  * window, relpos; global positions cut to those < T; the key/value cache needs LC_ATTN_CAP_DECODE):
- * lc_attn_kind_check per group. 0, or -1 with a one-line message. Call it before lc_block_forward. */
+ * lc_attn_kind_check per group. Packed contexts: the packing itself (lengths, a vanilla block), then
+ * every sequence group's shape, and that each group's workspace fits attn_work_floats. 0, or -1 with a
+ * one-line message. Call it before lc_block_forward. */
 int lc_block_check_attention(const lc_block_ctx *ctx, char *err, size_t errlen);
 
 /* out[N, C] = block(x[N, C]); out must not alias x. */
@@ -117,8 +139,89 @@ void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w
                                 const lc_block_acts *a, const float *y, const float *dy, float *dx,
                                 const lc_block_scratch *s);
 
+/* The sublayers on their own, without LayerNorm or residual (the decoder block composes them):
+ * attn: ctx->tmp = drop(proj(attention(qkv(in)))) for in[N rows] (no memory); ffn: ctx->tmp =
+ * drop(fc2(act(fc1(in)))). Their backward, given dsum = d loss / d (residual + the sublayer's output),
+ * accumulates d loss / d in into din (din may be dsum) and weight gradients into g. */
+void lc_block_attn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
+                            const float *in);
+void lc_block_attn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                     const lc_block_acts *a, const float *in, const float *dsum, float *din,
+                                     const lc_block_scratch *s);
+void lc_block_ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
+                           const float *in);
+void lc_block_ffn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                                    const lc_block_acts *a, const float *in, const float *dsum, float *din,
+                                    const lc_block_scratch *s);
+
 /* Sinusoid embeddings of distances 0..S-1 ([sin | cos] halves, inv_freq_k = 10000^(-2k/C)), distances
  * beyond clamp_len (when > 0) using clamp_len, as Transformer-XL. out is [S, C], C even. */
 void lc_sinusoid_positions(float *out, int S, int C, int clamp_len);
+
+/* ---- decoder block (src/nn/decoder.c): the encoder-decoder Transformer's decoder layer, HIBERT's
+ * sentence decoder. Three sublayers, each with its residual and dropout, pre-LN or post-LN like the block:
+ *   causal self-attention over the decoder rows (any kind; packed sequences as lc_block_ctx),
+ *   cross-attention: queries from the decoder stream, keys/values projected from encoder output rows
+ *     (width C_enc, may differ from C) over packed (query range, key range) pairs (src/attn/cross.h),
+ *   feed-forward.
+ * pre-LN:  s1 = x + drop(attn(LN1(x)));  sc = s1 + drop(cross(LNc(s1), enc));  out = sc + drop(ffn(LN2(sc)))
+ * post-LN: h1 = LN1(x + drop(attn(x)));  hc = LNc(h1 + drop(cross(h1, enc)));  out = LN2(hc + drop(ffn(hc))) */
+typedef struct {
+    lc_block_weights self;    /* ln1, attention (qkv, proj, global projections, kind parameters), ln2, ffn */
+    float *lnc_w, *lnc_b;     /* [C] the cross-attention's LayerNorm */
+    float *cq_w, *cq_b;       /* [C, C], [C] queries from the decoder stream */
+    float *ckv_w, *ckv_b;     /* [2C, C_enc], [2C] keys (rows 0..C-1) and values (rows C..2C-1) of the encoder rows */
+    float *cproj_w, *cproj_b; /* [C, C], [C] output projection */
+} lc_decoder_weights;
+
+/* Saved activations (N = the decoder rows, N_enc the encoder rows). */
+typedef struct {
+    lc_block_acts self; /* norm1, mean1, rstd1 (pre: LN1(x); post: h1), qkv, att, lse, qkvg, lse_g, s1,
+                         * norm2, mean2, rstd2 (pre: LN2(sc); post: the output's statistics), fc1, act, s2 (post) */
+    float *normc, *meanc, *rstdc; /* [N, C], [N], [N] pre: LNc(s1); post: hc = LNc(sc) */
+    float *cq;   /* [N, C] cross-attention queries */
+    float *ckv;  /* [N_enc, 2C] keys then values of every encoder row */
+    float *catt; /* [N, C] cross-attention output before the projection */
+    float *clse; /* [N, H] its row log-sum-exp */
+    float *sc;   /* [N, C] pre: s1 + drop(cross); post: h1 + drop(cross) */
+} lc_decoder_acts;
+
+/* Backward scratch: the block's (its [N, C] and [N, 3C] buffers and d_fc1/d_act; no memory rows) and
+ * the cross-attention's. */
+typedef struct {
+    lc_block_scratch self;
+    float *d_cq;  /* [N, C] */
+    float *d_ckv; /* [N_enc, 2C] */
+} lc_decoder_scratch;
+
+typedef struct {
+    lc_block_ctx self;  /* the decoder rows: B*T (packed or not), C, H, F, norm, dropout, causal = 1, the self-
+                         * attention's layer and workspace, tmp. Vanilla only: no memory, relpos, cache. */
+    const float *enc;   /* [N_enc, C_enc] encoder output rows */
+    int N_enc, C_enc;
+    /* Cross-attention pairs: decoder rows q_start[i] .. + q_len[i] read encoder rows kv_start[i] .. +
+     * kv_len[i]. The query ranges cover every decoder row exactly once; key ranges may overlap (several
+     * decoder sequences reading one encoder sequence). */
+    int n_pairs;
+    const int *q_start, *q_len, *kv_start, *kv_len;
+    float *cross_work;        /* lc_decoder_cross_workspace floats */
+    size_t cross_work_floats; /* its size, checked by lc_decoder_check */
+} lc_decoder_ctx;
+
+/* Cross-attention workspace floats for pairs of at most max_kv_len encoder rows, with `threads` threads. */
+size_t lc_decoder_cross_workspace(int max_kv_len, int threads);
+/* The context's checks: the self-attention's (lc_block_check_attention, causal), the pairs (valid,
+ * inside the rows, query ranges covering every decoder row once), the widths, the cross workspace.
+ * 0, or -1 with a one-line message. Call it before lc_decoder_forward. */
+int lc_decoder_check(const lc_decoder_ctx *c, char *err, size_t errlen);
+/* out[N, C] = decoder(x[N, C], enc); out must not alias x. */
+void lc_decoder_forward(const lc_decoder_ctx *c, const lc_decoder_weights *w, const lc_decoder_acts *a,
+                        const float *x, float *out);
+/* On entry dx holds d loss / d out; on return d loss / d x. d loss / d enc ACCUMULATES into d_enc
+ * [N_enc, C_enc] (NULL: not wanted; the encoder rows no pair reads get nothing); weight gradients
+ * accumulate into g. */
+void lc_decoder_backward(const lc_decoder_ctx *c, const lc_decoder_weights *w, lc_decoder_weights *g,
+                         const lc_decoder_acts *a, const float *x, float *dx, float *d_enc,
+                         const lc_decoder_scratch *s);
 
 #endif
