@@ -42,6 +42,7 @@ TEST(caps_decide_what_every_kind_accepts) {
         _Alignas(16) unsigned char opts[LC_ATTN_OPTS_BYTES];
         memset(opts, 0, sizeof opts);
         if (k->opts_init) k->opts_init(opts, 2);
+        if (k->opts_plan) k->opts_plan(opts, 2, 8, 96); /* length-dependent options, as a model plans them */
         CHECK(k->caps & (LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL), "%s: no direction in its caps", k->name);
         for (int causal = 0; causal <= 1; causal++) {
             const lc_attn_shape s = shape(1, 2, 96, 0, 8, causal);
