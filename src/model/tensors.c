@@ -1,5 +1,6 @@
 /* The list of a model's tensors (see tensors.h): one function that walks the configuration and names
- * every parameter and every piece of kind state once. */
+ * every parameter and every piece of kind state once, built from the stack-of-blocks pieces the
+ * hierarchical model (model/hier_params.c) lists its stacks with. */
 #include "model/tensors.h"
 
 #include <stdarg.h>
@@ -20,17 +21,14 @@ static const struct {
     [LC_ROLE_KIND_STATE] = {0, LC_INIT_KIND},
 };
 
-typedef struct {
-    lc_tensor_list *l;
-    int failed;
-    int n_params, n_state; /* slots handed out in each table */
-} builder;
+void lc_tensor_builder_init(lc_tensor_builder *b, lc_tensor_list *out) {
+    memset(out, 0, sizeof *out);
+    memset(b, 0, sizeof *b);
+    b->l = out;
+}
 
-/* Append a tensor; names are formatted from fmt. Returns the entry (NULL after a failure). */
-static lc_tensor *add(builder *b, lc_tensor_role role, lc_tensor_site site, int layer, int layers, long d0, long d1,
-                      const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static lc_tensor *add(builder *b, lc_tensor_role role, lc_tensor_site site, int layer, int layers, long d0, long d1,
-                      const char *fmt, ...) {
+lc_tensor *lc_tensor_add(lc_tensor_builder *b, lc_tensor_role role, lc_tensor_site site, int layer, int layers,
+                         long d0, long d1, const char *fmt, ...) {
     if (b->failed) return NULL;
     lc_tensor_list *l = b->l;
     if (l->n == l->cap) {
@@ -52,40 +50,52 @@ static lc_tensor *add(builder *b, lc_tensor_role role, lc_tensor_site site, int 
     t->init = role_defaults[role].init;
     t->site = site;
     t->layer = layer, t->layers = layers;
+    t->stack = b->stack;
     t->slot = role == LC_ROLE_KIND_STATE ? b->n_state++ : b->n_params++;
     return t;
 }
 
+lc_status lc_tensor_list_finish(lc_tensor_builder *b) {
+    if (!b->failed) return LC_OK;
+    lc_tensors_free(b->l);
+    return lc_fail(LC_ERR_NOMEM, "out of memory listing the model's tensors");
+}
+
 /* One layer's attention module (ln1, projections, XL position terms, global projections, kind tensors),
  * owned by layer l and used by `span` layers from l on. */
-static void attention_module(builder *b, const lc_config *c, const lc_attn_layer *layer, int l, int span) {
+static void attention_module(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layer, int l, int span,
+                             const char *pre) {
     const int xl = c->model == LC_MODEL_XL;
     const long C = c->d_model, H = c->n_head, D = C / H;
     const long G = c->qk_share > 1 ? H / c->qk_share : 0; /* distinct query/key projections when tied */
-    add(b, LC_ROLE_NORM_GAIN, LC_SITE_LN1_W, l, span, C, 0, "blocks.%d.ln1.weight", l);
-    add(b, LC_ROLE_NORM_BIAS, LC_SITE_LN1_B, l, span, C, 0, "blocks.%d.ln1.bias", l);
+    lc_tensor_add(b, LC_ROLE_NORM_GAIN, LC_SITE_LN1_W, l, span, C, 0, "%sblocks.%d.ln1.weight", pre, l);
+    lc_tensor_add(b, LC_ROLE_NORM_BIAS, LC_SITE_LN1_B, l, span, C, 0, "%sblocks.%d.ln1.bias", pre, l);
     if (G) {
-        add(b, LC_ROLE_MATRIX, LC_SITE_QK_W, l, 1, 2 * G * D, C, "blocks.%d.attn.qk.weight", l);
-        add(b, LC_ROLE_MATRIX, LC_SITE_V_W, l, 1, C, C, "blocks.%d.attn.v.weight", l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_QK_W, l, 1, 2 * G * D, C, "%sblocks.%d.attn.qk.weight", pre, l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_V_W, l, 1, C, C, "%sblocks.%d.attn.v.weight", pre, l);
         if (!xl) {
-            add(b, LC_ROLE_BIAS, LC_SITE_QK_B, l, 1, 2 * G * D, 0, "blocks.%d.attn.qk.bias", l);
-            add(b, LC_ROLE_BIAS, LC_SITE_V_B, l, 1, C, 0, "blocks.%d.attn.v.bias", l);
+            lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_QK_B, l, 1, 2 * G * D, 0, "%sblocks.%d.attn.qk.bias", pre, l);
+            lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_V_B, l, 1, C, 0, "%sblocks.%d.attn.v.bias", pre, l);
         }
     } else {
-        add(b, LC_ROLE_MATRIX, LC_SITE_QKV_W, l, span, 3 * C, C, "blocks.%d.attn.qkv.weight", l);
-        if (!xl) add(b, LC_ROLE_BIAS, LC_SITE_QKV_B, l, span, 3 * C, 0, "blocks.%d.attn.qkv.bias", l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_QKV_W, l, span, 3 * C, C, "%sblocks.%d.attn.qkv.weight", pre, l);
+        if (!xl) lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_QKV_B, l, span, 3 * C, 0, "%sblocks.%d.attn.qkv.bias", pre, l);
     }
-    if (xl) add(b, LC_ROLE_MATRIX, LC_SITE_R_W, l, span, C, C, "blocks.%d.attn.r.weight", l);
+    if (xl) lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_R_W, l, span, C, C, "%sblocks.%d.attn.r.weight", pre, l);
     if (xl && !c->shared_uv) {
-        add(b, LC_ROLE_POS_BIAS, LC_SITE_U, l, span, H, D, "blocks.%d.attn.u", l);
-        add(b, LC_ROLE_POS_BIAS, LC_SITE_V, l, span, H, D, "blocks.%d.attn.v", l);
+        lc_tensor_add(b, LC_ROLE_POS_BIAS, LC_SITE_U, l, span, H, D, "%sblocks.%d.attn.u", pre, l);
+        lc_tensor_add(b, LC_ROLE_POS_BIAS, LC_SITE_V, l, span, H, D, "%sblocks.%d.attn.v", pre, l);
     }
-    lc_tensor *proj = add(b, LC_ROLE_MATRIX, LC_SITE_PROJ_W, l, span, C, C, "blocks.%d.attn.proj.weight", l);
+    lc_tensor *proj =
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_PROJ_W, l, span, C, C, "%sblocks.%d.attn.proj.weight", pre, l);
     if (proj) proj->init = LC_INIT_RESIDUAL;
-    if (!xl) add(b, LC_ROLE_BIAS, LC_SITE_PROJ_B, l, span, C, 0, "blocks.%d.attn.proj.bias", l);
+    if (!xl) lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_PROJ_B, l, span, C, 0, "%sblocks.%d.attn.proj.bias", pre, l);
     if (lc_attn_layer_has_global(layer)) {
-        add(b, LC_ROLE_MATRIX, LC_SITE_QKVG_W, l, span, 3 * C, C, "blocks.%d.attn.global.qkv.weight", l);
-        if (!xl) add(b, LC_ROLE_BIAS, LC_SITE_QKVG_B, l, span, 3 * C, 0, "blocks.%d.attn.global.qkv.bias", l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_QKVG_W, l, span, 3 * C, C, "%sblocks.%d.attn.global.qkv.weight",
+                      pre, l);
+        if (!xl)
+            lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_QKVG_B, l, span, 3 * C, 0, "%sblocks.%d.attn.global.qkv.bias",
+                          pre, l);
     }
     for (int i = 0; i < layer->n_groups; i++) {
         const lc_attn_group *g = &layer->group[i];
@@ -93,60 +103,68 @@ static void attention_module(builder *b, const lc_config *c, const lc_attn_layer
                              ? g->kind->param_floats(g->opts, g->heads, (int)D, c->seq_len + c->extra_tokens)
                              : 0;
         if (!n) continue;
-        lc_tensor *t = add(b, LC_ROLE_KIND_PARAM, LC_SITE_KIND_PARAMS, l, span, (long)n, 0,
-                           "blocks.%d.attn.group%d.params", l, i);
+        lc_tensor *t = lc_tensor_add(b, LC_ROLE_KIND_PARAM, LC_SITE_KIND_PARAMS, l, span, (long)n, 0,
+                                     "%sblocks.%d.attn.group%d.params", pre, l, i);
         if (t) t->group = i, t->init = g->kind->param_init ? LC_INIT_KIND : LC_INIT_ZEROS;
     }
 }
 
 /* Kind state comes after every parameter in its own table; listing it here keeps one list. */
-static void kind_state(builder *b, const lc_config *c, const lc_attn_layer *layer, int l, int span) {
+static void kind_state(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layer, int l, int span,
+                       const char *pre) {
     const int D = c->d_model / c->n_head;
     for (int i = 0; i < layer->n_groups; i++) {
         const lc_attn_group *g = &layer->group[i];
         const size_t n = g->kind->state_floats ? g->kind->state_floats(g->opts, g->heads, D) : 0;
         if (!n) continue;
-        lc_tensor *t = add(b, LC_ROLE_KIND_STATE, LC_SITE_KIND_STATE, l, span, (long)n, 0,
-                           "blocks.%d.attn.group%d.state", l, i);
+        lc_tensor *t = lc_tensor_add(b, LC_ROLE_KIND_STATE, LC_SITE_KIND_STATE, l, span, (long)n, 0,
+                                     "%sblocks.%d.attn.group%d.state", pre, l, i);
         if (t) t->group = i, t->init = g->kind->state_init ? LC_INIT_KIND : LC_INIT_ZEROS;
     }
 }
 
+void lc_tensors_add_blocks(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layers, const char *pre) {
+    const int L = c->n_layer, share = c->attn_share > 1 ? c->attn_share : 1;
+    const long C = c->d_model, F = c->d_ff;
+    for (int l = 0; l < L; l++) {
+        if (l % share == 0) attention_module(b, c, &layers[l], l, l + share <= L ? share : L - l, pre);
+        lc_tensor_add(b, LC_ROLE_NORM_GAIN, LC_SITE_LN2_W, l, 1, C, 0, "%sblocks.%d.ln2.weight", pre, l);
+        lc_tensor_add(b, LC_ROLE_NORM_BIAS, LC_SITE_LN2_B, l, 1, C, 0, "%sblocks.%d.ln2.bias", pre, l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_FC1_W, l, 1, F, C, "%sblocks.%d.ffn.fc1.weight", pre, l);
+        lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_FC1_B, l, 1, F, 0, "%sblocks.%d.ffn.fc1.bias", pre, l);
+        lc_tensor *fc2 =
+            lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_FC2_W, l, 1, C, F, "%sblocks.%d.ffn.fc2.weight", pre, l);
+        if (fc2) fc2->init = LC_INIT_RESIDUAL;
+        lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_FC2_B, l, 1, C, 0, "%sblocks.%d.ffn.fc2.bias", pre, l);
+    }
+}
+
+void lc_tensors_add_kind_state(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layers, const char *pre) {
+    const int L = c->n_layer, share = c->attn_share > 1 ? c->attn_share : 1;
+    for (int l = 0; l < L; l += share) kind_state(b, c, &layers[l], l, l + share <= L ? share : L - l, pre);
+}
+
 lc_status lc_tensors_build(const lc_config *c, const lc_attn_layer *layers, lc_tensor_list *out) {
-    memset(out, 0, sizeof *out);
-    builder b = {out, 0, 0, 0};
+    lc_tensor_builder b;
+    lc_tensor_builder_init(&b, out);
     const int xl = c->model == LC_MODEL_XL, L = c->n_layer;
-    const long C = c->d_model, F = c->d_ff, V = c->vocab, H = c->n_head, D = C / H;
-    const int share = c->attn_share > 1 ? c->attn_share : 1;
+    const long C = c->d_model, V = c->vocab, H = c->n_head, D = C / H;
     /* MLM: one more row, the mask symbol; then one row per extra (global) token */
     const long rows = V + (c->objective == LC_OBJECTIVE_MLM ? 1 : 0) + c->extra_tokens;
-    add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, rows, C, "wte");
-    if (!xl) add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, (long)c->seq_len + c->extra_tokens, C, "wpe");
-    for (int l = 0; l < L; l++) {
-        if (l % share == 0) attention_module(&b, c, &layers[l], l, l + share <= L ? share : L - l);
-        add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LN2_W, l, 1, C, 0, "blocks.%d.ln2.weight", l);
-        add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LN2_B, l, 1, C, 0, "blocks.%d.ln2.bias", l);
-        add(&b, LC_ROLE_MATRIX, LC_SITE_FC1_W, l, 1, F, C, "blocks.%d.ffn.fc1.weight", l);
-        add(&b, LC_ROLE_BIAS, LC_SITE_FC1_B, l, 1, F, 0, "blocks.%d.ffn.fc1.bias", l);
-        lc_tensor *fc2 = add(&b, LC_ROLE_MATRIX, LC_SITE_FC2_W, l, 1, C, F, "blocks.%d.ffn.fc2.weight", l);
-        if (fc2) fc2->init = LC_INIT_RESIDUAL;
-        add(&b, LC_ROLE_BIAS, LC_SITE_FC2_B, l, 1, C, 0, "blocks.%d.ffn.fc2.bias", l);
-    }
+    lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, rows, C, "wte");
+    if (!xl) lc_tensor_add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, (long)c->seq_len + c->extra_tokens, C, "wpe");
+    lc_tensors_add_blocks(&b, c, layers, "");
     if (xl && c->shared_uv) {
-        add(&b, LC_ROLE_POS_BIAS, LC_SITE_U, 0, L, H, D, "u");
-        add(&b, LC_ROLE_POS_BIAS, LC_SITE_V, 0, L, H, D, "v");
+        lc_tensor_add(&b, LC_ROLE_POS_BIAS, LC_SITE_U, 0, L, H, D, "u");
+        lc_tensor_add(&b, LC_ROLE_POS_BIAS, LC_SITE_V, 0, L, H, D, "v");
     }
     if (c->norm == LC_NORM_PRE) {
-        add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, C, 0, "ln_f.weight");
-        add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, C, 0, "ln_f.bias");
+        lc_tensor_add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, C, 0, "ln_f.weight");
+        lc_tensor_add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, C, 0, "ln_f.bias");
     }
-    if (!c->tied) add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, V, C, "lm_head.weight");
-    for (int l = 0; l < L; l += share) kind_state(&b, c, &layers[l], l, l + share <= L ? share : L - l);
-    if (b.failed) {
-        lc_tensors_free(out);
-        return lc_fail(LC_ERR_NOMEM, "out of memory listing the model's tensors");
-    }
-    return LC_OK;
+    if (!c->tied) lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, V, C, "lm_head.weight");
+    lc_tensors_add_kind_state(&b, c, layers, "");
+    return lc_tensor_list_finish(&b);
 }
 
 void lc_tensors_free(lc_tensor_list *l) {

@@ -39,7 +39,9 @@ typedef enum {
     LC_SITE_LN2_W, LC_SITE_LN2_B, LC_SITE_FC1_W, LC_SITE_FC1_B, LC_SITE_FC2_W, LC_SITE_FC2_B,
     LC_SITE_R_W, LC_SITE_U, LC_SITE_V, LC_SITE_QKVG_W, LC_SITE_QKVG_B, LC_SITE_KIND_PARAMS,
     LC_SITE_QK_W, LC_SITE_QK_B, LC_SITE_V_W, LC_SITE_V_B,
-    LC_SITE_KIND_STATE
+    LC_SITE_KIND_STATE,
+    /* the hierarchical model's own (model/hier.h): the head's bias, the projection between two stacks */
+    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B
 } lc_tensor_site;
 
 typedef struct {
@@ -53,6 +55,8 @@ typedef struct {
     int layer, layers;   /* block tensors: used by layers layer .. layer+layers-1 (shared modules, shared u/v) */
     int group;           /* kind tensors: the head group of `layer` */
     int slot;            /* index in the model's parameter table, or in its state table for kind state */
+    int stack;           /* which stack of blocks the tensor belongs to (the LM has one: 0; the
+                          * hierarchical model's are listed in model/hier.h) */
 } lc_tensor;
 
 typedef struct {
@@ -65,6 +69,30 @@ typedef struct {
  * numbered per table. LC_ERR_NOMEM (message set) when out of memory. */
 lc_status lc_tensors_build(const lc_config *c, const lc_attn_layer *layers, lc_tensor_list *out);
 void lc_tensors_free(lc_tensor_list *l);
+
+/* Building a list (the LM's above, the hierarchical model's in model/hier_params.c): tensors are appended
+ * in order, each taking its role's decay and initialisation and the next slot of its table; `stack` is
+ * stamped on every tensor added. A failed allocation is remembered and reported by lc_tensor_list_finish. */
+typedef struct {
+    lc_tensor_list *l;
+    int failed;
+    int n_params, n_state; /* slots handed out in each table */
+    int stack;
+} lc_tensor_builder;
+
+void lc_tensor_builder_init(lc_tensor_builder *b, lc_tensor_list *out);
+/* Append a tensor of shape [d0] (d1 <= 0) or [d0, d1] named from fmt; the entry, or NULL after a failure. */
+lc_tensor *lc_tensor_add(lc_tensor_builder *b, lc_tensor_role role, lc_tensor_site site, int layer, int layers,
+                         long d0, long d1, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* The blocks of a stack of c->n_layer layers (attention modules with their sharing, feed-forward
+ * sublayers) named prefix + "blocks.{i}....", and separately their kinds' state (listed after every
+ * parameter). c gives the stack's shape, model kind and sharing; kind parameters are sized for
+ * c->seq_len + c->extra_tokens keys. */
+void lc_tensors_add_blocks(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layers, const char *prefix);
+void lc_tensors_add_kind_state(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layers,
+                               const char *prefix);
+/* LC_OK, or LC_ERR_NOMEM (message set, list freed) when an append failed. */
+lc_status lc_tensor_list_finish(lc_tensor_builder *b);
 
 /* Whether the tensor is a trained parameter (has a gradient and AdamW moments). */
 static inline int lc_tensor_is_param(const lc_tensor *t) { return t->role != LC_ROLE_KIND_STATE; }
