@@ -398,9 +398,16 @@ static void lc_cblas(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha,
  * a parallel region: a BLAS may sum an element of C in an order that depends on the shape of the call
  * (OpenBLAS's Haswell and Zen kernels do: a product split in two halves differed in the last bit from
  * the whole), so every run makes exactly the same calls and gets exactly the same bits. */
-#define LC_CBLAS_MIN_WORK 262144.0 /* multiply-adds per block: smaller products are one call */
+#ifndef LC_CBLAS_MIN_WORK
+#define LC_CBLAS_MIN_WORK 1048576.0 /* multiply-adds per block: smaller products are one call */
+#endif
+#ifndef LC_CBLAS_MAX_BLOCKS
 #define LC_CBLAS_MAX_BLOCKS 16
-#define LC_CBLAS_ROW_QUANTUM 16 /* block edges on multiples of this many rows (or columns) */
+#endif
+#ifndef LC_CBLAS_ROW_QUANTUM
+#define LC_CBLAS_ROW_QUANTUM 64 /* block edges on multiples of this many rows (or columns): each block
+                                   * repacks op(B), about 1/64 of its arithmetic at this height */
+#endif
 
 /* The number of blocks a product is cut into, and the rows (or columns) of each but the last. */
 static int lc_cblas_blocks(int M, int N, int K, int *per_block) {
