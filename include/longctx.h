@@ -133,6 +133,24 @@ const float *lc_model_logits(const lc_model *m);
 void lc_model_set_noise_key(lc_model *m, long key);
 
 /* ---------------------------------------------------------------- training */
+/* Characters of a recorded data path, terminator included. */
+#define LC_DATA_PATH_CHARS 4096
+/* The training data a checkpoint was trained on (recorded in it; docs/checkpoint.md, data.*): path "" =
+ * not recorded (checkpoints from before the record, or a path that is not UTF-8). */
+typedef struct {
+    char path[LC_DATA_PATH_CHARS]; /* absolute path of the file */
+    long size;                     /* its bytes */
+    uint64_t hash;                 /* FNV-1a 64 of its bytes (lc_data_hash) */
+    int split;                     /* its lc_split_mode, resolved (LC_SPLIT_ENWIK8 or LC_SPLIT_NANOGPT) */
+} lc_data_record;
+
+struct lc_progress_s;
+/* A hook lc_train calls after every step (after the progress callback and any validation), with the
+ * model in the state lc_checkpoint_save writes (so it may save it). It returns 0 to go on, nonzero to
+ * stop: lc_train then returns LC_OK at that step. This is how a caller saves periodically and stops on a
+ * signal; the library itself never installs signal handlers. */
+typedef int (*lc_train_hook_fn)(const lc_model *m, const struct lc_progress_s *p, void *user);
+
 typedef struct {
     long steps;           /* optimizer steps of the whole schedule */
     long stop_after;      /* stop this run after this many steps (0: run to `steps`) */
@@ -146,6 +164,9 @@ typedef struct {
     long eval_every;      /* steps between validation passes (0: only at the end) */
     long eval_bytes;      /* bytes of the validation split used by periodic passes (0: all) */
     uint64_t seed;
+    lc_data_record data;  /* the training data, saved in checkpoints (set it with lc_data_record_set) */
+    lc_train_hook_fn hook; /* called after every step; NULL: none. Not saved */
+    void *hook_user;
 } lc_train_options;
 
 void lc_train_options_default(lc_train_options *o);
@@ -170,6 +191,11 @@ typedef struct {
 /* Read `path`; LC_ERR_IO when it is missing, unreadable or a directory, LC_ERR_FORMAT when empty. */
 lc_status lc_corpus_load(const char *path, lc_split_mode mode, lc_corpus *out);
 void lc_corpus_free(lc_corpus *c);
+/* FNV-1a 64 of bytes[0, n) (offset basis 14695981039346656037, prime 1099511628211). */
+uint64_t lc_data_hash(const uint8_t *bytes, size_t n);
+/* Record the corpus loaded from path in *r: absolute path (left "" when it cannot be resolved or is
+ * not UTF-8), size, hash and split. */
+void lc_data_record_set(lc_data_record *r, const char *path, const lc_corpus *c);
 
 /* Batch number k of B contiguous streams over data[0, n): stream b owns the b-th of B equal slices and
  * reads segment k of it, so batch k+1 continues where batch k stopped (wrapping at the slice's end).
@@ -195,7 +221,7 @@ void lc_mlm_mask(int *tokens, int *targets, long n, uint64_t seed);
 #define LC_MLM_EVAL_SEED 0x6d6c6d2d6576616cULL
 
 /* ---------------------------------------------------------------- training */
-typedef struct {
+typedef struct lc_progress_s {
     long step, steps;      /* steps done, schedule length */
     long start_step;       /* step this run started from (after a resume) */
     double loss;           /* training loss of this step, nats per byte */
@@ -228,8 +254,16 @@ lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *token
 long lc_model_step(const lc_model *m);
 
 /* ---------------------------------------------------------------- checkpoints (safetensors) */
-/* Save parameters, AdamW moments, the step, the config and the training options atomically. */
+/* Save parameters, AdamW moments, the step, the config, the training options and the data record
+ * atomically: to PATH.tmp.PID.XXXXXX beside it (created O_EXCL, never through a symlink, with the mode of
+ * the file it replaces, or 0666 & ~umask), fsync, rename, fsync the directory. Temporary files of PATH
+ * left by processes that no longer run (killed runs) are removed first. A PATH that exists and is not a
+ * regular file (a device, a FIFO, a directory) is refused (LC_ERR_ARG). */
 lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path);
+/* Check, before any work, that a checkpoint can be saved at path: its directory exists and is writable,
+ * the name fits with the temporary suffix (NAME_MAX, PATH_MAX), and path is absent or a regular file.
+ * LC_ERR_ARG (bad name or kind of file) or LC_ERR_IO (directory), with a message naming path. */
+lc_status lc_checkpoint_check_path(const char *path);
 /* Build a model from a checkpoint (batches of up to max_batch; 0: the saved training batch) and restore its state; when opts is
  * not NULL the saved training options are written there. Any mismatch is LC_ERR_FORMAT naming the file. */
 lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc_train_options *opts);
@@ -498,6 +532,92 @@ long lc_tokenize(lc_tokens kind, const lc_word_vocab *v, const uint8_t *text, si
  * (what NULL: "--max-len"). */
 #define LC_MAX_LEN_LIMIT (1 << 20)
 lc_status lc_check_max_len(long max_len, const char *what);
+
+/* ================================================================================================
+ * HIBERT (docs/hibert.md): a hierarchical document model. A sentence encoder (a bidirectional
+ * Transformer over each sentence's bytes and an end-of-sentence symbol) turns every sentence into the
+ * final hidden state of its EOS row; a document encoder (a bidirectional Transformer over those vectors
+ * plus sentence positions) reads each document's sentences; an extraction head scores every sentence.
+ * Sentences and documents of a batch are packed, not padded: cost follows the real byte count.
+ * ================================================================================================ */
+
+/* The sentence encoder's byte embedding has two rows after the 256 bytes: */
+#define LC_HIBERT_EOS 256  /* end of sentence: the sentence's vector is read at this row */
+#define LC_HIBERT_MASK 257 /* the masked-sentence byte of pre-training */
+
+/* One stack of Transformer blocks: its shape and its attention spec (docs/attention.md; "": full). */
+typedef struct {
+    int n_layer, d_model, n_head, d_ff;
+    char attn[LC_ATTN_SPEC_CHARS];
+} lc_hibert_stack;
+
+typedef struct {
+    lc_hibert_stack sent; /* sentence encoder */
+    lc_hibert_stack doc;  /* document encoder (d_model may differ: the sentence vectors are then projected) */
+    int max_sent_len;     /* bytes of a sentence read: a longer sentence is truncated to its first max_sent_len
+                             bytes (then EOS), so a sentence is at most max_sent_len + 1 rows */
+    int max_sents;        /* sentences of a document (sentence positions); a longer document is refused */
+    lc_norm norm;         /* pre-LN (with a final LayerNorm per stack) or post-LN, both stacks */
+    lc_activation activation;
+    float dropout;        /* on the embeddings and the sublayer outputs of both stacks (training only) */
+} lc_hibert_config;
+
+/* The defaults: both stacks 2 layers of width 128, 4 heads, d_ff 512, full attention; sentences of up to
+ * 256 bytes, documents of up to 128 sentences, pre-LN, GELU, no dropout. */
+void lc_hibert_config_default(lc_hibert_config *c);
+/* LC_ERR_ARG with a message naming the offending field (and the attention specs are parsed). */
+lc_status lc_hibert_config_validate(const lc_hibert_config *c);
+
+/* What the activations are planned for: the largest batch the model will see. */
+typedef struct {
+    int max_docs;   /* documents per batch */
+    int max_sents;  /* sentences per batch, all documents together (0: max_docs * cfg.max_sents) */
+    long max_bytes; /* sentence bytes per batch after truncation, EOS not counted (0: max_sents * max_sent_len) */
+} lc_hibert_limits;
+
+/* A batch: n_docs documents, document j made of n_sents[j] >= 1 sentences; the sentences of all
+ * documents one after another (document 0's first): sentence i is sent[i][0 .. sent_len[i]) (any bytes;
+ * a sentence may be empty: it is then its EOS alone). "Batch order" below is this order. */
+typedef struct {
+    int n_docs;
+    const int *n_sents;
+    const uint8_t *const *sent;
+    const int *sent_len;
+} lc_hibert_batch;
+
+typedef struct lc_hibert lc_hibert;
+
+/* Build a model (parameters from `seed`; activations planned once for `limits`, checked against the
+ * machine's memory before anything is allocated). */
+lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *limits, uint64_t seed,
+                           lc_hibert **out);
+void lc_hibert_free(lc_hibert *m);
+const lc_hibert_config *lc_hibert_get_config(const lc_hibert *m);
+size_t lc_hibert_num_params(const lc_hibert *m);
+size_t lc_hibert_param_bytes(const lc_hibert *m);      /* parameters, gradients, AdamW moments */
+size_t lc_hibert_activation_bytes(const lc_hibert *m); /* activations, scratch and attention workspace */
+/* The compute plan's threads (as lc_model_set_threads; results do not depend on it). */
+lc_status lc_hibert_set_threads(lc_hibert *m, int threads);
+/* Optimizer steps done (lc_hibert_step). */
+long lc_hibert_steps_done(const lc_hibert *m);
+
+/* Forward pass of extractive summarization over a batch: one score (a logit) per sentence. With labels
+ * (0 or 1 per sentence in batch order; may be NULL) it returns the summed binary cross-entropy in nats
+ * through loss_sum and the number of sentences through count. `train` enables dropout. */
+lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
+                                    double *loss_sum, long *count);
+/* The scores of the last forward, [sentences] in batch order (higher: more likely in the summary). */
+const float *lc_hibert_scores(const lc_hibert *m);
+/* Backward of the last forward for the loss loss_sum * loss_scale; gradients ACCUMULATE. LC_ERR_ARG when
+ * the last forward had no labels (or there was none). */
+lc_status lc_hibert_backward(lc_hibert *m, float loss_scale);
+void lc_hibert_zero_grad(lc_hibert *m);
+/* One optimisation step on one batch, as lc_train_step: zero the gradients, forward with dropout, backward
+ * of the mean loss, global-norm clipping (o->clip), AdamW at lc_learning_rate(o, step) with weight decay
+ * on matrices and embeddings only. *loss (may be NULL): the mean loss before the step. LC_ERR_NUMERIC
+ * (nothing changed) when the loss or the gradient is not finite. */
+lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, const uint8_t *labels,
+                         double *loss);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,84 @@
+/* Internal view of the hierarchical model (struct lc_hibert, HIBERT): its two stacks of Transformer
+ * blocks (sentence encoder, document encoder), the extraction head, the parameter table laid out from one
+ * tensor list (model/tensors.h) and the activations planned once for the largest batch. */
+#ifndef LC_MODEL_HIER_H
+#define LC_MODEL_HIER_H
+
+#include "core/table.h"
+#include "longctx.h"
+#include "model/tensors.h"
+#include "nn/nn.h"
+
+/* Stack ids: lc_tensor.stack of every tensor (the head's tensors belong to no stack of blocks). */
+enum { LC_HIER_SENT = 0, LC_HIER_DOC = 1, LC_HIER_HEAD = 2, LC_HIER_STACKS = 2 };
+
+/* One bidirectional stack of blocks over packed sequences. */
+typedef struct {
+    lc_config cfg;         /* its shape as a vanilla MLM config (tensor list; seq_len = the longest sequence) */
+    lc_attn_layer *layers; /* [n_layer] head groups, parsed from the stack's spec */
+    lc_block_weights *blk, *gblk;
+    float **group_state;   /* [n_layer * LC_ATTN_MAX_GROUPS] kinds' state */
+    float *wpe, *g_wpe;    /* positions inside a sequence: bytes of a sentence / sentences of a document */
+    float *lnf_w, *lnf_b, *g_lnf_w, *g_lnf_b; /* final LayerNorm (pre-LN) */
+    int max_rows, max_len; /* planned: rows of a batch, rows of one sequence */
+    /* activations */
+    float **res; /* [n_layer + 1][max_rows, C]: res[0] the input, res[l+1] block l's output */
+    lc_block_acts *bact;
+    lc_block_scratch scratch;
+    float *lnf, *lnf_mean, *lnf_rstd; /* pre-LN: the final LayerNorm */
+    float *dres, *dh, *tmp;           /* [max_rows, C] */
+    /* the last forward's packing: n_seq sequences sorted by length (longest first), rows in all */
+    int n_seq, rows;
+    int *seq_len; /* [max sequences] */
+} lc_hier_stack;
+
+struct lc_hibert {
+    lc_hibert_config cfg;
+    lc_hibert_limits lim; /* resolved (no zeros) */
+    uint64_t seed;
+    long step;
+    int threads;
+    lc_hier_stack st[LC_HIER_STACKS];
+
+    lc_tensor_list tensors;
+    lc_table ptab, stab;
+    float *params, *grads, *adam_m, *adam_v, *state;
+    float *wte, *g_wte;           /* sent.wte [258, C_s] */
+    float *in_w, *in_b, *g_in_w, *g_in_b; /* doc.proj [C_d, C_s] (NULL when the widths agree) */
+    float *head_w, *head_b, *g_head_w, *g_head_b; /* head [1, C_d], [1] */
+
+    lc_table atab;
+    float *acts;
+    float *attn_work;
+    size_t attn_work_floats;
+    int *global_pos;              /* 0, 1, 2, ... */
+    int *tok, *pos;               /* [sentence rows] symbol and position of every packed sentence row */
+    int *s_row;                   /* [max_sents] the EOS row of sentence i (batch order) */
+    int *d_row, *d_pos;           /* [max_sents] the document row and sentence position of sentence i */
+    int *doc_first;               /* [max_docs] batch index of each document's first sentence */
+    long *keys;                   /* [max(max_sents, max_docs)] sorting scratch: (longest first, index) */
+    float *doc_in, *d_doc_in;     /* [max_sents, C_s] sentence vectors in document-row order */
+    float *logit_rows, *dlogit_rows; /* [max_sents] the head's output per document row */
+    float *scores;                /* [max_sents] batch order */
+    uint8_t *labels;              /* [max_sents] the last forward's labels */
+    const float *doc_out;         /* the document encoder's final hidden state of the last forward */
+    int n_docs, n_sents, have_labels, cur_train;
+};
+
+/* model/hier_params.c: list, allocate, bind and initialise the parameters (st[].cfg and layers set). */
+lc_status lc_hier_build_params(lc_hibert *m);
+void lc_hier_free_params(lc_hibert *m);
+
+/* model/hier_forward.c: one stack's pass over st->rows packed rows (input in st->res[0]); the final hidden
+ * state; backward from d loss / d final hidden state (in st->dh) to d loss / d input (in st->dres). */
+const float *lc_hier_stack_forward(lc_hibert *m, int id, int train);
+void lc_hier_stack_backward(lc_hibert *m, int id);
+/* Both encoders over a batch (checked first; LC_ERR_ARG naming the fault): sentences packed longest first
+ * (s_row: each one's EOS row), documents packed longest first (d_row, d_pos), sets n_docs, n_sents,
+ * cur_train and doc_out. Backward: from d loss / d doc_out in st[LC_HIER_DOC].dh to every parameter. */
+lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train);
+void lc_hier_encode_backward(lc_hibert *m);
+/* The seed of this step's dropout masks for stream `what`. */
+uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what);
+
+#endif

@@ -1,0 +1,93 @@
+/* Extractive summarization with the hierarchical model: a linear head on the document encoder's outputs
+ * gives one logit per sentence, trained with binary cross-entropy against 0/1 labels; and one
+ * optimisation step (clipping + AdamW per tensor, weight decay where the tensor list says). */
+#include <math.h>
+#include <string.h>
+
+#include "core/threads.h"
+#include "kernels/kernels.h"
+#include "model/hier.h"
+
+/* Binary cross-entropy of logit z against label y, stable for any z: log(1 + e^z) - y z. */
+static double bce(double z, int y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }
+
+lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
+                                    double *loss_sum, long *count) {
+    lc_clear_error();
+    m->have_labels = 0;
+    lc_status st = lc_hier_encode(m, b, train);
+    if (st) return st;
+    const int Cd = m->st[LC_HIER_DOC].cfg.d_model, rows = m->st[LC_HIER_DOC].rows;
+    lc_linear_forward(m->logit_rows, m->doc_out, m->head_w, m->head_b, rows, Cd, 1);
+    for (int i = 0; i < m->n_sents; i++) m->scores[i] = m->logit_rows[m->d_row[i]];
+    if (!labels) return LC_OK;
+    double sum = 0;
+    for (int i = 0; i < m->n_sents; i++) {
+        if (labels[i] > 1) return lc_fail(LC_ERR_ARG, "hibert: label %d of sentence %d is not 0 or 1", labels[i], i);
+        sum += bce(m->scores[i], labels[i]);
+    }
+    memcpy(m->labels, labels, (size_t)m->n_sents);
+    m->have_labels = 1;
+    if (loss_sum) *loss_sum = sum;
+    if (count) *count = m->n_sents;
+    return LC_OK;
+}
+
+lc_status lc_hibert_backward(lc_hibert *m, float loss_scale) {
+    lc_clear_error();
+    if (!m->have_labels)
+        return lc_fail(LC_ERR_ARG, "hibert backward: the last forward had no labels (or there was none)");
+    lc_hier_stack *ds = &m->st[LC_HIER_DOC];
+    const int Cd = ds->cfg.d_model;
+    /* d loss / d logit = scale (sigmoid(z) - y), at each sentence's document row */
+    for (int i = 0; i < m->n_sents; i++) {
+        const double z = m->scores[i];
+        m->dlogit_rows[m->d_row[i]] = (float)(loss_scale * (1.0 / (1.0 + exp(-z)) - m->labels[i]));
+    }
+    lc_set_threads(m->threads);
+    memset(ds->dh, 0, sizeof(float) * (size_t)ds->rows * Cd);
+    lc_linear_backward(ds->dh, m->g_head_w, m->g_head_b, m->dlogit_rows, m->doc_out, m->head_w, ds->rows, Cd, 1);
+    lc_hier_encode_backward(m);
+    return LC_OK;
+}
+
+/* The options the step reads (as lc_train_step checks them). */
+static lc_status check_options(const lc_train_options *o) {
+    if (!o) return lc_fail(LC_ERR_ARG, "hibert step: options are required");
+    if (o->steps < 0) return lc_fail(LC_ERR_ARG, "steps must be >= 0, got %ld", o->steps);
+    if (!(o->lr > 0) || !(o->min_lr >= 0)) return lc_fail(LC_ERR_ARG, "lr must be > 0 and min-lr >= 0");
+    if (o->warmup < 0) return lc_fail(LC_ERR_ARG, "warmup must be >= 0, got %ld", o->warmup);
+    if (!(o->clip >= 0)) return lc_fail(LC_ERR_ARG, "clip must be >= 0");
+    if (!(o->weight_decay >= 0)) return lc_fail(LC_ERR_ARG, "weight-decay must be >= 0");
+    return LC_OK;
+}
+
+lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, const uint8_t *labels,
+                         double *loss) {
+    lc_clear_error();
+    lc_status st = check_options(o);
+    if (st) return st;
+    if (!labels) return lc_fail(LC_ERR_ARG, "hibert step: labels are required");
+    lc_hibert_zero_grad(m);
+    double sum;
+    long n;
+    if ((st = lc_hibert_extract_forward(m, b, labels, 1, &sum, &n))) return st;
+    if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
+    const double mean = sum / (double)n, norm = sqrt(lc_sum_squares(m->grads, m->ptab.total));
+    if (!isfinite(mean) || !isfinite(norm))
+        return lc_fail(LC_ERR_NUMERIC, "training diverged at step %ld: %s is not finite (try a lower --lr)",
+                       m->step + 1, isfinite(mean) ? "gradient norm" : "loss");
+    if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
+    const float lr = (float)lc_learning_rate(o, m->step);
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *s = &m->ptab.slots[t->slot];
+        lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
+                        s->count, lr, o->beta1, o->beta2, o->eps, t->decay ? o->weight_decay : 0.0f,
+                        (int)(m->step + 1));
+    }
+    m->step++;
+    if (loss) *loss = mean;
+    return LC_OK;
+}

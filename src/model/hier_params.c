@@ -1,0 +1,185 @@
+/* The hierarchical model's parameters: its tensor list (sent.*, doc.*, head.*; docs/checkpoint.md),
+ * laid out in one parameter table (values, gradients, AdamW moments) and one kind-state table, bound to
+ * the stacks' block pointers and initialised as the LM's tensors are (role defaults, one normal stream in
+ * list order, kinds from their own streams). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "model/hier.h"
+
+/* The list: sent.wte, sent.wpe, sent.blocks, sent.ln_f; doc.proj (widths differ), doc.wpe, doc.blocks,
+ * doc.ln_f; head; then the kinds' state of both stacks. */
+static lc_status build_list(lc_hibert *m) {
+    lc_tensor_builder b;
+    lc_tensor_builder_init(&b, &m->tensors);
+    const int pre = m->cfg.norm == LC_NORM_PRE;
+    const long Cs = m->cfg.sent.d_model, Cd = m->cfg.doc.d_model;
+    const char *prefix[LC_HIER_STACKS] = {"sent.", "doc."};
+    for (int s = 0; s < LC_HIER_STACKS; s++) {
+        const lc_hier_stack *st = &m->st[s];
+        const long C = st->cfg.d_model;
+        b.stack = s;
+        if (s == LC_HIER_SENT)
+            lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, 258, C, "sent.wte"); /* bytes, EOS, MASK */
+        if (s == LC_HIER_DOC && Cs != Cd) {
+            lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_IN_W, -1, 0, Cd, Cs, "doc.proj.weight");
+            lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_IN_B, -1, 0, Cd, 0, "doc.proj.bias");
+        }
+        lc_tensor_add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, st->cfg.seq_len, C, "%swpe", prefix[s]);
+        lc_tensors_add_blocks(&b, &st->cfg, st->layers, prefix[s]);
+        if (pre) {
+            lc_tensor_add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, C, 0, "%sln_f.weight", prefix[s]);
+            lc_tensor_add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, C, 0, "%sln_f.bias", prefix[s]);
+        }
+    }
+    b.stack = LC_HIER_HEAD;
+    lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, 1, Cd, "head.weight");
+    lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_HEAD_B, -1, 0, 1, 0, "head.bias");
+    for (int s = 0; s < LC_HIER_STACKS; s++) {
+        b.stack = s;
+        lc_tensors_add_kind_state(&b, &m->st[s].cfg, m->st[s].layers, prefix[s]);
+    }
+    return lc_tensor_list_finish(&b);
+}
+
+/* The block field a tensor fills (value or gradient side), NULL for a site that is not a block's. */
+static float **block_field(lc_block_weights *w, const lc_tensor *t) {
+    switch (t->site) {
+    case LC_SITE_LN1_W: return &w->ln1_w;
+    case LC_SITE_LN1_B: return &w->ln1_b;
+    case LC_SITE_QKV_W: return &w->qkv_w;
+    case LC_SITE_QKV_B: return &w->qkv_b;
+    case LC_SITE_PROJ_W: return &w->proj_w;
+    case LC_SITE_PROJ_B: return &w->proj_b;
+    case LC_SITE_LN2_W: return &w->ln2_w;
+    case LC_SITE_LN2_B: return &w->ln2_b;
+    case LC_SITE_FC1_W: return &w->fc1_w;
+    case LC_SITE_FC1_B: return &w->fc1_b;
+    case LC_SITE_FC2_W: return &w->fc2_w;
+    case LC_SITE_FC2_B: return &w->fc2_b;
+    case LC_SITE_QKVG_W: return &w->qkvg_w;
+    case LC_SITE_QKVG_B: return &w->qkvg_b;
+    case LC_SITE_KIND_PARAMS: return &w->attn_params[t->group];
+    default: return NULL;
+    }
+}
+
+/* The model pointer of tensor t for layer l (value when grad == 0, else gradient; NULL: none). */
+static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
+    lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
+    switch (t->site) {
+    case LC_SITE_WTE: return grad ? &m->g_wte : &m->wte;
+    case LC_SITE_IN_W: return grad ? &m->g_in_w : &m->in_w;
+    case LC_SITE_IN_B: return grad ? &m->g_in_b : &m->in_b;
+    case LC_SITE_HEAD: return grad ? &m->g_head_w : &m->head_w;
+    case LC_SITE_HEAD_B: return grad ? &m->g_head_b : &m->head_b;
+    case LC_SITE_WPE: return grad ? &st->g_wpe : &st->wpe;
+    case LC_SITE_LNF_W: return grad ? &st->g_lnf_w : &st->lnf_w;
+    case LC_SITE_LNF_B: return grad ? &st->g_lnf_b : &st->lnf_b;
+    case LC_SITE_KIND_STATE: return grad ? NULL : &st->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
+    default: return block_field(grad ? &st->gblk[l] : &st->blk[l], t);
+    }
+}
+
+static void bind(lc_hibert *m) {
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        const int param = lc_tensor_is_param(t);
+        const size_t off = (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
+        float *value = (param ? m->params : m->state) + off, *grad = param ? m->grads + off : NULL;
+        const int first = t->layer < 0 ? 0 : t->layer, last = t->layer < 0 ? 0 : t->layer + t->layers - 1;
+        for (int l = first; l <= last; l++) {
+            float **dst = site(m, t, l, 0);
+            if (dst) *dst = value;
+            if (grad && (dst = site(m, t, l, 1))) *dst = grad;
+        }
+    }
+}
+
+/* Normal draws from one stream seeded by the model seed, in list order; residual projections scaled by
+ * their own stack's depth; kinds from streams keyed by stack, layer and head group. */
+static void init_tensors(lc_hibert *m) {
+    lc_rng rng;
+    lc_rng_seed(&rng, m->seed);
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        const int param = lc_tensor_is_param(t);
+        float *x = (param ? m->params : m->state) + (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
+        const size_t n = lc_tensor_count(t);
+        const lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
+        switch (t->init) {
+        case LC_INIT_ONES:
+            for (size_t j = 0; j < n; j++) x[j] = 1.0f;
+            break;
+        case LC_INIT_ZEROS: memset(x, 0, n * sizeof *x); break;
+        case LC_INIT_NORMAL:
+        case LC_INIT_RESIDUAL: {
+            float std = 0.02f;
+            if (t->init == LC_INIT_RESIDUAL) std /= sqrtf(2.0f * (float)st->cfg.n_layer);
+            for (size_t j = 0; j < n; j++) x[j] = std * lc_rng_normal(&rng);
+            break;
+        }
+        case LC_INIT_KIND: {
+            const lc_attn_group *g = &st->layers[t->layer].group[t->group];
+            const int D = st->cfg.d_model / st->cfg.n_head;
+            const uint64_t stream =
+                (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group);
+            if (param)
+                g->kind->param_init(x, g->opts, g->heads, D, st->cfg.seq_len, lc_seed_mix(m->seed, 0x70617261ULL + stream));
+            else
+                g->kind->state_init(x, g->opts, g->heads, D, lc_seed_mix(m->seed, 0x73746174ULL + stream));
+            break;
+        }
+        }
+    }
+}
+
+lc_status lc_hier_build_params(lc_hibert *m) {
+    for (int s = 0; s < LC_HIER_STACKS; s++) {
+        lc_hier_stack *st = &m->st[s];
+        const size_t L = (size_t)st->cfg.n_layer;
+        st->blk = calloc(L, sizeof *st->blk);
+        st->gblk = calloc(L, sizeof *st->gblk);
+        st->group_state = calloc(L * LC_ATTN_MAX_GROUPS, sizeof *st->group_state);
+        if (!st->blk || !st->gblk || !st->group_state) return lc_fail(LC_ERR_NOMEM, "out of memory allocating the model");
+    }
+    lc_status st = build_list(m);
+    if (st) return st;
+    lc_table_init(&m->ptab);
+    lc_table_init(&m->stab);
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        lc_table *tab = lc_tensor_is_param(t) ? &m->ptab : &m->stab;
+        if (lc_table_add(tab, t->name, t->ndim, t->shape) != t->slot) return LC_ERR_NOMEM; /* message set */
+    }
+    if ((st = lc_check_fits((4 * m->ptab.total + m->stab.total) * sizeof(float),
+                            "the parameters, gradients and optimizer moments")))
+        return st;
+    m->params = lc_table_alloc(&m->ptab);
+    m->grads = lc_table_alloc(&m->ptab);
+    m->adam_m = lc_table_alloc(&m->ptab);
+    m->adam_v = lc_table_alloc(&m->ptab);
+    if (!m->params || !m->grads || !m->adam_m || !m->adam_v) return LC_ERR_NOMEM;
+    if (m->stab.n > 0 && !(m->state = lc_table_alloc(&m->stab))) return LC_ERR_NOMEM;
+    bind(m);
+    init_tensors(m);
+    return LC_OK;
+}
+
+void lc_hier_free_params(lc_hibert *m) {
+    lc_free(m->params);
+    lc_free(m->grads);
+    lc_free(m->adam_m);
+    lc_free(m->adam_v);
+    lc_free(m->state);
+    lc_table_free(&m->ptab);
+    lc_table_free(&m->stab);
+    lc_tensors_free(&m->tensors);
+    for (int s = 0; s < LC_HIER_STACKS; s++) {
+        free(m->st[s].blk);
+        free(m->st[s].gblk);
+        free(m->st[s].group_state);
+    }
+}

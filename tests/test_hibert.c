@@ -1,0 +1,320 @@
+/* Tests of the hierarchical model (HIBERT) and its extraction head: directional finite differences of
+ * the whole model's loss against the backward for every parameter tensor (pre- and post-LN, full and
+ * windowed/global attention, sentence and document widths that differ); a packed batch of documents gives
+ * each document's scores and loss as it does alone; a sentence's bytes reach only its own document's
+ * scores, and truncated bytes reach nothing; the tensor list; the refusals; a tiny model learns a toy
+ * extraction task. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "harness.h"
+#include "longctx.h"
+#include "model/hier.h"
+
+enum { MAX_SENT_LEN = 12, MAX_SENTS = 6, N_DOCS = 3 };
+
+/* A toy batch: 3 documents of 3, 2 and 4 sentences, lengths from 0 to past the truncation. */
+typedef struct {
+    int n_sents[N_DOCS];
+    int len[16];
+    uint8_t bytes[16][24];
+    const uint8_t *ptr[16];
+    uint8_t labels[16];
+    int total;
+} toy;
+
+static void toy_make(toy *t, uint64_t seed) {
+    static const int n_sents[N_DOCS] = {3, 2, 4};
+    static const int len[9] = {5, 0, 16, 7, 7, 3, 12, 1, 9};
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    t->total = 0;
+    for (int j = 0; j < N_DOCS; j++) t->n_sents[j] = n_sents[j], t->total += n_sents[j];
+    for (int i = 0; i < t->total; i++) {
+        t->len[i] = len[i];
+        for (int k = 0; k < 24; k++) t->bytes[i][k] = (uint8_t)(lc_rng_next(&r) % 256);
+        t->ptr[i] = t->bytes[i];
+        t->labels[i] = (uint8_t)(lc_rng_next(&r) % 2);
+    }
+}
+
+static lc_hibert_batch toy_batch(const toy *t, int doc0, int n_docs) {
+    int s0 = 0;
+    for (int j = 0; j < doc0; j++) s0 += t->n_sents[j];
+    lc_hibert_batch b = {n_docs, t->n_sents + doc0, t->ptr + s0, t->len + s0};
+    return b;
+}
+
+static lc_hibert *make(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width, uint64_t seed) {
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    c.sent = (lc_hibert_stack){2, 16, 2, 24, ""};
+    c.doc = (lc_hibert_stack){2, doc_width, 2, 20, ""};
+    snprintf(c.sent.attn, sizeof c.sent.attn, "%s", sent_attn);
+    snprintf(c.doc.attn, sizeof c.doc.attn, "%s", doc_attn);
+    c.max_sent_len = MAX_SENT_LEN, c.max_sents = MAX_SENTS, c.norm = norm;
+    lc_hibert_limits lim = {N_DOCS, 0, 0};
+    lc_hibert *m = NULL;
+    CHECK(lc_hibert_create(&c, &lim, seed, &m) == LC_OK, "%s / %s: %s", sent_attn, doc_attn, lc_last_error());
+    return m;
+}
+
+/* Parameters far from the initialisation (which makes every gradient tiny): gains near 1, the rest
+ * uniform, so the finite differences see every path. */
+static void sharpen(lc_hibert *m, uint64_t seed) {
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *s = &m->ptab.slots[t->slot];
+        const float base = t->role == LC_ROLE_NORM_GAIN ? 1.0f : 0.0f;
+        const float a = t->role == LC_ROLE_MATRIX ? 1.5f / sqrtf((float)t->shape[1]) : 0.3f;
+        for (size_t j = 0; j < s->count; j++) m->params[s->offset + j] = base + a * (2 * lc_rng_uniform(&r) - 1);
+    }
+}
+
+static double mean_loss(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels) {
+    double sum = 0;
+    long n = 0;
+    CHECK(lc_hibert_extract_forward(m, b, labels, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
+    return n ? sum / (double)n : NAN;
+}
+
+/* For every parameter tensor: the derivative along (the gradient's direction + a random unit vector), by
+ * central differences in float, against the backward's. */
+static void check_gradients(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width) {
+    lc_hibert *m = make(sent_attn, doc_attn, norm, doc_width, 3);
+    if (!m) return;
+    sharpen(m, 17);
+    toy t;
+    toy_make(&t, 5);
+    const lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    lc_hibert_zero_grad(m);
+    double sum;
+    long n;
+    CHECK(lc_hibert_extract_forward(m, &b, t.labels, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_backward(m, 1.0f / (float)n) == LC_OK, "%s", lc_last_error());
+    float *g = malloc(sizeof(float) * m->ptab.total), *d = malloc(sizeof(float) * m->ptab.total);
+    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    lc_rng rng;
+    lc_rng_seed(&rng, 99);
+    const double eps = 1e-3;
+    int checked = 0;
+    for (int i = 0; i < m->ptab.n; i++) {
+        const lc_slot *s = &m->ptab.slots[i];
+        double norm2 = 0, gnorm = 0, gd = 0;
+        for (size_t j = 0; j < s->count; j++) gnorm += (double)g[s->offset + j] * g[s->offset + j];
+        gnorm = gnorm > 0 ? sqrt(gnorm) : 1;
+        for (size_t j = 0; j < s->count; j++) d[j] = lc_rng_normal(&rng), norm2 += (double)d[j] * d[j];
+        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2) + g[s->offset + j] / gnorm);
+        norm2 = 0;
+        for (size_t j = 0; j < s->count; j++) norm2 += (double)d[j] * d[j];
+        if (norm2 < 1e-6) { /* the two cancelled (a one-element tensor): the gradient's direction alone */
+            for (size_t j = 0; j < s->count; j++) d[j] = (float)(g[s->offset + j] / gnorm);
+            norm2 = 1;
+        }
+        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2)), gd += (double)g[s->offset + j] * d[j];
+        float *p = m->params + s->offset;
+        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
+        const double up = mean_loss(m, &b, t.labels);
+        for (size_t j = 0; j < s->count; j++) p[j] -= 2 * (float)eps * d[j];
+        const double down = mean_loss(m, &b, t.labels);
+        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
+        const double fd = (up - down) / (2 * eps);
+        char label[128];
+        snprintf(label, sizeof label, "%s|%s %s %s", sent_attn, doc_attn, norm == LC_NORM_PRE ? "pre" : "post",
+                 s->name);
+        CHECK_CLOSE(label, &gd, &fd, 1, 2e-2, 2e-4);
+        checked++;
+    }
+    CHECK(checked == m->ptab.n && checked > 30, "checked %d tensors", checked);
+    free(g), free(d);
+    lc_hibert_free(m);
+}
+
+TEST(gradients_full_pre) { check_gradients("full", "full", LC_NORM_PRE, 12); }
+TEST(gradients_full_post_same_width) { check_gradients("full", "full", LC_NORM_POST, 16); }
+TEST(gradients_window_global) { check_gradients("window:w=4", "window:w=2,global=1", LC_NORM_PRE, 12); }
+
+/* A batch of 3 documents gives each document's scores and loss as the document alone. */
+static void packing_invariance(const char *sent_attn, const char *doc_attn) {
+    lc_hibert *m = make(sent_attn, doc_attn, LC_NORM_PRE, 12, 4);
+    if (!m) return;
+    sharpen(m, 23);
+    toy t;
+    toy_make(&t, 8);
+    const lc_hibert_batch all = toy_batch(&t, 0, N_DOCS);
+    double sum_all = 0, sum_alone = 0, s;
+    long n;
+    CHECK(lc_hibert_extract_forward(m, &all, t.labels, 0, &sum_all, &n) == LC_OK, "%s", lc_last_error());
+    float packed[16], alone[16];
+    memcpy(packed, lc_hibert_scores(m), sizeof(float) * (size_t)t.total);
+    for (int j = 0, s0 = 0; j < N_DOCS; s0 += t.n_sents[j], j++) {
+        const lc_hibert_batch one = toy_batch(&t, j, 1);
+        CHECK(lc_hibert_extract_forward(m, &one, t.labels + s0, 0, &s, &n) == LC_OK, "%s", lc_last_error());
+        CHECK(n == t.n_sents[j], "count %ld", n);
+        memcpy(alone + s0, lc_hibert_scores(m), sizeof(float) * (size_t)t.n_sents[j]);
+        sum_alone += s;
+    }
+    char label[96];
+    snprintf(label, sizeof label, "%s|%s scores", sent_attn, doc_attn);
+    CHECK_CLOSE(label, packed, alone, t.total, 1e-5, 1e-6);
+    CHECK_CLOSE("loss sum", &sum_all, &sum_alone, 1, 1e-6, 1e-9);
+    lc_hibert_free(m);
+}
+
+TEST(packed_documents_equal_alone) {
+    packing_invariance("full", "full");
+    packing_invariance("window:w=4", "window:w=2,global=1");
+}
+
+/* Changing bytes of one sentence of document 1 changes document 1's scores only; changing a byte past
+ * max_sent_len (truncated) changes nothing. */
+TEST(sentence_bytes_reach_their_document_only) {
+    lc_hibert *m = make("full", "full", LC_NORM_PRE, 12, 6);
+    if (!m) return;
+    sharpen(m, 29);
+    toy t;
+    toy_make(&t, 10);
+    const lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    float before[16], after[16];
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    memcpy(before, lc_hibert_scores(m), sizeof before);
+    t.bytes[3][2] ^= 0x55; /* sentence 3: document 1's first */
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    memcpy(after, lc_hibert_scores(m), sizeof after);
+    for (int i = 0; i < t.total; i++) {
+        const int in_doc1 = i == 3 || i == 4;
+        if (in_doc1) CHECK(before[i] != after[i], "sentence %d of document 1 did not change", i);
+        else CHECK(before[i] == after[i], "sentence %d of another document changed: %g -> %g", i, before[i], after[i]);
+    }
+    t.bytes[2][MAX_SENT_LEN + 1] ^= 0x55; /* sentence 2 has 16 bytes: this one is truncated away */
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(memcmp(after, lc_hibert_scores(m), sizeof(float) * (size_t)t.total) == 0, "a truncated byte changed a score");
+    lc_hibert_free(m);
+}
+
+/* Names with their prefixes, roles' decay, widths. */
+TEST(tensor_list) {
+    lc_hibert *m = make("full", "window:w=2,global=1", LC_NORM_PRE, 12, 1);
+    if (!m) return;
+    static const char *want[] = {"sent.wte", "sent.wpe", "sent.blocks.0.attn.qkv.weight", "sent.blocks.1.ffn.fc2.bias",
+                                 "sent.ln_f.weight", "doc.proj.weight", "doc.proj.bias", "doc.wpe",
+                                 "doc.blocks.0.attn.global.qkv.weight", "doc.ln_f.bias", "head.weight", "head.bias"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        CHECK(lc_table_find(&m->ptab, want[i]) >= 0, "no tensor %s", want[i]);
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!strcmp(t->name, "sent.wte")) CHECK(t->shape[0] == 258 && t->shape[1] == 16 && t->decay, "sent.wte");
+        if (!strcmp(t->name, "sent.wpe")) CHECK(t->shape[0] == MAX_SENT_LEN + 1, "sent.wpe rows %ld", t->shape[0]);
+        if (!strcmp(t->name, "doc.wpe")) CHECK(t->shape[0] == MAX_SENTS && t->shape[1] == 12, "doc.wpe");
+        if (!strcmp(t->name, "head.bias")) CHECK(!t->decay && t->shape[0] == 1, "head.bias");
+        if (!strcmp(t->name, "head.weight")) CHECK(t->decay && t->shape[1] == 12, "head.weight");
+    }
+    CHECK(lc_hibert_num_params(m) > 0 && lc_hibert_activation_bytes(m) > 0, "sizes");
+    lc_hibert_free(m);
+    m = make("full", "full", LC_NORM_POST, 16, 1); /* equal widths, post-LN: no projection, no ln_f */
+    if (!m) return;
+    CHECK(lc_table_find(&m->ptab, "doc.proj.weight") < 0 && lc_table_find(&m->ptab, "sent.ln_f.weight") < 0,
+          "post-LN, equal widths");
+    lc_hibert_free(m);
+}
+
+TEST(refusals) {
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    c.sent.n_head = 3;
+    lc_hibert_limits lim = {2, 0, 0};
+    lc_hibert *m = NULL;
+    CHECK(lc_hibert_create(&c, &lim, 1, &m) == LC_ERR_ARG && strstr(lc_last_error(), "sentence encoder"), "%s",
+          lc_last_error());
+    lc_hibert_config_default(&c);
+    snprintf(c.doc.attn, sizeof c.doc.attn, "nonsense");
+    CHECK(lc_hibert_create(&c, &lim, 1, &m) == LC_ERR_ARG && strstr(lc_last_error(), "document encoder"), "%s",
+          lc_last_error());
+    lc_hibert_config_default(&c);
+    c.max_sents = 0;
+    CHECK(lc_hibert_create(&c, &lim, 1, &m) == LC_ERR_ARG, "max_sents 0");
+    m = make("full", "full", LC_NORM_PRE, 12, 1);
+    if (!m) return;
+    toy t;
+    toy_make(&t, 1);
+    CHECK(lc_hibert_backward(m, 1.0f) == LC_ERR_ARG, "backward before any forward");
+    lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    b.n_docs = N_DOCS + 1;
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_ERR_ARG, "too many documents");
+    int many[1] = {MAX_SENTS + 1};
+    b = toy_batch(&t, 0, 1);
+    b.n_sents = many;
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_ERR_ARG && strstr(lc_last_error(), "sentences"),
+          "%s", lc_last_error());
+    b = toy_batch(&t, 0, N_DOCS);
+    t.labels[0] = 2;
+    CHECK(lc_hibert_extract_forward(m, &b, t.labels, 0, NULL, NULL) == LC_ERR_ARG, "label 2");
+    CHECK(lc_hibert_backward(m, 1.0f) == LC_ERR_ARG, "backward after a refused forward");
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_backward(m, 1.0f) == LC_ERR_ARG, "backward without labels");
+    lc_hibert_free(m);
+}
+
+/* Toy extraction: a sentence is in the summary when it starts with '!'. Documents of 3-5 random
+ * sentences; the model must learn it in a few dozen steps. */
+TEST(learns_a_toy_extraction_task) {
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    c.sent = (lc_hibert_stack){1, 32, 2, 64, "full"};
+    c.doc = (lc_hibert_stack){1, 32, 2, 64, "full"};
+    c.max_sent_len = 16, c.max_sents = 8;
+    lc_hibert_limits lim = {4, 0, 0};
+    lc_hibert *m = NULL;
+    CHECK(lc_hibert_create(&c, &lim, 7, &m) == LC_OK, "%s", lc_last_error());
+    if (!m) return;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.steps = 40, o.warmup = 5, o.lr = 3e-3f, o.min_lr = 3e-3f, o.weight_decay = 0;
+    lc_rng r;
+    lc_rng_seed(&r, 42);
+    uint8_t bytes[32][16];
+    const uint8_t *ptr[32];
+    int len[32], n_sents[4];
+    uint8_t labels[32];
+    double first = 0, last = 0;
+    for (int step = 0; step < o.steps; step++) {
+        int total = 0;
+        for (int j = 0; j < 4; j++) {
+            n_sents[j] = 3 + (int)(lc_rng_next(&r) % 3);
+            for (int s = 0; s < n_sents[j]; s++, total++) {
+                len[total] = 4 + (int)(lc_rng_next(&r) % 10);
+                for (int k = 0; k < 16; k++) bytes[total][k] = (uint8_t)('a' + lc_rng_next(&r) % 26);
+                labels[total] = (uint8_t)(lc_rng_next(&r) % 3 == 0);
+                if (labels[total]) bytes[total][0] = '!';
+                ptr[total] = bytes[total];
+            }
+        }
+        const lc_hibert_batch b = {4, n_sents, ptr, len};
+        double loss = 0;
+        CHECK(lc_hibert_step(m, &o, &b, labels, &loss) == LC_OK, "%s", lc_last_error());
+        if (step < 5) first += loss / 5;
+        if (step >= o.steps - 5) last += loss / 5;
+    }
+    printf("  toy extraction: loss %.4f (first 5 steps) -> %.4f (last 5)\n", first, last);
+    CHECK(last < 0.25 * first, "loss %.4f -> %.4f", first, last);
+    CHECK(lc_hibert_steps_done(m) == o.steps, "steps %ld", lc_hibert_steps_done(m));
+    lc_hibert_free(m);
+}
+
+int main(void) {
+    RUN(gradients_full_pre);
+    RUN(gradients_full_post_same_width);
+    RUN(gradients_window_global);
+    RUN(packed_documents_equal_alone);
+    RUN(sentence_bytes_reach_their_document_only);
+    RUN(tensor_list);
+    RUN(refusals);
+    RUN(learns_a_toy_extraction_task);
+    return test_summary("test_hibert");
+}
