@@ -43,7 +43,9 @@ static const char *harness_current = "";
 /* Largest relative error max|got-want| / (atol + rtol*|want|) style comparison over n values.
  * Prints the worst relative error (over elements with |want| > atol), the worst absolute error and the
  * worst error as a share of its tolerance, so logs show the margin, and fails when any element is outside
- * |got - want| <= atol + rtol * |want|. `got` and `want` may be float or double arrays. */
+ * |got - want| <= atol + rtol * |want|. `got` and `want` may be float or double arrays.
+ * Equal values pass (the same infinity, or 0 against 0 with atol = 0). A NaN in got or want fails: its
+ * ratio is NaN, and the first NaN ratio stays the worst (no later finite ratio replaces it). */
 #define CHECK_CLOSE(label, got, want, n, rtol, atol)                                                     \
     do {                                                                                                 \
         double worst_ratio_ = 0, worst_rel_ = 0, worst_abs_ = 0;                                         \
@@ -51,8 +53,8 @@ static const char *harness_current = "";
         for (long i_ = 0; i_ < (long)(n); i_++) {                                                        \
             double g_ = (double)(got)[i_], w_ = (double)(want)[i_];                                      \
             double err_ = fabs(g_ - w_), lim_ = (atol) + (rtol)*fabs(w_);                                \
-            double ratio_ = err_ / lim_;                                                                 \
-            if (!(ratio_ <= worst_ratio_)) { worst_ratio_ = ratio_; worst_i_ = i_; }                    \
+            double ratio_ = g_ == w_ ? 0.0 : err_ / lim_;                                                \
+            if (!isnan(worst_ratio_) && !(ratio_ <= worst_ratio_)) { worst_ratio_ = ratio_; worst_i_ = i_; } \
             if (err_ > worst_abs_) worst_abs_ = err_;                                                    \
             if (fabs(w_) > (atol) && err_ / fabs(w_) > worst_rel_) worst_rel_ = err_ / fabs(w_);         \
         }                                                                                                \
