@@ -6,28 +6,8 @@
 # usage: tests/cli_lra_test.sh path/to/longctx
 set -u
 bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-# expect CODE PATTERN -- command...: exit code must be CODE and stderr one line matching PATTERN (grep -E).
-expect() {
-    local code=$1 pattern=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -le 1 ]; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $* -> exit $rc (want $code), stderr: $(head -c 300 "$tmp/err")"
-    fi
-    if [ "$rc" -ge 128 ]; then echo "CRASH (signal) in: $*"; fi
-}
-check() { # check DESCRIPTION -- command: succeeds when the command does
-    local what=$1; shift 2
-    if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
-        failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
-}
+cli_one_line_errors=1
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 lo=("$bin" listops)
 # usage errors
@@ -91,5 +71,4 @@ else
     echo "note: python3 not found: the Python check of the generated rows was skipped"
 fi
 
-echo "cli_lra_test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+cli_summary cli_lra_test

@@ -5,28 +5,8 @@
 # usage: tests/cli_summary_test.sh path/to/longctx
 set -u
 bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-# expect CODE PATTERN -- command...: exit code must be CODE and stderr must match PATTERN (grep -E).
-expect() {
-    local code=$1 pattern=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -le 1 ]; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $* -> exit $rc (want $code), stderr: $(head -c 300 "$tmp/err")"
-    fi
-    if [ "$rc" -ge 128 ]; then echo "CRASH (signal) in: $*"; fi
-}
-check() { # check DESCRIPTION -- command: succeeds when the command does
-    local what=$1; shift 2
-    if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
-        failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
-}
+cli_one_line_errors=1
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 # corpus NAME: a fresh ROOT with articles/t/ and summaries/t/
 corpus() { rm -rf "$tmp/$1"; mkdir -p "$tmp/$1/articles/t" "$tmp/$1/summaries/t"; }
 # doc ROOT NAME ARTICLE SUMMARY: one document (printf formats, so \n and \xNN work)
@@ -96,5 +76,4 @@ for m in "lead3 43.4 35.1 33.2" "leadk 61.5 49.2 40.3" "oracle 92.5 89.8 56.1"; 
     check "$1 reproduces $2 / $3 / $4" -- within "$tmp/$1.json" "$2" "$3" "$4"
 done
 
-echo "cli_summary_test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+cli_summary cli_summary_test

@@ -4,28 +4,7 @@
 # usage: tests/cli_test.sh path/to/longctx
 set -u
 bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-# expect CODE PATTERN -- command...: exit code must be CODE and stderr must match PATTERN (grep -E).
-expect() {
-    local code=$1 pattern=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/err"; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $* -> exit $rc (want $code), stderr: $(head -c 300 "$tmp/err")"
-    fi
-    if [ "$rc" -ge 128 ]; then echo "CRASH (signal) in: $*"; fi
-}
-check() { # check DESCRIPTION -- command: succeeds when the command does
-    local what=$1; shift 2
-    if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
-        failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 tiny=(--preset tiny --seg-len 32 --batch 4 --threads 2)
 printf 'short' >"$tmp/short.txt"
@@ -197,5 +176,4 @@ check "sample global=2 without a prompt" -- "$bin" sample --ckpt "$tmp/g.ckpt" -
 check "sample global=2 from a 1-byte prompt" -- "$bin" sample --ckpt "$tmp/g.ckpt" --prompt A --tokens 5
 # ----------------------------------------------------------------------------------------------------
 
-echo "cli_test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+cli_summary cli_test
