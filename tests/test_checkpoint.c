@@ -17,17 +17,8 @@
 #include "model/lm.h"
 #include "train/checkpoint_meta.h"
 #include "train/safetensors.h"
+#include "test_files.h"
 
-/* In memory when /dev/shm exists: the fuzz tests write thousands of files, and every lc_st_write fsyncs. */
-static char tmpdir[64] = "/dev/shm/lc_test_checkpoint_XXXXXX";
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-    return b;
-}
 
 static double now(void) {
     struct timespec t;
@@ -42,19 +33,20 @@ typedef struct {
     const char *attn;
 } layout;
 
+/* Fields left out are 0 (off); attn left out is full attention. */
 static const layout layouts[] = {
-    {"vanilla", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ""},
-    {"vanilla-post-untied", 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, ""},
-    {"xl", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ""},
-    {"xl-shared-uv-post-untied", 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, ""},
-    {"xl-qk-share", 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, ""},
-    {"qk-and-attn-share", 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, ""},
-    {"xl-attn-share", 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, ""},
-    {"global", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "window:w=4,global=2"},
-    {"mlm-linformer", 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, "linformer:k=4"},
-    {"routing", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "1xrouting:clusters=2+1xwindow:w=4"},
-    {"bigbird-etc", 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, "bigbird:variant=etc,g=2,b=4"},
-    {"reversible-lsh", 0, 0, 0, 0, 0, 0, 0, 0, 1, 8, "lsh:buckets=2,chunk=8"},
+    {"vanilla"},
+    {"vanilla-post-untied", .post = 1, .untied = 1},
+    {"xl", .xl = 1},
+    {"xl-shared-uv-post-untied", .xl = 1, .post = 1, .untied = 1, .shared_uv = 1},
+    {"xl-qk-share", .xl = 1, .qk_share = 2},
+    {"qk-and-attn-share", .qk_share = 2, .attn_share = 2},
+    {"xl-attn-share", .xl = 1, .attn_share = 2},
+    {"global", .attn = "window:w=4,global=2"},
+    {"mlm-linformer", .mlm = 1, .attn = "linformer:k=4"},
+    {"routing", .attn = "1xrouting:clusters=2+1xwindow:w=4"},
+    {"bigbird-etc", .extra = 2, .attn = "bigbird:variant=etc,g=2,b=4"},
+    {"reversible-lsh", .reversible = 1, .ffn_chunk = 8, .attn = "lsh:buckets=2,chunk=8"},
 };
 #define N_LAYOUTS (int)(sizeof layouts / sizeof *layouts)
 
@@ -68,7 +60,7 @@ static lc_config layout_config(const layout *s) {
     c.tied = !s->untied, c.shared_uv = s->shared_uv, c.qk_share = s->qk_share, c.attn_share = s->attn_share;
     c.objective = s->mlm ? LC_OBJECTIVE_MLM : LC_OBJECTIVE_CLM;
     c.extra_tokens = s->extra, c.reversible = s->reversible, c.ffn_chunk = s->ffn_chunk;
-    snprintf(c.attn, sizeof c.attn, "%s", s->attn);
+    snprintf(c.attn, sizeof c.attn, "%s", s->attn ? s->attn : "");
     return c;
 }
 
@@ -475,10 +467,9 @@ TEST(docs_list_every_tensor_and_key) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/lc_test_checkpoint_XXXXXX");
-        if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
-    }
+    /* In memory when /dev/shm exists: the fuzz tests write thousands of files, and every lc_st_write fsyncs. */
+    if (access("/dev/shm", W_OK) != 0 || tmpdir_create("/dev/shm/lc_test_checkpoint_XXXXXX"))
+        if (tmpdir_create("/tmp/lc_test_checkpoint_XXXXXX")) return 1;
     lc_set_threads(1); /* thousands of tiny models: no thread pool spinning between them */
     RUN(huge_metadata_fails_before_allocating); /* first: it forks, best before any thread exists */
     RUN(every_layout_round_trips);
@@ -490,8 +481,6 @@ int main(void) {
     RUN(fifos_directories_and_devices_are_refused_at_once);
     RUN(fail_may_quote_the_last_error);
     RUN(docs_list_every_tensor_and_key);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);
+    tmpdir_remove();
     return test_summary("test_checkpoint");
 }

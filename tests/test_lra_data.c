@@ -15,25 +15,7 @@
 
 #include "harness.h"
 #include "longctx.h"
-
-static char tmpdir[64];
-
-static const char *tmp_path(const char *name) {
-    static char paths[8][128];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
-    return p;
-}
-
-static void write_file(const char *path, const char *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return;
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
-
-static void write_text(const char *path, const char *s) { write_file(path, s, strlen(s)); }
+#include "test_files.h"
 
 static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
@@ -363,35 +345,39 @@ TEST(tsv_errors) {
     expect_bad("missing.tsv", NULL, NULL, NULL, LC_ERR_IO, want);
     mkdir(tmp_path("dir.tsv"), 0700);
     expect_bad("dir.tsv", NULL, NULL, NULL, LC_ERR_IO, "is a directory");
-    expect_bad("empty.tsv", "", NULL, NULL, LC_ERR_FORMAT, "empty.tsv: file is empty");
-    expect_bad("header.tsv", "label\ttext\n", NULL, NULL, LC_ERR_FORMAT, "header.tsv: no examples after the header");
-    expect_bad("cols.tsv", "label\ttext\n1\tok\n0\ttoo\tmany\n", NULL, NULL, LC_ERR_FORMAT,
-               "cols.tsv:3: 3 columns, the header has 2");
-    expect_bad("cols2.tsv", "label\tid\ttext\n1\t1\tok\n1\t2\tok\n0\tshort\n", NULL, NULL, LC_ERR_FORMAT,
-               "cols2.tsv:4: 2 columns, the header has 3");
-    expect_bad("blank.tsv", "label\ttext\n1\tok\n\n0\tno\n", NULL, NULL, LC_ERR_FORMAT, "blank.tsv:3: empty line");
-    expect_bad("name.tsv", "label\ttext\n1\tok\n", "sentiment", NULL, LC_ERR_FORMAT,
-               "name.tsv: no column named 'sentiment' for the label (the header has: label, text)");
-    expect_bad("index.tsv", "label\ttext\n1\tok\n", NULL, "3", LC_ERR_FORMAT, "index.tsv: no column 3 for the text");
-    expect_bad("index0.tsv", "label\ttext\n1\tok\n", "0", NULL, LC_ERR_FORMAT, "no column 0 for the label");
-    expect_bad("same.tsv", "label\ttext\n1\tok\n", "text", NULL, LC_ERR_FORMAT, "would both be column 2");
-    expect_bad("one.tsv", "text\nhello\n", NULL, NULL, LC_ERR_FORMAT, "needs two columns");
-    expect_bad("nohead.tsv", "1\tgreat\n0\tbad\n1\tfine\n", NULL, NULL, LC_ERR_FORMAT,
-               "nohead.tsv:1: the label column's name '1' is also the label of line 3: is the header line missing?");
-    expect_bad("nohead2.tsv", "0\t3\t0\tStory of a man\n1\t8\t1\tGood\n", NULL, NULL, LC_ERR_FORMAT,
-               "nohead2.tsv:1: the header names two columns '0': is the header line missing?");
-    expect_bad("emptyname.tsv", "label\t\ttext\n1\tx\tok\n", NULL, NULL, LC_ERR_FORMAT, "column 2 of the header has no name");
-    expect_bad("emptylabel.tsv", "label\ttext\n1\tok\n\tno label\n", NULL, NULL, LC_ERR_FORMAT,
-               "emptylabel.tsv:3: empty label");
-    expect_bad("ctrl.tsv", "label\ttext\n1\x01\tok\n", NULL, NULL, LC_ERR_FORMAT, "ctrl.tsv:2: control byte 0x01");
+    /* content, label and text column (NULL: the defaults), and what the message contains */
+    static const struct {
+        const char *name, *content, *label_col, *text_col, *want;
+    } bad[] = {
+        {"empty.tsv", "", NULL, NULL, "empty.tsv: file is empty"},
+        {"header.tsv", "label\ttext\n", NULL, NULL, "header.tsv: no examples after the header"},
+        {"cols.tsv", "label\ttext\n1\tok\n0\ttoo\tmany\n", NULL, NULL, "cols.tsv:3: 3 columns, the header has 2"},
+        {"cols2.tsv", "label\tid\ttext\n1\t1\tok\n1\t2\tok\n0\tshort\n", NULL, NULL,
+         "cols2.tsv:4: 2 columns, the header has 3"},
+        {"blank.tsv", "label\ttext\n1\tok\n\n0\tno\n", NULL, NULL, "blank.tsv:3: empty line"},
+        {"name.tsv", "label\ttext\n1\tok\n", "sentiment", NULL,
+         "name.tsv: no column named 'sentiment' for the label (the header has: label, text)"},
+        {"index.tsv", "label\ttext\n1\tok\n", NULL, "3", "index.tsv: no column 3 for the text"},
+        {"index0.tsv", "label\ttext\n1\tok\n", "0", NULL, "no column 0 for the label"},
+        {"same.tsv", "label\ttext\n1\tok\n", "text", NULL, "would both be column 2"},
+        {"one.tsv", "text\nhello\n", NULL, NULL, "needs two columns"},
+        {"nohead.tsv", "1\tgreat\n0\tbad\n1\tfine\n", NULL, NULL,
+         "nohead.tsv:1: the label column's name '1' is also the label of line 3: is the header line missing?"},
+        {"nohead2.tsv", "0\t3\t0\tStory of a man\n1\t8\t1\tGood\n", NULL, NULL,
+         "nohead2.tsv:1: the header names two columns '0': is the header line missing?"},
+        {"emptyname.tsv", "label\t\ttext\n1\tx\tok\n", NULL, NULL, "column 2 of the header has no name"},
+        {"emptylabel.tsv", "label\ttext\n1\tok\n\tno label\n", NULL, NULL, "emptylabel.tsv:3: empty label"},
+        {"ctrl.tsv", "label\ttext\n1\x01\tok\n", NULL, NULL, "ctrl.tsv:2: control byte 0x01"},
+        {"magic1.tsv", "\x1f", NULL, NULL, "needs two columns"}, /* starts like gzip: still read as plain text */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_bad(bad[i].name, bad[i].content, bad[i].label_col, bad[i].text_col, LC_ERR_FORMAT, bad[i].want);
     /* NUL bytes: in a label an error, in the header an error, in a text kept (see tsv_nul_text) */
     const char *p = tmp_path("nul.tsv");
     write_file(p, "label\ttext\n1\0x\tok\n", 18);
     expect_bad("nul.tsv", NULL, NULL, NULL, LC_ERR_FORMAT, "nul.tsv:2: control byte 0x00 in the label");
     write_file(tmp_path("nulh.tsv"), "la\0bel\ttext\n1\tok\n", 17);
     expect_bad("nulh.tsv", NULL, NULL, NULL, LC_ERR_FORMAT, "nulh.tsv:1: a NUL byte in the header");
-    /* a file that only starts like gzip is still read as plain text */
-    expect_bad("magic1.tsv", "\x1f", NULL, NULL, LC_ERR_FORMAT, "needs two columns");
 }
 
 TEST(tsv_nul_text) {
@@ -587,11 +573,7 @@ TEST(tokens_and_max_len) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/lc_lra_test.XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (tmpdir_create("/tmp/lc_lra_test.XXXXXX")) return 1;
     RUN(listops_eval_hand);
     RUN(listops_eval_python_fixture);
     RUN(listops_generator_stats);
@@ -606,8 +588,6 @@ int main(void) {
     RUN(label_set_round_trip);
     RUN(word_vocab_round_trip);
     RUN(tokens_and_max_len);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) printf("  note: could not remove %s\n", tmpdir);
+    tmpdir_remove();
     return test_summary("test_lra_data");
 }

@@ -11,26 +11,9 @@
 
 #include "harness.h"
 #include "longctx.h"
+#include "test_files.h"
 
 #define BBC "data/bbc-news-summary"
-
-static char tmpdir[] = "/tmp/lc_test_summary_XXXXXX";
-
-/* tmpdir/name, in a rotating static buffer. */
-static const char *tmp_path(const char *name) {
-    static char bufs[4][512];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-    return b;
-}
-
-static void write_file(const char *path, const char *data, size_t len) {
-    FILE *f = fopen(path, "wb");
-    if (!f) { printf("cannot write %s\n", path); exit(1); }
-    fwrite(data, 1, len, f);
-    fclose(f);
-}
 
 static int error_has(const char *part) { return strstr(lc_last_error(), part) != NULL; }
 
@@ -413,20 +396,8 @@ TEST(oracle_matches_python_fixture) {
     free(buf);
 }
 
-/* Removes what the tests wrote under tmpdir. */
-static void cleanup(void) {
-    const char *files[] = {"latin1.txt", "overlong.txt", "cut.txt", "utf8.txt", "bin.txt", "fifo.txt",
-                           "a.txt", "s.txt", "e.txt", "blank.txt", "one.txt", "c/articles/x.txt",
-                           "c/summaries/x.txt", "c/articles", "c/summaries", "c"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) remove(tmp_path(files[i]));
-    rmdir(tmpdir);
-}
-
 int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        printf("cannot create a temporary directory\n");
-        return 1;
-    }
+    if (tmpdir_create("/tmp/lc_test_summary_XXXXXX")) return 1;
     RUN(sentence_rule_edge_cases);
     RUN(join_picks_in_order);
     RUN(text_read_utf8_latin1_binary);
@@ -438,6 +409,6 @@ int main(void) {
     RUN(rouge_hand_values);
     RUN(rouge_matches_python_fixture);
     RUN(oracle_matches_python_fixture);
-    cleanup();
+    tmpdir_remove();
     return test_summary("test_summary");
 }

@@ -13,18 +13,10 @@
 #include "kernels/kernels.h"
 #include "model/lm.h"
 #include "train/safetensors.h"
+#include "test_files.h"
 
 #define CORPUS "data/tinyshakespeare.txt"
 
-static char tmpdir[] = "/tmp/lc_test_train_XXXXXX";
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-    return b;
-}
 
 TEST(splits) {
     lc_corpus c;
@@ -398,7 +390,7 @@ TEST(corpus_refuses_devices_and_fifos) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (tmpdir_create("/tmp/lc_test_train_XXXXXX")) return 1;
     RUN(splits);
     RUN(streams_are_contiguous);
     RUN(schedule);
@@ -413,8 +405,6 @@ int main(void) {
     RUN(sample_refuses_nonfinite_logits);
     RUN(backward_without_targets_and_last_error);
     RUN(corpus_refuses_devices_and_fifos);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);
+    tmpdir_remove();
     return test_summary("test_train");
 }
