@@ -32,7 +32,8 @@ LN_EPS = 1e-5
 
 
 @dataclass
-class LMConfig:
+class BlockConfig:
+    """What LMConfig and xl_ref.XLConfig share: the block's options, their checks, head_dim, as_dict."""
     n_layer: int = 2
     d_model: int = 16
     n_head: int = 2
@@ -63,32 +64,51 @@ class LMConfig:
         return asdict(self)
 
 
+@dataclass
+class LMConfig(BlockConfig):
+    """The vanilla model's options: BlockConfig's (seq_len is also the number of learned positions)."""
+
+
 def param_shapes(cfg):
     """OrderedDict name -> shape, in longctx's canonical order."""
-    C, F_, T, V = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab
+    C, T, V = cfg.d_model, cfg.seq_len, cfg.vocab
     s = OrderedDict()
     s["wte"] = (V, C)
     s["wpe"] = (T, C)
     for i in range(cfg.n_layer):
         p = "blocks.%d." % i
-        s[p + "ln1.weight"] = (C,)
-        s[p + "ln1.bias"] = (C,)
+        add_layernorm_shapes(s, p + "ln1", C)
         s[p + "attn.qkv.weight"] = (3 * C, C)
         s[p + "attn.qkv.bias"] = (3 * C,)
         s[p + "attn.proj.weight"] = (C, C)
         s[p + "attn.proj.bias"] = (C,)
-        s[p + "ln2.weight"] = (C,)
-        s[p + "ln2.bias"] = (C,)
-        s[p + "ffn.fc1.weight"] = (F_, C)
-        s[p + "ffn.fc1.bias"] = (F_,)
-        s[p + "ffn.fc2.weight"] = (C, F_)
-        s[p + "ffn.fc2.bias"] = (C,)
-    if cfg.norm == "pre":
-        s["ln_f.weight"] = (C,)
-        s["ln_f.bias"] = (C,)
-    if not cfg.tied:
-        s["lm_head.weight"] = (V, C)
+        add_ffn_shapes(s, p, cfg)
+    add_output_shapes(s, cfg)
     return s
+
+
+def add_layernorm_shapes(s, name, C):
+    """Adds LayerNorm `name`'s weight and bias (C each) to s."""
+    s[name + ".weight"] = (C,)
+    s[name + ".bias"] = (C,)
+
+
+def add_ffn_shapes(s, p, cfg):
+    """Adds ln2 and the feed-forward sublayer of the block named p ("blocks.i.") to s (both models)."""
+    C, F_ = cfg.d_model, cfg.d_ff
+    add_layernorm_shapes(s, p + "ln2", C)
+    s[p + "ffn.fc1.weight"] = (F_, C)
+    s[p + "ffn.fc1.bias"] = (F_,)
+    s[p + "ffn.fc2.weight"] = (C, F_)
+    s[p + "ffn.fc2.bias"] = (C,)
+
+
+def add_output_shapes(s, cfg):
+    """Adds the final LayerNorm (pre-LN) and the untied output matrix to s (both models)."""
+    if cfg.norm == "pre":
+        add_layernorm_shapes(s, "ln_f", cfg.d_model)
+    if not cfg.tied:
+        s["lm_head.weight"] = (cfg.vocab, cfg.d_model)
 
 
 def param_names(cfg):
@@ -172,9 +192,64 @@ class Block(nn.Module):
         return h
 
 
-class LM(nn.Module):
+class LongctxParams:
+    """Parameters by longctx's names, shared by LM and xl_ref.XL: the training init, export and import in
+    the canonical order. A subclass sets self.cfg and `shapes_of`, its module's param_shapes(cfg)."""
+
+    @torch.no_grad()
+    def init_weights(self, generator=None):
+        """Training init: matrices (wte, wpe, qkv, r, fc1, lm_head) ~ N(0, 0.02); attn.proj.weight and
+        ffn.fc2.weight ~ N(0, 0.02/sqrt(2L)); biases and XL's u, v 0; LayerNorm weight 1, bias 0."""
+        resid_std = 0.02 / math.sqrt(2 * self.cfg.n_layer)
+        for name, p in self.named_parameters():
+            if name.endswith("attn.proj.weight") or name.endswith("ffn.fc2.weight"):
+                p.normal_(0.0, resid_std, generator=generator)
+            elif name.endswith(".bias") or name in ("u", "v") or name.endswith(".u") or name.endswith(".v"):
+                p.zero_()
+            elif ".ln" in name or name.startswith("ln_f"):   # LayerNorm weights
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, 0.02, generator=generator)
+
+    def export_params(self):
+        """OrderedDict name -> detached tensor (canonical order)."""
+        named = dict(self.named_parameters())
+        return OrderedDict((n, named[n].detach()) for n in self.shapes_of(self.cfg))
+
+    def export_grads(self, prefix="grad."):
+        """OrderedDict '<prefix><name>' -> gradient (zeros where none was computed), canonical order."""
+        named = dict(self.named_parameters())
+        out = OrderedDict()
+        for n in self.shapes_of(self.cfg):
+            p = named[n]
+            out[prefix + n] = p.grad.detach() if p.grad is not None else torch.zeros_like(p)
+        return out
+
+    @torch.no_grad()
+    def import_params(self, params, strict=True):
+        """Copy values from a mapping name -> array/tensor (numpy or torch); checks shapes.
+        With strict, every parameter must be present, and a longctx parameter name this model does not
+        have (a global-token projection, tied Q/K, a kind's parameters) is refused; other extra keys
+        (tokens, memories, gradients, moments) are ignored."""
+        shapes = self.shapes_of(self.cfg)
+        named = dict(self.named_parameters())
+        if strict:
+            refuse_stray_params(params, shapes)
+        for n, shape in shapes.items():
+            if n not in params:
+                if strict:
+                    raise KeyError("missing parameter %s" % n)
+                continue
+            v = torch.as_tensor(params[n])
+            if tuple(v.shape) != tuple(shape):
+                raise ValueError("parameter %s: shape %s, expected %s" % (n, tuple(v.shape), shape))
+            named[n].copy_(v.to(named[n].dtype))
+
+
+class LM(LongctxParams, nn.Module):
     """Vanilla byte-level decoder LM. forward(tokens[B,T]) -> logits[B,T,256];
     loss(tokens, targets) -> mean cross-entropy."""
+    shapes_of = staticmethod(param_shapes)
 
     def __init__(self, cfg, attn_impl="math", dtype=torch.float32):
         super().__init__()
@@ -190,21 +265,6 @@ class LM(nn.Module):
         self.init_weights()
         names = [n for n, _ in self.named_parameters()]
         assert names == param_names(cfg), (names, param_names(cfg))
-
-    @torch.no_grad()
-    def init_weights(self, generator=None):
-        """Training init: matrices (incl. wte, wpe, lm_head) ~ N(0, 0.02); attn.proj.weight and
-        ffn.fc2.weight ~ N(0, 0.02/sqrt(2L)); biases 0; LayerNorm weight 1, bias 0."""
-        resid_std = 0.02 / math.sqrt(2 * self.cfg.n_layer)
-        for name, p in self.named_parameters():
-            if name.endswith("attn.proj.weight") or name.endswith("ffn.fc2.weight"):
-                p.normal_(0.0, resid_std, generator=generator)
-            elif name.endswith(".bias"):
-                p.zero_()
-            elif ".ln" in name or name.startswith("ln_f"):   # LayerNorm weights
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02, generator=generator)
 
     def forward(self, tokens):
         B, T = tokens.shape
@@ -223,42 +283,6 @@ class LM(nn.Module):
         if logits is None:
             logits = self(tokens)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long())
-
-    # ---- export / import by longctx's names -------------------------------------------------
-
-    def export_params(self):
-        """OrderedDict name -> detached tensor (canonical order)."""
-        named = dict(self.named_parameters())
-        return OrderedDict((n, named[n].detach()) for n in param_names(self.cfg))
-
-    def export_grads(self):
-        """OrderedDict 'grad.<name>' -> gradient tensor (zeros where no gradient was computed)."""
-        named = dict(self.named_parameters())
-        out = OrderedDict()
-        for n in param_names(self.cfg):
-            p = named[n]
-            out["grad." + n] = p.grad.detach() if p.grad is not None else torch.zeros_like(p)
-        return out
-
-    @torch.no_grad()
-    def import_params(self, params, strict=True):
-        """Copy values from a mapping name -> array/tensor (numpy or torch); checks shapes.
-        With strict, every parameter must be present, and a longctx parameter name this model does not
-        have (a global-token projection, tied Q/K, a kind's parameters) is refused; other extra keys
-        (tokens, gradients, moments) are ignored."""
-        shapes = param_shapes(self.cfg)
-        named = dict(self.named_parameters())
-        if strict:
-            refuse_stray_params(params, shapes)
-        for n, shape in shapes.items():
-            if n not in params:
-                if strict:
-                    raise KeyError("missing parameter %s" % n)
-                continue
-            v = torch.as_tensor(params[n])
-            if tuple(v.shape) != tuple(shape):
-                raise ValueError("parameter %s: shape %s, expected %s" % (n, tuple(v.shape), shape))
-            named[n].copy_(v.to(named[n].dtype))
 
 
 def refuse_stray_params(params, shapes):

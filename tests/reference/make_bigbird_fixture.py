@@ -21,7 +21,6 @@ Usage (from the repository root):
   /usr/bin/python3 tests/reference/make_bigbird_fixture.py --check    # self-checks only
   /usr/bin/python3 tests/reference/make_bigbird_fixture.py --only itc # one fixture (itc|etc)
 """
-import argparse
 import math
 import os
 import sys
@@ -32,18 +31,14 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bigbird_ref as bb  # noqa: E402
-import st_io  # noqa: E402
+import fixture_io  # noqa: E402
+from fixture_io import f32  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
 MAX_BYTES = 300 * 1024
 
 # variant -> (B, H, T, D, b, r, G, seed)
 FIXTURES = {"itc": (2, 2, 147, 8, 16, 2, 0, 20240801), "etc": (2, 2, 147, 8, 16, 2, 5, 20240802)}
 CASES = ("bidirectional", "causal")
-
-
-def f32(x):
-    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 def reference(x, plan, b, variant, G, causal, scale):
@@ -167,12 +162,7 @@ def build(name):
 
 def verify(path, name, tensors, meta):
     """Read back, compare exactly, recompute from the file's own contents; returns a summary."""
-    got, gmeta = st_io.read(path)
-    assert gmeta == meta, (gmeta, meta)
-    assert list(got.keys()) == [n for n, _, _ in tensors] == st_io.header_order(path)
-    for n, dt, v in tensors:
-        want = np.asarray(v).astype(np.float32 if dt == "F32" else np.int32)
-        assert got[n].dtype == want.dtype and got[n].shape == want.shape and np.array_equal(got[n], want), n
+    got, _ = fixture_io.read_back(path, tensors, meta)
     B, H, T, D, b, r, G, seed = FIXTURES[name]
     x = {k: got[k].astype(np.float64) for k in ("q", "k", "v", "dout")}
     scale = float(got["scale"][0])
@@ -193,30 +183,15 @@ def verify(path, name, tensors, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out-dir", default=os.path.join(REPO, "tests", "fixtures"))
-    ap.add_argument("--check", action="store_true", help="run the self-checks only, write nothing")
-    ap.add_argument("--only", choices=sorted(FIXTURES), action="append", help="write only this fixture")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    self_check()
-    if args.check:
+    args = fixture_io.start(__doc__, self_check, FIXTURES)
+    if args is None:
         return
-    os.makedirs(args.out_dir, exist_ok=True)
-    for name in args.only or list(FIXTURES):
+    for name in args.names:
         path = os.path.join(args.out_dir, "bigbird_%s.safetensors" % name)
         tensors, meta = build(name)
-        tmp = path + ".tmp"
-        st_io.write(tmp, tensors, meta)
-        try:
-            summary = verify(tmp, name, tensors, meta)
-            size = os.path.getsize(tmp)
-            assert size <= MAX_BYTES, "%s is %d bytes" % (path, size)
-        except BaseException:
-            os.remove(tmp)
-            raise
-        os.replace(tmp, path)
-        print("wrote %s: %d bytes; %s" % (os.path.relpath(path, REPO), size, summary))
+        size, summary = fixture_io.write_checked(path, tensors, meta, lambda p: verify(p, name, tensors, meta),
+                                                 MAX_BYTES)
+        print("wrote %s: %d bytes; %s" % (fixture_io.relpath(path), size, summary))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Usage (from the repository root):
   /usr/bin/python3 tests/reference/make_linformer_fixture.py           # self-checks + write the fixture
   /usr/bin/python3 tests/reference/make_linformer_fixture.py --check   # self-checks only
 """
-import argparse
 import math
 import os
 import sys
@@ -34,18 +33,14 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fixture_io  # noqa: E402
 import linformer_ref as lr  # noqa: E402
-import st_io  # noqa: E402
+from fixture_io import f32  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
 SEED = 20240801
 # case -> (B, H, T, D, k, n, share)
 CASES = {"a": (2, 2, 5, 3, 4, 7, "none"), "b": (1, 3, 6, 4, 8, 6, "headwise"), "c": (2, 2, 7, 5, 3, 9, "kv")}
 MAX_BYTES = 64 * 1024
-
-
-def f32(x):
-    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 def reference(x, share, scale):
@@ -180,11 +175,7 @@ def build():
 
 
 def verify(path, tensors, meta):
-    got, gmeta = st_io.read(path)
-    assert gmeta == meta, (gmeta, meta)
-    assert list(got.keys()) == [nm for nm, _, _ in tensors]
-    for nm, _, v in tensors:
-        assert np.array_equal(got[nm], np.asarray(v).astype(np.float32)), nm
+    got, _ = fixture_io.read_back(path, tensors, meta)
     summary = []
     for c, (B, H, T, D, k, n, share) in CASES.items():
         p = c + "."
@@ -203,28 +194,13 @@ def verify(path, tensors, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out-dir", default=os.path.join(REPO, "tests", "fixtures"))
-    ap.add_argument("--check", action="store_true", help="run the self-checks only, write nothing")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    self_check()
-    if args.check:
+    args = fixture_io.start(__doc__, self_check)
+    if args is None:
         return
-    os.makedirs(args.out_dir, exist_ok=True)
     path = os.path.join(args.out_dir, "linformer_attn.safetensors")
     tensors, meta = build()
-    tmp = path + ".tmp"
-    st_io.write(tmp, tensors, meta)
-    try:
-        summary = verify(tmp, tensors, meta)
-        size = os.path.getsize(tmp)
-        assert size <= MAX_BYTES, "%s is %d bytes" % (path, size)
-    except BaseException:
-        os.remove(tmp)
-        raise
-    os.replace(tmp, path)
-    print("wrote %s: %d bytes; %s" % (os.path.relpath(path, REPO), size, summary))
+    size, summary = fixture_io.write_checked(path, tensors, meta, lambda p: verify(p, tensors, meta), MAX_BYTES)
+    print("wrote %s: %d bytes; %s" % (fixture_io.relpath(path), size, summary))
 
 
 if __name__ == "__main__":

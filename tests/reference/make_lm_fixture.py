@@ -21,7 +21,6 @@ Usage (from the repository root):
   /usr/bin/python3 tests/reference/make_lm_fixture.py            # self-check + write fixtures
   /usr/bin/python3 tests/reference/make_lm_fixture.py --check    # self-check only
 """
-import argparse
 import math
 import os
 import sys
@@ -33,9 +32,8 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import lm_ref  # noqa: E402
-import st_io   # noqa: E402
+import fixture_io  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
 MAX_BYTES = 300 * 1024
 
 # name -> (config, batch, seed)
@@ -244,17 +242,7 @@ def build_fixture(name):
 
 def verify_file(path, cfg, B, tensors, meta):
     """Read back and compare with what was meant to be written; recompute from the file's contents."""
-    got, gmeta = st_io.read(path)
-    assert gmeta == meta, (gmeta, meta)
-    assert list(got.keys()) == [n for n, _, _ in tensors], "header order differs"
-    assert st_io.header_order(path) == [n for n, _, _ in tensors], "data order differs"
-    for n, dt, v in tensors:
-        want = np.asarray(v).astype(np.float32 if dt == "F32" else np.int32)
-        assert got[n].dtype == want.dtype and got[n].shape == want.shape, n
-        assert np.array_equal(got[n], want), n
-    with open(path, "rb") as f:
-        hlen = int.from_bytes(f.read(8), "little")
-    assert (8 + hlen) % 8 == 0
+    got, gmeta = fixture_io.read_back(path, tensors, meta)
     # The weights in the file are exactly the weights the reference used (float32-representable):
     fcfg = lm_ref.config_from_metadata(gmeta)
     assert fcfg == cfg
@@ -277,31 +265,16 @@ def verify_file(path, cfg, B, tensors, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out-dir", default=os.path.join(REPO, "tests", "fixtures"))
-    ap.add_argument("--check", action="store_true", help="run the self-checks only, write nothing")
-    ap.add_argument("--only", choices=sorted(FIXTURES), action="append", help="write only this fixture")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    self_check()
-    if args.check:
+    args = fixture_io.start(__doc__, self_check, FIXTURES)
+    if args is None:
         return
-    os.makedirs(args.out_dir, exist_ok=True)
-    for name in args.only or list(FIXTURES):
+    for name in args.names:
         cfg, B, tensors, meta, loss = build_fixture(name)
         path = os.path.join(args.out_dir, "lm_%s.safetensors" % name)
-        tmp = path + ".tmp"
-        st_io.write(tmp, tensors, meta)
-        try:
-            loss, l32err, g32err = verify_file(tmp, cfg, B, tensors, meta)
-            size = os.path.getsize(tmp)
-            assert size <= MAX_BYTES, "%s is %d bytes" % (path, size)
-        except BaseException:
-            os.remove(tmp)
-            raise
-        os.replace(tmp, path)
+        size, (loss, l32err, g32err) = fixture_io.write_checked(
+            path, tensors, meta, lambda p: verify_file(p, cfg, B, tensors, meta), MAX_BYTES)
         print("wrote %s: %d bytes, loss %.9g (float32 %r); fp32 recompute: |dloss| %.2e, max rel grad err %.2e"
-              % (os.path.relpath(path, REPO), size, loss, float(np.float32(loss)), l32err, g32err))
+              % (fixture_io.relpath(path), size, loss, float(np.float32(loss)), l32err, g32err))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ Usage (from the repository root):
   /usr/bin/python3 tests/reference/make_longformer_fixture.py           # self-checks + write the fixture
   /usr/bin/python3 tests/reference/make_longformer_fixture.py --check   # self-checks only
 """
-import argparse
 import math
 import os
 import sys
@@ -39,21 +38,16 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fixture_io  # noqa: E402
 import longformer_ref  # noqa: E402
-import st_io  # noqa: E402
+from fixture_io import f32  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
 SEED = 20240801
 MAX_BYTES = 64 * 1024
 # case -> (B, H, T, D, w, causal, pos)
 CASES = {"bi": (2, 2, 13, 4, 2, False, [0, 7]), "causal": (1, 3, 11, 5, 3, True, [0, 6])}
 INPUTS = ("q", "k", "v", "qg", "kg", "vg")
 GRADS = ("dq", "dk", "dv", "dqg", "dkg", "dvg")
-
-
-def f32(x):
-    """float64 numpy array holding float32-representable values."""
-    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 def reference(x, pos, w, causal, scale):
@@ -150,14 +144,7 @@ def build_fixture():
 
 
 def verify_file(path, tensors, meta):
-    got, gmeta = st_io.read(path)
-    assert gmeta == meta, (gmeta, meta)
-    assert list(got.keys()) == [n for n, _, _ in tensors], "header order differs"
-    assert st_io.header_order(path) == [n for n, _, _ in tensors], "data order differs"
-    for n, dt, v in tensors:
-        want = np.asarray(v).astype(np.float32 if dt == "F32" else np.int32)
-        assert got[n].dtype == want.dtype and got[n].shape == want.shape, n
-        assert np.array_equal(got[n], want), n
+    got, _ = fixture_io.read_back(path, tensors, meta)
     summary = []
     for c in CASES:
         p = c + "."
@@ -178,28 +165,13 @@ def verify_file(path, tensors, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out-dir", default=os.path.join(REPO, "tests", "fixtures"))
-    ap.add_argument("--check", action="store_true", help="run the self-checks only, write nothing")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    self_check()
-    if args.check:
+    args = fixture_io.start(__doc__, self_check)
+    if args is None:
         return
-    os.makedirs(args.out_dir, exist_ok=True)
     path = os.path.join(args.out_dir, "longformer_attn.safetensors")
     tensors, meta = build_fixture()
-    tmp = path + ".tmp"
-    st_io.write(tmp, tensors, meta)
-    try:
-        summary = verify_file(tmp, tensors, meta)
-        size = os.path.getsize(tmp)
-        assert size <= MAX_BYTES, "%s is %d bytes" % (path, size)
-    except BaseException:
-        os.remove(tmp)
-        raise
-    os.replace(tmp, path)
-    print("wrote %s: %d bytes; %s" % (os.path.relpath(path, REPO), size, summary))
+    size, summary = fixture_io.write_checked(path, tensors, meta, lambda p: verify_file(p, tensors, meta), MAX_BYTES)
+    print("wrote %s: %d bytes; %s" % (fixture_io.relpath(path), size, summary))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ temporary file, reads it back with st_io.read, verifies it exactly, and renames 
 Usage (from the repository root):
   /usr/bin/python3 tests/reference/make_lsh_fixture.py           # self-checks + write the fixture
   /usr/bin/python3 tests/reference/make_lsh_fixture.py --check   # self-checks only
+  /usr/bin/python3 tests/reference/make_lsh_fixture.py --out-dir DIR   # write DIR/lsh_attn.safetensors
 """
-import argparse
 import math
 import os
 import sys
@@ -38,11 +38,11 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fixture_io  # noqa: E402
 import lsh_ref  # noqa: E402
-import st_io  # noqa: E402
+from fixture_io import f32  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
-OUT = os.path.join(REPO, "tests", "fixtures", "lsh_attn.safetensors")
+MAX_BYTES = 64 * 1024
 SEED = 20240801
 MARGIN = 1e-3
 # case -> (B, H, T, D, causal, buckets, hashes, chunk)
@@ -52,11 +52,6 @@ CASES = {
     "c": (1, 2, 9, 4, 1, 2, 1, 16),
     "d": (1, 1, 24, 16, 0, 8, 4, 5),
 }
-
-
-def f32(x):
-    """float64 numpy array holding float32-representable values."""
-    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 def margin_of(q, rot):
@@ -201,12 +196,7 @@ def build_fixture():
 
 
 def verify(path, tensors, meta):
-    got, gmeta = st_io.read(path)
-    assert gmeta == meta, (gmeta, meta)
-    assert list(got.keys()) == [n for n, _, _ in tensors], "header order differs"
-    for n, dt, v in tensors:
-        want = np.asarray(v).astype(np.float32 if dt == "F32" else np.int32)
-        assert got[n].dtype == want.dtype and got[n].shape == want.shape and np.array_equal(got[n], want), n
+    got, _ = fixture_io.read_back(path, tensors, meta)
     summary = []
     for c in CASES:
         p = c + "."
@@ -230,19 +220,14 @@ def verify(path, tensors, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="self-checks only, write nothing")
-    args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
-    self_check()
-    if args.check:
+    args = fixture_io.start(__doc__, self_check)
+    if args is None:
         return
+    path = os.path.join(args.out_dir, "lsh_attn.safetensors")
     tensors, meta = build_fixture()
-    tmp = OUT + ".tmp"
-    st_io.write(tmp, tensors, meta)
-    summary = verify(tmp, tensors, meta)
-    os.replace(tmp, OUT)
-    print("wrote %s (%d bytes): %s" % (os.path.relpath(OUT, REPO), os.path.getsize(OUT), summary))
+    size, summary = fixture_io.write_checked(path, tensors, meta, lambda p: verify(p, tensors, meta), MAX_BYTES)
+    print("wrote %s (%d bytes): %s" % (fixture_io.relpath(path), size, summary))
 
 
 if __name__ == "__main__":

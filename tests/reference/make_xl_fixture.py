@@ -31,7 +31,6 @@ Usage (from the repository root):
   /usr/bin/python3 tests/reference/make_xl_fixture.py --check    # self-checks only
   /usr/bin/python3 tests/reference/make_xl_fixture.py --only attn   # one fixture (attn|pre_gelu_tied|post_relu_untied)
 """
-import argparse
 import math
 import os
 import sys
@@ -42,10 +41,10 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import st_io   # noqa: E402
+import fixture_io  # noqa: E402
 import xl_ref  # noqa: E402
+from fixture_io import f32  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
 MAX_BYTES = 300 * 1024
 
 # name -> (config, batch, seed)
@@ -60,11 +59,6 @@ MODEL_FIXTURES = {
 ATTN_SEED = 20240710
 # case -> (B, H, T, M, D, window)
 ATTN_CASES = {"a": (2, 2, 5, 4, 3, 0), "b": (1, 3, 7, 6, 4, 5)}
-
-
-def f32(x):
-    """float64 numpy array holding float32-representable values."""
-    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 def random_params(cfg, rng):
@@ -464,7 +458,7 @@ def build_attn_fixture():
 
 
 def verify_attn_file(path, tensors, meta):
-    got, gmeta = _verify_common(path, tensors, meta)
+    got, gmeta = fixture_io.read_back(path, tensors, meta)
     summary = []
     for c in ATTN_CASES:
         p = c + "."
@@ -504,24 +498,9 @@ def build_model_fixture(name):
     return cfg, B, tensors, meta, ref
 
 
-def _verify_common(path, tensors, meta):
-    got, gmeta = st_io.read(path)
-    assert gmeta == meta, (gmeta, meta)
-    assert list(got.keys()) == [n for n, _, _ in tensors], "header order differs"
-    assert st_io.header_order(path) == [n for n, _, _ in tensors], "data order differs"
-    for n, dt, v in tensors:
-        want = np.asarray(v).astype(np.float32 if dt == "F32" else np.int32)
-        assert got[n].dtype == want.dtype and got[n].shape == want.shape, n
-        assert np.array_equal(got[n], want), n
-    with open(path, "rb") as f:
-        hlen = int.from_bytes(f.read(8), "little")
-    assert (8 + hlen) % 8 == 0
-    return got, gmeta
-
-
 def verify_model_file(path, cfg, B, tensors, meta):
     """Read back, compare exactly, recompute from the file's own contents; returns a summary string."""
-    got, gmeta = _verify_common(path, tensors, meta)
+    got, gmeta = fixture_io.read_back(path, tensors, meta)
     fcfg = xl_ref.config_from_metadata(gmeta)
     assert fcfg == cfg, (fcfg, cfg)
     names = xl_ref.param_names(cfg)
@@ -555,44 +534,23 @@ def verify_model_file(path, cfg, B, tensors, meta):
     return ref, "fp32 run: %s; logits2 from F32 mem1 differ by %.1e" % (", ".join(errs), d_mem)
 
 
-def write_checked(path, tensors, meta, verify):
-    tmp = path + ".tmp"
-    st_io.write(tmp, tensors, meta)
-    try:
-        result = verify(tmp)
-        size = os.path.getsize(tmp)
-        assert size <= MAX_BYTES, "%s is %d bytes" % (path, size)
-    except BaseException:
-        os.remove(tmp)
-        raise
-    os.replace(tmp, path)
-    return size, result
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out-dir", default=os.path.join(REPO, "tests", "fixtures"))
-    ap.add_argument("--check", action="store_true", help="run the self-checks only, write nothing")
-    ap.add_argument("--only", choices=["attn"] + sorted(MODEL_FIXTURES), action="append",
-                    help="write only this fixture (repeatable)")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    self_check()
-    if args.check:
+    args = fixture_io.start(__doc__, self_check, ["attn"] + list(MODEL_FIXTURES))
+    if args is None:
         return
-    os.makedirs(args.out_dir, exist_ok=True)
-    for name in args.only or ["attn"] + list(MODEL_FIXTURES):
+    for name in args.names:
         path = os.path.join(args.out_dir, "xl_%s.safetensors" % name)
         if name == "attn":
             tensors, meta = build_attn_fixture()
-            size, summary = write_checked(path, tensors, meta, lambda p: verify_attn_file(p, tensors, meta))
-            print("wrote %s: %d bytes; %s" % (os.path.relpath(path, REPO), size, summary))
+            size, summary = fixture_io.write_checked(path, tensors, meta, lambda p: verify_attn_file(p, tensors, meta),
+                                                     MAX_BYTES)
+            print("wrote %s: %d bytes; %s" % (fixture_io.relpath(path), size, summary))
             continue
         cfg, B, tensors, meta, ref = build_model_fixture(name)
-        size, (ref2, summary) = write_checked(path, tensors, meta,
-                                              lambda p: verify_model_file(p, cfg, B, tensors, meta))
+        size, (ref2, summary) = fixture_io.write_checked(path, tensors, meta,
+                                                         lambda p: verify_model_file(p, cfg, B, tensors, meta), MAX_BYTES)
         print("wrote %s: %d bytes, loss1 %.9g (F32 %r), loss2 %.9g (F32 %r); %s"
-              % (os.path.relpath(path, REPO), size, ref["loss1"], float(np.float32(ref["loss1"])),
+              % (fixture_io.relpath(path), size, ref["loss1"], float(np.float32(ref["loss1"])),
                  ref["loss2"], float(np.float32(ref["loss2"])), summary))
 
 

@@ -31,67 +31,46 @@ param_shapes(cfg). NOTE: unlike lm_ref, the module's named_parameters()/state_di
 the canonical order (top-level wte/u/v come before the blocks there); always use param_names(),
 export_params() and import_params(), which use the canonical order.
 
-The module works in the dtype of its parameters (float64 for fixtures). Importing needs only torch.
+The module works in the dtype of its parameters (float64 for fixtures). It needs torch and lm_ref.py
+beside it (the feed-forward sublayer, LayerNorm's eps, and export / import by names are the vanilla
+model's).
 """
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-VOCAB = 256
-LN_EPS = 1e-5
+from lm_ref import (FFN, LN_EPS, BlockConfig, LongctxParams,  # beside this file
+                    add_ffn_shapes, add_layernorm_shapes, add_output_shapes)
 
 
 @dataclass
-class XLConfig:
-    n_layer: int = 2
-    d_model: int = 16
-    n_head: int = 2
+class XLConfig(BlockConfig):
+    """lm_ref.BlockConfig's options (seq_len: the segment length T, nominal; forward accepts any T), then:"""
     d_ff: int = 32
-    seq_len: int = 8           # segment length T (nominal; forward accepts any T)
     mem_len: int = 8           # memory rows kept per layer
     clamp_len: int = 0         # 0 = off; else relative distances are clamped to clamp_len
     same_length: bool = False  # each query sees at most mem_len keys (itself included)
     shared_uv: bool = False    # one (u, v) pair for all layers
-    norm: str = "pre"          # "pre" | "post"
-    activation: str = "gelu"   # "gelu" (tanh approximation) | "relu"
-    tied: bool = True
-    dropout: float = 0.0
-    vocab: int = VOCAB
 
     def __post_init__(self):
-        if self.norm not in ("pre", "post"):
-            raise ValueError("norm must be 'pre' or 'post', got %r" % (self.norm,))
-        if self.activation not in ("gelu", "relu"):
-            raise ValueError("activation must be 'gelu' or 'relu', got %r" % (self.activation,))
-        if self.d_model % self.n_head != 0:
-            raise ValueError("d_model %d not divisible by n_head %d" % (self.d_model, self.n_head))
+        super().__post_init__()
         if self.d_model % 2 != 0:
             raise ValueError("d_model must be even (sin | cos halves of the relative embedding)")
-        if self.vocab != VOCAB:
-            raise ValueError("vocab must be 256 (bytes)")
         if self.mem_len < 0 or self.clamp_len < 0:
             raise ValueError("mem_len and clamp_len must be >= 0")
-        self.tied = bool(int(self.tied))
         self.same_length = bool(int(self.same_length))
         self.shared_uv = bool(int(self.shared_uv))
         if self.same_length and self.mem_len < 1:
             raise ValueError("same_length needs mem_len >= 1 (otherwise no key would be visible)")
 
     @property
-    def head_dim(self):
-        return self.d_model // self.n_head
-
-    @property
     def window(self):
         """Attention window passed to rel_attention: mem_len with same_length, else 0 (none)."""
         return self.mem_len if self.same_length else 0
-
-    def as_dict(self):
-        return asdict(self)
 
     def metadata(self, batch):
         """The fixture/checkpoint metadata strings for this config (without 'generator')."""
@@ -105,33 +84,23 @@ class XLConfig:
 
 def param_shapes(cfg):
     """OrderedDict name -> shape, in longctx's canonical order."""
-    C, F_, V, H, D = cfg.d_model, cfg.d_ff, cfg.vocab, cfg.n_head, cfg.head_dim
+    C, V, H, D = cfg.d_model, cfg.vocab, cfg.n_head, cfg.head_dim
     s = OrderedDict()
     s["wte"] = (V, C)
     for i in range(cfg.n_layer):
         p = "blocks.%d." % i
-        s[p + "ln1.weight"] = (C,)
-        s[p + "ln1.bias"] = (C,)
+        add_layernorm_shapes(s, p + "ln1", C)
         s[p + "attn.qkv.weight"] = (3 * C, C)
         s[p + "attn.r.weight"] = (C, C)
         if not cfg.shared_uv:
             s[p + "attn.u"] = (H, D)
             s[p + "attn.v"] = (H, D)
         s[p + "attn.proj.weight"] = (C, C)
-        s[p + "ln2.weight"] = (C,)
-        s[p + "ln2.bias"] = (C,)
-        s[p + "ffn.fc1.weight"] = (F_, C)
-        s[p + "ffn.fc1.bias"] = (F_,)
-        s[p + "ffn.fc2.weight"] = (C, F_)
-        s[p + "ffn.fc2.bias"] = (C,)
+        add_ffn_shapes(s, p, cfg)
     if cfg.shared_uv:
         s["u"] = (H, D)
         s["v"] = (H, D)
-    if cfg.norm == "pre":
-        s["ln_f.weight"] = (C,)
-        s["ln_f.bias"] = (C,)
-    if not cfg.tied:
-        s["lm_head.weight"] = (V, C)
+    add_output_shapes(s, cfg)
     return s
 
 
@@ -247,19 +216,6 @@ class RelMultiHeadAttn(nn.Module):
         return self.proj(y.reshape(B, T, C))
 
 
-class FFN(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
-        self.activation = cfg.activation
-
-    def forward(self, a):
-        z = self.fc1(a)
-        z = F.gelu(z, approximate="tanh") if self.activation == "gelu" else F.relu(z)
-        return self.fc2(z)
-
-
 class XLBlock(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -280,9 +236,11 @@ class XLBlock(nn.Module):
         return self.ln2(s1 + self.drop(self.ffn(s1)))
 
 
-class XL(nn.Module):
+class XL(LongctxParams, nn.Module):
     """Transformer-XL byte-level LM. forward(tokens [B,T], mems) -> (logits [B,T,256], new_mems);
-    mems is None (empty memory) or a list of n_layer tensors [B, M, C]; new_mems are detached."""
+    mems is None (empty memory) or a list of n_layer tensors [B, M, C]; new_mems are detached.
+    init_weights, export_params, export_grads and import_params come from lm_ref.LongctxParams."""
+    shapes_of = staticmethod(param_shapes)
 
     def __init__(self, cfg, dtype=torch.float32):
         super().__init__()
@@ -303,21 +261,6 @@ class XL(nn.Module):
         self.init_weights()
         names = sorted(n for n, _ in self.named_parameters())
         assert names == sorted(param_names(cfg)), (names, param_names(cfg))
-
-    @torch.no_grad()
-    def init_weights(self, generator=None):
-        """Training init: matrices (wte, qkv, r, fc1, lm_head) ~ N(0, 0.02); attn.proj.weight and
-        ffn.fc2.weight ~ N(0, 0.02/sqrt(2L)); u, v and biases 0; LayerNorm weight 1, bias 0."""
-        resid_std = 0.02 / math.sqrt(2 * self.cfg.n_layer)
-        for name, p in self.named_parameters():
-            if name.endswith("attn.proj.weight") or name.endswith("ffn.fc2.weight"):
-                p.normal_(0.0, resid_std, generator=generator)
-            elif name.endswith(".bias") or name in ("u", "v") or name.endswith(".u") or name.endswith(".v"):
-                p.zero_()
-            elif ".ln" in name or name.startswith("ln_f"):
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02, generator=generator)
 
     def init_mems(self, batch):
         C = self.cfg.d_model
@@ -349,42 +292,6 @@ class XL(nn.Module):
     @staticmethod
     def loss_from_logits(logits, targets):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long())
-
-    # ---- export / import by longctx's names -------------------------------------------------
-
-    def export_params(self):
-        """OrderedDict name -> detached tensor (canonical order)."""
-        named = dict(self.named_parameters())
-        return OrderedDict((n, named[n].detach()) for n in param_names(self.cfg))
-
-    def export_grads(self, prefix="grad."):
-        """OrderedDict '<prefix><name>' -> gradient (zeros where none was computed), canonical order."""
-        named = dict(self.named_parameters())
-        out = OrderedDict()
-        for n in param_names(self.cfg):
-            p = named[n]
-            out[prefix + n] = p.grad.detach() if p.grad is not None else torch.zeros_like(p)
-        return out
-
-    @torch.no_grad()
-    def import_params(self, params, strict=True):
-        """Copy values from a mapping name -> array/tensor (numpy or torch); checks shapes.
-        With strict, every parameter must be present, and a longctx parameter name this model does not
-        have (a global-token projection, tied Q/K, a kind's parameters) is refused; other extra keys
-        (tokens, memories, gradients, moments) are ignored."""
-        named = dict(self.named_parameters())
-        if strict:
-            import lm_ref  # beside this file
-            lm_ref.refuse_stray_params(params, param_shapes(self.cfg))
-        for n, shape in param_shapes(self.cfg).items():
-            if n not in params:
-                if strict:
-                    raise KeyError("missing parameter %s" % n)
-                continue
-            v = torch.as_tensor(params[n])
-            if tuple(v.shape) != tuple(shape):
-                raise ValueError("parameter %s: shape %s, expected %s" % (n, tuple(v.shape), shape))
-            named[n].copy_(v.to(named[n].dtype))
 
 
 def config_from_metadata(meta):
