@@ -141,9 +141,8 @@ static void key_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, co
 /* ---------------------------------------------------------------- drivers */
 
 /* Workspace: [16 floats of alignment slack][per thread: 2 x D_pad][Delta: B*H*T]. */
-size_t lc_attn_progression_workspace(const lc_attn_shape *s, int nthreads) {
-    if (nthreads < 1) nthreads = 1;
-    return 16 + (size_t)nthreads * 2 * lc_round_up(s->D, 16) + (size_t)s->B * s->H * s->T;
+size_t lc_attn_progression_workspace(const lc_attn_shape *s) {
+    return 16 + (size_t)lc_attn_threads(s) * 2 * lc_round_up(s->D, 16) + (size_t)s->B * s->H * s->T;
 }
 
 static void check_shape(const lc_attn_shape *s, const lc_attn_tensors *t) {

@@ -46,7 +46,7 @@ typedef struct {
     const void *ctx;
 } lc_attn_pattern;
 
-size_t lc_attn_progression_workspace(const lc_attn_shape *s, int nthreads);
+size_t lc_attn_progression_workspace(const lc_attn_shape *s); /* threads: lc_attn_threads(s) */
 void lc_attn_progression_forward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,
                                  float *work);
 void lc_attn_progression_backward(const lc_attn_shape *s, const lc_attn_pattern *pat, const lc_attn_tensors *t,

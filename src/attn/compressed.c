@@ -214,11 +214,24 @@ static void forward_row(const cmp_geometry *g, const lc_attn_tensors *t, const c
     t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
 }
 
-void lc_attn_compressed_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+/* Inside the parallel region of a pass: the pooled keys and values of every block, shared among the team,
+ * with no barrier at the end (the pass waits where it needs them). */
+static void pool_blocks(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w) {
+    const long blocks = (long)g->B * g->H * g->nb;
+#ifdef _OPENMP
+#pragma omp for schedule(static) nowait
+#endif
+    for (long i = 0; i < blocks; i++) pool_block(g, t, w, (int)(i / g->nb / g->H), (int)(i / g->nb % g->H), i % g->nb);
+}
+
+typedef void cmp_pass_fn(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, float *scratch);
+
+/* Both passes: one parallel region in which every thread, with its scratch, pools the blocks and then runs
+ * pass (whose worksharing loops divide the rows among the team). Inlined, so the call of pass is direct. */
+static inline __attribute__((always_inline)) void run_pass(const lc_attn_shape *s, const void *opts,
+                                                           const lc_attn_tensors *t, float *work, cmp_pass_fn *pass) {
     check_args(s, opts, t);
     const cmp_geometry g = geometry_of(s, opts);
-    const long rows = (long)g.B * g.H * g.T, blocks = (long)g.B * g.H * g.nb;
-    if (rows == 0) return;
     const cmp_work w = work_of(&g, work);
     const int nthreads = lc_attn_threads(s);
     (void)nthreads;
@@ -227,18 +240,24 @@ void lc_attn_compressed_forward(const lc_attn_shape *s, const void *opts, const 
 #endif
     {
         float *scratch = w.threads + (size_t)lc_thread_id() * g.thread_floats;
+        pool_blocks(&g, t, &w);
+        pass(&g, t, &w, scratch);
+    }
+}
+
+static void forward_pass(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, float *scratch) {
+    const long rows = (long)g->B * g->H * g->T;
 #ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (long i = 0; i < blocks; i++)
-            pool_block(&g, t, &w, (int)(i / g.nb / g.H), (int)(i / g.nb % g.H), i % g.nb);
-        /* implicit barrier: the pooled keys and values are complete */
-#ifdef _OPENMP
+#pragma omp barrier /* the pooled keys and values are complete */
 #pragma omp for schedule(dynamic, 16)
 #endif
-        for (long i = 0; i < rows; i++)
-            forward_row(&g, t, &w, (int)(i / g.T / g.H), (int)(i / g.T % g.H), (int)(i % g.T), scratch);
-    }
+    for (long i = 0; i < rows; i++)
+        forward_row(g, t, w, (int)(i / g->T / g->H), (int)(i / g->T % g->H), (int)(i % g->T), scratch);
+}
+
+void lc_attn_compressed_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    if ((long)s->B * s->H * s->T == 0) return;
+    run_pass(s, opts, t, work, forward_pass);
 }
 
 /* ---------------------------------------------------------------- backward */
@@ -340,53 +359,41 @@ static void dkv_row(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_w
     for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e] + inv * dkb[e], dv[e] = acc_v[e] + inv * dvb[e];
 }
 
-void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    check_args(s, opts, t);
-    const cmp_geometry g = geometry_of(s, opts);
-    const long rows = (long)g.B * g.H * g.T, blocks = (long)g.B * g.H * g.nb, keys = (long)g.B * g.H * g.S;
-    const long groups = (long)g.B * g.H * g.groups;
-    const cmp_work w = work_of(&g, work);
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nthreads)
-#endif
-    {
-        float *scratch = w.threads + (size_t)lc_thread_id() * g.thread_floats;
-        float *acc_a = scratch + lc_round16((size_t)g.max_cols), *acc_b = acc_a + CMP_GROUP * lc_round16((size_t)g.D);
-#ifdef _OPENMP
-#pragma omp for schedule(static) nowait
-#endif
-        for (long i = 0; i < blocks; i++)
-            pool_block(&g, t, &w, (int)(i / g.nb / g.H), (int)(i / g.nb % g.H), i % g.nb);
+static void backward_pass(const cmp_geometry *g, const lc_attn_tensors *t, const cmp_work *w, float *scratch) {
+    const long rows = (long)g->B * g->H * g->T, keys = (long)g->B * g->H * g->S;
+    const long groups = (long)g->B * g->H * g->groups;
+    float *acc_a = scratch + lc_round16((size_t)g->max_cols), *acc_b = acc_a + CMP_GROUP * lc_round16((size_t)g->D);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (long i = 0; i < rows; i++) {
-            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-            const float *dout = lc_view_row(&t->dout, b, row, h, g.D), *out = lc_view_row(&t->out, b, row, h, g.D);
-            double sum = 0;
-            for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
-            w.delta[i] = (float)sum;
-        }
-        /* implicit barrier: pooled keys/values and Delta are complete */
+    for (long i = 0; i < rows; i++) {
+        const int row = (int)(i % g->T), h = (int)(i / g->T % g->H), b = (int)(i / g->T / g->H);
+        const float *dout = lc_view_row(&t->dout, b, row, h, g->D), *out = lc_view_row(&t->out, b, row, h, g->D);
+        double sum = 0;
+        for (int e = 0; e < g->D; e++) sum += (double)dout[e] * out[e];
+        w->delta[i] = (float)sum;
+    }
+    /* implicit barrier: pooled keys/values and Delta are complete */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 16) nowait
 #endif
-        for (long i = 0; i < rows; i++)
-            dq_row(&g, t, &w, (int)(i / g.T / g.H), (int)(i / g.T % g.H), (int)(i % g.T), acc_a);
+    for (long i = 0; i < rows; i++)
+        dq_row(g, t, w, (int)(i / g->T / g->H), (int)(i / g->T % g->H), (int)(i % g->T), acc_a);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (long i = 0; i < groups; i++) {
-            const long j0 = i % g.groups * CMP_GROUP, j1 = j0 + CMP_GROUP < g.nb ? j0 + CMP_GROUP : g.nb;
-            dpooled_group(&g, t, &w, (int)(i / g.groups / g.H), (int)(i / g.groups % g.H), j0, j1, acc_a, acc_b);
-        }
-        /* implicit barrier: dKbar, dVbar are complete */
+    for (long i = 0; i < groups; i++) {
+        const long j0 = i % g->groups * CMP_GROUP, j1 = j0 + CMP_GROUP < g->nb ? j0 + CMP_GROUP : g->nb;
+        dpooled_group(g, t, w, (int)(i / g->groups / g->H), (int)(i / g->groups % g->H), j0, j1, acc_a, acc_b);
+    }
+    /* implicit barrier: dKbar, dVbar are complete */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 16)
 #endif
-        for (long i = 0; i < keys; i++)
-            dkv_row(&g, t, &w, (int)(i / g.S / g.H), (int)(i / g.S % g.H), i % g.S, acc_a, acc_b);
-    }
+    for (long i = 0; i < keys; i++)
+        dkv_row(g, t, w, (int)(i / g->S / g->H), (int)(i / g->S % g->H), i % g->S, acc_a, acc_b);
+}
+
+void lc_attn_compressed_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    run_pass(s, opts, t, work, backward_pass);
 }

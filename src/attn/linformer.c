@@ -167,32 +167,16 @@ static void softmax_rows(float *sc, int n, int K, float *lse) {
     }
 }
 
-void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    const lc_attn_linformer_opts *o = opts;
-    check_args(s, o, t);
-    if (s->T == 0) return;
-    const int D = s->D, K = o->k, nthreads = lc_attn_threads(s);
-    const long heads = (long)s->B * s->H;
-    (void)nthreads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long bh = 0; bh < heads; bh++) {
-        const int b = (int)(bh / s->H), h = (int)(bh % s->H);
-        const lin_work w = lin_work_of(s, o, work, nthreads, lc_thread_id(), bh);
-        {
-            project(s, o, t, &w, b, h);
-            float *lse = t->lse + ((long)b * s->H + h) * s->T;
-            for (int r0 = 0; r0 < s->T; r0 += w.rows) {
-                const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
-                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, lc_view_row(&t->q, b, r0, h, D), (int)t->q.st, w.kp, D, 0.0f,
-                        w.sc, K);
-                softmax_rows(w.sc, n, K, lse + r0);
-                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w.sc, K, w.vp, D, 0.0f, lc_view_row(&t->out, b, r0, h, D),
-                        (int)t->out.st);
-            }
-        }
-    }
+/* Forward of rows r0 .. r0+n-1 of head h of sequence b: out = softmax(scale Q K'^T) V', lse written. */
+static void forward_block(const lc_attn_shape *s, const lc_attn_tensors *t, const lin_work *w, int b, int h, int r0,
+                          int n) {
+    const int D = s->D, K = w->K;
+    float *lse = t->lse + ((long)b * s->H + h) * s->T;
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, lc_view_row(&t->q, b, r0, h, D), (int)t->q.st, w->kp, D, 0.0f,
+            w->sc, K);
+    softmax_rows(w->sc, n, K, lse + r0);
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w->sc, K, w->vp, D, 0.0f, lc_view_row(&t->out, b, r0, h, D),
+            (int)t->out.st);
 }
 
 /* sc: scores in, P out; dp: dP in, dS out. */
@@ -211,12 +195,39 @@ static void backward_rows(const lc_attn_shape *s, const lc_attn_tensors *t, int 
     }
 }
 
-void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    const lc_attn_linformer_opts *o = opts;
-    check_args(s, o, t);
-    if (s->T == 0) return;
-    const int D = s->D, K = o->k, S = s->T, ld = lc_attn_linformer_projections(o, s->H) * K,
-              nthreads = lc_attn_threads(s);
+/* Backward of rows r0 .. r0+n-1 of head h of sequence b: dq written; dK', dV' accumulated (set by the first
+ * block). */
+static void backward_block(const lc_attn_shape *s, const lc_attn_tensors *t, const lin_work *w, int b, int h, int r0,
+                           int n) {
+    const int D = s->D, K = w->K;
+    const float *q = lc_view_row(&t->q, b, r0, h, D), *dout = lc_view_row(&t->dout, b, r0, h, D);
+    const float beta = r0 == 0 ? 0.0f : 1.0f;
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, q, (int)t->q.st, w->kp, D, 0.0f, w->sc, K);
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, 1.0f, dout, (int)t->dout.st, w->vp, D, 0.0f, w->dp, K);
+    backward_rows(s, t, b, h, r0, n, K, w->sc, w->dp);
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w->dp, K, w->kp, D, 0.0f, lc_view_row(&t->dq, b, r0, h, D),
+            (int)t->dq.st);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, s->scale, w->dp, K, q, (int)t->q.st, beta, w->dkp, D);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, 1.0f, w->sc, K, dout, (int)t->dout.st, beta, w->dvp, D);
+}
+
+/* dK = E_S dK', dV = F_S dV' of head h of sequence b, once all its row blocks are done. */
+static void backward_keys(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t,
+                          const lin_work *w, int b, int h) {
+    const int D = s->D, K = w->K, S = s->T, ld = w->P * K;
+    const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
+    const float *E = t->params + (size_t)pk * K, *F = t->params + (size_t)pv * K;
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, E, ld, w->dkp, D, 0.0f, lc_view_row(&t->dk, b, 0, h, D),
+            (int)t->dk.st);
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w->dvp, D, 0.0f, lc_view_row(&t->dv, b, 0, h, D),
+            (int)t->dv.st);
+}
+
+/* Both passes: one task per (sequence, head) projects K' and V' into its thread's scratch, then walks the
+ * rows in blocks; backward then writes the head's dk, dv. Inlined with a constant `backward`. */
+static inline __attribute__((always_inline)) void run_heads(const lc_attn_shape *s, const lc_attn_linformer_opts *o,
+                                                            const lc_attn_tensors *t, float *work, int backward) {
+    const int nthreads = lc_attn_threads(s);
     const long heads = (long)s->B * s->H;
     (void)nthreads;
 #ifdef _OPENMP
@@ -225,28 +236,31 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
     for (long bh = 0; bh < heads; bh++) {
         const int b = (int)(bh / s->H), h = (int)(bh % s->H);
         const lin_work w = lin_work_of(s, o, work, nthreads, lc_thread_id(), bh);
-        {
-            project(s, o, t, &w, b, h);
-            for (int r0 = 0; r0 < s->T; r0 += w.rows) {
-                const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
-                const float *q = lc_view_row(&t->q, b, r0, h, D), *dout = lc_view_row(&t->dout, b, r0, h, D);
-                const float beta = r0 == 0 ? 0.0f : 1.0f;
-                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, q, (int)t->q.st, w.kp, D, 0.0f, w.sc, K);
-                lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, 1.0f, dout, (int)t->dout.st, w.vp, D, 0.0f, w.dp, K);
-                backward_rows(s, t, b, h, r0, n, K, w.sc, w.dp);
-                lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w.dp, K, w.kp, D, 0.0f, lc_view_row(&t->dq, b, r0, h, D),
-                        (int)t->dq.st);
-                lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, s->scale, w.dp, K, q, (int)t->q.st, beta, w.dkp, D);
-                lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, 1.0f, w.sc, K, dout, (int)t->dout.st, beta, w.dvp, D);
-            }
-            const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
-            const float *E = t->params + (size_t)pk * K, *F = t->params + (size_t)pv * K;
-            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, E, ld, w.dkp, D, 0.0f, lc_view_row(&t->dk, b, 0, h, D),
-                    (int)t->dk.st);
-            lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w.dvp, D, 0.0f, lc_view_row(&t->dv, b, 0, h, D),
-                    (int)t->dv.st);
+        project(s, o, t, &w, b, h);
+        for (int r0 = 0; r0 < s->T; r0 += w.rows) {
+            const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
+            if (backward) backward_block(s, t, &w, b, h, r0, n);
+            else forward_block(s, t, &w, b, h, r0, n);
         }
+        if (backward) backward_keys(s, o, t, &w, b, h);
     }
+}
+
+void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    const lc_attn_linformer_opts *o = opts;
+    check_args(s, o, t);
+    if (s->T == 0) return;
+    run_heads(s, o, t, work, 0);
+}
+
+void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
+    const lc_attn_linformer_opts *o = opts;
+    check_args(s, o, t);
+    if (s->T == 0) return;
+    run_heads(s, o, t, work, 1);
+    const int D = s->D, K = o->k, S = s->T, ld = lc_attn_linformer_projections(o, s->H) * K,
+              nthreads = lc_attn_threads(s);
+    const long heads = (long)s->B * s->H;
     /* dE^T += K dK'^T, dF^T += V dV'^T: heads may share a projection, so in head order, one after another */
     for (long bh = 0; bh < heads && t->dparams; bh++) {
         const int b = (int)(bh / s->H), h = (int)(bh % s->H);

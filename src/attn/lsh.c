@@ -355,16 +355,33 @@ static void gather_values_t(const lsh_plan *g, const lc_attn_tensors *t, long bh
         for (int j = nk; j < n16; j++) vt[(size_t)d * k16 + j] = 0;
 }
 
+/* Chunk k of round r of (batch x head) bh as both passes start it: the thread's tiles w, the round's sorted
+ * order perm, the chunk's nq queries (from lo in perm; rows4 = nq rounded up to 4) gathered into w.q, and its
+ * nk keys in w.pos_k (the own chunk's first: key i is query i for i < nq; n16 = nk rounded up to 16). */
+typedef struct {
+    lsh_tiles w;
+    const int32_t *perm;
+    int lo, nq, rows4, nk, n16;
+} lsh_chunk;
+
+static lsh_chunk chunk_begin(const lsh_plan *g, const lc_attn_tensors *t, long bh, int r, int k) {
+    lsh_chunk c;
+    int n_own;
+    c.perm = g->perm + ((size_t)bh * g->nh + r) * g->T;
+    c.w = tiles_of(g);
+    c.nq = chunk_rows(g, k, &c.lo), c.rows4 = round4(c.nq);
+    c.nk = key_list(g, c.perm, k, c.w.pos_k, &n_own), c.n16 = (int)lc_round16((size_t)c.nk);
+    gather(c.w.q, g, &t->q, bh, c.perm, c.lo, c.nq, c.rows4);
+    return c;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 static void forward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh, int r, int k) {
     const int D = g->D, D16 = g->z.D16, k16 = g->z.k16;
-    const int32_t *perm = g->perm + ((size_t)bh * g->nh + r) * g->T;
-    lsh_tiles w = tiles_of(g);
-    int lo, n_own;
-    const int nq = chunk_rows(g, k, &lo), rows4 = round4(nq);
-    const int nk = key_list(g, perm, k, w.pos_k, &n_own), n16 = (int)lc_round16((size_t)nk);
-    gather(w.q, g, &t->q, bh, perm, lo, nq, rows4);
+    const lsh_chunk c = chunk_begin(g, t, bh, r, k);
+    lsh_tiles w = c.w;
+    const int nq = c.nq, rows4 = c.rows4, nk = c.nk, n16 = c.n16;
     gather(w.krows, g, &t->v, bh, w.pos_k, 0, nk, nk); /* the values, in key order */
     gather_keys(g, t, bh, w.pos_k, nk, w.kt, NULL);
     full_gemm(w.s, k16, w.q, D16, 1, w.kt, k16, rows4, D, n16, 0); /* S = Q K^T */
@@ -404,20 +421,37 @@ static void forward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh, 
     }
 }
 
-void lc_attn_lsh_forward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o, const lc_attn_tensors *t,
-                              const float *rot, float *work) {
-    const lsh_plan g = plan_of(s, o, t, work);
-    const long rows = (long)g.B * g.H * g.T, tasks = (long)g.B * g.H * g.nc;
-    if (rows == 0) return;
-    lsh_prepare(&g, t, rot);
-    const int nthreads = lc_attn_threads(s);
+/* What forward, backward and the bucket query start with: the plan over work, then the buckets and their
+ * sort (lsh_prepare). Returns 0 when there are no rows (nothing to do). */
+static int lsh_begin(const lc_attn_shape *s, const lc_attn_lsh_opts *o, const lc_attn_tensors *t, const float *rot,
+                     float *work, lsh_plan *g) {
+    *g = plan_of(s, o, t, work);
+    if ((long)g->B * g->H * g->T == 0) return 0;
+    lsh_prepare(g, t, rot);
+    return 1;
+}
+
+typedef void lsh_chunk_fn(const lsh_plan *g, const lc_attn_tensors *t, long bh, int r, int k);
+
+/* Runs chunk() on every (batch x head, chunk) task of each round, the rounds in order (the tasks of a round
+ * write disjoint rows; round r adds to what round r-1 wrote). Inlined, so the call is direct. */
+static inline __attribute__((always_inline)) void lsh_rounds(const lsh_plan *g, const lc_attn_tensors *t,
+                                                             int nthreads, lsh_chunk_fn *chunk) {
+    const long tasks = (long)g->B * g->H * g->nc;
     (void)nthreads;
-    for (int r = 0; r < g.nh; r++) {
+    for (int r = 0; r < g->nh; r++) {
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
-        for (long i = 0; i < tasks; i++) forward_chunk(&g, t, i / g.nc, r, (int)(i % g.nc));
+        for (long i = 0; i < tasks; i++) chunk(g, t, i / g->nc, r, (int)(i % g->nc));
     }
+}
+
+void lc_attn_lsh_forward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o, const lc_attn_tensors *t,
+                              const float *rot, float *work) {
+    lsh_plan g;
+    if (!lsh_begin(s, o, t, rot, work, &g)) return;
+    lsh_rounds(&g, t, lc_attn_threads(s), forward_chunk);
 }
 
 /* ---------------------------------------------------------------- backward */
@@ -465,14 +499,12 @@ static void gather_stats(const lsh_plan *g, const lc_attn_tensors *t, long bh, c
 
 static void backward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh, int r, int k) {
     const int D = g->D, D16 = g->z.D16, k16 = g->z.k16;
-    const int32_t *perm = g->perm + ((size_t)bh * g->nh + r) * g->T;
-    lsh_tiles w = tiles_of(g);
-    int lo, n_own;
-    const int nq = chunk_rows(g, k, &lo), rows4 = round4(nq);
-    const int nk = key_list(g, perm, k, w.pos_k, &n_own), n16 = (int)lc_round16((size_t)nk);
+    const lsh_chunk c = chunk_begin(g, t, bh, r, k);
+    lsh_tiles w = c.w;
+    const int32_t *perm = c.perm;
+    const int nq = c.nq, rows4 = c.rows4, nk = c.nk, n16 = c.n16;
     const int *pos = w.pos_k; /* the own chunk's positions: the first nq keys */
-    gather(w.q, g, &t->q, bh, perm, lo, nq, rows4);
-    gather(w.dout, g, &t->dout, bh, perm, lo, nq, rows4);
+    gather(w.dout, g, &t->dout, bh, perm, c.lo, nq, rows4);
     gather_stats(g, t, bh, pos, nq, w.lse, w.delta);
     gather_keys(g, t, bh, w.pos_k, nk, w.kt, w.krows);
     gather_values_t(g, t, bh, w.pos_k, nk, w.vt);
@@ -519,10 +551,9 @@ static void backward_chunk(const lsh_plan *g, const lc_attn_tensors *t, long bh,
 
 void lc_attn_lsh_backward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o, const lc_attn_tensors *t,
                                const float *rot, float *work) {
-    const lsh_plan g = plan_of(s, o, t, work);
-    const long rows = (long)g.B * g.H * g.T, tasks = (long)g.B * g.H * g.nc;
-    if (rows == 0) return;
-    lsh_prepare(&g, t, rot);
+    lsh_plan g;
+    if (!lsh_begin(s, o, t, rot, work, &g)) return;
+    const long rows = (long)g.B * g.H * g.T;
     const int nthreads = lc_attn_threads(s);
     (void)nthreads;
 #ifdef _OPENMP
@@ -537,22 +568,16 @@ void lc_attn_lsh_backward_with(const lc_attn_shape *s, const lc_attn_lsh_opts *o
         g.delta[i] = (float)sum;
         if (t->dk.p) memset(row_of(&t->dk, bh, g.H, p, g.D), 0, sizeof(float) * (size_t)g.D);
     }
-    for (int r = 0; r < g.nh; r++) {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-        for (long i = 0; i < tasks; i++) backward_chunk(&g, t, i / g.nc, r, (int)(i % g.nc));
-    }
+    lsh_rounds(&g, t, nthreads, backward_chunk);
 }
 
 /* ---------------------------------------------------------------- the kind's entry points */
 
 void lc_attn_lsh_buckets(const lc_attn_shape *s, const lc_attn_lsh_opts *o, const lc_attn_tensors *t,
                          const float *rot, float *work, int *buckets) {
-    const lsh_plan g = plan_of(s, o, t, work);
+    lsh_plan g;
+    if (!lsh_begin(s, o, t, rot, work, &g)) return;
     const size_t n = (size_t)g.B * g.H * g.nh * g.T;
-    if (n == 0) return;
-    lsh_prepare(&g, t, rot);
     for (size_t i = 0; i < n; i++) buckets[i] = g.bucket[i];
 }
 

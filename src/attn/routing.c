@@ -150,6 +150,16 @@ static int self_in_block(const rt_geom *g, const rt_plan *p, int t) {
     return rt_share_any(p->qmask + (size_t)t * g->W, p->kmask + (size_t)(g->M + t) * g->W, g->W);
 }
 
+/* Both passes start cluster c of head h of sequence b by gathering its keys and values into w->kg, w->vg
+ * (its wk key positions in *ks); returns its wq query positions. */
+static const int *cluster_begin(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const rt_bufs *w, int b,
+                                int h, int c, const int **ks) {
+    *ks = p->ksel + (size_t)c * g->wk;
+    gather(&t->k, b, h, g->D, *ks, g->wk, w->kg);
+    gather(&t->v, b, h, g->D, *ks, g->wk, w->vg);
+    return p->qsel + (size_t)c * g->wq;
+}
+
 static void forward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_plan *p, const rt_bufs *w, int b,
                          int h) {
     const int D = g->D, T = g->T, wq = g->wq, wk = g->wk, nthreads = g->threads;
@@ -170,9 +180,7 @@ static void forward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_pl
         }
     }
     for (int c = 0; c < g->C && wq > 0; c++) {
-        const int *qs = p->qsel + (size_t)c * wq, *ks = p->ksel + (size_t)c * wk;
-        gather(&t->k, b, h, D, ks, wk, w->kg);
-        gather(&t->v, b, h, D, ks, wk, w->vg);
+        const int *ks, *qs = cluster_begin(g, t, p, w, b, h, c, &ks);
         for (int r0 = 0; r0 < wq; r0 += g->R) {
             const int n = wq - r0 < g->R ? wq - r0 : g->R;
             gather(&t->q, b, h, D, qs + r0, n, w->qg);
@@ -282,9 +290,7 @@ static void backward_head(const rt_geom *g, const lc_attn_tensors *t, const rt_p
         }
     }
     for (int c = 0; c < g->C && wq > 0; c++) {
-        const int *qs = p->qsel + (size_t)c * wq, *ks = p->ksel + (size_t)c * wk;
-        gather(&t->k, b, h, D, ks, wk, w->kg);
-        gather(&t->v, b, h, D, ks, wk, w->vg);
+        const int *ks, *qs = cluster_begin(g, t, p, w, b, h, c, &ks);
         for (int r0 = 0; r0 < wq; r0 += g->R) {
             const int n = wq - r0 < g->R ? wq - r0 : g->R;
             const float beta = r0 == 0 ? 0.0f : 1.0f;

@@ -85,8 +85,36 @@ static int uses_tiles(const lc_attn_shape *s, int stride) {
     return longest_class(s, stride).T >= STRIDED_TILE_MIN_QUERIES;
 }
 
+/* The rows of a residue class in a view: row `row` of head h of batch row b, then every stride-th row; the
+ * batch stride is kept, so with b = h = 0 and a class shape of all B and H it covers every batch row and head. */
 static lc_view class_view(const lc_view *v, int b, int row, int h, int D, int stride) {
-    lc_view c = {v->p + (long)b * v->sb + (long)row * v->st + (long)h * D, 0, v->st * stride};
+    lc_view c = {v->p + (long)b * v->sb + (long)row * v->st + (long)h * D, v->sb, v->st * stride};
+    return c;
+}
+
+/* Residue class r (keys r, r + stride, ... of the S = M + T rows): its shape (longest with the class's M and
+ * T), the segment row t0 of its first query, and its q, k, v, out, dout and their gradients as views of t's
+ * (head h of batch row b; see class_view); lse and rel are left NULL for the caller. */
+typedef struct {
+    lc_attn_shape shape;
+    int t0;
+    lc_attn_tensors t;
+} strided_class;
+
+static strided_class class_of(const lc_attn_shape *s, const lc_attn_shape *longest, int stride, int r,
+                              const lc_attn_tensors *t, int b, int h) {
+    const int S = s->M + s->T, D = s->D;
+    const int first_query = s->M + ((r - s->M) % stride + stride) % stride; /* position */
+    strided_class c;
+    memset(&c, 0, sizeof c);
+    c.shape = *longest;
+    c.shape.M = class_length(r, s->M, stride), c.shape.T = class_length(first_query, S, stride);
+    const int t0 = c.t0 = first_query - s->M;
+    lc_attn_tensors *ct = &c.t;
+    ct->q = class_view(&t->q, b, t0, h, D, stride), ct->out = class_view(&t->out, b, t0, h, D, stride);
+    ct->dout = class_view(&t->dout, b, t0, h, D, stride), ct->dq = class_view(&t->dq, b, t0, h, D, stride);
+    ct->k = class_view(&t->k, b, r, h, D, stride), ct->v = class_view(&t->v, b, r, h, D, stride);
+    ct->dk = class_view(&t->dk, b, r, h, D, stride), ct->dv = class_view(&t->dv, b, r, h, D, stride);
     return c;
 }
 
@@ -107,16 +135,10 @@ static lc_attn_shape longest_rel_class(const lc_attn_shape *s, int stride) {
     return c;
 }
 
-static size_t strided_rel_workspace(const lc_attn_shape *s, int stride, int nthreads) {
+static size_t strided_rel_workspace(const lc_attn_shape *s, int stride) {
     const lc_attn_shape c = longest_rel_class(s, stride);
     const size_t hd = (size_t)s->H * s->D, rows = (size_t)c.M + c.T;
     return lc_attn_full_workspace(&c, NULL) + (size_t)c.B * c.H * c.T + 2 * rows * hd + 2 * hd;
-}
-
-/* A class's rows of a view for every batch row and head: row `row`, then every stride-th. */
-static lc_view class_rows(const lc_view *v, int row, int stride) {
-    lc_view c = {v->p + (long)row * v->st, v->sb, v->st * stride};
-    return c;
 }
 
 static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_attn_tensors *t, float *work,
@@ -142,16 +164,10 @@ static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_
     }
     const lc_attn_relpos class_rel = {.r = r_rows, .u = rel->u, .v = rel->v, .dr = dr_rows, .du = du, .dv = dv};
     for (int r = 0; r < stride && r < S; r++) {
-        const int first_query = s->M + ((r - s->M) % stride + stride) % stride; /* position */
-        lc_attn_shape c = longest;
-        c.M = class_length(r, s->M, stride), c.T = class_length(first_query, S, stride);
-        const int t0 = first_query - s->M;
-        lc_attn_tensors ct;
-        memset(&ct, 0, sizeof ct);
-        ct.q = class_rows(&t->q, t0, stride), ct.out = class_rows(&t->out, t0, stride);
-        ct.dout = class_rows(&t->dout, t0, stride), ct.dq = class_rows(&t->dq, t0, stride);
-        ct.k = class_rows(&t->k, r, stride), ct.v = class_rows(&t->v, r, stride);
-        ct.dk = class_rows(&t->dk, r, stride), ct.dv = class_rows(&t->dv, r, stride);
+        strided_class cl = class_of(s, &longest, stride, r, t, 0, 0); /* every batch row and head at once */
+        const lc_attn_shape c = cl.shape;
+        const int t0 = cl.t0;
+        lc_attn_tensors ct = cl.t;
         ct.lse = class_lse, ct.rel = &class_rel;
         for (int bh = 0; bh < s->B * s->H && backward; bh++) {
             const float *lse = t->lse + (size_t)bh * s->T + t0;
@@ -178,23 +194,17 @@ static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_
 /* Runs the full kind on every (batch, head, class); backward = 0: forward. */
 static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn_tensors *t, float *work,
                                int backward) {
-    const int S = s->M + s->T, D = s->D;
+    const int S = s->M + s->T;
     const lc_attn_shape longest = longest_class(s, stride);
     float *class_lse = work + lc_attn_full_workspace(&longest, NULL);
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->H; h++)
             for (int r = 0; r < stride && r < S; r++) {
-                const int first_query = s->M + ((r - s->M) % stride + stride) % stride; /* position */
-                lc_attn_shape c = longest;
-                c.M = class_length(r, s->M, stride), c.T = class_length(first_query, S, stride);
-                const int t0 = first_query - s->M;
-                lc_attn_tensors ct;
-                ct.q = class_view(&t->q, b, t0, h, D, stride), ct.out = class_view(&t->out, b, t0, h, D, stride);
-                ct.dout = class_view(&t->dout, b, t0, h, D, stride), ct.dq = class_view(&t->dq, b, t0, h, D, stride);
-                ct.k = class_view(&t->k, b, r, h, D, stride), ct.v = class_view(&t->v, b, r, h, D, stride);
-                ct.dk = class_view(&t->dk, b, r, h, D, stride), ct.dv = class_view(&t->dv, b, r, h, D, stride);
-                ct.lse = class_lse, ct.rel = NULL;
-                float *lse = t->lse + ((size_t)b * s->H + h) * s->T + t0;
+                strided_class cl = class_of(s, &longest, stride, r, t, b, h);
+                const lc_attn_shape c = cl.shape;
+                lc_attn_tensors ct = cl.t;
+                ct.lse = class_lse;
+                float *lse = t->lse + ((size_t)b * s->H + h) * s->T + cl.t0;
                 if (backward) {
                     for (int i = 0; i < c.T; i++) class_lse[i] = lse[(long)i * stride];
                     lc_attn_full_backward(&c, NULL, &ct, work);
@@ -207,19 +217,18 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
 
 /* ---------------------------------------------------------------- the kind */
 
-static size_t strided_plain_workspace(const lc_attn_shape *s, int stride, int nthreads) {
-    if (!uses_tiles(s, stride)) return lc_attn_progression_workspace(s, nthreads);
+static size_t strided_plain_workspace(const lc_attn_shape *s, int stride) {
+    if (!uses_tiles(s, stride)) return lc_attn_progression_workspace(s);
     const lc_attn_shape longest = longest_class(s, stride);
     return lc_attn_full_workspace(&longest, NULL) + (size_t)longest.T;
 }
 
 /* With shape.relpos the calls may still pass rel = NULL (plain passes), so the workspace covers both. */
 static size_t strided_workspace(const lc_attn_shape *s, const void *opts) {
-    const int nthreads = lc_attn_threads(s);
     const strided_ctx c = strided_ctx_of(s, opts);
-    const size_t plain = strided_plain_workspace(s, c.s, nthreads);
+    const size_t plain = strided_plain_workspace(s, c.s);
     if (!s->relpos) return plain;
-    const size_t rel = strided_rel_workspace(s, c.s, nthreads);
+    const size_t rel = strided_rel_workspace(s, c.s);
     return rel > plain ? rel : plain;
 }
 

@@ -276,7 +276,7 @@ size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts) {
         const win_geometry g = win_geometry_of(s, opts);
         band = 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
     }
-    const size_t global = lc_attn_window_global_workspace(s, nthreads);
+    const size_t global = lc_attn_window_global_workspace(s);
     return band > global ? band : global;
 }
 

@@ -43,7 +43,7 @@ void lc_attn_window_forward(const lc_attn_shape *s, const void *opts, const lc_a
 void lc_attn_window_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 
 /* Internal (window_global.c): the global-token passes, run after the band passes of window.c. */
-size_t lc_attn_window_global_workspace(const lc_attn_shape *s, int nthreads);
+size_t lc_attn_window_global_workspace(const lc_attn_shape *s); /* threads: lc_attn_threads(s) */
 void lc_attn_window_global_forward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
                                    float *work);
 void lc_attn_window_global_backward(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,

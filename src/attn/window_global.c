@@ -36,9 +36,8 @@ enum { GLOB_CHUNK = 64 };
 /* One thread's floats: GLOB_CHUNK scores and an accumulator of D. */
 static size_t slot_floats(int D) { return GLOB_CHUNK + lc_round16((size_t)D); }
 
-size_t lc_attn_window_global_workspace(const lc_attn_shape *s, int nthreads) {
-    if (nthreads < 1) nthreads = 1;
-    return 16 + (size_t)nthreads * slot_floats(s->D);
+size_t lc_attn_window_global_workspace(const lc_attn_shape *s) {
+    return 16 + (size_t)lc_attn_threads(s) * slot_floats(s->D);
 }
 
 /* dout . out summed in double, as the band backward does */
@@ -107,12 +106,18 @@ typedef struct {
     int B, H, T, M, S, D, causal, w;
     float scale;
     const lc_attn_window_opts *o;
+    int nthreads; /* of the call, lc_attn_threads */
+    size_t slot;  /* floats of one thread's scratch */
 } glob_geometry;
 
 static glob_geometry geometry_of(const lc_attn_shape *s, const lc_attn_window_opts *o) {
-    const glob_geometry g = {s->B, s->H, s->T, s->M, s->M + s->T, s->D, s->causal, o->w, s->scale, o};
+    const glob_geometry g = {s->B, s->H, s->T, s->M, s->M + s->T, s->D, s->causal, o->w, s->scale, o,
+                             lc_attn_threads(s), slot_floats(s->D)};
     return g;
 }
+
+/* The calling thread's scratch slot in work (after the 16-float header). */
+static float *thread_slot(const glob_geometry *g, float *work) { return work + 16 + (size_t)lc_thread_id() * g->slot; }
 
 /* An ordinary row: merges the extra global columns into the band's out and lse. */
 static void ordinary_forward(const glob_geometry *g, const lc_attn_tensors *t, int b, int h, int row, float *slot) {
@@ -187,21 +192,30 @@ void lc_attn_window_global_forward(const lc_attn_shape *s, const lc_attn_window_
     const glob_geometry g = geometry_of(s, o);
     const long rows = (long)g.B * g.H * g.T;
     if (G->n == 0 || rows == 0) return;
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-    const size_t slot = slot_floats(g.D);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(g.nthreads) schedule(dynamic, 16)
 #endif
     for (long r = 0; r < rows; r++) {
         const int row = (int)(r % g.T), h = (int)(r / g.T % g.H), b = (int)(r / g.T / g.H);
-        float *mine = work + 16 + (size_t)lc_thread_id() * slot;
+        float *mine = thread_slot(&g, work);
         const int i = global_index(G, row);
         if (i >= 0)
             global_forward(&g, t, b, h, i, mine);
         else
             ordinary_forward(&g, t, b, h, row, mine);
     }
+}
+
+/* One (query, key) pair of the backward from the query row's lse and delta = dout . out:
+ * P = exp(scale q . k - lse), dS = P (dout . v - delta); acc += dS k (the query's dq / scale), dk += scale dS q,
+ * dv += P dout. */
+static inline void pair_backward(float scale, const float *q, const float *dout, float lse, float delta, const float *kr,
+                                 const float *vr, float *acc, float *dk, float *dv, int D) {
+    const float prob = lc_expf(scale * lc_vdot(q, kr, D) - lse);
+    const float ds = prob * (lc_vdot(dout, vr, D) - delta);
+    lc_vaxpy(acc, ds, kr, D);
+    lc_vaxpy(dk, scale * ds, q, D);
+    lc_vaxpy(dv, prob, dout, D);
 }
 
 /* Gradients through the extra global columns of every ordinary row of (b, h): adds to dq of those rows
@@ -228,12 +242,8 @@ static void columns_backward(const glob_geometry *g, const lc_attn_tensors *t, i
                 lse = t->lse[r0 + row], delta = row_delta(dout, lc_view_row(&t->out, b, row, h, D), D);
                 memset(acc, 0, sizeof(float) * (size_t)D);
             }
-            const float *kr = lc_view_row(&t->k, b, key, h, D), *vr = lc_view_row(&t->v, b, key, h, D);
-            const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
-            const float ds = prob * (lc_vdot(dout, vr, D) - delta);
-            lc_vaxpy(acc, ds, kr, D);
-            lc_vaxpy(lc_view_row(&t->dk, b, key, h, D), g->scale * ds, q, D);
-            lc_vaxpy(lc_view_row(&t->dv, b, key, h, D), prob, dout, D);
+            pair_backward(g->scale, q, dout, lse, delta, lc_view_row(&t->k, b, key, h, D), lc_view_row(&t->v, b, key, h, D),
+                          acc, lc_view_row(&t->dk, b, key, h, D), lc_view_row(&t->dv, b, key, h, D), D);
         }
         if (any) lc_vaxpy(lc_view_row(&t->dq, b, row, h, D), g->scale, acc, D);
     }
@@ -262,12 +272,8 @@ static void rows_backward(const glob_geometry *g, const lc_attn_tensors *t, int 
         const float delta = row_delta(dout, lc_view_row(&t->out, b, row, h, D), D);
         memset(acc, 0, sizeof(float) * (size_t)D);
         for (long s = 0; s <= last; s++) {
-            const float *kr = lc_view_row(&G->kg, b, s, h, D), *vr = lc_view_row(&G->vg, b, s, h, D);
-            const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
-            const float ds = prob * (lc_vdot(dout, vr, D) - delta);
-            lc_vaxpy(acc, ds, kr, D);
-            lc_vaxpy(lc_view_row(&G->dkg, b, s, h, D), g->scale * ds, q, D);
-            lc_vaxpy(lc_view_row(&G->dvg, b, s, h, D), prob, dout, D);
+            pair_backward(g->scale, q, dout, lse, delta, lc_view_row(&G->kg, b, s, h, D), lc_view_row(&G->vg, b, s, h, D),
+                          acc, lc_view_row(&G->dkg, b, s, h, D), lc_view_row(&G->dvg, b, s, h, D), D);
         }
         float *dq = lc_view_row(&G->dqg, b, row, h, D);
         for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
@@ -280,16 +286,13 @@ void lc_attn_window_global_backward(const lc_attn_shape *s, const lc_attn_window
     const lc_attn_tensors cut_tensors = existing_globals(s, all, &cut), *t = &cut_tensors;
     const glob_geometry g = geometry_of(s, o);
     const long heads = (long)g.B * g.H, tasks = 2 * heads;
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-    const size_t slot = slot_floats(g.D);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(g.nthreads) schedule(dynamic, 1)
 #endif
     for (long task = 0; task < tasks; task++) {
         const long head = task % heads;
         const int b = (int)(head / g.H), h = (int)(head % g.H);
-        float *acc = work + 16 + (size_t)lc_thread_id() * slot + GLOB_CHUNK;
+        float *acc = thread_slot(&g, work) + GLOB_CHUNK;
         if (task < heads) /* the row tasks first: they are the longer ones (n S against T n extra columns) */
             rows_backward(&g, t, b, h, acc);
         else
