@@ -29,23 +29,33 @@ static void step_flops(const lc_config *c, int B, double *linear, double *attent
     *attention = 3.0 * c->n_layer * B * (2.0 * 2.0 * T * T * C / 2.0);
 }
 
-static int bench_train(int argc, char **argv) {
-    int batch = 16, steps = 10, warmup = 2, threads = 0, json = 0;
+/* What `bench train` and `bench xl-eval` share: after the command's own n flags in opts, --threads, --json
+ * (accepted; the output is JSON lines either way) and the model-shape flags; parses them, applies the
+ * shape to cfg and sets the thread count. Returns -1 to go on, else the exit code. */
+static int bench_setup(const char *cmd, lc_opt *opts, int n, int argc, char **argv, lc_config *cfg) {
+    int threads = 0, json = 0;
     lc_model_flags mf;
     lc_model_flags_init(&mf);
+    opts[n++] = (lc_opt){"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0};
+    opts[n++] = (lc_opt){"--json", OPT_FLAG, &json, 0, 0, "JSON lines only", 0};
+    n = lc_model_flags_add(&mf, opts, n);
+    int rc = lc_parse_opts(cmd, "[options]", opts, n, argc, argv);
+    if (rc >= 0) return rc;
+    if ((rc = lc_model_flags_apply(&mf, opts, n, cmd, cfg)) >= 0) return rc;
+    lc_set_threads(threads);
+    return -1;
+}
+
+static int bench_train(int argc, char **argv) {
+    int batch = 16, steps = 10, warmup = 2;
     lc_opt opts[32] = {
         {"--batch", OPT_INT, &batch, 1, 4096, "sequences per step (default 16)", 0},
         {"--steps", OPT_INT, &steps, 1, 100000, "timed steps (default 10)", 0},
         {"--warmup", OPT_INT, &warmup, 0, 100000, "untimed steps first (default 2)", 0},
-        {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--json", OPT_FLAG, &json, 0, 0, "JSON lines only", 0},
     };
-    int n = lc_model_flags_add(&mf, opts, 5);
-    int rc = lc_parse_opts("bench train", "[options]", opts, n, argc, argv);
-    if (rc >= 0) return rc;
     lc_config cfg;
-    if ((rc = lc_model_flags_apply(&mf, opts, n, "bench train", &cfg)) >= 0) return rc;
-    lc_set_threads(threads);
+    int rc = bench_setup("bench train", opts, 3, argc, argv, &cfg);
+    if (rc >= 0) return rc;
     lc_model *m;
     lc_status st = lc_model_create(&cfg, batch, 1, &m);
     if (st) return lc_cli_fail(st);
@@ -89,7 +99,6 @@ static int bench_train(int argc, char **argv) {
                lc_model_num_params(m), med, tok_s, (lin + att) / (med / 1e3) / 1e9, gemm_flops / gemm_s / 1e9,
                gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,
                lc_model_param_bytes(m), lc_model_activation_bytes(m));
-        (void)json;
     }
     free(ms);
     free(corpus.bytes);
@@ -159,24 +168,17 @@ static lc_status xl_eval_point(const lc_config *shape, int L, int seg, int segme
 
 static int bench_xl_eval(int argc, char **argv) {
     const char *lens = "800,1800,2800,3800";
-    int tokens = 64, reps = 3, threads = 0, json = 0, seg = 0, segments = 8;
-    lc_model_flags mf;
-    lc_model_flags_init(&mf);
+    int tokens = 64, reps = 3, seg = 0, segments = 8;
     lc_opt opts[32] = {
         {"--attn-len", OPT_STR, &lens, 0, 0, "attention lengths, comma separated (default 800,1800,2800,3800)", 0},
         {"--eval-seg", OPT_INT, &seg, 1, 1 << 20, "XL evaluation segment length (default: the model's --seg-len)", 0},
         {"--segments", OPT_INT, &segments, 1, 1 << 20, "XL segments timed per length (default 8)", 0},
         {"--tokens", OPT_INT, &tokens, 1, 1 << 20, "bytes generated one at a time by XL per length (default 64)", 0},
         {"--reps", OPT_INT, &reps, 1, 1000, "vanilla windows timed per length (median; default 3)", 0},
-        {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--json", OPT_FLAG, &json, 0, 0, "JSON lines only", 0},
     };
-    int n = lc_model_flags_add(&mf, opts, 7);
-    int rc = lc_parse_opts("bench xl-eval", "[options]", opts, n, argc, argv);
-    if (rc >= 0) return rc;
     lc_config cfg;
-    if ((rc = lc_model_flags_apply(&mf, opts, n, "bench xl-eval", &cfg)) >= 0) return rc;
-    lc_set_threads(threads);
+    int rc = bench_setup("bench xl-eval", opts, 5, argc, argv, &cfg);
+    if (rc >= 0) return rc;
     if (seg == 0) seg = cfg.seq_len;
     for (const char *p = lens; *p;) {
         char *end;
@@ -200,7 +202,6 @@ static int bench_xl_eval(int argc, char **argv) {
         fflush(stdout);
         p = *end ? end + 1 : end;
     }
-    (void)json;
     return LC_EXIT_OK;
 }
 

@@ -130,62 +130,72 @@ static lc_status build_qk_expansion(lc_model *m) {
     return LC_OK;
 }
 
-/* Copy the tied parameters into the expanded projections: head h's query rows are query group
- * h / qk_share's rows (keys likewise); values are copied as they are. */
-void lc_model_expand_shared(lc_model *m) {
+/* Sizes of Q/K tying: C = d_model, D = head size, GD = rows of one projection in the tied parameters. */
+typedef struct {
+    size_t C, D, GD;
+} qk_dims;
+
+/* Runs fn on every layer that owns its attention module (tied parameters exist only there). */
+static void for_each_tied_layer(lc_model *m, void (*fn)(lc_model *m, int l, const qk_dims *d)) {
     const lc_config *c = &m->cfg;
     const int G = qk_groups(c);
     if (!G) return;
-    const size_t C = (size_t)c->d_model, D = C / (size_t)c->n_head, GD = (size_t)G * D;
-    for (int l = 0; l < c->n_layer; l++) {
-        if (!owns_attention(c, l)) continue;
-        float *w = m->blk[l].qkv_w, *b = m->blk[l].qkv_b;
-        for (int h = 0; h < c->n_head; h++) {
-            const size_t src = (size_t)(h / c->qk_share) * D;
-            memcpy(w + h * D * C, m->qk_w[l] + src * C, sizeof(float) * D * C);
-            memcpy(w + (C + h * D) * C, m->qk_w[l] + (GD + src) * C, sizeof(float) * D * C);
-            if (b) {
-                memcpy(b + h * D, m->qk_b[l] + src, sizeof(float) * D);
-                memcpy(b + C + h * D, m->qk_b[l] + GD + src, sizeof(float) * D);
-            }
-        }
-        memcpy(w + 2 * C * C, m->v_w[l], sizeof(float) * C * C);
-        if (b) memcpy(b + 2 * C, m->v_b[l], sizeof(float) * C);
-    }
+    const size_t C = (size_t)c->d_model, D = C / (size_t)c->n_head;
+    const qk_dims d = {C, D, (size_t)G * D};
+    for (int l = 0; l < c->n_layer; l++)
+        if (owns_attention(c, l)) fn(m, l, &d);
 }
 
-/* Add the expanded projections' gradients into the tied parameters' gradients and clear them. */
-void lc_model_fold_shared(lc_model *m) {
-    const lc_config *c = &m->cfg;
-    const int G = qk_groups(c);
-    if (!G) return;
-    const size_t C = (size_t)c->d_model, D = C / (size_t)c->n_head, GD = (size_t)G * D;
-    for (int l = 0; l < c->n_layer; l++) {
-        if (!owns_attention(c, l)) continue;
-        float *gw = m->gblk[l].qkv_w, *gb = m->gblk[l].qkv_b;
-        float *gqk = m->grads + (m->qk_w[l] - m->params), *gv = m->grads + (m->v_w[l] - m->params);
-        for (int h = 0; h < c->n_head; h++) {
-            const size_t dst = (size_t)(h / c->qk_share) * D;
-            for (size_t i = 0; i < D * C; i++) {
-                gqk[dst * C + i] += gw[h * D * C + i];
-                gqk[(GD + dst) * C + i] += gw[(C + h * D) * C + i];
-            }
-            if (gb) {
-                float *gqkb = m->grads + (m->qk_b[l] - m->params);
-                for (size_t i = 0; i < D; i++) {
-                    gqkb[dst + i] += gb[h * D + i];
-                    gqkb[GD + dst + i] += gb[C + h * D + i];
-                }
-            }
+/* Layer l's expanded projection from its tied parameters: head h's query rows are query group
+ * h / qk_share's rows (keys likewise); values are copied as they are. */
+static void expand_layer(lc_model *m, int l, const qk_dims *d) {
+    const size_t C = d->C, D = d->D, GD = d->GD;
+    float *w = m->blk[l].qkv_w, *b = m->blk[l].qkv_b;
+    for (int h = 0; h < m->cfg.n_head; h++) {
+        const size_t src = (size_t)(h / m->cfg.qk_share) * D;
+        memcpy(w + h * D * C, m->qk_w[l] + src * C, sizeof(float) * D * C);
+        memcpy(w + (C + h * D) * C, m->qk_w[l] + (GD + src) * C, sizeof(float) * D * C);
+        if (b) {
+            memcpy(b + h * D, m->qk_b[l] + src, sizeof(float) * D);
+            memcpy(b + C + h * D, m->qk_b[l] + GD + src, sizeof(float) * D);
         }
-        for (size_t i = 0; i < C * C; i++) gv[i] += gw[2 * C * C + i];
-        if (gb) {
-            float *gvb = m->grads + (m->v_b[l] - m->params);
-            for (size_t i = 0; i < C; i++) gvb[i] += gb[2 * C + i];
-        }
-        memset(gw, 0, sizeof(float) * (3 * C * C + (gb ? 3 * C : 0)));
     }
+    memcpy(w + 2 * C * C, m->v_w[l], sizeof(float) * C * C);
+    if (b) memcpy(b + 2 * C, m->v_b[l], sizeof(float) * C);
 }
+
+/* Layer l: adds the expanded projection's gradients into the tied parameters' gradients and clears them. */
+static void fold_layer(lc_model *m, int l, const qk_dims *d) {
+    const size_t C = d->C, D = d->D, GD = d->GD;
+    float *gw = m->gblk[l].qkv_w, *gb = m->gblk[l].qkv_b;
+    float *gqk = m->grads + (m->qk_w[l] - m->params), *gv = m->grads + (m->v_w[l] - m->params);
+    for (int h = 0; h < m->cfg.n_head; h++) {
+        const size_t dst = (size_t)(h / m->cfg.qk_share) * D;
+        for (size_t i = 0; i < D * C; i++) {
+            gqk[dst * C + i] += gw[h * D * C + i];
+            gqk[(GD + dst) * C + i] += gw[(C + h * D) * C + i];
+        }
+        if (gb) {
+            float *gqkb = m->grads + (m->qk_b[l] - m->params);
+            for (size_t i = 0; i < D; i++) {
+                gqkb[dst + i] += gb[h * D + i];
+                gqkb[GD + dst + i] += gb[C + h * D + i];
+            }
+        }
+    }
+    for (size_t i = 0; i < C * C; i++) gv[i] += gw[2 * C * C + i];
+    if (gb) {
+        float *gvb = m->grads + (m->v_b[l] - m->params);
+        for (size_t i = 0; i < C; i++) gvb[i] += gb[2 * C + i];
+    }
+    memset(gw, 0, sizeof(float) * (3 * C * C + (gb ? 3 * C : 0)));
+}
+
+/* Copy the tied parameters into the expanded projections (before a forward). */
+void lc_model_expand_shared(lc_model *m) { for_each_tied_layer(m, expand_layer); }
+
+/* Add the expanded projections' gradients into the tied parameters' gradients and clear them (after a backward). */
+void lc_model_fold_shared(lc_model *m) { for_each_tied_layer(m, fold_layer); }
 
 /* Lay out the tensor list in the parameter table (values, gradients, moments) and the state table. */
 static lc_status plan_and_allocate(lc_model *m) {
