@@ -1,11 +1,16 @@
 /* `longctx train`: build (or resume) a model, train it on a byte corpus, report validation bpc, save. */
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/model_flags.h"
 #include "core/threads.h"
+#include "core/timer.h"
 #include "kernels/kernels.h"
 
 #define DEFAULT_DATA "data/tinyshakespeare.txt"
@@ -13,6 +18,8 @@
 typedef struct {
     const char *data, *out, *resume, *splits;
     int threads, json;
+    long save_every;      /* steps between saves during training (0: none) */
+    float save_every_min; /* minutes between saves during training (0: none) */
     lc_train_options o;
     lc_model_flags mf;
 } train_args;
@@ -35,8 +42,10 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--eval-bytes", OPT_LONG, &o->eval_bytes, 0, 1e15, "validation bytes per periodic pass (default 32768; 0: all)", 0},
         {"--seed", OPT_U64, &o->seed, 0, 0, "random seed, 0..2^64-1: initialisation, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a->threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--out", OPT_STR, &a->out, 0, 0, "write the trained model to this checkpoint", 0},
-        {"--resume", OPT_STR, &a->resume, 0, 0, "continue training from this checkpoint", 0},
+        {"--out", OPT_STR, &a->out, 0, 0, "write the trained model to this checkpoint (with --resume: default the resumed one)", 0},
+        {"--resume", OPT_STR, &a->resume, 0, 0, "continue training from this checkpoint (and its recorded data)", 0},
+        {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save the checkpoint every N steps (0: at the end only)", 0},
+        {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save the checkpoint every M minutes (0: off)", 0},
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
     };
     int n = (int)(sizeof base / sizeof base[0]);
@@ -87,12 +96,90 @@ static void print_summary(const lc_model *m, const lc_train_options *o) {
             lc_model_step(m), o->batch, c->seq_len, (double)o->lr);
 }
 
-static int finish(train_args *a, lc_model *m, const lc_corpus *corpus) {
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("longctx: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ---- stopping on SIGINT / SIGTERM: the handler only sets a flag, which the training hook reads after
+ * each step; a second signal ends the process at once (the last saved checkpoint is whole: saves are
+ * atomic). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) {
+    if (stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+    static const char msg[] = "\nlongctx: stopping after this step and saving (signal again to stop at once)\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+}
+
+static void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* What the training hook needs: where to save, when it last did. */
+typedef struct {
+    train_args *a;
+    const char *out;
+    double last_save_s;
+} saver;
+
+/* Save now; a failure during training is a warning (the run goes on, the next save may work). */
+static void periodic_save(saver *s, const lc_model *m) {
+    lc_status st = lc_checkpoint_save(m, &s->a->o, s->out);
+    s->last_save_s = lc_now_seconds();
+    if (st) warn("periodic save at step %ld failed: %s (training goes on)", lc_model_step(m), lc_last_error());
+}
+
+static int train_hook(const lc_model *m, const lc_progress *p, void *user) {
+    saver *s = user;
+    if (stop_signal) return 1;
+    if (!s->out || p->step >= p->steps) return 0; /* the final save follows */
+    const train_args *a = s->a;
+    if ((a->save_every > 0 && p->step % a->save_every == 0) ||
+        (a->save_every_min > 0 && lc_now_seconds() - s->last_save_s >= 60.0 * a->save_every_min))
+        periodic_save(s, m);
+    return 0;
+}
+
+static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out) {
     lc_progress_printer pp;
     lc_progress_init(&pp, a->o.steps);
+    saver sv = {a, out, lc_now_seconds()};
+    a->o.hook = train_hook;
+    a->o.hook_user = &sv;
     lc_status st = lc_train(m, corpus, &a->o, lc_progress_print, &pp);
     lc_progress_done(&pp);
     if (st) return lc_cli_fail(st);
+    if (stop_signal) {
+        const int sig = stop_signal;
+        const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+        if (!out) {
+            fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: nothing saved (no --out)\n", name,
+                    lc_model_step(m), a->o.steps);
+            return 128 + sig;
+        }
+        if ((st = lc_checkpoint_save(m, &a->o, out))) return lc_cli_fail(st);
+        fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: saved %s (continue with: longctx train "
+                        "--resume %s)\n", name, lc_model_step(m), a->o.steps, out, out);
+        return 128 + sig;
+    }
     double tok_s = 0;
     double bpc = NAN, acc = NAN;
     long tokens = 0;
@@ -106,14 +193,14 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus) {
             st = lc_evaluate(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc, &tokens);
         if (st) return lc_cli_fail(st);
     }
-    if (a->out && (st = lc_checkpoint_save(m, &a->o, a->out))) return lc_cli_fail(st);
+    if (out && (st = lc_checkpoint_save(m, &a->o, out))) return lc_cli_fail(st);
     tok_s = pp.tokens_per_s;
     if (mlm)
         printf("valid bpc %.4f and accuracy %.4f over %ld masked bytes after %ld steps (%.0f tokens/s)\n", bpc, acc,
                tokens, lc_model_step(m), tok_s);
     else
         printf("valid bpc %.4f over %ld bytes after %ld steps (%.0f tokens/s)\n", bpc, tokens, lc_model_step(m), tok_s);
-    if (a->out) printf("saved %s\n", a->out);
+    if (out) printf("saved %s\n", out);
     if (a->json) {
         printf("{\"valid_bpc\":%s,", lc_json_number(bpc));
         if (mlm) printf("\"masked_accuracy\":%s,", lc_json_number(acc));
@@ -133,6 +220,50 @@ static int check_data_size(const train_args *a, const lc_corpus *corpus, int T) 
     return LC_EXIT_RUNTIME;
 }
 
+/* Settings that make a run useless or surprising get a warning line (those that cannot work are errors). */
+static void warn_useless(const train_args *a, long start_step, const char *out, int stop_after_seen) {
+    const lc_train_options *o = &a->o;
+    const long left = o->steps - start_step;
+    if (left <= 0)
+        warn("the run starts at step %ld of a %ld-step schedule: nothing to train (raise --steps)", start_step,
+             o->steps);
+    if (o->warmup > o->steps)
+        warn("--warmup %ld is longer than the run (--steps %ld): the learning rate never reaches --lr", o->warmup,
+             o->steps);
+    if (o->eval_every > 0 && left > 0 && o->eval_every >= o->steps)
+        warn("--eval-every %ld is not below --steps %ld: no validation before the end", o->eval_every, o->steps);
+    if (o->min_lr > o->lr) warn("--min-lr %g exceeds --lr %g: the learning rate rises after warm-up", o->min_lr, o->lr);
+    if (a->save_every > 0 && left > 0 && a->save_every >= left)
+        warn("--save-every %ld is not below the %ld steps left: only the final save", a->save_every, left);
+    if (stop_after_seen && o->stop_after > 0 && !out)
+        warn("--stop-after without --out: the stopped run is not saved and cannot be resumed");
+}
+
+/* --out must not be the training data (compared by device and inode, so other names of it count). */
+static int check_out_is_not_data(const char *out, const char *data) {
+    struct stat so, sd;
+    if (!out || stat(out, &so) != 0 || stat(data, &sd) != 0) return -1;
+    if (so.st_dev != sd.st_dev || so.st_ino != sd.st_ino) return -1;
+    lc_cli_error("train: --out %s is the training data file %s: refusing to replace it with a checkpoint", out, data);
+    return LC_EXIT_USAGE;
+}
+
+/* A resumed run trains on the data its checkpoint records, unless --data names another file explicitly
+ * (then a warning says so). The recorded file must still hold the same bytes. */
+static int check_resumed_data(const train_args *a, const lc_data_record *rec, const lc_corpus *c, int explicit_data) {
+    if (!rec->path[0]) return -1;
+    const int same = (long)c->size == rec->size && lc_data_hash(c->bytes, c->size) == rec->hash;
+    if (same) return -1;
+    if (!explicit_data) {
+        lc_cli_error("train: %s, the data %s was trained on, has changed (%zu bytes now, %ld recorded, or other "
+                     "contents): give --data to continue on it anyway", rec->path, a->resume, c->size, rec->size);
+        return LC_EXIT_RUNTIME;
+    }
+    warn("--data %s is not the data %s was trained on (%s, %ld bytes): continuing on %s", a->data, a->resume,
+         rec->path, rec->size, a->data);
+    return -1;
+}
+
 static int run(train_args *a, lc_opt *opts, int n) {
     lc_model *m = NULL;
     lc_status st;
@@ -141,7 +272,17 @@ static int run(train_args *a, lc_opt *opts, int n) {
         lc_cli_error("train: --splits must be auto, enwik8 or nanogpt, got '%s'", a->splits);
         return LC_EXIT_USAGE;
     }
+    /* --resume without --out writes back to the resumed checkpoint */
+    const char *out = a->out ? a->out : a->resume;
+    if ((a->save_every > 0 || a->save_every_min > 0) && !out) {
+        lc_cli_error("train: --save-every and --save-every-min need --out (or --resume)");
+        return LC_EXIT_USAGE;
+    }
+    if (out && (st = lc_checkpoint_check_path(out))) return lc_cli_fail(st);
     lc_set_threads(a->threads);
+    const int explicit_data = lc_opt_get(opts, n, "--data")->seen;
+    lc_data_record rec;
+    memset(&rec, 0, sizeof rec);
     lc_config cfg;
     if (a->resume) {
         int rc = check_resume_flags(opts, n);
@@ -153,21 +294,39 @@ static int run(train_args *a, lc_opt *opts, int n) {
         if (lc_opt_get(opts, n, "--eval-bytes")->seen) saved.eval_bytes = a->o.eval_bytes;
         saved.stop_after = a->o.stop_after;
         a->o = saved;
+        rec = saved.data;
         cfg = *lc_model_config(m);
+        if (rec.path[0]) {
+            mode = (lc_split_mode)rec.split; /* the split is part of the run, as --splits cannot change */
+            if (!explicit_data) a->data = rec.path;
+        } else if (!explicit_data) {
+            lc_cli_error("train: %s does not record its training data (an older checkpoint): give --data", a->resume);
+            lc_model_free(m);
+            return LC_EXIT_USAGE;
+        }
     } else {
         int rc = lc_model_flags_apply(&a->mf, opts, n, "train", &cfg);
         if (rc >= 0) return rc;
+    }
+    int rc = check_out_is_not_data(out, a->data);
+    if (rc >= 0) {
+        lc_model_free(m);
+        return rc;
     }
     lc_corpus corpus;
     if ((st = lc_corpus_load(a->data, mode, &corpus))) {
         lc_model_free(m);
         return lc_cli_fail(st);
     }
-    int rc = check_data_size(a, &corpus, cfg.seq_len);
+    if (a->resume) rc = check_resumed_data(a, &rec, &corpus, explicit_data);
+    if (rc < 0) rc = check_data_size(a, &corpus, cfg.seq_len);
     if (rc < 0 && !m && (st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) rc = lc_cli_fail(st);
     if (rc < 0) {
+        lc_data_record_set(&a->o.data, a->data, &corpus);
         print_summary(m, &a->o);
-        rc = finish(a, m, &corpus);
+        warn_useless(a, lc_model_step(m), out, lc_opt_get(opts, n, "--stop-after")->seen);
+        catch_stop_signals();
+        rc = finish(a, m, &corpus, out);
     }
     lc_corpus_free(&corpus);
     lc_model_free(m);
@@ -180,7 +339,7 @@ int lc_cmd_train(int argc, char **argv) {
     a.data = DEFAULT_DATA;
     lc_train_options_default(&a.o);
     lc_model_flags_init(&a.mf);
-    lc_opt opts[48];
+    lc_opt opts[56];
     int n = build_opts(&a, opts);
     int rc = lc_parse_opts("train", "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;

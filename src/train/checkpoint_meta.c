@@ -13,16 +13,17 @@
 
 typedef enum {
     T_CONST,  /* a fixed string (text) */
-    T_CHOICE, /* an enum field stored as the name of its value: text = "name0|name1" */
+    T_CHOICE, /* an enum field stored as the name of its value: text = "name0|name1|..." (values lo, lo+1, ...) */
     T_INT,    /* int */
     T_BOOL,   /* int, 0 or 1 */
     T_LONG,   /* long */
     T_U64,    /* uint64_t, any value */
     T_FLOAT,  /* float, finite, within [flo, fhi] (ends excluded per `open`) */
-    T_STRING  /* char[LC_ATTN_SPEC_CHARS] */
+    T_STRING  /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
 } meta_type;
 
-enum { REQUIRED = 1, XL_ONLY = 2 }; /* XL_ONLY keys are written for (and read from) xl models only */
+enum { REQUIRED = 1, XL_ONLY = 2, DATA = 4 }; /* XL_ONLY keys are written for (and read from) xl models only;
+                                                   DATA keys only when the data record holds a path */
 enum { OPEN_LO = 1, OPEN_HI = 2 };
 
 typedef struct {
@@ -51,6 +52,7 @@ _Static_assert(LC_MODEL_VANILLA == 0 && LC_MODEL_XL == 1 && LC_NORM_PRE == 0 && 
 #define BOOL(k, at, need) {k, T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
 #define FLOAT(k, at, flo, fhi, open) {k, T_FLOAT, at, 0, 0, flo, fhi, open, NULL, REQUIRED}
 #define CHOICE(k, at, names, need) {k, T_CHOICE, at, 0, 1, 0, 0, 0, names, need}
+#define DATA_AT(f) offsetof(lc_ckpt_meta, opts.data.f)
 
 /* In the order they are written. Ranges are what a file may hold; lc_config_validate then checks the
  * configuration as a whole. Optional keys are absent from older files and default to 0 / "". */
@@ -68,7 +70,7 @@ static const meta_key keys[] = {
     CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
     BOOL("tied", CFG(tied), REQUIRED),
     FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
-    {"attn", T_STRING, CFG(attn), 0, 0, 0, 0, 0, NULL, 0},
+    {"attn", T_STRING, CFG(attn), 0, LC_ATTN_SPEC_CHARS, 0, 0, 0, "full", 0},
     INT("qk_share", CFG(qk_share), 0, 1 << 20, 0),
     INT("attn_share", CFG(attn_share), 0, 1 << 20, 0),
     CHOICE("objective", CFG(objective), "clm|mlm", 0),
@@ -97,6 +99,10 @@ static const meta_key keys[] = {
     LONG("train.eval_every", OPT(eval_every), 0, 1LL << 40, REQUIRED),
     LONG("train.eval_bytes", OPT(eval_bytes), 0, 1LL << 50, REQUIRED),
     {"train.seed", T_U64, OPT(seed), 0, 0, 0, 0, 0, NULL, REQUIRED},
+    {"data.path", T_STRING, DATA_AT(path), 0, LC_DATA_PATH_CHARS, 0, 0, 0, NULL, DATA},
+    LONG("data.size", DATA_AT(size), 0, 1LL << 62, DATA),
+    {"data.hash", T_U64, DATA_AT(hash), 0, 0, 0, 0, 0, NULL, DATA},
+    {"data.split", T_CHOICE, DATA_AT(split), LC_SPLIT_ENWIK8, LC_SPLIT_NANOGPT, 0, 0, 0, "enwik8|nanogpt", DATA},
 };
 #define N_KEYS (int)(sizeof keys / sizeof *keys)
 
@@ -106,11 +112,11 @@ const char *lc_ckpt_meta_key(int i, int *xl_only) {
     return keys[i].key;
 }
 
-/* Name number v of "name0|name1" into out. */
+/* Name number v of "name0|name1|..." into out ("" past the end). */
 static void choice_name(const char *names, int v, char *out, size_t cap) {
-    const char *bar = strchr(names, '|');
-    if (v == 0) snprintf(out, cap, "%.*s", (int)(bar - names), names);
-    else snprintf(out, cap, "%s", bar + 1);
+    for (; v > 0 && names; v--) names = strchr(names, '|'), names = names ? names + 1 : NULL;
+    const char *bar = names ? strchr(names, '|') : NULL;
+    snprintf(out, cap, "%.*s", names ? (int)(bar ? bar - names : (ptrdiff_t)strlen(names)) : 0, names ? names : "");
 }
 
 void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out) {
@@ -120,18 +126,19 @@ void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out) {
     for (int i = 0; i < N_KEYS; i++) {
         const meta_key *k = &keys[i];
         if ((k->need & XL_ONLY) && h->cfg.model != LC_MODEL_XL) continue;
+        if ((k->need & DATA) && !h->opts.data.path[0]) continue;
         char *v = out->values[out->n];
         const size_t cap = sizeof out->values[0];
         const void *at = base + k->at;
         switch (k->type) {
         case T_CONST: snprintf(v, cap, "%s", k->text); break;
-        case T_CHOICE: choice_name(k->text, *(const int *)at != 0, v, cap); break;
+        case T_CHOICE: choice_name(k->text, *(const int *)at - (int)k->lo, v, cap); break;
         case T_INT: snprintf(v, cap, "%d", *(const int *)at); break;
         case T_BOOL: snprintf(v, cap, "%d", *(const int *)at != 0); break;
         case T_LONG: snprintf(v, cap, "%ld", *(const long *)at); break;
         case T_U64: snprintf(v, cap, "%llu", (unsigned long long)*(const uint64_t *)at); break;
         case T_FLOAT: snprintf(v, cap, "%.9g", (double)*(const float *)at); break;
-        case T_STRING: snprintf(v, cap, "%s", *(const char *)at ? (const char *)at : "full"); break;
+        case T_STRING: snprintf(v, cap, "%s", *(const char *)at || !k->text ? (const char *)at : k->text); break;
         }
         out->items[out->n].key = k->key;
         out->items[out->n].value = v;
@@ -159,13 +166,17 @@ static lc_status parse_value(const lc_st_file *f, const meta_key *k, const char 
         return lc_fail(LC_ERR_FORMAT, "%s: unsupported checkpoint %s '%.40s' (this build reads %s)", path, k->key, v,
                        k->text);
     case T_CHOICE: {
-        char a[32], b[32];
-        choice_name(k->text, 0, a, sizeof a);
-        choice_name(k->text, 1, b, sizeof b);
-        if (strcmp(v, a) && strcmp(v, b))
-            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' must be '%s' or '%s'", path, k->key, v, a, b);
-        *(int *)at = strcmp(v, b) == 0;
-        return LC_OK;
+        char name[32], all[128] = "";
+        for (int i = 0; i <= (int)(k->hi - k->lo); i++) {
+            choice_name(k->text, i, name, sizeof name);
+            if (strcmp(v, name) == 0) {
+                *(int *)at = (int)k->lo + i;
+                return LC_OK;
+            }
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%s'%s'", i == 0 ? "" : i < k->hi - k->lo ? ", " : " or ",
+                     name);
+        }
+        return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' must be %s", path, k->key, v, all);
     }
     case T_INT:
     case T_BOOL:
@@ -200,9 +211,8 @@ static lc_status parse_value(const lc_st_file *f, const meta_key *k, const char 
         return LC_OK;
     }
     case T_STRING:
-        if (strlen(v) >= LC_ATTN_SPEC_CHARS)
-            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' is longer than %d characters", path, k->key,
-                           LC_ATTN_SPEC_CHARS - 1);
+        if (strlen(v) >= (size_t)k->hi)
+            return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' is longer than %lld characters", path, k->key, k->hi - 1);
         strcpy((char *)at, v);
         return LC_OK;
     }

@@ -24,7 +24,7 @@ typedef struct {
 /* The metadata as key/value strings for lc_st_write (storage included). */
 typedef struct {
     lc_st_meta items[64];
-    char values[64][LC_ATTN_SPEC_CHARS];
+    char values[64][LC_DATA_PATH_CHARS > LC_ATTN_SPEC_CHARS ? LC_DATA_PATH_CHARS : LC_ATTN_SPEC_CHARS];
     int n;
 } lc_ckpt_meta_strings;
 

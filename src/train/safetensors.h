@@ -34,9 +34,16 @@ typedef struct {
     const char *key, *value;
 } lc_st_meta;
 
-/* Write tensors (in the given order) and metadata atomically to path. */
+/* Write tensors (in the given order) and metadata atomically to path: to path.tmp.PID.XXXXXX (mkstemp:
+ * O_CREAT|O_EXCL, so never through a symlink), with the mode of the file it replaces (new files:
+ * 0666 & ~umask), fsync, rename over path, fsync the directory. First removes path's temporary files
+ * whose writer PID no longer runs. Refuses (LC_ERR_ARG) a path that exists and is not a regular file. */
 lc_status lc_st_write(const char *path, const lc_st_tensor *tensors, int n_tensors, const lc_st_meta *meta,
                       int n_meta);
+
+/* The checks lc_st_write makes before writing: the directory exists and is writable, the name fits with
+ * the temporary suffix (NAME_MAX, PATH_MAX), path is absent or a regular file. */
+lc_status lc_st_check_path(const char *path);
 
 /* A file opened for reading: the whole file is read into memory and validated. */
 typedef struct lc_st_file lc_st_file;

@@ -137,6 +137,7 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
         p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum / p.elapsed_s;
         if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) st = validate(m, c, o, &p.valid_bpc, &p.valid_accuracy);
         if (fn && !st) fn(&p, user);
+        if (o->hook && !st && o->hook(m, &p, o->hook_user)) break; /* the caller asked to stop here */
     }
     free(tok);
     free(tgt);
