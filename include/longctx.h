@@ -619,6 +619,19 @@ void lc_hibert_zero_grad(lc_hibert *m);
 lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, const uint8_t *labels,
                          double *loss);
 
+/* Masked-sentence pre-training: what happens to each sentence of a document. */
+enum {
+    LC_HIBERT_UNSELECTED = 0, /* not selected: seen as it is, not regenerated */
+    LC_HIBERT_MASKED,         /* selected, seen as a sentence of the same length with every byte LC_HIBERT_MASK */
+    LC_HIBERT_REPLACED,       /* selected, seen as sentence source[i] of the same document (its bytes and length) */
+    LC_HIBERT_KEPT            /* selected, seen as it is */
+};
+/* HIBERT's rule for a document of n >= 1 sentences: round(15% of n) sentences (at least one) are selected
+ * uniformly without replacement; each selected one is MASKED with probability 0.8, REPLACED by a uniformly
+ * chosen other sentence of the document with 0.1 (MASKED when there is none: n = 1), KEPT with 0.1.
+ * Writes action[n] and source[n] (source[i] = i except for REPLACED). Deterministic in seed. */
+lc_status lc_hibert_mask_sentences(int n, uint64_t seed, uint8_t *action, int *source);
+
 #ifdef __cplusplus
 }
 #endif

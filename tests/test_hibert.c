@@ -3,7 +3,7 @@
  * windowed/global attention, sentence and document widths that differ); a packed batch of documents gives
  * each document's scores and loss as it does alone; a sentence's bytes reach only its own document's
  * scores, and truncated bytes reach nothing; the tensor list; the refusals; a tiny model learns a toy
- * extraction task. */
+ * extraction task; the masked-sentence rule's statistics. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +307,52 @@ TEST(learns_a_toy_extraction_task) {
     lc_hibert_free(m);
 }
 
+/* The masking rule over many documents: the selected count, the 80/10/10 split, replacement sources,
+ * determinism. */
+TEST(masking_rule_statistics) {
+    uint8_t action[64], again[64];
+    int source[64], source2[64];
+    long counts[4] = {0, 0, 0, 0}, selected = 0, first_sentence = 0, docs_long = 0;
+    int bad = 0;
+    for (int d = 0; d < 20000; d++) {
+        const int n = 1 + d % 40;
+        CHECK(lc_hibert_mask_sentences(n, 1000 + (uint64_t)d, action, source) == LC_OK, "%s", lc_last_error());
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            counts[action[i]]++;
+            k += action[i] != LC_HIBERT_UNSELECTED;
+            if (action[i] == LC_HIBERT_REPLACED) bad += source[i] == i || source[i] < 0 || source[i] >= n;
+            else bad += source[i] != i;
+        }
+        const int want = (int)lround(0.15 * n) < 1 ? 1 : (int)lround(0.15 * n);
+        bad += k != want;
+        selected += k;
+        if (n >= 20) first_sentence += action[0] != LC_HIBERT_UNSELECTED, docs_long++;
+        if (n == 1) bad += action[0] != LC_HIBERT_MASKED;
+    }
+    CHECK(bad == 0, "%d documents break the rule", bad);
+    /* one-sentence documents are always masked: leave them out of the split */
+    const double sel = (double)(selected - 500), masked = (double)(counts[LC_HIBERT_MASKED] - 500);
+    printf("  masked %.4f replaced %.4f kept %.4f of %ld selected\n", masked / sel, counts[LC_HIBERT_REPLACED] / sel,
+           counts[LC_HIBERT_KEPT] / sel, selected);
+    CHECK(fabs(masked / sel - 0.8) < 0.01 && fabs(counts[LC_HIBERT_REPLACED] / sel - 0.1) < 0.01 &&
+              fabs(counts[LC_HIBERT_KEPT] / sel - 0.1) < 0.01,
+          "split");
+    /* uniform selection: sentence 0 of a long document is selected about k/n of the time (~15%) */
+    CHECK(fabs((double)first_sentence / docs_long - 0.15) < 0.02, "first sentence selected %.3f",
+          (double)first_sentence / docs_long);
+    lc_hibert_mask_sentences(30, 7, action, source);
+    lc_hibert_mask_sentences(30, 7, again, source2);
+    CHECK(!memcmp(action, again, 30) && !memcmp(source, source2, sizeof(int) * 30), "not deterministic");
+    int differ = 0;
+    for (uint64_t seed = 8; seed < 18; seed++) {
+        lc_hibert_mask_sentences(30, seed, again, source2);
+        differ += memcmp(action, again, 30) != 0;
+    }
+    CHECK(differ >= 8, "seeds give the same selection");
+    CHECK(lc_hibert_mask_sentences(0, 1, action, source) == LC_ERR_ARG, "n = 0");
+}
+
 int main(void) {
     RUN(gradients_full_pre);
     RUN(gradients_full_post_same_width);
@@ -316,5 +362,6 @@ int main(void) {
     RUN(tensor_list);
     RUN(refusals);
     RUN(learns_a_toy_extraction_task);
+    RUN(masking_rule_statistics);
     return test_summary("test_hibert");
 }
