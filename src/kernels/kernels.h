@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "longctx.h"
+
 /* ---- matrix products ---- */
 typedef enum { LC_NO_TRANS = 0, LC_TRANS = 1 } lc_trans;
 
@@ -93,6 +95,9 @@ void lc_xent_backward_ref(double *dlogits, const double *logits, const int *targ
 /* ---- optimizer and reductions ---- */
 /* One AdamW step (decoupled weight decay, PyTorch semantics), t = 1-based step number:
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p). */
+/* LC_ERR_ARG with a message when the options an optimisation step reads (schedule, clipping, decay) are
+ * out of range. */
+lc_status lc_adamw_options_check(const lc_train_options *o);
 void lc_adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                      float beta2, float eps, float weight_decay, int t);
 /* Sum of squares in double, deterministic for a given thread count. */

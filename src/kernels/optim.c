@@ -2,6 +2,7 @@
  * sum of squares (gradient-norm clipping) and in-place scaling. */
 #include <math.h>
 
+#include "core/status.h"
 #include "kernels/kernels.h"
 
 #define LC_PARALLEL_MIN 32768
@@ -70,4 +71,14 @@ void lc_scale(float *x, size_t n, float s) {
 #pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+lc_status lc_adamw_options_check(const lc_train_options *o) {
+    if (!o) return lc_fail(LC_ERR_ARG, "training options are required");
+    if (o->steps < 0) return lc_fail(LC_ERR_ARG, "steps must be >= 0, got %ld", o->steps);
+    if (!(o->lr > 0) || !(o->min_lr >= 0)) return lc_fail(LC_ERR_ARG, "lr must be > 0 and min-lr >= 0");
+    if (o->warmup < 0) return lc_fail(LC_ERR_ARG, "warmup must be >= 0, got %ld", o->warmup);
+    if (!(o->clip >= 0)) return lc_fail(LC_ERR_ARG, "clip must be >= 0");
+    if (!(o->weight_decay >= 0)) return lc_fail(LC_ERR_ARG, "weight-decay must be >= 0");
+    return LC_OK;
 }

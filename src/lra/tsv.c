@@ -14,17 +14,9 @@
 #include <zlib.h>
 #endif
 
+#include "core/files.h"
 #include "core/status.h"
 #include "lra/lra.h"
-
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
 
 /* Appends everything fd yields to the buffer (plain files). */
 static lc_status read_plain(const char *path, int fd, lc_lra_buf *b) {
@@ -108,7 +100,7 @@ static lc_status read_file(const char *path, char **buf, size_t *n, int *gzip) {
     struct stat sb;
     /* stat before open: opening a FIFO would wait for a writer */
     if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return lc_fail(LC_ERR_IO, "%s: is %s, expected a TSV file", path, file_kind(sb.st_mode));
+    if (!S_ISREG(sb.st_mode)) return lc_fail(LC_ERR_IO, "%s: is %s, expected a TSV file", path, lc_file_kind(sb.st_mode));
     int fd = open(path, O_RDONLY);
     if (fd < 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     unsigned char magic[2];

@@ -51,21 +51,10 @@ lc_status lc_hibert_backward(lc_hibert *m, float loss_scale) {
     return LC_OK;
 }
 
-/* The options the step reads (as lc_train_step checks them). */
-static lc_status check_options(const lc_train_options *o) {
-    if (!o) return lc_fail(LC_ERR_ARG, "hibert step: options are required");
-    if (o->steps < 0) return lc_fail(LC_ERR_ARG, "steps must be >= 0, got %ld", o->steps);
-    if (!(o->lr > 0) || !(o->min_lr >= 0)) return lc_fail(LC_ERR_ARG, "lr must be > 0 and min-lr >= 0");
-    if (o->warmup < 0) return lc_fail(LC_ERR_ARG, "warmup must be >= 0, got %ld", o->warmup);
-    if (!(o->clip >= 0)) return lc_fail(LC_ERR_ARG, "clip must be >= 0");
-    if (!(o->weight_decay >= 0)) return lc_fail(LC_ERR_ARG, "weight-decay must be >= 0");
-    return LC_OK;
-}
-
 lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, const uint8_t *labels,
                          double *loss) {
     lc_clear_error();
-    lc_status st = check_options(o);
+    lc_status st = lc_adamw_options_check(o);
     if (st) return st;
     if (!labels) return lc_fail(LC_ERR_ARG, "hibert step: labels are required");
     lc_hibert_zero_grad(m);

@@ -44,28 +44,6 @@ static lc_status build_list(lc_hibert *m) {
     return lc_tensor_list_finish(&b);
 }
 
-/* The block field a tensor fills (value or gradient side), NULL for a site that is not a block's. */
-static float **block_field(lc_block_weights *w, const lc_tensor *t) {
-    switch (t->site) {
-    case LC_SITE_LN1_W: return &w->ln1_w;
-    case LC_SITE_LN1_B: return &w->ln1_b;
-    case LC_SITE_QKV_W: return &w->qkv_w;
-    case LC_SITE_QKV_B: return &w->qkv_b;
-    case LC_SITE_PROJ_W: return &w->proj_w;
-    case LC_SITE_PROJ_B: return &w->proj_b;
-    case LC_SITE_LN2_W: return &w->ln2_w;
-    case LC_SITE_LN2_B: return &w->ln2_b;
-    case LC_SITE_FC1_W: return &w->fc1_w;
-    case LC_SITE_FC1_B: return &w->fc1_b;
-    case LC_SITE_FC2_W: return &w->fc2_w;
-    case LC_SITE_FC2_B: return &w->fc2_b;
-    case LC_SITE_QKVG_W: return &w->qkvg_w;
-    case LC_SITE_QKVG_B: return &w->qkvg_b;
-    case LC_SITE_KIND_PARAMS: return &w->attn_params[t->group];
-    default: return NULL;
-    }
-}
-
 /* The model pointer of tensor t for layer l (value when grad == 0, else gradient; NULL: none). */
 static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
     lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
@@ -79,7 +57,7 @@ static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
     case LC_SITE_LNF_W: return grad ? &st->g_lnf_w : &st->lnf_w;
     case LC_SITE_LNF_B: return grad ? &st->g_lnf_b : &st->lnf_b;
     case LC_SITE_KIND_STATE: return grad ? NULL : &st->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
-    default: return block_field(grad ? &st->gblk[l] : &st->blk[l], t);
+    default: return lc_tensor_block_field(grad ? &st->gblk[l] : &st->blk[l], t);
     }
 }
 
@@ -107,32 +85,12 @@ static void init_tensors(lc_hibert *m) {
         const lc_tensor *t = &m->tensors.t[i];
         const int param = lc_tensor_is_param(t);
         float *x = (param ? m->params : m->state) + (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
-        const size_t n = lc_tensor_count(t);
         const lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
-        switch (t->init) {
-        case LC_INIT_ONES:
-            for (size_t j = 0; j < n; j++) x[j] = 1.0f;
-            break;
-        case LC_INIT_ZEROS: memset(x, 0, n * sizeof *x); break;
-        case LC_INIT_NORMAL:
-        case LC_INIT_RESIDUAL: {
-            float std = 0.02f;
-            if (t->init == LC_INIT_RESIDUAL) std /= sqrtf(2.0f * (float)st->cfg.n_layer);
-            for (size_t j = 0; j < n; j++) x[j] = std * lc_rng_normal(&rng);
-            break;
-        }
-        case LC_INIT_KIND: {
-            const lc_attn_group *g = &st->layers[t->layer].group[t->group];
-            const int D = st->cfg.d_model / st->cfg.n_head;
-            const uint64_t stream =
-                (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group);
-            if (param)
-                g->kind->param_init(x, g->opts, g->heads, D, st->cfg.seq_len, lc_seed_mix(m->seed, 0x70617261ULL + stream));
-            else
-                g->kind->state_init(x, g->opts, g->heads, D, lc_seed_mix(m->seed, 0x73746174ULL + stream));
-            break;
-        }
-        }
+        const lc_tensor_init_ctx ctx = {&rng, st ? st->cfg.n_layer : 1,
+                                        t->init == LC_INIT_KIND ? &st->layers[t->layer].group[t->group] : NULL,
+                                        st ? st->cfg.d_model / st->cfg.n_head : 0, st ? st->cfg.seq_len : 0, m->seed,
+                                        (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group)};
+        lc_tensor_init_values(t, x, &ctx);
     }
 }
 
@@ -147,36 +105,16 @@ lc_status lc_hier_build_params(lc_hibert *m) {
     }
     lc_status st = build_list(m);
     if (st) return st;
-    lc_table_init(&m->ptab);
-    lc_table_init(&m->stab);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        lc_table *tab = lc_tensor_is_param(t) ? &m->ptab : &m->stab;
-        if (lc_table_add(tab, t->name, t->ndim, t->shape) != t->slot) return LC_ERR_NOMEM; /* message set */
-    }
-    if ((st = lc_check_fits((4 * m->ptab.total + m->stab.total) * sizeof(float),
-                            "the parameters, gradients and optimizer moments")))
-        return st;
-    m->params = lc_table_alloc(&m->ptab);
-    m->grads = lc_table_alloc(&m->ptab);
-    m->adam_m = lc_table_alloc(&m->ptab);
-    m->adam_v = lc_table_alloc(&m->ptab);
-    if (!m->params || !m->grads || !m->adam_m || !m->adam_v) return LC_ERR_NOMEM;
-    if (m->stab.n > 0 && !(m->state = lc_table_alloc(&m->stab))) return LC_ERR_NOMEM;
+    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    if ((st = lc_tensors_allocate(&m->tensors, &buf))) return st;
     bind(m);
     init_tensors(m);
     return LC_OK;
 }
 
 void lc_hier_free_params(lc_hibert *m) {
-    lc_free(m->params);
-    lc_free(m->grads);
-    lc_free(m->adam_m);
-    lc_free(m->adam_v);
-    lc_free(m->state);
-    lc_table_free(&m->ptab);
-    lc_table_free(&m->stab);
-    lc_tensors_free(&m->tensors);
+    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    lc_tensors_release(&m->tensors, &buf);
     for (int s = 0; s < LC_HIER_STACKS; s++) {
         free(m->st[s].blk);
         free(m->st[s].gblk);

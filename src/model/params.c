@@ -13,30 +13,6 @@ static int qk_groups(const lc_config *c) { return c->qk_share > 1 ? c->n_head / 
 /* Whether layer l owns its attention module (else it uses the module of the layer sharing starts at). */
 static int owns_attention(const lc_config *c, int l) { return c->attn_share <= 1 || l % c->attn_share == 0; }
 
-static float **block_site(lc_block_weights *w, const lc_tensor *t) {
-    switch (t->site) {
-    case LC_SITE_LN1_W: return &w->ln1_w;
-    case LC_SITE_LN1_B: return &w->ln1_b;
-    case LC_SITE_QKV_W: return &w->qkv_w;
-    case LC_SITE_QKV_B: return &w->qkv_b;
-    case LC_SITE_PROJ_W: return &w->proj_w;
-    case LC_SITE_PROJ_B: return &w->proj_b;
-    case LC_SITE_LN2_W: return &w->ln2_w;
-    case LC_SITE_LN2_B: return &w->ln2_b;
-    case LC_SITE_FC1_W: return &w->fc1_w;
-    case LC_SITE_FC1_B: return &w->fc1_b;
-    case LC_SITE_FC2_W: return &w->fc2_w;
-    case LC_SITE_FC2_B: return &w->fc2_b;
-    case LC_SITE_R_W: return &w->r_w;
-    case LC_SITE_U: return &w->u;
-    case LC_SITE_V: return &w->v;
-    case LC_SITE_QKVG_W: return &w->qkvg_w;
-    case LC_SITE_QKVG_B: return &w->qkvg_b;
-    case LC_SITE_KIND_PARAMS: return &w->attn_params[t->group];
-    default: return NULL;
-    }
-}
-
 /* The model pointer tensor t fills for layer l (value when grad == 0, gradient otherwise), or NULL when
  * that side has no pointer (the tied Q/K parameters' gradients are reached by offset; state has none). */
 static float **site(lc_model *m, const lc_tensor *t, int l, int grad) {
@@ -51,7 +27,7 @@ static float **site(lc_model *m, const lc_tensor *t, int l, int grad) {
     case LC_SITE_V_W: return grad ? NULL : &m->v_w[l];
     case LC_SITE_V_B: return grad ? NULL : &m->v_b[l];
     case LC_SITE_KIND_STATE: return grad ? NULL : &m->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
-    default: return block_site(grad ? &m->gblk[l] : &m->blk[l], t);
+    default: return lc_tensor_block_field(grad ? &m->gblk[l] : &m->blk[l], t);
     }
 }
 
@@ -77,38 +53,17 @@ static void bind(lc_model *m) {
  * draw from their own streams keyed by layer and head group. */
 static void init_tensors(lc_model *m, uint64_t seed) {
     const lc_config *c = &m->cfg;
-    const int D = c->d_model / c->n_head;
     lc_rng rng;
     lc_rng_seed(&rng, seed);
-    const float resid_scale = 1.0f / sqrtf(2.0f * (float)c->n_layer);
     for (int i = 0; i < m->tensors.n; i++) {
         const lc_tensor *t = &m->tensors.t[i];
         const int param = lc_tensor_is_param(t);
         float *x = (param ? m->params : m->state) + (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
-        const size_t n = lc_tensor_count(t);
-        switch (t->init) {
-        case LC_INIT_ONES:
-            for (size_t j = 0; j < n; j++) x[j] = 1.0f;
-            break;
-        case LC_INIT_ZEROS: memset(x, 0, n * sizeof *x); break;
-        case LC_INIT_NORMAL:
-        case LC_INIT_RESIDUAL: {
-            float std = 0.02f;
-            if (t->init == LC_INIT_RESIDUAL) std *= resid_scale;
-            for (size_t j = 0; j < n; j++) x[j] = std * lc_rng_normal(&rng);
-            break;
-        }
-        case LC_INIT_KIND: {
-            const lc_attn_group *g = &m->layers[t->layer].group[t->group];
-            const uint64_t stream = (uint64_t)(t->layer * LC_ATTN_MAX_GROUPS + t->group);
-            if (param)
-                g->kind->param_init(x, g->opts, g->heads, D, c->seq_len + c->extra_tokens,
-                                    lc_seed_mix(seed, 0x70617261ULL + stream));
-            else
-                g->kind->state_init(x, g->opts, g->heads, D, lc_seed_mix(seed, 0x73746174ULL + stream));
-            break;
-        }
-        }
+        const lc_tensor_init_ctx ctx = {&rng, c->n_layer,
+                                        t->init == LC_INIT_KIND ? &m->layers[t->layer].group[t->group] : NULL,
+                                        c->d_model / c->n_head, c->seq_len + c->extra_tokens, seed,
+                                        (uint64_t)(t->layer * LC_ATTN_MAX_GROUPS + t->group)};
+        lc_tensor_init_values(t, x, &ctx);
     }
 }
 
@@ -197,25 +152,9 @@ void lc_model_expand_shared(lc_model *m) { for_each_tied_layer(m, expand_layer);
 /* Add the expanded projections' gradients into the tied parameters' gradients and clear them (after a backward). */
 void lc_model_fold_shared(lc_model *m) { for_each_tied_layer(m, fold_layer); }
 
-/* Lay out the tensor list in the parameter table (values, gradients, moments) and the state table. */
-static lc_status plan_and_allocate(lc_model *m) {
-    lc_table_init(&m->ptab);
-    lc_table_init(&m->stab);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        lc_table *tab = lc_tensor_is_param(t) ? &m->ptab : &m->stab;
-        if (lc_table_add(tab, t->name, t->ndim, t->shape) != t->slot) return LC_ERR_NOMEM; /* message set */
-    }
-    lc_status fits = lc_check_fits((4 * m->ptab.total + m->stab.total) * sizeof(float),
-                                   "the parameters, gradients and optimizer moments");
-    if (fits) return fits;
-    m->params = lc_table_alloc(&m->ptab);
-    m->grads = lc_table_alloc(&m->ptab);
-    m->adam_m = lc_table_alloc(&m->ptab);
-    m->adam_v = lc_table_alloc(&m->ptab);
-    if (!m->params || !m->grads || !m->adam_m || !m->adam_v) return LC_ERR_NOMEM;
-    if (m->stab.n > 0 && !(m->state = lc_table_alloc(&m->stab))) return LC_ERR_NOMEM;
-    return LC_OK;
+/* Where this model keeps the numbers of its tensor list. */
+static lc_tensor_buffers buffers_of(lc_model *m) {
+    return (lc_tensor_buffers){&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
 }
 
 lc_status lc_model_build_params(lc_model *m, uint64_t seed) {
@@ -231,7 +170,8 @@ lc_status lc_model_build_params(lc_model *m, uint64_t seed) {
         return lc_fail(LC_ERR_NOMEM, "out of memory allocating the model");
     lc_status st = lc_tensors_build(&m->cfg, m->layers, &m->tensors);
     if (st) return st;
-    if ((st = plan_and_allocate(m))) return st;
+    const lc_tensor_buffers buf = buffers_of(m);
+    if ((st = lc_tensors_allocate(&m->tensors, &buf))) return st;
     bind(m);
     if ((st = build_qk_expansion(m))) return st;
     init_tensors(m, seed);
@@ -239,16 +179,10 @@ lc_status lc_model_build_params(lc_model *m, uint64_t seed) {
 }
 
 void lc_model_free_params(lc_model *m) {
-    lc_free(m->params);
-    lc_free(m->grads);
-    lc_free(m->adam_m);
-    lc_free(m->adam_v);
-    lc_free(m->state);
+    const lc_tensor_buffers buf = buffers_of(m);
+    lc_tensors_release(&m->tensors, &buf);
     lc_free(m->qk_exp);
     lc_free(m->g_qk_exp);
-    lc_table_free(&m->ptab);
-    lc_table_free(&m->stab);
-    lc_tensors_free(&m->tensors);
     free(m->blk);
     free(m->gblk);
     free(m->qk_w);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* What a role implies unless an entry says otherwise: matrices and embeddings are decayed and drawn
@@ -173,3 +174,81 @@ void lc_tensors_free(lc_tensor_list *l) {
 }
 
 size_t lc_tensor_count(const lc_tensor *t) { return (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1); }
+
+float **lc_tensor_block_field(lc_block_weights *w, const lc_tensor *t) {
+    switch (t->site) {
+    case LC_SITE_LN1_W: return &w->ln1_w;
+    case LC_SITE_LN1_B: return &w->ln1_b;
+    case LC_SITE_QKV_W: return &w->qkv_w;
+    case LC_SITE_QKV_B: return &w->qkv_b;
+    case LC_SITE_PROJ_W: return &w->proj_w;
+    case LC_SITE_PROJ_B: return &w->proj_b;
+    case LC_SITE_LN2_W: return &w->ln2_w;
+    case LC_SITE_LN2_B: return &w->ln2_b;
+    case LC_SITE_FC1_W: return &w->fc1_w;
+    case LC_SITE_FC1_B: return &w->fc1_b;
+    case LC_SITE_FC2_W: return &w->fc2_w;
+    case LC_SITE_FC2_B: return &w->fc2_b;
+    case LC_SITE_R_W: return &w->r_w;
+    case LC_SITE_U: return &w->u;
+    case LC_SITE_V: return &w->v;
+    case LC_SITE_QKVG_W: return &w->qkvg_w;
+    case LC_SITE_QKVG_B: return &w->qkvg_b;
+    case LC_SITE_KIND_PARAMS: return &w->attn_params[t->group];
+    default: return NULL;
+    }
+}
+
+void lc_tensor_init_values(const lc_tensor *t, float *x, const lc_tensor_init_ctx *c) {
+    const size_t n = lc_tensor_count(t);
+    switch (t->init) {
+    case LC_INIT_ONES:
+        for (size_t j = 0; j < n; j++) x[j] = 1.0f;
+        break;
+    case LC_INIT_ZEROS: memset(x, 0, n * sizeof *x); break;
+    case LC_INIT_NORMAL:
+    case LC_INIT_RESIDUAL: {
+        float std = 0.02f;
+        if (t->init == LC_INIT_RESIDUAL) std *= 1.0f / sqrtf(2.0f * (float)c->n_layer);
+        for (size_t j = 0; j < n; j++) x[j] = std * lc_rng_normal(c->rng);
+        break;
+    }
+    case LC_INIT_KIND: {
+        const lc_attn_group *g = c->group;
+        if (lc_tensor_is_param(t))
+            g->kind->param_init(x, g->opts, g->heads, c->D, c->max_len, lc_seed_mix(c->seed, 0x70617261ULL + c->stream));
+        else
+            g->kind->state_init(x, g->opts, g->heads, c->D, lc_seed_mix(c->seed, 0x73746174ULL + c->stream));
+        break;
+    }
+    }
+}
+
+lc_status lc_tensors_allocate(const lc_tensor_list *l, const lc_tensor_buffers *b) {
+    lc_table_init(b->ptab);
+    lc_table_init(b->stab);
+    for (int i = 0; i < l->n; i++) {
+        const lc_tensor *t = &l->t[i];
+        lc_table *tab = lc_tensor_is_param(t) ? b->ptab : b->stab;
+        if (lc_table_add(tab, t->name, t->ndim, t->shape) != t->slot) return LC_ERR_NOMEM; /* message set */
+    }
+    const lc_status fits = lc_check_fits((4 * b->ptab->total + b->stab->total) * sizeof(float),
+                                         "the parameters, gradients and optimizer moments");
+    if (fits) return fits;
+    float **param_side[4] = {b->params, b->grads, b->adam_m, b->adam_v};
+    for (int i = 0; i < 4; i++)
+        if (!(*param_side[i] = lc_table_alloc(b->ptab))) return LC_ERR_NOMEM; /* message set */
+    if (b->stab->n > 0 && !(*b->state = lc_table_alloc(b->stab))) return LC_ERR_NOMEM;
+    return LC_OK;
+}
+
+void lc_tensors_release(lc_tensor_list *l, const lc_tensor_buffers *b) {
+    float **all[5] = {b->params, b->grads, b->adam_m, b->adam_v, b->state};
+    for (int i = 0; i < 5; i++) {
+        lc_free(*all[i]);
+        *all[i] = NULL;
+    }
+    lc_table_free(b->ptab);
+    lc_table_free(b->stab);
+    lc_tensors_free(l);
+}

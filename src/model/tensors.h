@@ -8,7 +8,9 @@
 
 #include "attn/spec.h"
 #include "core/table.h"
+#include "core/rng.h"
 #include "longctx.h"
+#include "nn/nn.h"
 
 typedef enum {
     LC_ROLE_MATRIX,     /* a weight matrix [out, in] (and the untied output projection) */
@@ -98,5 +100,33 @@ lc_status lc_tensor_list_finish(lc_tensor_builder *b);
 static inline int lc_tensor_is_param(const lc_tensor *t) { return t->role != LC_ROLE_KIND_STATE; }
 /* Elements of the tensor. */
 size_t lc_tensor_count(const lc_tensor *t);
+
+/* Where a model keeps the numbers its tensor list describes: parameters, gradients and the two AdamW
+ * moments laid out by the parameter table (one allocation each), kind state by the state table. */
+typedef struct {
+    lc_table *ptab, *stab;
+    float **params, **grads, **adam_m, **adam_v, **state;
+} lc_tensor_buffers;
+/* Lays out the list in the two tables and allocates the buffers (zeroed), after checking that they fit
+ * in the machine's memory; LC_OK or an error with its message. */
+lc_status lc_tensors_allocate(const lc_tensor_list *l, const lc_tensor_buffers *b);
+/* Frees the buffers and the tables (and the list). */
+void lc_tensors_release(lc_tensor_list *l, const lc_tensor_buffers *b);
+
+/* The field of a Transformer block's weights (or gradients) that tensor t fills; NULL for sites that are
+ * not a block's. */
+float **lc_tensor_block_field(lc_block_weights *w, const lc_tensor *t);
+
+/* Fills x with tensor t's initialisation: ones, zeros, N(0, 0.02^2) drawn from rng (residual
+ * projections: std 0.02 / sqrt(2 n_layer)), or the kind's param_init / state_init for group g (heads of
+ * dimension D, kind parameters sized for max_len keys) seeded from seed and the tensor's stream. */
+typedef struct {
+    lc_rng *rng;
+    int n_layer;               /* layers of the tensor's stack */
+    const lc_attn_group *group; /* LC_INIT_KIND: the tensor's head group */
+    int D, max_len;
+    uint64_t seed, stream;     /* LC_INIT_KIND: the kind's own random stream */
+} lc_tensor_init_ctx;
+void lc_tensor_init_values(const lc_tensor *t, float *x, const lc_tensor_init_ctx *c);
 
 #endif

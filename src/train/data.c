@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/status.h"
 #include "longctx.h"
 
@@ -36,16 +37,6 @@ static void set_split(lc_corpus *c) {
     }
 }
 
-/* What a non-regular file is, for the refusal message. */
-static const char *file_kind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
 /* Only regular files are read, and only the size fstat reported: a device (/dev/zero) or a FIFO would
  * otherwise be read until memory runs out, or block forever. The file is opened without blocking (a FIFO
  * with no writer), then checked on the descriptor itself, so a path swapped after a stat cannot slip by. */
@@ -62,7 +53,7 @@ lc_status lc_corpus_load(const char *path, lc_split_mode mode, lc_corpus *out) {
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return lc_fail(LC_ERR_IO, "%s: is %s, expected a data file (a regular file)", path, file_kind(sb.st_mode));
+        return lc_fail(LC_ERR_IO, "%s: is %s, expected a data file (a regular file)", path, lc_file_kind(sb.st_mode));
     }
     if (sb.st_size <= 0) {
         close(fd);

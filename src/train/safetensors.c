@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/json.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -241,16 +242,6 @@ static void lc_st_remove_stale(const char *dir, const char *name) {
     closedir(d);
 }
 
-/* What a file is, for refusals. */
-static const char *lc_st_kind_name(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
 /* path absent (*exists = 0) or a regular file (its mode in *mode); anything else is refused. */
 static lc_status lc_st_check_target(const char *path, int *exists, mode_t *mode) {
     struct stat st;
@@ -261,7 +252,7 @@ static lc_status lc_st_check_target(const char *path, int *exists, mode_t *mode)
     }
     if (!S_ISREG(st.st_mode))
         return lc_fail(LC_ERR_ARG, "%s: is %s, not a regular file: refusing to replace it with a checkpoint", path,
-                       lc_st_kind_name(st.st_mode));
+                       lc_file_kind(st.st_mode));
     *mode = st.st_mode & 07777;
     return LC_OK;
 }

@@ -37,18 +37,8 @@ double lc_learning_rate(const lc_train_options *o, long step) {
     return o->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (o->lr - o->min_lr);
 }
 
-/* The options the optimizer step reads (schedule, clipping, decay). */
-static lc_status check_optimizer_options(const lc_train_options *o) {
-    if (o->steps < 0) return lc_fail(LC_ERR_ARG, "steps must be >= 0, got %ld", o->steps);
-    if (!(o->lr > 0) || !(o->min_lr >= 0)) return lc_fail(LC_ERR_ARG, "lr must be > 0 and min-lr >= 0");
-    if (o->warmup < 0) return lc_fail(LC_ERR_ARG, "warmup must be >= 0, got %ld", o->warmup);
-    if (!(o->clip >= 0)) return lc_fail(LC_ERR_ARG, "clip must be >= 0");
-    if (!(o->weight_decay >= 0)) return lc_fail(LC_ERR_ARG, "weight-decay must be >= 0");
-    return LC_OK;
-}
-
 static lc_status check_options(const lc_model *m, const lc_train_options *o) {
-    lc_status st = check_optimizer_options(o);
+    lc_status st = lc_adamw_options_check(o);
     if (st) return st;
     if (o->stop_after < 0) return lc_fail(LC_ERR_ARG, "stop-after must be >= 0, got %ld", o->stop_after);
     if (o->batch < 1 || o->batch > m->max_B)
@@ -147,7 +137,7 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
 lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *tokens, const int *targets, int B, int T,
                         double *loss) {
     lc_clear_error();
-    lc_status st = check_optimizer_options(o);
+    lc_status st = lc_adamw_options_check(o);
     if (st) return st;
     if (!tokens || !targets) return lc_fail(LC_ERR_ARG, "train step: tokens and targets are required");
     lc_model_zero_grad(m);
