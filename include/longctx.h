@@ -554,6 +554,8 @@ typedef struct {
 typedef struct {
     lc_hibert_stack sent; /* sentence encoder */
     lc_hibert_stack doc;  /* document encoder (d_model may differ: the sentence vectors are then projected) */
+    lc_hibert_stack dec;  /* sentence decoder of pre-training (causal self-attention with this attn spec,
+                             cross-attention to the document encoder; d_model may differ from the document's) */
     int max_sent_len;     /* bytes of a sentence read: a longer sentence is truncated to its first max_sent_len
                              bytes (then EOS), so a sentence is at most max_sent_len + 1 rows */
     int max_sents;        /* sentences of a document (sentence positions); a longer document is refused */
@@ -562,8 +564,9 @@ typedef struct {
     float dropout;        /* on the embeddings and the sublayer outputs of both stacks (training only) */
 } lc_hibert_config;
 
-/* The defaults: both stacks 2 layers of width 128, 4 heads, d_ff 512, full attention; sentences of up to
- * 256 bytes, documents of up to 128 sentences, pre-LN, GELU, no dropout. */
+/* The defaults: both encoders 2 layers of width 128, 4 heads, d_ff 512, full attention; the decoder 1 layer
+ * of width 128, 4 heads, d_ff 512, full (causal) attention; sentences of up to 256 bytes, documents of up to
+ * 128 sentences, pre-LN, GELU, no dropout. */
 void lc_hibert_config_default(lc_hibert_config *c);
 /* LC_ERR_ARG with a message naming the offending field (and the attention specs are parsed). */
 lc_status lc_hibert_config_validate(const lc_hibert_config *c);
@@ -608,8 +611,8 @@ lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, cons
                                     double *loss_sum, long *count);
 /* The scores of the last forward, [sentences] in batch order (higher: more likely in the summary). */
 const float *lc_hibert_scores(const lc_hibert *m);
-/* Backward of the last forward for the loss loss_sum * loss_scale; gradients ACCUMULATE. LC_ERR_ARG when
- * the last forward had no labels (or there was none). */
+/* Backward of the last forward (extraction with labels, or pre-training) for the loss loss_sum *
+ * loss_scale; gradients ACCUMULATE. LC_ERR_ARG when the last forward had no loss (or there was none). */
 lc_status lc_hibert_backward(lc_hibert *m, float loss_scale);
 void lc_hibert_zero_grad(lc_hibert *m);
 /* One optimisation step on one batch, as lc_train_step: zero the gradients, forward with dropout, backward
@@ -631,6 +634,25 @@ enum {
  * chosen other sentence of the document with 0.1 (MASKED when there is none: n = 1), KEPT with 0.1.
  * Writes action[n] and source[n] (source[i] = i except for REPLACED). Deterministic in seed. */
 lc_status lc_hibert_mask_sentences(int n, uint64_t seed, uint8_t *action, int *source);
+
+/* The sentence decoder's byte embedding (dec.wte) has two rows after the 256 bytes: EOS (the last target
+ * of every sentence; the output projection is tied to rows 0..256) and BOS (the first input). */
+#define LC_HIBERT_DEC_BOS 257
+
+/* Masked-sentence pre-training forward over a batch of whole documents (the original sentences): document
+ * j is masked by lc_hibert_mask_sentences(n_sents[j], seed + j, ...); the encoders see masked sentences as
+ * LC_HIBERT_MASK symbols (same length), replaced ones as their source sentence, kept and unselected ones
+ * as they are; the sentence decoder regenerates every selected sentence from its ORIGINAL bytes (truncated
+ * to max_sent_len): input BOS + bytes, target bytes + EOS, with the document encoder's output at that
+ * sentence's position added to every input row and cross-attention to its document's encoder rows.
+ * loss_sum: the summed NLL of the targets in nats; count: the number of target bytes (EOS included);
+ * bits per byte = loss_sum / count / ln 2. Either may be NULL. `train` enables dropout. lc_hibert_backward
+ * then back-propagates it (into the decoder and both encoders). */
+lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
+                                     double *loss_sum, long *count);
+/* One pre-training step, as lc_hibert_step: the mean NLL per target byte (nats) in *loss. */
+lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
+                                  double *loss);
 
 #ifdef __cplusplus
 }

@@ -48,18 +48,25 @@ static lc_hibert_batch toy_batch(const toy *t, int doc0, int n_docs) {
     return b;
 }
 
-static lc_hibert *make(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width, uint64_t seed) {
+static lc_hibert *make_dec(const char *sent_attn, const char *doc_attn, const char *dec_attn, lc_norm norm,
+                           int doc_width, int dec_width, uint64_t seed) {
     lc_hibert_config c;
     lc_hibert_config_default(&c);
     c.sent = (lc_hibert_stack){2, 16, 2, 24, ""};
     c.doc = (lc_hibert_stack){2, doc_width, 2, 20, ""};
+    c.dec = (lc_hibert_stack){2, dec_width, 2, 18, ""};
     snprintf(c.sent.attn, sizeof c.sent.attn, "%s", sent_attn);
     snprintf(c.doc.attn, sizeof c.doc.attn, "%s", doc_attn);
+    snprintf(c.dec.attn, sizeof c.dec.attn, "%s", dec_attn);
     c.max_sent_len = MAX_SENT_LEN, c.max_sents = MAX_SENTS, c.norm = norm;
     lc_hibert_limits lim = {N_DOCS, 0, 0};
     lc_hibert *m = NULL;
     CHECK(lc_hibert_create(&c, &lim, seed, &m) == LC_OK, "%s / %s: %s", sent_attn, doc_attn, lc_last_error());
     return m;
+}
+
+static lc_hibert *make(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width, uint64_t seed) {
+    return make_dec(sent_attn, doc_attn, "full", norm, doc_width, 10, seed);
 }
 
 /* Parameters far from the initialisation (which makes every gradient tiny): gains near 1, the rest
@@ -353,6 +360,172 @@ TEST(masking_rule_statistics) {
     CHECK(lc_hibert_mask_sentences(0, 1, action, source) == LC_ERR_ARG, "n = 0");
 }
 
+/* ---------------------------------------------------------------- masked-sentence pre-training */
+
+enum { MASK_SEED = 41 };
+
+static double pretrain_mean(lc_hibert *m, const lc_hibert_batch *b) {
+    double sum = 0;
+    long n = 0;
+    CHECK(lc_hibert_pretrain_forward(m, b, MASK_SEED, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
+    return n ? sum / (double)n : NAN;
+}
+
+/* Directional finite differences of the mean pre-training NLL for every tensor (encoders, decoder; the
+ * extraction head's gradient is 0 and so is its difference). */
+static void check_pretrain_gradients(const char *sent_attn, const char *doc_attn, const char *dec_attn, lc_norm norm,
+                                     int doc_width, int dec_width) {
+    lc_hibert *m = make_dec(sent_attn, doc_attn, dec_attn, norm, doc_width, dec_width, 3);
+    if (!m) return;
+    sharpen(m, 19);
+    toy t;
+    toy_make(&t, 6);
+    const lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    lc_hibert_zero_grad(m);
+    double sum;
+    long n;
+    CHECK(lc_hibert_pretrain_forward(m, &b, MASK_SEED, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
+    CHECK(n > 0 && isfinite(sum), "loss %g over %ld", sum, n);
+    CHECK(lc_hibert_backward(m, 1.0f / (float)n) == LC_OK, "%s", lc_last_error());
+    float *g = malloc(sizeof(float) * m->ptab.total), *d = malloc(sizeof(float) * m->ptab.total);
+    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    lc_rng rng;
+    lc_rng_seed(&rng, 98);
+    const double eps = 1e-3;
+    int checked = 0, dec_tensors = 0;
+    for (int i = 0; i < m->ptab.n; i++) {
+        const lc_slot *s = &m->ptab.slots[i];
+        double norm2 = 0, gnorm = 0, gd = 0;
+        for (size_t j = 0; j < s->count; j++) gnorm += (double)g[s->offset + j] * g[s->offset + j];
+        gnorm = gnorm > 0 ? sqrt(gnorm) : 1;
+        for (size_t j = 0; j < s->count; j++) d[j] = lc_rng_normal(&rng), norm2 += (double)d[j] * d[j];
+        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2) + g[s->offset + j] / gnorm);
+        norm2 = 0;
+        for (size_t j = 0; j < s->count; j++) norm2 += (double)d[j] * d[j];
+        if (norm2 < 1e-6) {
+            for (size_t j = 0; j < s->count; j++) d[j] = (float)(g[s->offset + j] / gnorm);
+            norm2 = 1;
+        }
+        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2)), gd += (double)g[s->offset + j] * d[j];
+        float *p = m->params + s->offset;
+        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
+        const double up = pretrain_mean(m, &b);
+        for (size_t j = 0; j < s->count; j++) p[j] -= 2 * (float)eps * d[j];
+        const double down = pretrain_mean(m, &b);
+        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
+        const double fd = (up - down) / (2 * eps);
+        char label[160];
+        snprintf(label, sizeof label, "pretrain %s|%s|%s %s %s", sent_attn, doc_attn, dec_attn,
+                 norm == LC_NORM_PRE ? "pre" : "post", s->name);
+        CHECK_CLOSE(label, &gd, &fd, 1, 2e-2, 3e-4);
+        checked++;
+        dec_tensors += !strncmp(s->name, "dec.", 4);
+    }
+    CHECK(checked == m->ptab.n && dec_tensors >= 30, "checked %d tensors, %d of the decoder", checked, dec_tensors);
+    free(g), free(d);
+    lc_hibert_free(m);
+}
+
+TEST(pretrain_gradients) {
+    check_pretrain_gradients("full", "full", "full", LC_NORM_PRE, 12, 10);             /* dec.proj */
+    check_pretrain_gradients("full", "full", "full", LC_NORM_POST, 16, 16);            /* equal widths */
+    check_pretrain_gradients("window:w=4", "window:w=2,global=1", "window:w=3", LC_NORM_PRE, 12, 10);
+}
+
+/* The decoder's tensors: names and shapes of docs/hibert.md's table. */
+TEST(pretrain_tensor_list) {
+    lc_hibert *m = make_dec("full", "full", "full", LC_NORM_PRE, 12, 10, 1);
+    if (!m) return;
+    static const struct {
+        const char *name;
+        long d0, d1;
+    } want[] = {{"dec.wte", 258, 10}, {"dec.wpe", MAX_SENT_LEN + 1, 10}, {"dec.proj.weight", 10, 12},
+                {"dec.proj.bias", 10, 0}, {"dec.blocks.1.attn.qkv.weight", 30, 10},
+                {"dec.blocks.0.ln_cross.weight", 10, 0}, {"dec.blocks.0.cross.q.weight", 10, 10},
+                {"dec.blocks.1.cross.kv.weight", 20, 12}, {"dec.blocks.1.cross.kv.bias", 20, 0},
+                {"dec.blocks.1.cross.proj.weight", 10, 10}, {"dec.blocks.0.ffn.fc1.weight", 18, 10},
+                {"dec.ln_f.weight", 10, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        int found = 0;
+        for (int k = 0; k < m->tensors.n; k++) {
+            const lc_tensor *t = &m->tensors.t[k];
+            if (strcmp(t->name, want[i].name)) continue;
+            found = 1;
+            CHECK(t->shape[0] == want[i].d0 && t->shape[1] == want[i].d1, "%s: [%ld, %ld]", t->name, t->shape[0],
+                  t->shape[1]);
+        }
+        CHECK(found, "no tensor %s", want[i].name);
+    }
+    lc_hibert_free(m);
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    c.dec.n_head = 3;
+    lc_hibert_limits lim = {2, 0, 0};
+    CHECK(lc_hibert_create(&c, &lim, 1, &m) == LC_ERR_ARG && strstr(lc_last_error(), "sentence decoder"), "%s",
+          lc_last_error());
+    lc_hibert_config_default(&c);
+    snprintf(c.dec.attn, sizeof c.dec.attn, "nonsense");
+    CHECK(lc_hibert_create(&c, &lim, 1, &m) == LC_ERR_ARG && strstr(lc_last_error(), "sentence decoder"), "%s",
+          lc_last_error());
+}
+
+/* A batch of 3 documents gives the pre-training loss of the documents alone (document j masked with seed
+ * + j: alone it is document 0 of a batch with seed MASK_SEED + j). */
+TEST(pretrain_packed_documents_equal_alone) {
+    lc_hibert *m = make_dec("window:w=4", "window:w=2,global=1", "full", LC_NORM_PRE, 12, 10, 4);
+    if (!m) return;
+    sharpen(m, 31);
+    toy t;
+    toy_make(&t, 12);
+    const lc_hibert_batch all = toy_batch(&t, 0, N_DOCS);
+    double sum_all = 0, sum_alone = 0, s;
+    long n_all = 0, n_alone = 0, n;
+    CHECK(lc_hibert_pretrain_forward(m, &all, MASK_SEED, 0, &sum_all, &n_all) == LC_OK, "%s", lc_last_error());
+    for (int j = 0; j < N_DOCS; j++) {
+        const lc_hibert_batch one = toy_batch(&t, j, 1);
+        CHECK(lc_hibert_pretrain_forward(m, &one, MASK_SEED + (uint64_t)j, 0, &s, &n) == LC_OK, "%s", lc_last_error());
+        sum_alone += s, n_alone += n;
+    }
+    CHECK(n_all == n_alone, "targets %ld vs %ld", n_all, n_alone);
+    CHECK_CLOSE("pretrain loss sum", &sum_all, &sum_alone, 1, 1e-5, 1e-6);
+    /* another mask seed selects other sentences: another loss */
+    CHECK(lc_hibert_pretrain_forward(m, &all, MASK_SEED + 100, 0, &s, &n) == LC_OK && s != sum_all, "seed");
+    lc_hibert_free(m);
+}
+
+/* A tiny model learns to regenerate a sentence repeated in every document. */
+TEST(pretrain_learns_a_repeated_sentence) {
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    c.sent = (lc_hibert_stack){1, 32, 2, 64, "full"};
+    c.doc = (lc_hibert_stack){1, 32, 2, 64, "full"};
+    c.dec = (lc_hibert_stack){1, 32, 2, 64, "full"};
+    c.max_sent_len = 16, c.max_sents = 8;
+    lc_hibert_limits lim = {2, 0, 0};
+    lc_hibert *m = NULL;
+    CHECK(lc_hibert_create(&c, &lim, 9, &m) == LC_OK, "%s", lc_last_error());
+    if (!m) return;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.steps = 40, o.warmup = 5, o.lr = 1e-2f, o.min_lr = 1e-2f, o.weight_decay = 0;
+    static const char *text = "the cat sat.";
+    const uint8_t *ptr[12];
+    int len[12], n_sents[2] = {6, 6};
+    for (int i = 0; i < 12; i++) ptr[i] = (const uint8_t *)text, len[i] = (int)strlen(text);
+    const lc_hibert_batch b = {2, n_sents, ptr, len};
+    double first = 0, last = 0;
+    for (int step = 0; step < o.steps; step++) {
+        double loss = 0;
+        CHECK(lc_hibert_pretrain_step(m, &o, &b, 100 + (uint64_t)step, &loss) == LC_OK, "%s", lc_last_error());
+        if (step < 5) first += loss / 5;
+        if (step >= o.steps - 5) last += loss / 5;
+    }
+    printf("  toy pre-training: %.4f -> %.4f nats per byte (%.3f -> %.3f bits)\n", first, last, first / log(2),
+           last / log(2));
+    CHECK(last < 0.2 * first, "loss %.4f -> %.4f", first, last);
+    lc_hibert_free(m);
+}
+
 int main(void) {
     RUN(gradients_full_pre);
     RUN(gradients_full_post_same_width);
@@ -363,5 +536,9 @@ int main(void) {
     RUN(refusals);
     RUN(learns_a_toy_extraction_task);
     RUN(masking_rule_statistics);
+    RUN(pretrain_gradients);
+    RUN(pretrain_tensor_list);
+    RUN(pretrain_packed_documents_equal_alone);
+    RUN(pretrain_learns_a_repeated_sentence);
     return test_summary("test_hibert");
 }

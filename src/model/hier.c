@@ -18,6 +18,8 @@ void lc_hibert_config_default(lc_hibert_config *c) {
     memset(c, 0, sizeof *c);
     stack_default(&c->sent);
     stack_default(&c->doc);
+    stack_default(&c->dec);
+    c->dec.n_layer = 1;
     c->max_sent_len = 256;
     c->max_sents = 128;
     c->norm = LC_NORM_PRE;
@@ -44,12 +46,13 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
         return lc_fail(LC_ERR_ARG, "max-sent-len must be 1..1048576, got %d", h->max_sent_len);
     if (h->max_sents < 1 || h->max_sents > 1 << 20)
         return lc_fail(LC_ERR_ARG, "max-sents must be 1..1048576, got %d", h->max_sents);
-    const lc_hibert_stack *s[2] = {&h->sent, &h->doc};
-    const char *what[2] = {"sentence encoder", "document encoder"};
-    const int len[2] = {h->max_sent_len + 1, h->max_sents};
-    for (int i = 0; i < 2; i++) {
+    const lc_hibert_stack *s[3] = {&h->sent, &h->doc, &h->dec};
+    const char *what[3] = {"sentence encoder", "document encoder", "sentence decoder"};
+    const int len[3] = {h->max_sent_len + 1, h->max_sents, h->max_sent_len + 1};
+    for (int i = 0; i < 3; i++) {
         if (!memchr(s[i]->attn, 0, sizeof s[i]->attn)) return lc_fail(LC_ERR_ARG, "%s: attn spec is not terminated", what[i]);
-        const lc_config c = stack_config(h, s[i], len[i]);
+        lc_config c = stack_config(h, s[i], len[i]);
+        if (i == 2) c.objective = LC_OBJECTIVE_CLM;
         if (lc_config_validate(&c)) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", lc_last_error());
@@ -137,6 +140,71 @@ static void plan_stack(plan *p, lc_hier_stack *st, const char *pre) {
 #undef P
 }
 
+/* The decoder's saved activations, scratch and packing for d->max_rows rows, d->max_seqs sequences
+ * reading N_enc encoder rows of width Cd. */
+static void plan_dec(plan *p, lc_hier_dec *d, long N_enc, long Cd) {
+    const lc_config *c = &d->cfg;
+    const long N = d->max_rows, C = c->d_model, F = c->d_ff, H = c->n_head, S = d->max_seqs;
+    char nm[LC_NAME_MAX];
+#define P(dst, rows, cols, ...) (snprintf(nm, sizeof nm, __VA_ARGS__), plan_add(p, dst, nm, rows, cols))
+    for (int l = 0; l <= c->n_layer; l++) P(&d->res[l], N, C, "dec.res.%d", l);
+    int any_global = 0;
+    for (int l = 0; l < c->n_layer; l++) {
+        lc_decoder_acts *a = &d->dact[l];
+        P(&a->self.norm1, N, C, "dec.blocks.%d.norm1", l);
+        P(&a->self.mean1, N, 1, "dec.blocks.%d.mean1", l);
+        P(&a->self.rstd1, N, 1, "dec.blocks.%d.rstd1", l);
+        P(&a->self.qkv, N, 3 * C, "dec.blocks.%d.qkv", l);
+        P(&a->self.att, N, C, "dec.blocks.%d.att", l);
+        P(&a->self.lse, N * H, 1, "dec.blocks.%d.lse", l);
+        if (d->blk[l].self.qkvg_w) {
+            any_global = 1;
+            P(&a->self.qkvg, N, 3 * C, "dec.blocks.%d.qkvg", l);
+            P(&a->self.lse_g, N * H, 1, "dec.blocks.%d.lse_g", l);
+        }
+        P(&a->self.s1, N, C, "dec.blocks.%d.s1", l);
+        P(&a->self.norm2, N, C, "dec.blocks.%d.norm2", l);
+        P(&a->self.s2, N, C, "dec.blocks.%d.s2", l);
+        P(&a->self.mean2, N, 1, "dec.blocks.%d.mean2", l);
+        P(&a->self.rstd2, N, 1, "dec.blocks.%d.rstd2", l);
+        P(&a->self.fc1, N, F, "dec.blocks.%d.fc1", l);
+        P(&a->self.act, N, F, "dec.blocks.%d.act", l);
+        P(&a->normc, N, C, "dec.blocks.%d.normc", l);
+        P(&a->meanc, N, 1, "dec.blocks.%d.meanc", l);
+        P(&a->rstdc, N, 1, "dec.blocks.%d.rstdc", l);
+        P(&a->cq, N, C, "dec.blocks.%d.cq", l);
+        P(&a->ckv, N_enc, 2 * C, "dec.blocks.%d.ckv", l);
+        P(&a->catt, N, C, "dec.blocks.%d.catt", l);
+        P(&a->clse, N * H, 1, "dec.blocks.%d.clse", l);
+        P(&a->sc, N, C, "dec.blocks.%d.sc", l);
+    }
+    P(&d->lnf, N, C, "dec.ln_f.out");
+    P(&d->lnf_mean, N, 1, "dec.ln_f.mean");
+    P(&d->lnf_rstd, N, 1, "dec.ln_f.rstd");
+    P(&d->dres, N, C, "dec.d.res");
+    P(&d->dh, N, C, "dec.d.h");
+    P(&d->tmp, N, C, "dec.tmp");
+    P(&d->logits, N, 257, "dec.logits");
+    P(&d->vin, S, Cd, "dec.vin");
+    P(&d->dvin, S, Cd, "dec.d.vin");
+    P(&d->vproj, S, C, "dec.vproj");
+    P(&d->dvproj, S, C, "dec.d.vproj");
+    P(&d->d_enc, N_enc, Cd, "dec.d.enc");
+    lc_block_scratch *s = &d->scratch.self;
+    P(&s->d_a, N, C, "dec.d.a");
+    P(&s->d_b, N, C, "dec.d.b");
+    P(&s->d_tmp, N, C, "dec.d.tmp");
+    P(&s->d_att, N, C, "dec.d.att");
+    P(&s->d_norm, N, C, "dec.d.norm");
+    P(&s->d_qkv, N, 3 * C, "dec.d.qkv");
+    if (any_global) P(&s->d_qkvg, N, 3 * C, "dec.d.qkvg");
+    P(&s->d_fc1, N, F, "dec.d.fc1");
+    P(&s->d_act, N, F, "dec.d.act");
+    P(&d->scratch.d_cq, N, C, "dec.d.cq");
+    P(&d->scratch.d_ckv, N_enc, 2 * C, "dec.d.ckv");
+#undef P
+}
+
 /* A block context of stack st's layer l for the workspace plan (shape fields only). */
 static lc_block_ctx plan_ctx(const lc_hibert *m, const lc_hier_stack *st, int l) {
     lc_block_ctx c;
@@ -156,6 +224,24 @@ static lc_status plan_compute(lc_hibert *m) {
             const size_t need = lc_block_packed_workspace(&c, m->st[s].max_rows, m->st[s].max_len);
             work = need > work ? need : work;
         }
+    const lc_hier_dec *d = &m->dec;
+    for (int l = 0; l < d->cfg.n_layer; l++) {
+        lc_block_ctx c;
+        memset(&c, 0, sizeof c);
+        c.B = 1, c.T = d->max_rows, c.C = d->cfg.d_model, c.H = d->cfg.n_head, c.F = d->cfg.d_ff;
+        c.layer = &d->layers[l], c.causal = 1, c.threads = m->threads;
+        const size_t need = lc_block_packed_workspace(&c, d->max_rows, d->max_len);
+        work = need > work ? need : work;
+    }
+    const size_t cross = lc_decoder_cross_workspace(m->cfg.max_sents, m->threads);
+    if (!m->dec.cross_work || cross > m->dec.cross_work_floats) {
+        lc_status st = lc_check_fits(cross * sizeof(float), "the cross-attention workspace");
+        if (st) return st;
+        float *p = lc_alloc_aligned(cross * sizeof(float));
+        if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the cross-attention workspace");
+        lc_free(m->dec.cross_work);
+        m->dec.cross_work = p, m->dec.cross_work_floats = cross;
+    }
     if (m->attn_work && work <= m->attn_work_floats) return LC_OK;
     lc_status st = lc_check_fits(work * sizeof(float), "the attention workspace");
     if (st) return st;
@@ -174,13 +260,16 @@ static lc_status build_acts(lc_hibert *m) {
     lc_table_init(&p.tab);
     plan_stack(&p, &m->st[LC_HIER_SENT], "sent.");
     plan_stack(&p, &m->st[LC_HIER_DOC], "doc.");
+    plan_dec(&p, &m->dec, S, m->cfg.doc.d_model);
     plan_add(&p, &m->doc_in, "doc.in", S, Cs);
     plan_add(&p, &m->d_doc_in, "d.doc.in", S, Cs);
     plan_add(&p, &m->logit_rows, "head.logits", S, 1);
     plan_add(&p, &m->dlogit_rows, "d.head.logits", S, 1);
     plan_add(&p, &m->scores, "scores", S, 1);
     const int longest = m->cfg.max_sent_len + 1 > m->cfg.max_sents ? m->cfg.max_sent_len + 1 : m->cfg.max_sents;
-    const size_t ints = 2 * (size_t)sent_rows + 6 * (size_t)S + 3 * (size_t)m->lim.max_docs + (size_t)longest;
+    const size_t dec_rows = (size_t)m->dec.max_rows;
+    const size_t ints = 2 * (size_t)sent_rows + 6 * (size_t)S + 3 * (size_t)m->lim.max_docs + (size_t)longest +
+                        4 * dec_rows + 13 * (size_t)S;
     lc_status st = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                             : lc_check_fits(p.tab.total * sizeof(float) + ints * sizeof(int) + (size_t)S,
                                             "the activations (documents, sentences and bytes of a batch)");
@@ -194,8 +283,18 @@ static lc_status build_acts(lc_hibert *m) {
         m->global_pos = malloc(sizeof(int) * (size_t)longest);
         m->doc_first = malloc(sizeof(int) * (size_t)m->lim.max_docs);
         m->labels = malloc((size_t)S);
-        if (!m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->st[0].seq_len ||
-            !m->st[1].seq_len || !m->global_pos || !m->doc_first || !m->labels)
+        lc_hier_dec *d = &m->dec;
+        int **ints_dec[] = {&d->tok, &d->pos, &d->target, &d->row_seq};
+        for (size_t i = 0; i < sizeof ints_dec / sizeof *ints_dec; i++) *ints_dec[i] = malloc(sizeof(int) * dec_rows);
+        int **seqs[] = {&d->sent, &d->doc_of, &d->q_start, &d->q_len, &d->kv_start, &d->kv_len, &d->seq_len, &m->source, &m->enc_len};
+        for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) *seqs[i] = malloc(sizeof(int) * (size_t)S);
+        m->action = malloc((size_t)S), m->enc_mask = malloc((size_t)S);
+        m->enc_sent = malloc(sizeof(*m->enc_sent) * (size_t)S);
+        int bad = !d->tok || !d->pos || !d->target || !d->row_seq || !m->action || !m->enc_mask || !m->enc_sent;
+        for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) bad |= !*seqs[i];
+        if (bad) st = lc_fail(LC_ERR_NOMEM, "out of memory for the batch's packing");
+        if (!st && (!m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->st[0].seq_len ||
+            !m->st[1].seq_len || !m->global_pos || !m->doc_first || !m->labels))
             st = lc_fail(LC_ERR_NOMEM, "out of memory for the batch's packing");
     }
     if (!st) {
@@ -265,6 +364,30 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
             if (lc_attn_layer_check_globals(&h->layers[l], max_len[s], err, sizeof err))
                 st = lc_fail(LC_ERR_ARG, "%s layer %d: %s", s ? "document encoder" : "sentence encoder", l, err);
     }
+    if (!st) {
+        lc_hier_dec *d = &m->dec;
+        d->cfg = stack_config(cfg, &cfg->dec, cfg->max_sent_len + 1);
+        d->cfg.objective = LC_OBJECTIVE_CLM;
+        d->max_len = cfg->max_sent_len + 1;
+        d->max_rows = (int)(lim.max_bytes + lim.max_sents);
+        d->max_seqs = lim.max_sents;
+        const int L = d->cfg.n_layer;
+        d->layers = calloc((size_t)L, sizeof *d->layers);
+        d->dact = calloc((size_t)L, sizeof *d->dact);
+        d->res = calloc((size_t)L + 1, sizeof *d->res);
+        d->blk = calloc((size_t)L, sizeof *d->blk);
+        d->gblk = calloc((size_t)L, sizeof *d->gblk);
+        d->group_state = calloc((size_t)L * LC_ATTN_MAX_GROUPS, sizeof *d->group_state);
+        char err[512];
+        if (!d->layers || !d->dact || !d->res || !d->blk || !d->gblk || !d->group_state)
+            st = lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
+        else if (lc_attn_spec_parse(d->cfg.attn, L, d->cfg.n_head, d->layers, err, sizeof err))
+            st = lc_fail(LC_ERR_ARG, "sentence decoder: %s", err);
+        if (!st) lc_attn_spec_plan(d->layers, L, d->cfg.d_model / d->cfg.n_head, d->max_len);
+        for (int l = 0; l < L && !st; l++)
+            if (lc_attn_layer_check_globals(&d->layers[l], d->max_len, err, sizeof err))
+                st = lc_fail(LC_ERR_ARG, "sentence decoder layer %d: %s", l, err);
+    }
     if (!st) st = lc_hier_build_params(m);
     if (!st) st = build_acts(m);
     if (st) {
@@ -289,6 +412,12 @@ void lc_hibert_free(lc_hibert *m) {
     }
     free(m->tok), free(m->pos), free(m->s_row), free(m->d_row), free(m->d_pos), free(m->keys);
     free(m->global_pos), free(m->labels), free(m->doc_first);
+    lc_hier_dec *d = &m->dec;
+    lc_free(d->cross_work);
+    free(d->layers), free(d->dact), free(d->res), free(d->blk), free(d->gblk), free(d->group_state);
+    free(d->tok), free(d->pos), free(d->target), free(d->row_seq), free(d->sent), free(d->doc_of), free(d->q_start), free(d->q_len);
+    free(d->kv_start), free(d->kv_len), free(d->seq_len);
+    free(m->action), free(m->enc_mask), free(m->enc_sent), free(m->source), free(m->enc_len);
     free(m);
 }
 

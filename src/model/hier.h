@@ -10,7 +10,38 @@
 #include "nn/nn.h"
 
 /* Stack ids: lc_tensor.stack of every tensor (the head's tensors belong to no stack of blocks). */
-enum { LC_HIER_SENT = 0, LC_HIER_DOC = 1, LC_HIER_HEAD = 2, LC_HIER_STACKS = 2 };
+enum { LC_HIER_SENT = 0, LC_HIER_DOC = 1, LC_HIER_HEAD = 2, LC_HIER_STACKS = 2, LC_HIER_DEC = 3 };
+
+/* The sentence decoder of pre-training: causal decoder blocks over the selected sentences packed, cross-
+ * attending to their documents' rows of the document encoder's output. */
+typedef struct {
+    lc_config cfg;         /* its shape as a vanilla CLM config (seq_len = max_sent_len + 1) */
+    lc_attn_layer *layers;
+    lc_decoder_weights *blk, *gblk;
+    float **group_state;
+    float *wte, *g_wte;    /* dec.wte [258, C]: bytes, EOS, BOS; the output projection is rows 0..256 */
+    float *wpe, *g_wpe;    /* dec.wpe [max_sent_len + 1, C] */
+    float *in_w, *in_b, *g_in_w, *g_in_b; /* dec.proj [C, C_doc] of the added document vector (widths differ) */
+    float *lnf_w, *lnf_b, *g_lnf_w, *g_lnf_b;
+    int max_rows, max_len, max_seqs;
+    /* activations */
+    float **res;
+    lc_decoder_acts *dact;
+    lc_decoder_scratch scratch;
+    float *lnf, *lnf_mean, *lnf_rstd, *dres, *dh, *tmp;
+    float *logits;         /* [max_rows, 257] */
+    float *vin, *vproj, *dvin, *dvproj; /* [max_seqs, C_doc], [max_seqs, C]: the added document vectors */
+    float *d_enc;          /* [max_sents, C_doc] d loss / d the document encoder's output */
+    float *cross_work;
+    size_t cross_work_floats;
+    int *tok, *pos, *target, *row_seq; /* [max_rows] */
+    int *sent;             /* [max_seqs] the batch sentence of each packed decoder sequence */
+    int *doc_of;           /* [max_sents] the document of each batch sentence */
+    int *q_start, *q_len, *kv_start, *kv_len; /* [max_seqs] cross-attention pairs */
+    int *seq_len;
+    int n_seq, rows;
+    long count;            /* targets of the last forward */
+} lc_hier_dec;
 
 /* One bidirectional stack of blocks over packed sequences. */
 typedef struct {
@@ -39,6 +70,7 @@ struct lc_hibert {
     long step;
     int threads;
     lc_hier_stack st[LC_HIER_STACKS];
+    lc_hier_dec dec;
 
     lc_tensor_list tensors;
     lc_table ptab, stab;
@@ -63,6 +95,12 @@ struct lc_hibert {
     uint8_t *labels;              /* [max_sents] the last forward's labels */
     const float *doc_out;         /* the document encoder's final hidden state of the last forward */
     int n_docs, n_sents, have_labels, cur_train;
+    int pretrained;               /* the last forward was pre-training (lc_hibert_backward's branch) */
+    const uint8_t *enc_masked;    /* while encoding a pre-training batch: [sentences] 1 = read as MASK symbols */
+    /* pre-training: the encoders' view of the batch */
+    uint8_t *action, *enc_mask;   /* [max_sents] */
+    int *source, *enc_len;        /* [max_sents] */
+    const uint8_t **enc_sent;     /* [max_sents] */
 };
 
 /* model/hier_params.c: list, allocate, bind and initialise the parameters (st[].cfg and layers set). */
@@ -78,6 +116,15 @@ void lc_hier_stack_backward(lc_hibert *m, int id);
  * cur_train and doc_out. Backward: from d loss / d doc_out in st[LC_HIER_DOC].dh to every parameter. */
 lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train);
 void lc_hier_encode_backward(lc_hibert *m);
+/* model/hier_forward.c: the batch check of lc_hier_encode (also run on a pre-training batch's originals)
+ * and a sentence's length after truncation. */
+lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
+int lc_hier_clipped_len(const lc_hibert *m, int len);
+/* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n. */
+lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
+/* model/hier_pretrain.c: the decoder's backward into the encoders (lc_hibert_backward's pre-training branch). */
+void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale);
+
 /* The seed of this step's dropout masks for stream `what`. */
 uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what);
 

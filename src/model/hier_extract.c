@@ -14,7 +14,7 @@ static double bce(double z, int y) { return (z > 0 ? z : 0) - y * z + log1p(exp(
 lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
                                     double *loss_sum, long *count) {
     lc_clear_error();
-    m->have_labels = 0;
+    m->have_labels = 0, m->pretrained = 0;
     lc_status st = lc_hier_encode(m, b, train);
     if (st) return st;
     const int Cd = m->st[LC_HIER_DOC].cfg.d_model, rows = m->st[LC_HIER_DOC].rows;
@@ -35,6 +35,10 @@ lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, cons
 
 lc_status lc_hibert_backward(lc_hibert *m, float loss_scale) {
     lc_clear_error();
+    if (m->pretrained) {
+        lc_hier_pretrain_backward(m, loss_scale);
+        return LC_OK;
+    }
     if (!m->have_labels)
         return lc_fail(LC_ERR_ARG, "hibert backward: the last forward had no labels (or there was none)");
     lc_hier_stack *ds = &m->st[LC_HIER_DOC];
@@ -62,6 +66,10 @@ lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hiber
     long n;
     if ((st = lc_hibert_extract_forward(m, b, labels, 1, &sum, &n))) return st;
     if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
+    return lc_hier_update(m, o, sum, n, loss);
+}
+
+lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss) {
     const double mean = sum / (double)n, norm = sqrt(lc_sum_squares(m->grads, m->ptab.total));
     if (!isfinite(mean) || !isfinite(norm))
         return lc_fail(LC_ERR_NUMERIC, "training diverged at step %ld: %s is not finite (try a lower --lr)",

@@ -69,9 +69,9 @@ void lc_hier_stack_backward(lc_hibert *m, int id) {
 
 /* ---------------------------------------------------------------- batch check and packing */
 
-static int clipped_len(const lc_hibert *m, int len) { return len < m->cfg.max_sent_len ? len : m->cfg.max_sent_len; }
+int lc_hier_clipped_len(const lc_hibert *m, int len) { return len < m->cfg.max_sent_len ? len : m->cfg.max_sent_len; }
 
-static lc_status check_batch(const lc_hibert *m, const lc_hibert_batch *b) {
+lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b) {
     if (!b || !b->n_sents || !b->sent_len) return lc_fail(LC_ERR_ARG, "hibert: a batch needs n_sents and sent_len");
     if (b->n_docs < 1 || b->n_docs > m->lim.max_docs)
         return lc_fail(LC_ERR_ARG, "hibert: %d documents, the model is planned for 1..%d", b->n_docs, m->lim.max_docs);
@@ -89,7 +89,7 @@ static lc_status check_batch(const lc_hibert *m, const lc_hibert_batch *b) {
         if (b->sent_len[i] < 0) return lc_fail(LC_ERR_ARG, "hibert: sentence %ld has length %d", i, b->sent_len[i]);
         if (b->sent_len[i] > 0 && (!b->sent || !b->sent[i]))
             return lc_fail(LC_ERR_ARG, "hibert: sentence %ld has no bytes", i);
-        bytes += clipped_len(m, b->sent_len[i]);
+        bytes += lc_hier_clipped_len(m, b->sent_len[i]);
     }
     if (bytes > m->lim.max_bytes)
         return lc_fail(LC_ERR_ARG, "hibert: %ld sentence bytes in the batch (after truncation to %d), the model is "
@@ -106,7 +106,7 @@ static int cmp_long(const void *a, const void *b) {
 static void sort_longest_first(long *keys, int n, int max_len, const lc_hibert *m, const lc_hibert_batch *b,
                                int sentences) {
     for (int i = 0; i < n; i++) {
-        const int len = sentences ? clipped_len(m, b->sent_len[i]) + 1 : b->n_sents[i];
+        const int len = sentences ? lc_hier_clipped_len(m, b->sent_len[i]) + 1 : b->n_sents[i];
         keys[i] = ((long)(max_len - len) << 32) | i;
     }
     qsort(keys, (size_t)n, sizeof *keys, cmp_long);
@@ -118,8 +118,9 @@ static void pack_sentences(lc_hibert *m, const lc_hibert_batch *b) {
     sort_longest_first(m->keys, m->n_sents, st->max_len, m, b, 1);
     int r = 0;
     for (int k = 0; k < m->n_sents; k++) {
-        const int i = (int)(m->keys[k] & 0xffffffffL), len = clipped_len(m, b->sent_len[i]);
-        for (int t = 0; t < len; t++) m->tok[r + t] = b->sent[i][t], m->pos[r + t] = t;
+        const int i = (int)(m->keys[k] & 0xffffffffL), len = lc_hier_clipped_len(m, b->sent_len[i]);
+        const int masked = m->enc_masked && m->enc_masked[i];
+        for (int t = 0; t < len; t++) m->tok[r + t] = masked ? LC_HIBERT_MASK : b->sent[i][t], m->pos[r + t] = t;
         m->tok[r + len] = LC_HIBERT_EOS, m->pos[r + len] = len;
         st->seq_len[k] = len + 1;
         m->s_row[i] = r + len;
@@ -157,7 +158,7 @@ static lc_status check_stack(const lc_hibert *m, int id) {
 /* ---------------------------------------------------------------- the encoders */
 
 lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
-    lc_status st = check_batch(m, b);
+    lc_status st = lc_hier_check_batch(m, b);
     if (st) return st;
     m->n_docs = b->n_docs;
     m->n_sents = 0;

@@ -37,15 +37,48 @@ static lc_status build_list(lc_hibert *m) {
     b.stack = LC_HIER_HEAD;
     lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, 1, Cd, "head.weight");
     lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_HEAD_B, -1, 0, 1, 0, "head.bias");
+    /* the sentence decoder (pre-training): after every encoder tensor, so their draws do not move */
+    const lc_hier_dec *d = &m->dec;
+    const long Cx = d->cfg.d_model;
+    b.stack = LC_HIER_DEC;
+    lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, 258, Cx, "dec.wte"); /* bytes, EOS, BOS */
+    lc_tensor_add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, d->cfg.seq_len, Cx, "dec.wpe");
+    if (Cx != Cd) {
+        lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_IN_W, -1, 0, Cx, Cd, "dec.proj.weight");
+        lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_IN_B, -1, 0, Cx, 0, "dec.proj.bias");
+    }
+    lc_tensors_add_blocks(&b, &d->cfg, d->layers, "dec.");
+    lc_tensors_add_cross(&b, &d->cfg, Cd, "dec.");
+    if (pre) {
+        lc_tensor_add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, Cx, 0, "dec.ln_f.weight");
+        lc_tensor_add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, Cx, 0, "dec.ln_f.bias");
+    }
     for (int s = 0; s < LC_HIER_STACKS; s++) {
         b.stack = s;
         lc_tensors_add_kind_state(&b, &m->st[s].cfg, m->st[s].layers, prefix[s]);
     }
+    b.stack = LC_HIER_DEC;
+    lc_tensors_add_kind_state(&b, &d->cfg, d->layers, "dec.");
     return lc_tensor_list_finish(&b);
 }
 
 /* The model pointer of tensor t for layer l (value when grad == 0, else gradient; NULL: none). */
+static float **dec_site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
+    lc_hier_dec *d = &m->dec;
+    switch (t->site) {
+    case LC_SITE_WTE: return grad ? &d->g_wte : &d->wte;
+    case LC_SITE_WPE: return grad ? &d->g_wpe : &d->wpe;
+    case LC_SITE_IN_W: return grad ? &d->g_in_w : &d->in_w;
+    case LC_SITE_IN_B: return grad ? &d->g_in_b : &d->in_b;
+    case LC_SITE_LNF_W: return grad ? &d->g_lnf_w : &d->lnf_w;
+    case LC_SITE_LNF_B: return grad ? &d->g_lnf_b : &d->lnf_b;
+    case LC_SITE_KIND_STATE: return grad ? NULL : &d->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
+    default: return lc_tensor_decoder_field(grad ? &d->gblk[l] : &d->blk[l], t);
+    }
+}
+
 static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
+    if (t->stack == LC_HIER_DEC) return dec_site(m, t, l, grad);
     lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
     switch (t->site) {
     case LC_SITE_WTE: return grad ? &m->g_wte : &m->wte;
@@ -86,9 +119,11 @@ static void init_tensors(lc_hibert *m) {
         const int param = lc_tensor_is_param(t);
         float *x = (param ? m->params : m->state) + (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
         const lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
-        const lc_tensor_init_ctx ctx = {&rng, st ? st->cfg.n_layer : 1,
-                                        t->init == LC_INIT_KIND ? &st->layers[t->layer].group[t->group] : NULL,
-                                        st ? st->cfg.d_model / st->cfg.n_head : 0, st ? st->cfg.seq_len : 0, m->seed,
+        const lc_config *c = st ? &st->cfg : t->stack == LC_HIER_DEC ? &m->dec.cfg : NULL;
+        const lc_attn_layer *layers = st ? st->layers : t->stack == LC_HIER_DEC ? m->dec.layers : NULL;
+        const lc_tensor_init_ctx ctx = {&rng, c ? c->n_layer : 1,
+                                        t->init == LC_INIT_KIND ? &layers[t->layer].group[t->group] : NULL,
+                                        c ? c->d_model / c->n_head : 0, c ? c->seq_len : 0, m->seed,
                                         (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group)};
         lc_tensor_init_values(t, x, &ctx);
     }

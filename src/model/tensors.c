@@ -140,6 +140,36 @@ void lc_tensors_add_blocks(lc_tensor_builder *b, const lc_config *c, const lc_at
     }
 }
 
+void lc_tensors_add_cross(lc_tensor_builder *b, const lc_config *c, long C_enc, const char *pre) {
+    const long C = c->d_model;
+    for (int l = 0; l < c->n_layer; l++) {
+        lc_tensor_add(b, LC_ROLE_NORM_GAIN, LC_SITE_LNC_W, l, 1, C, 0, "%sblocks.%d.ln_cross.weight", pre, l);
+        lc_tensor_add(b, LC_ROLE_NORM_BIAS, LC_SITE_LNC_B, l, 1, C, 0, "%sblocks.%d.ln_cross.bias", pre, l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_CQ_W, l, 1, C, C, "%sblocks.%d.cross.q.weight", pre, l);
+        lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_CQ_B, l, 1, C, 0, "%sblocks.%d.cross.q.bias", pre, l);
+        lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_CKV_W, l, 1, 2 * C, C_enc, "%sblocks.%d.cross.kv.weight", pre, l);
+        lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_CKV_B, l, 1, 2 * C, 0, "%sblocks.%d.cross.kv.bias", pre, l);
+        lc_tensor *proj =
+            lc_tensor_add(b, LC_ROLE_MATRIX, LC_SITE_CPROJ_W, l, 1, C, C, "%sblocks.%d.cross.proj.weight", pre, l);
+        if (proj) proj->init = LC_INIT_RESIDUAL;
+        lc_tensor_add(b, LC_ROLE_BIAS, LC_SITE_CPROJ_B, l, 1, C, 0, "%sblocks.%d.cross.proj.bias", pre, l);
+    }
+}
+
+float **lc_tensor_decoder_field(lc_decoder_weights *w, const lc_tensor *t) {
+    switch (t->site) {
+    case LC_SITE_LNC_W: return &w->lnc_w;
+    case LC_SITE_LNC_B: return &w->lnc_b;
+    case LC_SITE_CQ_W: return &w->cq_w;
+    case LC_SITE_CQ_B: return &w->cq_b;
+    case LC_SITE_CKV_W: return &w->ckv_w;
+    case LC_SITE_CKV_B: return &w->ckv_b;
+    case LC_SITE_CPROJ_W: return &w->cproj_w;
+    case LC_SITE_CPROJ_B: return &w->cproj_b;
+    default: return lc_tensor_block_field(&w->self, t);
+    }
+}
+
 void lc_tensors_add_kind_state(lc_tensor_builder *b, const lc_config *c, const lc_attn_layer *layers, const char *pre) {
     const int L = c->n_layer, share = c->attn_share > 1 ? c->attn_share : 1;
     for (int l = 0; l < L; l += share) kind_state(b, c, &layers[l], l, l + share <= L ? share : L - l, pre);

@@ -43,7 +43,10 @@ typedef enum {
     LC_SITE_QK_W, LC_SITE_QK_B, LC_SITE_V_W, LC_SITE_V_B,
     LC_SITE_KIND_STATE,
     /* the hierarchical model's own (model/hier.h): the head's bias, the projection between two stacks */
-    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B
+    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B,
+    /* the decoder block's cross-attention (lc_decoder_weights) */
+    LC_SITE_LNC_W, LC_SITE_LNC_B, LC_SITE_CQ_W, LC_SITE_CQ_B, LC_SITE_CKV_W, LC_SITE_CKV_B, LC_SITE_CPROJ_W,
+    LC_SITE_CPROJ_B
 } lc_tensor_site;
 
 typedef struct {
@@ -112,6 +115,13 @@ typedef struct {
 lc_status lc_tensors_allocate(const lc_tensor_list *l, const lc_tensor_buffers *b);
 /* Frees the buffers and the tables (and the list). */
 void lc_tensors_release(lc_tensor_list *l, const lc_tensor_buffers *b);
+
+/* The cross-attention tensors of the decoder blocks of config c (layer i: prefix + "blocks.{i}.ln_cross",
+ * ".cross.q", ".cross.kv" reading encoder rows of width C_enc, ".cross.proj"), layer by layer. */
+void lc_tensors_add_cross(lc_tensor_builder *b, const lc_config *c, long C_enc, const char *prefix);
+/* The field of a decoder block's weights (or gradients) that tensor t fills: its cross-attention sites,
+ * else the self part's (lc_tensor_block_field). */
+float **lc_tensor_decoder_field(lc_decoder_weights *w, const lc_tensor *t);
 
 /* The field of a Transformer block's weights (or gradients) that tensor t fills; NULL for sites that are
  * not a block's. */
