@@ -207,12 +207,14 @@ static void lc_st_sync_directory(const char *dir) {
     }
 }
 
-/* Temporary files are NAME.tmp.PID.XXXXXX: PID of the writer, then mkstemp's six random characters. */
-#define LC_ST_TMP_SUFFIX_MAX (int)sizeof(".tmp.4294967295.XXXXXX")
+/* Temporary files are NAME.tmp.PID.RANDOM: the writer's PID, then the six random characters mkstemp puts
+ * in place of its template (LC_ST_TMP_TEMPLATE). */
+#define LC_ST_TMP_TEMPLATE "XXXXXX" /* mkstemp's required template, not a marker */
+#define LC_ST_TMP_SUFFIX_MAX (int)sizeof(".tmp.4294967295." LC_ST_TMP_TEMPLATE)
 
 /* Whether entry is a temporary file of the checkpoint `name` whose writer no longer runs. A writer that
  * still runs (another run saving the same checkpoint) keeps its file; other checkpoints' files never
- * match (the whole name is compared and the suffix must be exactly .tmp.DIGITS.XXXXXX). */
+ * match (the whole name is compared and the suffix must be exactly .tmp.DIGITS. and six letters or digits). */
 static int lc_st_is_stale_temp(const char *entry, const char *name) {
     const size_t n = strlen(name);
     if (strncmp(entry, name, n) != 0 || strncmp(entry + n, ".tmp.", 5) != 0) return 0;
@@ -312,7 +314,7 @@ static lc_status lc_st_write_atomic(const char *path, const lc_strbuf *header, c
         return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
     }
     lc_st_remove_stale(dir, name);
-    snprintf(tmp, tmp_cap, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
+    snprintf(tmp, tmp_cap, "%s.tmp.%ld." LC_ST_TMP_TEMPLATE, path, (long)getpid());
     const int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a symlink at the name is never followed */
     if (fd < 0) {
         int e = errno;

@@ -34,7 +34,7 @@ typedef struct {
     const char *key, *value;
 } lc_st_meta;
 
-/* Write tensors (in the given order) and metadata atomically to path: to path.tmp.PID.XXXXXX (mkstemp:
+/* Write tensors (in the given order) and metadata atomically to path: to path.tmp.PID.RANDOM (mkstemp:
  * O_CREAT|O_EXCL, so never through a symlink), with the mode of the file it replaces (new files:
  * 0666 & ~umask), fsync, rename over path, fsync the directory. First removes path's temporary files
  * whose writer PID no longer runs. Refuses (LC_ERR_ARG) a path that exists and is not a regular file. */
