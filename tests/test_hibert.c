@@ -268,21 +268,28 @@ TEST(refusals) {
     lc_hibert_free(m);
 }
 
-/* Toy extraction: a sentence is in the summary when it starts with '!'. Documents of 3-5 random
- * sentences; the model must learn it in a few dozen steps. */
-TEST(learns_a_toy_extraction_task) {
+/* A one-layer, width-32 model of every stack for up to `docs` documents, and 40 steps of constant lr. */
+static lc_hibert *tiny_learner(int docs, uint64_t seed, float lr, lc_train_options *o) {
     lc_hibert_config c;
     lc_hibert_config_default(&c);
     c.sent = (lc_hibert_stack){1, 32, 2, 64, "full"};
     c.doc = (lc_hibert_stack){1, 32, 2, 64, "full"};
+    c.dec = (lc_hibert_stack){1, 32, 2, 64, "full"};
     c.max_sent_len = 16, c.max_sents = 8;
-    lc_hibert_limits lim = {4, 0, 0};
+    lc_hibert_limits lim = {docs, 0, 0};
     lc_hibert *m = NULL;
-    CHECK(lc_hibert_create(&c, &lim, 7, &m) == LC_OK, "%s", lc_last_error());
-    if (!m) return;
+    CHECK(lc_hibert_create(&c, &lim, seed, &m) == LC_OK, "%s", lc_last_error());
+    lc_train_options_default(o);
+    o->steps = 40, o->warmup = 5, o->lr = lr, o->min_lr = lr, o->weight_decay = 0;
+    return m;
+}
+
+/* Toy extraction: a sentence is in the summary when it starts with '!'. Documents of 3-5 random
+ * sentences; the model must learn it in a few dozen steps. */
+TEST(learns_a_toy_extraction_task) {
     lc_train_options o;
-    lc_train_options_default(&o);
-    o.steps = 40, o.warmup = 5, o.lr = 3e-3f, o.min_lr = 3e-3f, o.weight_decay = 0;
+    lc_hibert *m = tiny_learner(4, 7, 3e-3f, &o);
+    if (!m) return;
     lc_rng r;
     lc_rng_seed(&r, 42);
     uint8_t bytes[32][16];
@@ -495,19 +502,9 @@ TEST(pretrain_packed_documents_equal_alone) {
 
 /* A tiny model learns to regenerate a sentence repeated in every document. */
 TEST(pretrain_learns_a_repeated_sentence) {
-    lc_hibert_config c;
-    lc_hibert_config_default(&c);
-    c.sent = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.doc = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.dec = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.max_sent_len = 16, c.max_sents = 8;
-    lc_hibert_limits lim = {2, 0, 0};
-    lc_hibert *m = NULL;
-    CHECK(lc_hibert_create(&c, &lim, 9, &m) == LC_OK, "%s", lc_last_error());
-    if (!m) return;
     lc_train_options o;
-    lc_train_options_default(&o);
-    o.steps = 40, o.warmup = 5, o.lr = 1e-2f, o.min_lr = 1e-2f, o.weight_decay = 0;
+    lc_hibert *m = tiny_learner(2, 9, 1e-2f, &o);
+    if (!m) return;
     static const char *text = "the cat sat.";
     const uint8_t *ptr[12];
     int len[12], n_sents[2] = {6, 6};

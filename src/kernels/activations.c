@@ -1,5 +1,6 @@
 /* Elementwise activations: GELU (tanh approximation, as PyTorch approximate="tanh") and ReLU, forward and
- * backward (backward accumulates into dinp), parallel over elements, with double references. */
+ * backward (backward accumulates into dinp), parallel over elements, with double references; and the
+ * residual sum of two tensors. */
 #include <math.h>
 
 #include "kernels/fastmath.h"
@@ -72,4 +73,9 @@ void lc_relu_forward_ref(double *out, const double *inp, size_t n) {
 
 void lc_relu_backward_ref(double *dinp, const double *inp, const double *dout, size_t n) {
     for (size_t i = 0; i < n; i++) dinp[i] += inp[i] > 0 ? dout[i] : 0.0;
+}
+
+void lc_add(float *out, const float *a, const float *b, long n) {
+#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+    for (long i = 0; i < n; i++) out[i] = a[i] + b[i];
 }

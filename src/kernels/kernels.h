@@ -66,6 +66,8 @@ void lc_layernorm_backward_ref(double *dinp, double *dw, double *db, const doubl
 
 /* ---- activations (elementwise over n values) ---- */
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (PyTorch approximate="tanh"). */
+/* out = a + b over n elements (the residual sum of a sublayer; out may alias a or b). */
+void lc_add(float *out, const float *a, const float *b, long n);
 void lc_gelu_forward(float *out, const float *inp, size_t n);
 void lc_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void lc_gelu_forward_ref(double *out, const double *inp, size_t n);

@@ -14,11 +14,6 @@
 
 enum { SITE_ATTN_OUT = 1, SITE_FFN_OUT = 2 };
 
-static void add_into(float *out, const float *a, const float *b, long n) {
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-
 static float drop_p(const lc_block_ctx *c) { return c->train ? c->dropout : 0.0f; }
 static uint64_t site_seed(const lc_block_ctx *c, int site) { return lc_seed_mix(c->seed, (uint64_t)site); }
 static int rows_s(const lc_block_ctx *c) { return c->M + c->T; }
@@ -357,16 +352,16 @@ void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc
     if (c->norm == LC_NORM_PRE) {
         lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, src, w->ln1_w, w->ln1_b, BS, C, LC_LN_EPS);
         attention_sublayer(c, w, a, a->norm1);
-        add_into(a->s1, x, c->tmp, NC);
+        lc_add(a->s1, x, c->tmp, NC);
         lc_layernorm_forward(a->norm2, a->mean2, a->rstd2, a->s1, w->ln2_w, w->ln2_b, N, C, LC_LN_EPS);
         ffn_sublayer(c, w, a, a->norm2);
-        add_into(out, a->s1, c->tmp, NC);
+        lc_add(out, a->s1, c->tmp, NC);
     } else {
         attention_sublayer(c, w, a, src);
-        add_into(a->s1, x, c->tmp, NC);
+        lc_add(a->s1, x, c->tmp, NC);
         lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, a->s1, w->ln1_w, w->ln1_b, N, C, LC_LN_EPS);
         ffn_sublayer(c, w, a, a->norm1);
-        add_into(a->s2, a->norm1, c->tmp, NC);
+        lc_add(a->s2, a->norm1, c->tmp, NC);
         lc_layernorm_forward(out, a->mean2, a->rstd2, a->s2, w->ln2_w, w->ln2_b, N, C, LC_LN_EPS);
     }
 }

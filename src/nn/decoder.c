@@ -107,11 +107,6 @@ static void cross_backward(const lc_decoder_ctx *c, const lc_decoder_weights *w,
     lc_linear_backward(d_enc, g->ckv_w, g->ckv_b, s->d_ckv, c->enc, w->ckv_w, c->N_enc, c->C_enc, 2 * C);
 }
 
-static void add_into(float *out, const float *a, const float *b, long n) {
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-
 void lc_decoder_forward(const lc_decoder_ctx *c, const lc_decoder_weights *w, const lc_decoder_acts *a,
                         const float *x, float *out) {
     const lc_block_ctx *b = &c->self;
@@ -122,22 +117,22 @@ void lc_decoder_forward(const lc_decoder_ctx *c, const lc_decoder_weights *w, co
     if (b->norm == LC_NORM_PRE) {
         lc_layernorm_forward(ba->norm1, ba->mean1, ba->rstd1, x, bw->ln1_w, bw->ln1_b, N, C, LC_LN_EPS);
         lc_block_attn_sublayer(b, bw, ba, ba->norm1);
-        add_into(ba->s1, x, b->tmp, NC);
+        lc_add(ba->s1, x, b->tmp, NC);
         lc_layernorm_forward(a->normc, a->meanc, a->rstdc, ba->s1, w->lnc_w, w->lnc_b, N, C, LC_LN_EPS);
         cross_sublayer(c, w, a, a->normc);
-        add_into(a->sc, ba->s1, b->tmp, NC);
+        lc_add(a->sc, ba->s1, b->tmp, NC);
         lc_layernorm_forward(ba->norm2, ba->mean2, ba->rstd2, a->sc, bw->ln2_w, bw->ln2_b, N, C, LC_LN_EPS);
         lc_block_ffn_sublayer(b, bw, ba, ba->norm2);
-        add_into(out, a->sc, b->tmp, NC);
+        lc_add(out, a->sc, b->tmp, NC);
     } else {
         lc_block_attn_sublayer(b, bw, ba, x);
-        add_into(ba->s1, x, b->tmp, NC);
+        lc_add(ba->s1, x, b->tmp, NC);
         lc_layernorm_forward(ba->norm1, ba->mean1, ba->rstd1, ba->s1, bw->ln1_w, bw->ln1_b, N, C, LC_LN_EPS);
         cross_sublayer(c, w, a, ba->norm1);
-        add_into(a->sc, ba->norm1, b->tmp, NC);
+        lc_add(a->sc, ba->norm1, b->tmp, NC);
         lc_layernorm_forward(a->normc, a->meanc, a->rstdc, a->sc, w->lnc_w, w->lnc_b, N, C, LC_LN_EPS);
         lc_block_ffn_sublayer(b, bw, ba, a->normc);
-        add_into(ba->s2, a->normc, b->tmp, NC);
+        lc_add(ba->s2, a->normc, b->tmp, NC);
         lc_layernorm_forward(out, ba->mean2, ba->rstd2, ba->s2, bw->ln2_w, bw->ln2_b, N, C, LC_LN_EPS);
     }
 }
