@@ -243,3 +243,10 @@ void lc_attn_spec_plan(lc_attn_layer *layers, int n_layer, int D, int max_len) {
             if (g->kind->opts_plan) g->kind->opts_plan(g->opts, g->heads, D, max_len);
         }
 }
+
+int lc_attn_spec_build(const char *spec, int n_layer, int H, int D, int max_len, lc_attn_layer *layers, char *err,
+                       size_t errlen) {
+    if (lc_attn_spec_parse(spec, n_layer, H, layers, err, errlen)) return -1;
+    lc_attn_spec_plan(layers, n_layer, D, max_len);
+    return 0;
+}

@@ -70,5 +70,9 @@ int lc_attn_layer_has_global(const lc_attn_layer *layer);
  * heads of dimension D. Call once after lc_attn_spec_parse, before sizing parameters, state or
  * workspaces. */
 void lc_attn_spec_plan(lc_attn_layer *layers, int n_layer, int D, int max_len);
+/* The two together, as a model turns its spec into layers: lc_attn_spec_parse, then lc_attn_spec_plan for
+ * heads of dimension D and max_len keys per sequence. 0, or -1 with the parse error in err. */
+int lc_attn_spec_build(const char *spec, int n_layer, int H, int D, int max_len, lc_attn_layer *layers, char *err,
+                       size_t errlen);
 
 #endif

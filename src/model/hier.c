@@ -355,11 +355,11 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
         h->res = calloc((size_t)L + 1, sizeof *h->res);
         if (!h->layers || !h->bact || !h->res) { st = lc_fail(LC_ERR_NOMEM, "out of memory creating the model"); break; }
         char err[512];
-        if (lc_attn_spec_parse(h->cfg.attn, L, h->cfg.n_head, h->layers, err, sizeof err)) {
+        if (lc_attn_spec_build(h->cfg.attn, L, h->cfg.n_head, h->cfg.d_model / h->cfg.n_head, max_len[s], h->layers,
+                               err, sizeof err)) {
             st = lc_fail(LC_ERR_ARG, "%s: %s", s ? "document encoder" : "sentence encoder", err);
             break;
         }
-        lc_attn_spec_plan(h->layers, L, h->cfg.d_model / h->cfg.n_head, max_len[s]);
         for (int l = 0; l < L && !st; l++)
             if (lc_attn_layer_check_globals(&h->layers[l], max_len[s], err, sizeof err))
                 st = lc_fail(LC_ERR_ARG, "%s layer %d: %s", s ? "document encoder" : "sentence encoder", l, err);
@@ -381,9 +381,9 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
         char err[512];
         if (!d->layers || !d->dact || !d->res || !d->blk || !d->gblk || !d->group_state)
             st = lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
-        else if (lc_attn_spec_parse(d->cfg.attn, L, d->cfg.n_head, d->layers, err, sizeof err))
+        else if (lc_attn_spec_build(d->cfg.attn, L, d->cfg.n_head, d->cfg.d_model / d->cfg.n_head, d->max_len,
+                                    d->layers, err, sizeof err))
             st = lc_fail(LC_ERR_ARG, "sentence decoder: %s", err);
-        if (!st) lc_attn_spec_plan(d->layers, L, d->cfg.d_model / d->cfg.n_head, d->max_len);
         for (int l = 0; l < L && !st; l++)
             if (lc_attn_layer_check_globals(&d->layers[l], d->max_len, err, sizeof err))
                 st = lc_fail(LC_ERR_ARG, "sentence decoder layer %d: %s", l, err);

@@ -284,11 +284,11 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     if (!m->layers) goto nomem;
     {
         char err[512];
-        if (lc_attn_spec_parse(cfg->attn, L, cfg->n_head, m->layers, err, sizeof err)) {
+        if (lc_attn_spec_build(cfg->attn, L, cfg->n_head, cfg->d_model / cfg->n_head, lc_config_attn_keys(cfg),
+                               m->layers, err, sizeof err)) {
             lc_model_free(m);
             return lc_fail(LC_ERR_ARG, "%s", err);
         }
-        lc_attn_spec_plan(m->layers, L, cfg->d_model / cfg->n_head, lc_config_attn_keys(cfg));
     }
     m->bact = calloc((size_t)L, sizeof *m->bact);
     m->res = calloc((size_t)L + 1, sizeof *m->res);

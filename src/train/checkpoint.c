@@ -186,10 +186,10 @@ static lc_status check_tensors(const lc_st_file *f, const lc_ckpt_meta *h) {
     char err[400];
     lc_status st = LC_OK;
     lc_tensor_list list;
-    if (lc_attn_spec_parse(c->attn[0] ? c->attn : "full", c->n_layer, c->n_head, layers, err, sizeof err))
+    if (lc_attn_spec_build(c->attn[0] ? c->attn : "full", c->n_layer, c->n_head, c->d_model / c->n_head,
+                           lc_config_attn_keys(c), layers, err, sizeof err))
         st = lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), err);
-    else if (lc_attn_spec_plan(layers, c->n_layer, c->d_model / c->n_head, lc_config_attn_keys(c)),
-             !(st = lc_tensors_build(c, layers, &list))) {
+    else if (!(st = lc_tensors_build(c, layers, &list))) {
         st = check_tensor_table(f, h, &list);
         lc_tensors_free(&list);
     }
