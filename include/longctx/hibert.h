@@ -1,0 +1,138 @@
+/* longctx public API, part of longctx.h (include that one): HIBERT: the hierarchical document model (sentence encoder, document encoder, decoder, extraction head). */
+#ifndef LONGCTX_HIBERT_H
+#define LONGCTX_HIBERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "longctx/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================================================
+ * HIBERT (docs/hibert.md): a hierarchical document model. A sentence encoder (a bidirectional
+ * Transformer over each sentence's bytes and an end-of-sentence symbol) turns every sentence into the
+ * final hidden state of its EOS row; a document encoder (a bidirectional Transformer over those vectors
+ * plus sentence positions) reads each document's sentences; an extraction head scores every sentence.
+ * Sentences and documents of a batch are packed, not padded: cost follows the real byte count.
+ * ================================================================================================ */
+
+/* The sentence encoder's byte embedding has two rows after the 256 bytes: */
+#define LC_HIBERT_EOS 256  /* end of sentence: the sentence's vector is read at this row */
+#define LC_HIBERT_MASK 257 /* the masked-sentence byte of pre-training */
+
+/* One stack of Transformer blocks: its shape and its attention spec (docs/attention.md; "": full). */
+typedef struct {
+    int n_layer, d_model, n_head, d_ff;
+    char attn[LC_ATTN_SPEC_CHARS];
+} lc_hibert_stack;
+
+typedef struct {
+    lc_hibert_stack sent; /* sentence encoder */
+    lc_hibert_stack doc;  /* document encoder (d_model may differ: the sentence vectors are then projected) */
+    lc_hibert_stack dec;  /* sentence decoder of pre-training (causal self-attention with this attn spec,
+                             cross-attention to the document encoder; d_model may differ from the document's) */
+    int max_sent_len;     /* bytes of a sentence read: a longer sentence is truncated to its first max_sent_len
+                             bytes (then EOS), so a sentence is at most max_sent_len + 1 rows */
+    int max_sents;        /* sentences of a document (sentence positions); a longer document is refused */
+    lc_norm norm;         /* pre-LN (with a final LayerNorm per stack) or post-LN, both stacks */
+    lc_activation activation;
+    float dropout;        /* on the embeddings and the sublayer outputs of both stacks (training only) */
+} lc_hibert_config;
+
+/* The defaults: both encoders 2 layers of width 128, 4 heads, d_ff 512, full attention; the decoder 1 layer
+ * of width 128, 4 heads, d_ff 512, full (causal) attention; sentences of up to 256 bytes, documents of up to
+ * 128 sentences, pre-LN, GELU, no dropout. */
+void lc_hibert_config_default(lc_hibert_config *c);
+/* LC_ERR_ARG with a message naming the offending field (and the attention specs are parsed). */
+lc_status lc_hibert_config_validate(const lc_hibert_config *c);
+
+/* What the activations are planned for: the largest batch the model will see. */
+typedef struct {
+    int max_docs;   /* documents per batch */
+    int max_sents;  /* sentences per batch, all documents together (0: max_docs * cfg.max_sents) */
+    long max_bytes; /* sentence bytes per batch after truncation, EOS not counted (0: max_sents * max_sent_len) */
+} lc_hibert_limits;
+
+/* A batch: n_docs documents, document j made of n_sents[j] >= 1 sentences; the sentences of all
+ * documents one after another (document 0's first): sentence i is sent[i][0 .. sent_len[i]) (any bytes;
+ * a sentence may be empty: it is then its EOS alone). "Batch order" below is this order. */
+typedef struct {
+    int n_docs;
+    const int *n_sents;
+    const uint8_t *const *sent;
+    const int *sent_len;
+} lc_hibert_batch;
+
+typedef struct lc_hibert lc_hibert;
+
+/* Build a model (parameters from `seed`; activations planned once for `limits`, checked against the
+ * machine's memory before anything is allocated). */
+lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *limits, uint64_t seed,
+                           lc_hibert **out);
+void lc_hibert_free(lc_hibert *m);
+const lc_hibert_config *lc_hibert_get_config(const lc_hibert *m);
+size_t lc_hibert_num_params(const lc_hibert *m);
+size_t lc_hibert_param_bytes(const lc_hibert *m);      /* parameters, gradients, AdamW moments */
+size_t lc_hibert_activation_bytes(const lc_hibert *m); /* activations, scratch and attention workspace */
+/* The compute plan's threads (as lc_model_set_threads; results do not depend on it). */
+lc_status lc_hibert_set_threads(lc_hibert *m, int threads);
+/* Optimizer steps done (lc_hibert_step). */
+long lc_hibert_steps_done(const lc_hibert *m);
+
+/* Forward pass of extractive summarization over a batch: one score (a logit) per sentence. With labels
+ * (0 or 1 per sentence in batch order; may be NULL) it returns the summed binary cross-entropy in nats
+ * through loss_sum and the number of sentences through count. `train` enables dropout. */
+lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
+                                    double *loss_sum, long *count);
+/* The scores of the last forward, [sentences] in batch order (higher: more likely in the summary). */
+const float *lc_hibert_scores(const lc_hibert *m);
+/* Backward of the last forward (extraction with labels, or pre-training) for the loss loss_sum *
+ * loss_scale; gradients ACCUMULATE. LC_ERR_ARG when the last forward had no loss (or there was none). */
+lc_status lc_hibert_backward(lc_hibert *m, float loss_scale);
+void lc_hibert_zero_grad(lc_hibert *m);
+/* One optimisation step on one batch, as lc_train_step: zero the gradients, forward with dropout, backward
+ * of the mean loss, global-norm clipping (o->clip), AdamW at lc_learning_rate(o, step) with weight decay
+ * on matrices and embeddings only. *loss (may be NULL): the mean loss before the step. LC_ERR_NUMERIC
+ * (nothing changed) when the loss or the gradient is not finite. */
+lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, const uint8_t *labels,
+                         double *loss);
+
+/* Masked-sentence pre-training: what happens to each sentence of a document. */
+enum {
+    LC_HIBERT_UNSELECTED = 0, /* not selected: seen as it is, not regenerated */
+    LC_HIBERT_MASKED,         /* selected, seen as a sentence of the same length with every byte LC_HIBERT_MASK */
+    LC_HIBERT_REPLACED,       /* selected, seen as sentence source[i] of the same document (its bytes and length) */
+    LC_HIBERT_KEPT            /* selected, seen as it is */
+};
+/* HIBERT's rule for a document of n >= 1 sentences: round(15% of n) sentences (at least one) are selected
+ * uniformly without replacement; each selected one is MASKED with probability 0.8, REPLACED by a uniformly
+ * chosen other sentence of the document with 0.1 (MASKED when there is none: n = 1), KEPT with 0.1.
+ * Writes action[n] and source[n] (source[i] = i except for REPLACED). Deterministic in seed. */
+lc_status lc_hibert_mask_sentences(int n, uint64_t seed, uint8_t *action, int *source);
+
+/* The sentence decoder's byte embedding (dec.wte) has two rows after the 256 bytes: EOS (the last target
+ * of every sentence; the output projection is tied to rows 0..256) and BOS (the first input). */
+#define LC_HIBERT_DEC_BOS 257
+
+/* Masked-sentence pre-training forward over a batch of whole documents (the original sentences): document
+ * j is masked by lc_hibert_mask_sentences(n_sents[j], seed + j, ...); the encoders see masked sentences as
+ * LC_HIBERT_MASK symbols (same length), replaced ones as their source sentence, kept and unselected ones
+ * as they are; the sentence decoder regenerates every selected sentence from its ORIGINAL bytes (truncated
+ * to max_sent_len): input BOS + bytes, target bytes + EOS, with the document encoder's output at that
+ * sentence's position added to every input row and cross-attention to its document's encoder rows.
+ * loss_sum: the summed NLL of the targets in nats; count: the number of target bytes (EOS included);
+ * bits per byte = loss_sum / count / ln 2. Either may be NULL. `train` enables dropout. lc_hibert_backward
+ * then back-propagates it (into the decoder and both encoders). */
+lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
+                                     double *loss_sum, long *count);
+/* One pre-training step, as lc_hibert_step: the mean NLL per target byte (nats) in *loss. */
+lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
+                                  double *loss);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,159 @@
+/* longctx public API, part of longctx.h (include that one): Training, data (byte corpora and streams), evaluation, checkpoints and sampling of the byte-level language model. */
+#ifndef LONGCTX_TRAIN_H
+#define LONGCTX_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "longctx/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- training */
+/* Characters of a recorded data path, terminator included. */
+#define LC_DATA_PATH_CHARS 4096
+/* The training data a checkpoint was trained on (recorded in it; docs/checkpoint.md, data.*): path "" =
+ * not recorded (checkpoints from before the record, or a path that is not UTF-8). */
+typedef struct {
+    char path[LC_DATA_PATH_CHARS]; /* absolute path of the file */
+    long size;                     /* its bytes */
+    uint64_t hash;                 /* FNV-1a 64 of its bytes (lc_data_hash) */
+    int split;                     /* its lc_split_mode, resolved (LC_SPLIT_ENWIK8 or LC_SPLIT_NANOGPT) */
+} lc_data_record;
+
+struct lc_progress_s;
+/* A hook lc_train calls after every step (after the progress callback and any validation), with the
+ * model in the state lc_checkpoint_save writes (so it may save it). It returns 0 to go on, nonzero to
+ * stop: lc_train then returns LC_OK at that step. This is how a caller saves periodically and stops on a
+ * signal; the library itself never installs signal handlers. */
+typedef int (*lc_train_hook_fn)(const lc_model *m, const struct lc_progress_s *p, void *user);
+
+typedef struct {
+    long steps;           /* optimizer steps of the whole schedule */
+    long stop_after;      /* stop this run after this many steps (0: run to `steps`) */
+    int batch;            /* sequences per micro-batch (= contiguous streams) */
+    int grad_accum;       /* micro-batches per optimizer step */
+    float lr, min_lr;     /* peak and final learning rate */
+    long warmup;          /* linear warm-up steps, then cosine decay to min_lr */
+    float weight_decay;   /* AdamW decoupled decay on matrices */
+    float beta1, beta2, eps;
+    float clip;           /* global gradient-norm clip (0: off) */
+    long eval_every;      /* steps between validation passes (0: only at the end) */
+    long eval_bytes;      /* bytes of the validation split used by periodic passes (0: all) */
+    uint64_t seed;
+    lc_data_record data;  /* the training data, saved in checkpoints (set it with lc_data_record_set) */
+    lc_train_hook_fn hook; /* called after every step; NULL: none. Not saved */
+    void *hook_user;
+} lc_train_options;
+
+void lc_train_options_default(lc_train_options *o);
+
+/* ---------------------------------------------------------------- data */
+typedef enum {
+    LC_SPLIT_AUTO = 0,   /* nanogpt for files named tinyshakespeare*, else enwik8 */
+    LC_SPLIT_ENWIK8,     /* 90% train / 5% valid / 5% test */
+    LC_SPLIT_NANOGPT     /* 90% train / 10% valid, test = valid */
+} lc_split_mode;
+
+typedef enum { LC_PART_TRAIN = 0, LC_PART_VALID, LC_PART_TEST, LC_PART_ALL } lc_part;
+
+/* A file read whole as bytes, with the train / valid / test ranges of its split. */
+typedef struct {
+    uint8_t *bytes;
+    size_t size;
+    size_t begin[4], end[4]; /* indexed by lc_part */
+    lc_split_mode mode;      /* the resolved mode (never AUTO) */
+} lc_corpus;
+
+/* Read `path`; LC_ERR_IO when it is missing, unreadable or a directory, LC_ERR_FORMAT when empty. */
+lc_status lc_corpus_load(const char *path, lc_split_mode mode, lc_corpus *out);
+void lc_corpus_free(lc_corpus *c);
+/* FNV-1a 64 of bytes[0, n) (offset basis 14695981039346656037, prime 1099511628211). */
+uint64_t lc_data_hash(const uint8_t *bytes, size_t n);
+/* Record the corpus loaded from path in *r: absolute path (left "" when it cannot be resolved or is
+ * not UTF-8), size, hash and split. */
+void lc_data_record_set(lc_data_record *r, const char *path, const lc_corpus *c);
+
+/* Batch number k of B contiguous streams over data[0, n): stream b owns the b-th of B equal slices and
+ * reads segment k of it, so batch k+1 continues where batch k stopped (wrapping at the slice's end).
+ * Writes tokens[B*T] and targets[B*T] (the next bytes). LC_ERR_ARG when a slice is shorter than T+1. */
+lc_status lc_stream_batch(const uint8_t *data, size_t n, int B, int T, long k, int *tokens, int *targets);
+
+/* Average bits per byte of the model on data[0, n), predicting every byte after the first, in
+ * consecutive segments of seg_len (the last one shorter), `batch` segments at a time. */
+lc_status lc_evaluate(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
+                      long *tokens);
+
+/* Masked-LM evaluation (models with the MLM objective) on data[0, n) in segments of seg_len: 15% of the
+ * positions masked by the BERT rule from `seed` (the same positions on every call), reporting bits per
+ * masked byte, the accuracy of the most likely byte there, and the number of masked positions. */
+lc_status lc_evaluate_mlm(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, uint64_t seed,
+                          double *bpc, double *accuracy, long *masked);
+
+/* BERT's masking of tokens[n] (bytes) for the MLM objective: each position is chosen with probability
+ * 15% (at least one per call); a chosen position's target is its byte and its token becomes
+ * LC_MASK_TOKEN (80%), a random byte (10%) or stays (10%); other targets are -1. Deterministic in seed. */
+void lc_mlm_mask(int *tokens, int *targets, long n, uint64_t seed);
+/* The masking seed of every validation pass (training's and `longctx eval`'s): the same positions. */
+#define LC_MLM_EVAL_SEED 0x6d6c6d2d6576616cULL
+
+/* ---------------------------------------------------------------- training */
+typedef struct lc_progress_s {
+    long step, steps;      /* steps done, schedule length */
+    long start_step;       /* step this run started from (after a resume) */
+    double loss;           /* training loss of this step, nats per byte */
+    double lr;
+    double tokens_per_s;   /* training throughput of this run so far */
+    double elapsed_s;      /* wall time of this run so far */
+    double valid_bpc;      /* after a validation pass; NaN otherwise (MLM: bits per masked byte) */
+    double valid_accuracy; /* MLM: masked-byte accuracy of that pass; NaN otherwise */
+} lc_progress;
+
+typedef void (*lc_progress_fn)(const lc_progress *p, void *user);
+
+/* Learning rate at step (0-based): linear warm-up to lr over o->warmup steps, cosine decay to
+ * min_lr at o->steps. */
+double lc_learning_rate(const lc_train_options *o, long step);
+
+/* Train from the model's current step (0 for a new model, the saved step after lc_checkpoint_load)
+ * to o->steps (or stop_after steps from here), reporting every step to fn. Periodic validation uses
+ * the corpus's valid part. */
+lc_status lc_train(lc_model *m, const lc_corpus *corpus, const lc_train_options *o, lc_progress_fn fn, void *user);
+/* One optimisation step on a given batch, for training on data of one's own (synthetic tasks):
+ * tokens[B*T] and targets[B*T] (row-major [B][T]; targets < 0 are not scored). Zeroes the gradients,
+ * runs forward with dropout keyed by the model's step (as lc_train with grad_accum 1) and backward of
+ * the mean loss over the scored positions, clips, applies AdamW at lc_learning_rate(o, step) and
+ * advances the step. Reads only the optimizer fields of o (steps, lr, min_lr, warmup, weight_decay,
+ * betas, eps, clip). loss (may be NULL): mean nats per scored position before the update. LC_ERR_ARG
+ * when no target is >= 0 (nothing is updated then). */
+lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *tokens, const int *targets, int B, int T,
+                        double *loss);
+long lc_model_step(const lc_model *m);
+
+/* ---------------------------------------------------------------- checkpoints (safetensors) */
+/* Save parameters, AdamW moments, the step, the config, the training options and the data record
+ * atomically: to PATH.tmp.PID.RANDOM beside it (created O_EXCL, never through a symlink, with the mode of
+ * the file it replaces, or 0666 & ~umask), fsync, rename, fsync the directory. Temporary files of PATH
+ * left by processes that no longer run (killed runs) are removed first. A PATH that exists and is not a
+ * regular file (a device, a FIFO, a directory) is refused (LC_ERR_ARG). */
+lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path);
+/* Check, before any work, that a checkpoint can be saved at path: its directory exists and is writable,
+ * the name fits with the temporary suffix (NAME_MAX, PATH_MAX), and path is absent or a regular file.
+ * LC_ERR_ARG (bad name or kind of file) or LC_ERR_IO (directory), with a message naming path. */
+lc_status lc_checkpoint_check_path(const char *path);
+/* Build a model from a checkpoint (batches of up to max_batch; 0: the saved training batch) and restore its state; when opts is
+ * not NULL the saved training options are written there. Any mismatch is LC_ERR_FORMAT naming the file. */
+lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc_train_options *opts);
+
+/* ---------------------------------------------------------------- sampling */
+typedef void (*lc_emit_fn)(uint8_t byte, void *user);
+/* Continue `prompt` by n_tokens bytes: temperature (0 = greedy), top_k (0 = all), seeded. */
+lc_status lc_sample(lc_model *m, const uint8_t *prompt, size_t prompt_len, int n_tokens, float temperature,
+                    int top_k, uint64_t seed, lc_emit_fn emit, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
