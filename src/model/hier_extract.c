@@ -70,21 +70,6 @@ lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hiber
 }
 
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss) {
-    const double mean = sum / (double)n, norm = sqrt(lc_sum_squares(m->grads, m->ptab.total));
-    if (!isfinite(mean) || !isfinite(norm))
-        return lc_fail(LC_ERR_NUMERIC, "training diverged at step %ld: %s is not finite (try a lower --lr)",
-                       m->step + 1, isfinite(mean) ? "gradient norm" : "loss");
-    if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
-    const float lr = (float)lc_learning_rate(o, m->step);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        if (!lc_tensor_is_param(t)) continue;
-        const lc_slot *s = &m->ptab.slots[t->slot];
-        lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
-                        s->count, lr, o->beta1, o->beta2, o->eps, t->decay ? o->weight_decay : 0.0f,
-                        (int)(m->step + 1));
-    }
-    m->step++;
-    if (loss) *loss = mean;
-    return LC_OK;
+    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, n, loss);
 }

@@ -116,6 +116,19 @@ lc_status lc_tensors_allocate(const lc_tensor_list *l, const lc_tensor_buffers *
 /* Frees the buffers and the tables (and the list). */
 void lc_tensors_release(lc_tensor_list *l, const lc_tensor_buffers *b);
 
+/* model/tensor_ops.c: the values of tensor i of the list (parameter or kind state); binding: for every
+ * tensor and every layer it serves (layer 0 for tensors of no layer), site(user, t, layer, grad) names the
+ * pointer to fill with its values (grad 0) or its gradient (grad 1), or NULL for none. */
+float *lc_tensor_values(const lc_tensor_list *l, const lc_tensor_buffers *b, int i);
+typedef float **(*lc_tensor_site_fn)(void *user, const lc_tensor *t, int layer, int grad);
+void lc_tensors_bind(const lc_tensor_list *l, const lc_tensor_buffers *b, lc_tensor_site_fn site, void *user);
+/* One optimisation step (model/tensor_ops.c): the mean loss sum / n and the gradient norm must be finite
+ * (LC_ERR_NUMERIC, nothing changed, otherwise), clipping by the global norm (o->clip), AdamW on every
+ * parameter at lc_learning_rate(o, *step) with weight decay where the list says; *step advances and
+ * *loss (may be NULL) gets the mean. */
+lc_status lc_tensors_update(const lc_tensor_list *l, const lc_tensor_buffers *b, const lc_train_options *o,
+                            long *step, double sum, long n, double *loss);
+
 /* The cross-attention tensors of the decoder blocks of config c (layer i: prefix + "blocks.{i}.ln_cross",
  * ".cross.q", ".cross.kv" reading encoder rows of width C_enc, ".cross.proj"), layer by layer. */
 void lc_tensors_add_cross(lc_tensor_builder *b, const lc_config *c, long C_enc, const char *prefix);
