@@ -6,62 +6,25 @@
 
 #include "core/table.h"
 #include "longctx.h"
+#include "model/stacks.h"
 #include "model/tensors.h"
 #include "nn/nn.h"
 
 /* Stack ids: lc_tensor.stack of every tensor (the head's tensors belong to no stack of blocks). */
 enum { LC_HIER_SENT = 0, LC_HIER_DOC = 1, LC_HIER_HEAD = 2, LC_HIER_STACKS = 2, LC_HIER_DEC = 3 };
 
-/* The sentence decoder of pre-training: causal decoder blocks over the selected sentences packed, cross-
- * attending to their documents' rows of the document encoder's output. */
+/* The sentence decoder of pre-training: the shared decoder stack (model/stacks.h) over the selected
+ * sentences packed, cross-attending to their documents' rows of the document encoder's output, plus the
+ * document vector added to every input row. */
 typedef struct {
-    lc_config cfg;         /* its shape as a vanilla CLM config (seq_len = max_sent_len + 1) */
-    lc_attn_layer *layers;
-    lc_decoder_weights *blk, *gblk;
-    float **group_state;
-    float *wte, *g_wte;    /* dec.wte [258, C]: bytes, EOS, BOS; the output projection is rows 0..256 */
-    float *wpe, *g_wpe;    /* dec.wpe [max_sent_len + 1, C] */
+    lc_dec_stack s;        /* wte = dec.wte [258, C]: bytes, EOS, BOS; the output projection is rows 0..256 */
     float *in_w, *in_b, *g_in_w, *g_in_b; /* dec.proj [C, C_doc] of the added document vector (widths differ) */
-    float *lnf_w, *lnf_b, *g_lnf_w, *g_lnf_b;
-    int max_rows, max_len, max_seqs;
-    /* activations */
-    float **res;
-    lc_decoder_acts *dact;
-    lc_decoder_scratch scratch;
-    float *lnf, *lnf_mean, *lnf_rstd, *dres, *dh, *tmp;
-    float *logits;         /* [max_rows, 257] */
     float *vin, *vproj, *dvin, *dvproj; /* [max_seqs, C_doc], [max_seqs, C]: the added document vectors */
-    float *d_enc;          /* [max_sents, C_doc] d loss / d the document encoder's output */
-    float *cross_work;
-    size_t cross_work_floats;
-    int *tok, *pos, *target, *row_seq; /* [max_rows] */
-    int *sent;             /* [max_seqs] the batch sentence of each packed decoder sequence */
-    int *doc_of;           /* [max_sents] the document of each batch sentence */
-    int *q_start, *q_len, *kv_start, *kv_len; /* [max_seqs] cross-attention pairs */
-    int *seq_len;
-    int n_seq, rows;
     long count;            /* targets of the last forward */
 } lc_hier_dec;
 
-/* One bidirectional stack of blocks over packed sequences. */
-typedef struct {
-    lc_config cfg;         /* its shape as a vanilla MLM config (tensor list; seq_len = the longest sequence) */
-    lc_attn_layer *layers; /* [n_layer] head groups, parsed from the stack's spec */
-    lc_block_weights *blk, *gblk;
-    float **group_state;   /* [n_layer * LC_ATTN_MAX_GROUPS] kinds' state */
-    float *wpe, *g_wpe;    /* positions inside a sequence: bytes of a sentence / sentences of a document */
-    float *lnf_w, *lnf_b, *g_lnf_w, *g_lnf_b; /* final LayerNorm (pre-LN) */
-    int max_rows, max_len; /* planned: rows of a batch, rows of one sequence */
-    /* activations */
-    float **res; /* [n_layer + 1][max_rows, C]: res[0] the input, res[l+1] block l's output */
-    lc_block_acts *bact;
-    lc_block_scratch scratch;
-    float *lnf, *lnf_mean, *lnf_rstd; /* pre-LN: the final LayerNorm */
-    float *dres, *dh, *tmp;           /* [max_rows, C] */
-    /* the last forward's packing: n_seq sequences sorted by length (longest first), rows in all */
-    int n_seq, rows;
-    int *seq_len; /* [max sequences] */
-} lc_hier_stack;
+/* One bidirectional stack of blocks over packed sequences (sentences; documents). */
+typedef lc_enc_stack lc_hier_stack;
 
 struct lc_hibert {
     lc_hibert_config cfg;
@@ -88,6 +51,7 @@ struct lc_hibert {
     int *s_row;                   /* [max_sents] the EOS row of sentence i (batch order) */
     int *d_row, *d_pos;           /* [max_sents] the document row and sentence position of sentence i */
     int *doc_first;               /* [max_docs] batch index of each document's first sentence */
+    int *doc_of;                  /* [max_sents] the document of each batch sentence */
     long *keys;                   /* [max(max_sents, max_docs)] sorting scratch: (longest first, index) */
     float *doc_in, *d_doc_in;     /* [max_sents, C_s] sentence vectors in document-row order */
     float *logit_rows, *dlogit_rows; /* [max_sents] the head's output per document row */
@@ -103,14 +67,18 @@ struct lc_hibert {
     const uint8_t **enc_sent;     /* [max_sents] */
 };
 
+/* The activation plan of the hierarchical model and the classifier (model/classify.c) is model/stacks.h's
+ * lc_act_plan; these names remain for them. */
+typedef lc_act_plan lc_hier_plan;
+#define lc_hier_plan_add lc_act_plan_add
+#define lc_hier_plan_stack lc_act_plan_enc
+
 /* model/hier_params.c: list, allocate, bind and initialise the parameters (st[].cfg and layers set). */
 lc_status lc_hier_build_params(lc_hibert *m);
 void lc_hier_free_params(lc_hibert *m);
 
-/* model/hier_forward.c: one stack's pass over st->rows packed rows (input in st->res[0]); the final hidden
- * state; backward from d loss / d final hidden state (in st->dh) to d loss / d input (in st->dres). */
-const float *lc_hier_stack_forward(lc_hibert *m, int id, int train);
-void lc_hier_stack_backward(lc_hibert *m, int id);
+/* model/hier_forward.c: the environment of this step's passes (model/stacks.h). */
+lc_pass_env lc_hier_env(const lc_hibert *m);
 /* Both encoders over a batch (checked first; LC_ERR_ARG naming the fault): sentences packed longest first
  * (s_row: each one's EOS row), documents packed longest first (d_row, d_pos), sets n_docs, n_sents,
  * cur_train and doc_out. Backward: from d loss / d doc_out in st[LC_HIER_DOC].dh to every parameter. */
@@ -120,10 +88,15 @@ void lc_hier_encode_backward(lc_hibert *m);
  * and a sentence's length after truncation. */
 lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
 int lc_hier_clipped_len(const lc_hibert *m, int len);
-/* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n. */
+/* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n . */
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
 /* model/hier_pretrain.c: the decoder's backward into the encoders (lc_hibert_backward's pre-training branch). */
 void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale);
+
+/* Random streams: the stacks' dropout (block_stream + layer), their kinds' fixed seeds (attn_stream + stack
+ * id, mixed with the layer) and the decoder input's dropout. */
+#define LC_HIER_ATTN_STREAM 0x6869626572740000ULL
+enum { LC_HIER_BLOCK_STREAM = 1000, LC_HIER_DEC_BLOCK_STREAM = 3000, LC_HIER_DEC_EMBED_STREAM = 3 };
 
 /* The seed of this step's dropout masks for stream `what`. */
 uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what);

@@ -11,61 +11,19 @@
 #include "kernels/kernels.h"
 #include "model/hier.h"
 
-enum { SEED_EMBED = 1, SEED_BLOCK = 1000 };
+enum { SEED_EMBED = 1 };
 
 uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what) {
     return lc_seed_mix(lc_seed_mix(m->seed, (uint64_t)m->step), what);
 }
 
-static lc_block_ctx stack_ctx(const lc_hibert *m, int id, int l, int train) {
-    const lc_hier_stack *st = &m->st[id];
-    const lc_config *c = &st->cfg;
-    lc_block_ctx x;
-    memset(&x, 0, sizeof x);
-    x.B = 1, x.T = st->rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
-    x.norm = c->norm, x.activation = c->activation, x.dropout = c->dropout, x.train = train;
-    x.seed = lc_hier_step_seed(m, SEED_BLOCK * (uint64_t)(id + 1) + (uint64_t)l);
-    x.layer = &st->layers[l], x.causal = 0;
-    x.attn_seed = lc_seed_mix(0x6869626572740000ULL + (uint64_t)id, (uint64_t)l); /* fixed per layer */
-    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) x.attn_state[i] = st->group_state[l * LC_ATTN_MAX_GROUPS + i];
-    x.global_pos = m->global_pos;
-    x.attn_work = m->attn_work, x.attn_work_floats = m->attn_work_floats;
-    x.threads = m->threads, x.tmp = st->tmp;
-    x.n_seq = st->n_seq, x.seq_len = st->seq_len;
-    return x;
+lc_pass_env lc_hier_env(const lc_hibert *m) {
+    const lc_pass_env e = {lc_seed_mix(m->seed, (uint64_t)m->step), m->global_pos, m->attn_work, m->attn_work_floats,
+                           m->threads};
+    return e;
 }
 
 static float embed_dropout(const lc_hibert *m, int train) { return train ? m->cfg.dropout : 0.0f; }
-
-const float *lc_hier_stack_forward(lc_hibert *m, int id, int train) {
-    lc_hier_stack *st = &m->st[id];
-    const lc_config *c = &st->cfg;
-    for (int l = 0; l < c->n_layer; l++) {
-        const lc_block_ctx x = stack_ctx(m, id, l, train);
-        lc_block_forward(&x, &st->blk[l], &st->bact[l], st->res[l], st->res[l + 1]);
-    }
-    if (c->norm != LC_NORM_PRE) return st->res[c->n_layer];
-    lc_layernorm_forward(st->lnf, st->lnf_mean, st->lnf_rstd, st->res[c->n_layer], st->lnf_w, st->lnf_b, st->rows,
-                         c->d_model, LC_LN_EPS);
-    return st->lnf;
-}
-
-void lc_hier_stack_backward(lc_hibert *m, int id) {
-    lc_hier_stack *st = &m->st[id];
-    const lc_config *c = &st->cfg;
-    const size_t NC = (size_t)st->rows * c->d_model;
-    if (c->norm == LC_NORM_PRE) {
-        memset(st->dres, 0, NC * sizeof(float));
-        lc_layernorm_backward(st->dres, st->g_lnf_w, st->g_lnf_b, st->dh, st->res[c->n_layer], st->lnf_w,
-                              st->lnf_mean, st->lnf_rstd, st->rows, c->d_model);
-    } else {
-        memcpy(st->dres, st->dh, NC * sizeof(float));
-    }
-    for (int l = c->n_layer - 1; l >= 0; l--) {
-        const lc_block_ctx x = stack_ctx(m, id, l, m->cur_train);
-        lc_block_backward(&x, &st->blk[l], &st->gblk[l], &st->bact[l], st->res[l], st->dres, &st->scratch);
-    }
-}
 
 /* ---------------------------------------------------------------- batch check and packing */
 
@@ -97,11 +55,6 @@ lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b) {
     return LC_OK;
 }
 
-static int cmp_long(const void *a, const void *b) {
-    const long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
 /* keys[0..n) = (longest first, then index) of lengths len(i); sorted in place. The index is key & mask. */
 static void sort_longest_first(long *keys, int n, int max_len, const lc_hibert *m, const lc_hibert_batch *b,
                                int sentences) {
@@ -109,7 +62,7 @@ static void sort_longest_first(long *keys, int n, int max_len, const lc_hibert *
         const int len = sentences ? lc_hier_clipped_len(m, b->sent_len[i]) + 1 : b->n_sents[i];
         keys[i] = ((long)(max_len - len) << 32) | i;
     }
-    qsort(keys, (size_t)n, sizeof *keys, cmp_long);
+    lc_sort_keys(keys, n);
 }
 
 /* Sentence rows: tokens and positions, the packed lengths and each sentence's EOS row. */
@@ -144,17 +97,6 @@ static void pack_documents(lc_hibert *m, const lc_hibert_batch *b) {
     st->n_seq = m->n_docs, st->rows = r;
 }
 
-/* The run-time checks of every layer of a stack against this batch's packing. */
-static lc_status check_stack(const lc_hibert *m, int id) {
-    char err[512];
-    for (int l = 0; l < m->st[id].cfg.n_layer; l++) {
-        const lc_block_ctx x = stack_ctx(m, id, l, 0);
-        if (lc_block_check_attention(&x, err, sizeof err))
-            return lc_fail(LC_ERR_ARG, "%s layer %d: %s", id ? "document encoder" : "sentence encoder", l, err);
-    }
-    return LC_OK;
-}
-
 /* ---------------------------------------------------------------- the encoders */
 
 lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
@@ -165,20 +107,18 @@ lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
     for (int j = 0; j < b->n_docs; j++) m->n_sents += b->n_sents[j];
     pack_sentences(m, b);
     pack_documents(m, b);
-    if ((st = check_stack(m, LC_HIER_SENT)) || (st = check_stack(m, LC_HIER_DOC))) return st;
+    const lc_pass_env env = lc_hier_env(m);
+    if ((st = lc_enc_stack_check(&m->st[LC_HIER_SENT], &env)) || (st = lc_enc_stack_check(&m->st[LC_HIER_DOC], &env)))
+        return st;
     lc_set_threads(m->threads);
     m->cur_train = train;
     lc_hier_stack *ss = &m->st[LC_HIER_SENT], *ds = &m->st[LC_HIER_DOC];
     const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
     /* sentence encoder: byte (or EOS) embedding + position inside the sentence */
-    for (int r = 0; r < ss->rows; r++) {
-        const float *e = m->wte + (size_t)m->tok[r] * Cs, *p = ss->wpe + (size_t)m->pos[r] * Cs;
-        float *x = ss->res[0] + (size_t)r * Cs;
-        for (int k = 0; k < Cs; k++) x[k] = e[k] + p[k];
-    }
+    lc_embed_rows(ss->res[0], m->wte, ss->wpe, m->tok, m->pos, ss->rows, Cs);
     lc_dropout_forward(ss->res[0], ss->res[0], (size_t)ss->rows * Cs, embed_dropout(m, train),
                        lc_hier_step_seed(m, SEED_EMBED));
-    const float *hs = lc_hier_stack_forward(m, LC_HIER_SENT, train);
+    const float *hs = lc_enc_stack_forward(ss, &env, train);
     /* document encoder: each sentence's EOS vector at its document row (+ projection) + its position */
     for (int i = 0; i < m->n_sents; i++)
         memcpy(m->doc_in + (size_t)m->d_row[i] * Cs, hs + (size_t)m->s_row[i] * Cs, sizeof(float) * (size_t)Cs);
@@ -191,15 +131,16 @@ lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
     }
     lc_dropout_forward(ds->res[0], ds->res[0], (size_t)ds->rows * Cd, embed_dropout(m, train),
                        lc_hier_step_seed(m, SEED_EMBED + 1));
-    m->doc_out = lc_hier_stack_forward(m, LC_HIER_DOC, train);
+    m->doc_out = lc_enc_stack_forward(ds, &env, train);
     return LC_OK;
 }
 
 void lc_hier_encode_backward(lc_hibert *m) {
     lc_hier_stack *ss = &m->st[LC_HIER_SENT], *ds = &m->st[LC_HIER_DOC];
     const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
+    const lc_pass_env env = lc_hier_env(m);
     lc_set_threads(m->threads);
-    lc_hier_stack_backward(m, LC_HIER_DOC);
+    lc_enc_stack_backward(ds, &env, m->cur_train);
     lc_dropout_backward(ds->dres, ds->dres, (size_t)ds->rows * Cd, embed_dropout(m, m->cur_train),
                         lc_hier_step_seed(m, SEED_EMBED + 1));
     for (int i = 0; i < m->n_sents; i++) { /* positions: serial, a fixed order */
@@ -217,12 +158,8 @@ void lc_hier_encode_backward(lc_hibert *m) {
     memset(ss->dh, 0, sizeof(float) * (size_t)ss->rows * Cs);
     for (int i = 0; i < m->n_sents; i++)
         memcpy(ss->dh + (size_t)m->s_row[i] * Cs, m->d_doc_in + (size_t)m->d_row[i] * Cs, sizeof(float) * (size_t)Cs);
-    lc_hier_stack_backward(m, LC_HIER_SENT);
+    lc_enc_stack_backward(ss, &env, m->cur_train);
     lc_dropout_backward(ss->dres, ss->dres, (size_t)ss->rows * Cs, embed_dropout(m, m->cur_train),
                         lc_hier_step_seed(m, SEED_EMBED));
-    for (int r = 0; r < ss->rows; r++) {
-        const float *d = ss->dres + (size_t)r * Cs;
-        float *ge = m->g_wte + (size_t)m->tok[r] * Cs, *gp = ss->g_wpe + (size_t)m->pos[r] * Cs;
-        for (int k = 0; k < Cs; k++) ge[k] += d[k], gp[k] += d[k];
-    }
+    lc_embed_rows_backward(m->g_wte, ss->g_wpe, ss->dres, m->tok, m->pos, ss->rows, Cs);
 }

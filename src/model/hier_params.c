@@ -38,7 +38,7 @@ static lc_status build_list(lc_hibert *m) {
     lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, 1, Cd, "head.weight");
     lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_HEAD_B, -1, 0, 1, 0, "head.bias");
     /* the sentence decoder (pre-training): after every encoder tensor, so their draws do not move */
-    const lc_hier_dec *d = &m->dec;
+    const lc_dec_stack *d = &m->dec.s;
     const long Cx = d->cfg.d_model;
     b.stack = LC_HIER_DEC;
     lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, 258, Cx, "dec.wte"); /* bytes, EOS, BOS */
@@ -63,34 +63,18 @@ static lc_status build_list(lc_hibert *m) {
 }
 
 /* The model pointer of tensor t for layer l (value when grad == 0, else gradient; NULL: none). */
-static float **dec_site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
-    lc_hier_dec *d = &m->dec;
-    switch (t->site) {
-    case LC_SITE_WTE: return grad ? &d->g_wte : &d->wte;
-    case LC_SITE_WPE: return grad ? &d->g_wpe : &d->wpe;
-    case LC_SITE_IN_W: return grad ? &d->g_in_w : &d->in_w;
-    case LC_SITE_IN_B: return grad ? &d->g_in_b : &d->in_b;
-    case LC_SITE_LNF_W: return grad ? &d->g_lnf_w : &d->lnf_w;
-    case LC_SITE_LNF_B: return grad ? &d->g_lnf_b : &d->lnf_b;
-    case LC_SITE_KIND_STATE: return grad ? NULL : &d->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
-    default: return lc_tensor_decoder_field(grad ? &d->gblk[l] : &d->blk[l], t);
-    }
-}
-
 static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
-    if (t->stack == LC_HIER_DEC) return dec_site(m, t, l, grad);
-    lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
+    lc_hier_dec *d = &m->dec;
+    if (t->stack == LC_HIER_DEC && t->site == LC_SITE_IN_W) return grad ? &d->g_in_w : &d->in_w;
+    if (t->stack == LC_HIER_DEC && t->site == LC_SITE_IN_B) return grad ? &d->g_in_b : &d->in_b;
+    if (t->stack == LC_HIER_DEC) return lc_dec_stack_site(&d->s, t, l, grad);
     switch (t->site) {
     case LC_SITE_WTE: return grad ? &m->g_wte : &m->wte;
     case LC_SITE_IN_W: return grad ? &m->g_in_w : &m->in_w;
     case LC_SITE_IN_B: return grad ? &m->g_in_b : &m->in_b;
     case LC_SITE_HEAD: return grad ? &m->g_head_w : &m->head_w;
     case LC_SITE_HEAD_B: return grad ? &m->g_head_b : &m->head_b;
-    case LC_SITE_WPE: return grad ? &st->g_wpe : &st->wpe;
-    case LC_SITE_LNF_W: return grad ? &st->g_lnf_w : &st->lnf_w;
-    case LC_SITE_LNF_B: return grad ? &st->g_lnf_b : &st->lnf_b;
-    case LC_SITE_KIND_STATE: return grad ? NULL : &st->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
-    default: return lc_tensor_block_field(grad ? &st->gblk[l] : &st->blk[l], t);
+    default: return t->stack < LC_HIER_STACKS ? lc_enc_stack_site(&m->st[t->stack], t, l, grad) : NULL;
     }
 }
 
@@ -107,6 +91,7 @@ static void bind(lc_hibert *m) {
             if (grad && (dst = site(m, t, l, 1))) *dst = grad;
         }
     }
+    m->dec.s.out_w = m->dec.s.wte, m->dec.s.g_out_w = m->dec.s.g_wte; /* the decoder's output is tied */
 }
 
 /* Normal draws from one stream seeded by the model seed, in list order; residual projections scaled by
@@ -119,8 +104,8 @@ static void init_tensors(lc_hibert *m) {
         const int param = lc_tensor_is_param(t);
         float *x = (param ? m->params : m->state) + (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
         const lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
-        const lc_config *c = st ? &st->cfg : t->stack == LC_HIER_DEC ? &m->dec.cfg : NULL;
-        const lc_attn_layer *layers = st ? st->layers : t->stack == LC_HIER_DEC ? m->dec.layers : NULL;
+        const lc_config *c = st ? &st->cfg : t->stack == LC_HIER_DEC ? &m->dec.s.cfg : NULL;
+        const lc_attn_layer *layers = st ? st->layers : t->stack == LC_HIER_DEC ? m->dec.s.layers : NULL;
         const lc_tensor_init_ctx ctx = {&rng, c ? c->n_layer : 1,
                                         t->init == LC_INIT_KIND ? &layers[t->layer].group[t->group] : NULL,
                                         c ? c->d_model / c->n_head : 0, c ? c->seq_len : 0, m->seed,
@@ -130,14 +115,6 @@ static void init_tensors(lc_hibert *m) {
 }
 
 lc_status lc_hier_build_params(lc_hibert *m) {
-    for (int s = 0; s < LC_HIER_STACKS; s++) {
-        lc_hier_stack *st = &m->st[s];
-        const size_t L = (size_t)st->cfg.n_layer;
-        st->blk = calloc(L, sizeof *st->blk);
-        st->gblk = calloc(L, sizeof *st->gblk);
-        st->group_state = calloc(L * LC_ATTN_MAX_GROUPS, sizeof *st->group_state);
-        if (!st->blk || !st->gblk || !st->group_state) return lc_fail(LC_ERR_NOMEM, "out of memory allocating the model");
-    }
     lc_status st = build_list(m);
     if (st) return st;
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
@@ -150,9 +127,4 @@ lc_status lc_hier_build_params(lc_hibert *m) {
 void lc_hier_free_params(lc_hibert *m) {
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     lc_tensors_release(&m->tensors, &buf);
-    for (int s = 0; s < LC_HIER_STACKS; s++) {
-        free(m->st[s].blk);
-        free(m->st[s].gblk);
-        free(m->st[s].group_state);
-    }
 }

@@ -13,37 +13,6 @@
 #include "kernels/kernels.h"
 #include "model/hier.h"
 
-enum { SEED_DEC_EMBED = 3, SEED_DEC_BLOCK = 3000, OUT_ROWS = 257 /* bytes and EOS */ };
-
-static float dec_dropout(const lc_hibert *m, int train) { return train ? m->cfg.dropout : 0.0f; }
-
-static lc_decoder_ctx dec_ctx(lc_hibert *m, int l, int train) {
-    lc_hier_dec *d = &m->dec;
-    const lc_config *c = &d->cfg;
-    lc_decoder_ctx x;
-    memset(&x, 0, sizeof x);
-    lc_block_ctx *b = &x.self;
-    b->B = 1, b->T = d->rows, b->C = c->d_model, b->H = c->n_head, b->F = c->d_ff;
-    b->norm = c->norm, b->activation = c->activation, b->dropout = c->dropout, b->train = train;
-    b->seed = lc_hier_step_seed(m, SEED_DEC_BLOCK + (uint64_t)l);
-    b->layer = &d->layers[l], b->causal = 1;
-    b->attn_seed = lc_seed_mix(0x6869626572740000ULL + LC_HIER_DEC, (uint64_t)l);
-    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) b->attn_state[i] = d->group_state[l * LC_ATTN_MAX_GROUPS + i];
-    b->global_pos = m->global_pos;
-    b->attn_work = m->attn_work, b->attn_work_floats = m->attn_work_floats;
-    b->threads = m->threads, b->tmp = d->tmp;
-    b->n_seq = d->n_seq, b->seq_len = d->seq_len;
-    x.enc = m->doc_out, x.N_enc = m->st[LC_HIER_DOC].rows, x.C_enc = m->st[LC_HIER_DOC].cfg.d_model;
-    x.n_pairs = d->n_seq, x.q_start = d->q_start, x.q_len = d->q_len, x.kv_start = d->kv_start, x.kv_len = d->kv_len;
-    x.cross_work = d->cross_work, x.cross_work_floats = d->cross_work_floats;
-    return x;
-}
-
-static int cmp_long(const void *a, const void *b) {
-    const long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
 /* The masking of every document and the encoders' batch (m->enc_*). */
 static lc_hibert_batch mask_batch(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed) {
     for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++) {
@@ -53,7 +22,7 @@ static lc_hibert_batch mask_batch(lc_hibert *m, const lc_hibert_batch *b, uint64
             m->enc_sent[i] = b->sent ? b->sent[src] : NULL;
             m->enc_len[i] = b->sent_len[src];
             m->enc_mask[i] = m->action[i] == LC_HIBERT_MASKED;
-            m->dec.doc_of[i] = j;
+            m->doc_of[i] = j;
         }
     }
     const lc_hibert_batch e = {b->n_docs, b->n_sents, m->enc_sent, m->enc_len};
@@ -62,19 +31,19 @@ static lc_hibert_batch mask_batch(lc_hibert *m, const lc_hibert_batch *b, uint64
 
 /* Decoder rows: the selected sentences longest first, their tokens, positions, targets and pairs. */
 static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
-    lc_hier_dec *d = &m->dec;
+    lc_dec_stack *d = &m->dec.s;
     int n = 0;
     for (int g = 0; g < m->n_sents; g++)
         if (m->action[g] != LC_HIBERT_UNSELECTED)
             m->keys[n++] = ((long)(d->max_len - lc_hier_clipped_len(m, b->sent_len[g]) - 1) << 32) | g;
-    qsort(m->keys, (size_t)n, sizeof *m->keys, cmp_long);
+    lc_sort_keys(m->keys, n);
     int r = 0;
     for (int k = 0; k < n; k++) {
         const int g = (int)(m->keys[k] & 0xffffffffL), L = lc_hier_clipped_len(m, b->sent_len[g]);
         const uint8_t *x = L ? b->sent[g] : NULL;
-        d->sent[k] = g, d->seq_len[k] = L + 1;
+        d->item[k] = g, d->seq_len[k] = L + 1;
         d->q_start[k] = r, d->q_len[k] = L + 1;
-        d->kv_start[k] = m->d_row[g] - m->d_pos[g], d->kv_len[k] = b->n_sents[d->doc_of[g]];
+        d->kv_start[k] = m->d_row[g] - m->d_pos[g], d->kv_len[k] = b->n_sents[m->doc_of[g]];
         for (int t = 0; t <= L; t++) {
             d->tok[r + t] = t ? x[t - 1] : LC_HIBERT_DEC_BOS;
             d->target[r + t] = t < L ? x[t] : LC_HIBERT_EOS;
@@ -83,19 +52,6 @@ static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
         r += L + 1;
     }
     d->n_seq = n, d->rows = r;
-}
-
-static const float *dec_hidden(const lc_hibert *m) {
-    const lc_hier_dec *d = &m->dec;
-    return d->cfg.norm == LC_NORM_PRE ? d->lnf : d->res[d->cfg.n_layer];
-}
-
-static double row_lse(const float *z) {
-    float mx = z[0];
-    for (int v = 1; v < OUT_ROWS; v++) mx = z[v] > mx ? z[v] : mx;
-    double s = 0;
-    for (int v = 0; v < OUT_ROWS; v++) s += exp((double)z[v] - mx);
-    return mx + log(s);
 }
 
 lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
@@ -109,89 +65,43 @@ lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uin
     st = lc_hier_encode(m, &e, train);
     m->enc_masked = NULL;
     if (st) return st;
-    lc_hier_dec *d = &m->dec;
+    lc_hier_dec *hd = &m->dec;
+    lc_dec_stack *d = &hd->s;
     pack_decoder(m, b);
-    char err[512];
-    for (int l = 0; l < d->cfg.n_layer; l++) {
-        const lc_decoder_ctx x = dec_ctx(m, l, train);
-        if (lc_decoder_check(&x, err, sizeof err)) return lc_fail(LC_ERR_ARG, "sentence decoder layer %d: %s", l, err);
-    }
-    const int Cd = m->st[LC_HIER_DOC].cfg.d_model, Cx = d->cfg.d_model, N = d->rows;
+    const lc_pass_env env = lc_hier_env(m);
+    d->enc = m->doc_out, d->N_enc = m->st[LC_HIER_DOC].rows, d->C_enc = m->st[LC_HIER_DOC].cfg.d_model;
+    if ((st = lc_dec_stack_check(d, &env))) return st;
+    const int Cd = d->C_enc, Cx = d->cfg.d_model;
     for (int k = 0; k < d->n_seq; k++)
-        memcpy(d->vin + (size_t)k * Cd, m->doc_out + (size_t)m->d_row[d->sent[k]] * Cd, sizeof(float) * (size_t)Cd);
-    if (d->in_w) lc_linear_forward(d->vproj, d->vin, d->in_w, d->in_b, d->n_seq, Cd, Cx);
-    else memcpy(d->vproj, d->vin, sizeof(float) * (size_t)d->n_seq * Cx);
-    for (int r = 0; r < N; r++) {
-        const float *a = d->wte + (size_t)d->tok[r] * Cx, *p = d->wpe + (size_t)d->pos[r] * Cx;
-        const float *v = d->vproj + (size_t)d->row_seq[r] * Cx;
-        float *x = d->res[0] + (size_t)r * Cx;
-        for (int k = 0; k < Cx; k++) x[k] = a[k] + p[k] + v[k];
-    }
-    lc_dropout_forward(d->res[0], d->res[0], (size_t)N * Cx, dec_dropout(m, train), lc_hier_step_seed(m, SEED_DEC_EMBED));
-    for (int l = 0; l < d->cfg.n_layer; l++) {
-        const lc_decoder_ctx x = dec_ctx(m, l, train);
-        lc_decoder_forward(&x, &d->blk[l], &d->dact[l], d->res[l], d->res[l + 1]);
-    }
-    if (d->cfg.norm == LC_NORM_PRE)
-        lc_layernorm_forward(d->lnf, d->lnf_mean, d->lnf_rstd, d->res[d->cfg.n_layer], d->lnf_w, d->lnf_b, N, Cx,
-                             LC_LN_EPS);
-    lc_linear_forward(d->logits, dec_hidden(m), d->wte, NULL, N, Cx, OUT_ROWS);
-    double sum = 0;
-    for (int r = 0; r < N; r++) {
-        const float *z = d->logits + (size_t)r * OUT_ROWS;
-        sum += row_lse(z) - z[d->target[r]];
-    }
-    d->count = N;
+        memcpy(hd->vin + (size_t)k * Cd, m->doc_out + (size_t)m->d_row[d->item[k]] * Cd, sizeof(float) * (size_t)Cd);
+    if (hd->in_w) lc_linear_forward(hd->vproj, hd->vin, hd->in_w, hd->in_b, d->n_seq, Cd, Cx);
+    else memcpy(hd->vproj, hd->vin, sizeof(float) * (size_t)d->n_seq * Cx);
+    lc_dec_stack_embed(d, &env, hd->vproj, train);
+    const double sum = lc_dec_stack_forward(d, &env, train);
+    hd->count = d->rows;
     m->pretrained = 1;
     if (loss_sum) *loss_sum = sum;
-    if (count) *count = N;
+    if (count) *count = d->rows;
     return LC_OK;
 }
 
 void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
-    lc_hier_dec *d = &m->dec;
+    lc_hier_dec *hd = &m->dec;
+    lc_dec_stack *d = &hd->s;
     lc_hier_stack *ds = &m->st[LC_HIER_DOC];
-    const int Cd = ds->cfg.d_model, Cx = d->cfg.d_model, N = d->rows, L = d->cfg.n_layer;
+    const int Cd = ds->cfg.d_model, Cx = d->cfg.d_model;
+    const lc_pass_env env = lc_hier_env(m);
     lc_set_threads(m->threads);
-    /* d loss / d logits = scale (softmax - one-hot), in place */
-    for (int r = 0; r < N; r++) {
-        float *z = d->logits + (size_t)r * OUT_ROWS;
-        const double lse = row_lse(z);
-        for (int v = 0; v < OUT_ROWS; v++) z[v] = (float)(loss_scale * exp((double)z[v] - lse));
-        z[d->target[r]] -= loss_scale;
-    }
-    memset(d->dh, 0, sizeof(float) * (size_t)N * Cx);
-    lc_linear_backward(d->dh, d->g_wte, NULL, d->logits, dec_hidden(m), d->wte, N, Cx, OUT_ROWS);
-    if (d->cfg.norm == LC_NORM_PRE) {
-        memset(d->dres, 0, sizeof(float) * (size_t)N * Cx);
-        lc_layernorm_backward(d->dres, d->g_lnf_w, d->g_lnf_b, d->dh, d->res[L], d->lnf_w, d->lnf_mean, d->lnf_rstd, N,
-                              Cx);
+    lc_dec_stack_backward(d, &env, loss_scale, m->cur_train, hd->dvproj);
+    if (hd->in_w) {
+        memset(hd->dvin, 0, sizeof(float) * (size_t)d->n_seq * Cd);
+        lc_linear_backward(hd->dvin, hd->g_in_w, hd->g_in_b, hd->dvproj, hd->vin, hd->in_w, d->n_seq, Cd, Cx);
     } else {
-        memcpy(d->dres, d->dh, sizeof(float) * (size_t)N * Cx);
-    }
-    memset(d->d_enc, 0, sizeof(float) * (size_t)ds->rows * Cd);
-    for (int l = L - 1; l >= 0; l--) {
-        const lc_decoder_ctx x = dec_ctx(m, l, m->cur_train);
-        lc_decoder_backward(&x, &d->blk[l], &d->gblk[l], &d->dact[l], d->res[l], d->dres, d->d_enc, &d->scratch);
-    }
-    lc_dropout_backward(d->dres, d->dres, (size_t)N * Cx, dec_dropout(m, m->cur_train),
-                        lc_hier_step_seed(m, SEED_DEC_EMBED));
-    memset(d->dvproj, 0, sizeof(float) * (size_t)d->n_seq * Cx);
-    for (int r = 0; r < N; r++) { /* serial: a fixed order */
-        const float *g = d->dres + (size_t)r * Cx;
-        float *ge = d->g_wte + (size_t)d->tok[r] * Cx, *gp = d->g_wpe + (size_t)d->pos[r] * Cx;
-        float *gv = d->dvproj + (size_t)d->row_seq[r] * Cx;
-        for (int k = 0; k < Cx; k++) ge[k] += g[k], gp[k] += g[k], gv[k] += g[k];
-    }
-    if (d->in_w) {
-        memset(d->dvin, 0, sizeof(float) * (size_t)d->n_seq * Cd);
-        lc_linear_backward(d->dvin, d->g_in_w, d->g_in_b, d->dvproj, d->vin, d->in_w, d->n_seq, Cd, Cx);
-    } else {
-        memcpy(d->dvin, d->dvproj, sizeof(float) * (size_t)d->n_seq * Cd);
+        memcpy(hd->dvin, hd->dvproj, sizeof(float) * (size_t)d->n_seq * Cd);
     }
     for (int k = 0; k < d->n_seq; k++) {
-        float *g = d->d_enc + (size_t)m->d_row[d->sent[k]] * Cd;
-        const float *v = d->dvin + (size_t)k * Cd;
+        float *g = d->d_enc + (size_t)m->d_row[d->item[k]] * Cd;
+        const float *v = hd->dvin + (size_t)k * Cd;
         for (int c = 0; c < Cd; c++) g[c] += v[c];
     }
     memcpy(ds->dh, d->d_enc, sizeof(float) * (size_t)ds->rows * Cd);

@@ -1,0 +1,140 @@
+/* The bidirectional encoder stack of the encoder-decoder models (model/stacks.h): set-up from a config,
+ * the block contexts of a pass over packed sequences, forward and backward with the final LayerNorm, the
+ * tensor sites; and what every stack's owner shares: packed embedding rows, and the longest-first sort. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/kernels.h"
+#include "model/stacks.h"
+
+lc_status lc_enc_stack_init(lc_enc_stack *st, const lc_config *c, const char *what, int max_len, int max_rows,
+                            int max_seqs) {
+    st->cfg = *c, st->what = what;
+    st->max_len = max_len, st->max_rows = max_rows, st->max_seqs = max_seqs;
+    const int L = c->n_layer;
+    st->layers = calloc((size_t)L, sizeof *st->layers);
+    st->bact = calloc((size_t)L, sizeof *st->bact);
+    st->res = calloc((size_t)L + 1, sizeof *st->res);
+    st->blk = calloc((size_t)L, sizeof *st->blk);
+    st->gblk = calloc((size_t)L, sizeof *st->gblk);
+    st->group_state = calloc((size_t)L * LC_ATTN_MAX_GROUPS, sizeof *st->group_state);
+    st->seq_len = malloc(sizeof(int) * (size_t)(max_seqs > 0 ? max_seqs : 1));
+    if (!st->layers || !st->bact || !st->res || !st->blk || !st->gblk || !st->group_state || !st->seq_len)
+        return lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
+    char err[512];
+    if (lc_attn_spec_build(c->attn, L, c->n_head, c->d_model / c->n_head, max_len, st->layers, err, sizeof err))
+        return lc_fail(LC_ERR_ARG, "%s: %s", what, err);
+    for (int l = 0; l < L; l++)
+        if (lc_attn_layer_check_globals(&st->layers[l], max_len, err, sizeof err))
+            return lc_fail(LC_ERR_ARG, "%s layer %d: %s", what, l, err);
+    return LC_OK;
+}
+
+void lc_enc_stack_free(lc_enc_stack *st) {
+    free(st->layers), free(st->bact), free(st->res), free(st->blk), free(st->gblk), free(st->group_state);
+    free(st->seq_len);
+}
+
+static lc_block_ctx stack_ctx(const lc_enc_stack *st, const lc_pass_env *e, int l, int train) {
+    const lc_config *c = &st->cfg;
+    lc_block_ctx x;
+    memset(&x, 0, sizeof x);
+    x.B = 1, x.T = st->rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
+    x.norm = c->norm, x.activation = c->activation, x.dropout = c->dropout, x.train = train;
+    x.seed = lc_seed_mix(e->step_seed, st->block_stream + (uint64_t)l);
+    x.layer = &st->layers[l], x.causal = 0;
+    x.attn_seed = lc_seed_mix(st->attn_stream, (uint64_t)l); /* fixed per layer */
+    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) x.attn_state[i] = st->group_state[l * LC_ATTN_MAX_GROUPS + i];
+    x.global_pos = e->global_pos;
+    x.attn_work = e->attn_work, x.attn_work_floats = e->attn_work_floats;
+    x.threads = e->threads, x.tmp = st->tmp;
+    x.n_seq = st->n_seq, x.seq_len = st->seq_len;
+    return x;
+}
+
+size_t lc_enc_stack_workspace(const lc_enc_stack *st, int threads) {
+    size_t work = 1;
+    for (int l = 0; l < st->cfg.n_layer; l++) {
+        lc_block_ctx c;
+        memset(&c, 0, sizeof c);
+        c.B = 1, c.T = st->max_rows, c.C = st->cfg.d_model, c.H = st->cfg.n_head, c.F = st->cfg.d_ff;
+        c.layer = &st->layers[l], c.causal = 0, c.threads = threads;
+        const size_t need = lc_block_packed_workspace(&c, st->max_rows, st->max_len);
+        work = need > work ? need : work;
+    }
+    return work;
+}
+
+lc_status lc_enc_stack_check(const lc_enc_stack *st, const lc_pass_env *e) {
+    char err[512];
+    for (int l = 0; l < st->cfg.n_layer; l++) {
+        const lc_block_ctx x = stack_ctx(st, e, l, 0);
+        if (lc_block_check_attention(&x, err, sizeof err)) return lc_fail(LC_ERR_ARG, "%s layer %d: %s", st->what, l, err);
+    }
+    return LC_OK;
+}
+
+const float *lc_enc_stack_forward(lc_enc_stack *st, const lc_pass_env *e, int train) {
+    const lc_config *c = &st->cfg;
+    for (int l = 0; l < c->n_layer; l++) {
+        const lc_block_ctx x = stack_ctx(st, e, l, train);
+        lc_block_forward(&x, &st->blk[l], &st->bact[l], st->res[l], st->res[l + 1]);
+    }
+    if (c->norm != LC_NORM_PRE) return st->res[c->n_layer];
+    lc_layernorm_forward(st->lnf, st->lnf_mean, st->lnf_rstd, st->res[c->n_layer], st->lnf_w, st->lnf_b, st->rows,
+                         c->d_model, LC_LN_EPS);
+    return st->lnf;
+}
+
+void lc_enc_stack_backward(lc_enc_stack *st, const lc_pass_env *e, int train) {
+    const lc_config *c = &st->cfg;
+    const size_t NC = (size_t)st->rows * c->d_model;
+    if (c->norm == LC_NORM_PRE) {
+        memset(st->dres, 0, NC * sizeof(float));
+        lc_layernorm_backward(st->dres, st->g_lnf_w, st->g_lnf_b, st->dh, st->res[c->n_layer], st->lnf_w,
+                              st->lnf_mean, st->lnf_rstd, st->rows, c->d_model);
+    } else {
+        memcpy(st->dres, st->dh, NC * sizeof(float));
+    }
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        const lc_block_ctx x = stack_ctx(st, e, l, train);
+        lc_block_backward(&x, &st->blk[l], &st->gblk[l], &st->bact[l], st->res[l], st->dres, &st->scratch);
+    }
+}
+
+float **lc_enc_stack_site(lc_enc_stack *st, const lc_tensor *t, int l, int grad) {
+    switch (t->site) {
+    case LC_SITE_WPE: return grad ? &st->g_wpe : &st->wpe;
+    case LC_SITE_LNF_W: return grad ? &st->g_lnf_w : &st->lnf_w;
+    case LC_SITE_LNF_B: return grad ? &st->g_lnf_b : &st->lnf_b;
+    case LC_SITE_KIND_STATE: return grad ? NULL : &st->group_state[l * LC_ATTN_MAX_GROUPS + t->group];
+    default: return lc_tensor_block_field(grad ? &st->gblk[l] : &st->blk[l], t);
+    }
+}
+
+/* ---------------------------------------------------------------- shared by the owners */
+
+void lc_embed_rows(float *out, const float *wte, const float *wpe, const int *tok, const int *pos, int rows, int C) {
+    for (int r = 0; r < rows; r++) {
+        const float *a = wte + (size_t)tok[r] * C, *p = wpe + (size_t)pos[r] * C;
+        float *x = out + (size_t)r * C;
+        for (int k = 0; k < C; k++) x[k] = a[k] + p[k];
+    }
+}
+
+void lc_embed_rows_backward(float *g_wte, float *g_wpe, const float *d, const int *tok, const int *pos, int rows,
+                            int C) {
+    for (int r = 0; r < rows; r++) {
+        const float *g = d + (size_t)r * C;
+        float *ge = g_wte + (size_t)tok[r] * C, *gp = g_wpe + (size_t)pos[r] * C;
+        for (int k = 0; k < C; k++) ge[k] += g[k], gp[k] += g[k];
+    }
+}
+
+static int cmp_long(const void *a, const void *b) {
+    const long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+void lc_sort_keys(long *keys, int n) { qsort(keys, (size_t)n, sizeof *keys, cmp_long); }
