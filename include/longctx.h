@@ -3,7 +3,8 @@
  *   longctx/train.h    training, byte corpora and streams, evaluation, checkpoints, sampling
  *   longctx/summary.h  documents, sentences, summary labels and ROUGE
  *   longctx/lra.h      long-range classification data: ListOps, labelled TSV files, tokenization
- *   longctx/hibert.h   HIBERT, the hierarchical document model */
+ *   longctx/hibert.h   HIBERT, the hierarchical document model
+ *   longctx/classify.h sequence classification on the encoder (ListOps, Text), its checkpoints */
 #ifndef LONGCTX_H
 #define LONGCTX_H
 
@@ -12,5 +13,6 @@
 #include "longctx/summary.h"
 #include "longctx/lra.h"
 #include "longctx/hibert.h"
+#include "longctx/classify.h"
 
 #endif

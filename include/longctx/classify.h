@@ -1,0 +1,123 @@
+/* longctx public API, part of longctx.h (include that one): sequence classification on the bidirectional encoder (Long Range Arena's ListOps and Text), its training step and checkpoints. */
+#ifndef LONGCTX_CLASSIFY_H
+#define LONGCTX_CLASSIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "longctx/lra.h"
+#include "longctx/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================================================
+ * Sequence classification (docs/lra.md): a [CLS] symbol in front of the tokens, a bidirectional encoder
+ * of any attention spec, and LRA's head: the [CLS] row's final hidden state (or the mean over every row,
+ * [CLS] included) -> dense -> ReLU -> dense to the classes, softmax cross-entropy. [CLS] is position 0:
+ * for every head group whose kind has global tokens (LC_ATTN_CAP_GLOBAL: window) it is a global token
+ * (added to the group's global positions), for every other kind an ordinary position. The examples of a
+ * batch are packed end to end, not padded: cost follows their real lengths.
+ * ================================================================================================ */
+
+typedef enum { LC_POOL_CLS = 0, LC_POOL_MEAN = 1 } lc_pool;
+
+typedef struct {
+    int n_layer, d_model, n_head, d_ff; /* the encoder's shape */
+    lc_norm norm;
+    lc_activation activation;
+    float dropout;                  /* embeddings and sublayer outputs, training only */
+    char attn[LC_ATTN_SPEC_CHARS];  /* attention spec (docs/attention.md; "": full) */
+    int attn_share;                 /* consecutive layers sharing one attention module (0, 1: none) */
+    int max_len;                    /* tokens read per example; longer ones are truncated. Positions: max_len + 1 */
+    lc_tokens tokens;               /* bytes or words */
+    int vocab;                      /* token ids 0..vocab-1: 256 for bytes, lc_word_vocab_size() for words */
+    int n_classes;                  /* >= 2 */
+    int d_hidden;                   /* the head's hidden width (0: d_model) */
+    lc_pool pool;
+} lc_classify_config;
+
+/* The defaults: 2 layers of width 128, 4 heads, d_ff 512, pre-LN, GELU, no dropout, full attention,
+ * bytes (vocab 256), max_len LC_LRA_TEXT_MAX_LEN, 2 classes, d_hidden = d_model, [CLS] pooling. */
+void lc_classify_config_default(lc_classify_config *c);
+/* LC_ERR_ARG naming the offending field (the attention spec parsed and checked for max_len + 1 keys). */
+lc_status lc_classify_config_validate(const lc_classify_config *c);
+/* "cls" / "mean"; LC_ERR_ARG naming --pool otherwise. */
+lc_status lc_pool_parse(const char *name, lc_pool *out);
+const char *lc_pool_name(lc_pool p);
+/* The embedding row of [CLS]: 257 for bytes (rows 0..255 bytes, 256 the masked-LM mask symbol, as the
+ * masked-LM encoder's), LC_WORD_CLS for words. */
+int lc_classify_cls_token(const lc_classify_config *c);
+
+typedef struct lc_classifier lc_classifier;
+
+/* A batch: n examples, example i the token ids ids[i][0 .. len[i]) (no [CLS]; ids beyond max_len are not
+ * read). An empty example (len 0) is its [CLS] alone. */
+typedef struct {
+    int n;
+    const int *const *ids;
+    const int *len;
+} lc_classify_batch;
+
+/* Build a classifier whose activations are planned for batches of up to max_batch examples and up to
+ * max_rows packed rows ([CLS] included; 0: max_batch * (max_len + 1)). Parameters from `seed`. */
+lc_status lc_classifier_create(const lc_classify_config *c, int max_batch, long max_rows, uint64_t seed,
+                               lc_classifier **out);
+void lc_classifier_free(lc_classifier *m);
+const lc_classify_config *lc_classifier_config(const lc_classifier *m);
+size_t lc_classifier_num_params(const lc_classifier *m);
+size_t lc_classifier_param_bytes(const lc_classifier *m);      /* parameters, gradients, AdamW moments */
+size_t lc_classifier_activation_bytes(const lc_classifier *m); /* activations and attention workspace */
+lc_status lc_classifier_set_threads(lc_classifier *m, int threads);
+long lc_classifier_steps_done(const lc_classifier *m);
+/* Rows a batch takes once packed: sum over examples of min(len, max_len) + 1. */
+long lc_classifier_batch_rows(const lc_classifier *m, const lc_classify_batch *b);
+
+/* Forward pass: the logits [n, n_classes] of every example (batch order). With labels (0..n_classes-1; may
+ * be NULL) the summed cross-entropy in nats (loss_sum) and the number of examples whose largest logit is
+ * their label (correct). `train` enables dropout (keyed by the step). */
+lc_status lc_classifier_forward(lc_classifier *m, const lc_classify_batch *b, const int *labels, int train,
+                                double *loss_sum, long *correct);
+const float *lc_classifier_logits(const lc_classifier *m);
+/* Backward of the last forward (it needs labels) for loss_sum * loss_scale; gradients ACCUMULATE. */
+lc_status lc_classifier_backward(lc_classifier *m, float loss_scale);
+void lc_classifier_zero_grad(lc_classifier *m);
+/* One optimisation step: zero the gradients, forward with dropout, backward of the mean loss, clipping,
+ * AdamW at lc_learning_rate(o, step) (weight decay on matrices and embeddings). *loss: the mean before the
+ * step. LC_ERR_NUMERIC (nothing changed) when the loss or the gradient is not finite. */
+lc_status lc_classifier_step(lc_classifier *m, const lc_train_options *o, const lc_classify_batch *b,
+                             const int *labels, double *loss);
+
+/* What a checkpoint records besides the model: the training options (train.*) and the run. */
+typedef struct {
+    lc_train_options opts;
+    float valid_accuracy; /* validation accuracy of the saved weights (-1: not measured) */
+    long examples;        /* training examples seen when they were saved */
+} lc_classify_run;
+void lc_classify_run_default(lc_classify_run *r);
+
+/* Checkpoints (docs/checkpoint.md, "Classification models"): every tensor with its AdamW moments, metadata
+ * model = classify with the configuration, the step, the seed, the run, the label set (classify.labels,
+ * lc_label_set_save's text) and, for words, the vocabulary (classify.words, lc_word_vocab_save's text).
+ * Written atomically like lc_checkpoint_save. labels->n must be the model's n_classes; words is required
+ * for (and only for) a words model. */
+lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run, const lc_label_set *labels,
+                             const lc_word_vocab *words, const char *path);
+/* Build a classifier from a checkpoint (max_batch examples, max_rows rows as in create; 0: the saved training
+ * batch) and restore its parameters, moments and step; *labels receives the label set, *words (may be NULL
+ * to skip it) the vocabulary of a words model (NULL for bytes), run (may be NULL) the run. A checkpoint of
+ * another model (language model, HIBERT) or any fault is LC_ERR_FORMAT naming the file. */
+lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_classifier **out, lc_classify_run *run,
+                             lc_label_set *labels, lc_word_vocab **words);
+/* Start the encoder from a masked-LM checkpoint (lc_checkpoint_save of a model with objective mlm and model
+ * vanilla): every block tensor and ln_f must match in name and shape; wpe rows are copied up to the shorter
+ * of the two; wte rows 0..256 are copied for bytes (a words model keeps its own embedding); [CLS], global
+ * projections the checkpoint lacks (they start as a copy of the layer's qkv projection) and the head keep
+ * their initialisation. LC_ERR_FORMAT naming the file and the tensor otherwise. */
+lc_status lc_classifier_init_from(lc_classifier *m, const char *mlm_path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,56 @@
+/* Internal view of the sequence classifier (struct lc_classifier): one bidirectional stack of blocks over
+ * packed examples ([CLS] first in each), LRA's head, the parameter table laid out from one tensor list
+ * (model/tensors.h) and the activations planned once for the largest batch. */
+#ifndef LC_MODEL_CLASSIFY_H
+#define LC_MODEL_CLASSIFY_H
+
+#include "longctx.h"
+#include "model/stacks.h"
+
+struct lc_classifier {
+    lc_classify_config cfg;
+    int max_batch;
+    uint64_t seed;
+    long step;
+    int threads;
+    lc_enc_stack st;              /* the encoder: cfg as a vanilla MLM config, seq_len = max_len + 1 */
+
+    lc_tensor_list tensors;
+    lc_table ptab, stab;
+    float *params, *grads, *adam_m, *adam_v, *state;
+    float *wte, *g_wte;           /* [emb_rows, C] */
+    float *w1, *b1, *g_w1, *g_b1; /* cls.dense [Dh, C], [Dh] */
+    float *w2, *b2, *g_w2, *g_b2; /* cls.out [K, Dh], [K] */
+
+    lc_table atab;
+    float *acts;
+    float *attn_work;
+    size_t attn_work_floats;
+    int *global_pos;              /* 0, 1, 2, ... */
+    int *tok, *pos;               /* [max_rows] */
+    int *order;                   /* [max_batch] packed sequence k is example order[k] */
+    int *row0;                    /* [max_batch] first row of example i (batch order) */
+    int *labels;                  /* [max_batch] the last forward's labels */
+    float *pooled, *hpre, *hid, *logits, *lse, *losses; /* [B, C], [B, Dh] x2, [B, K], [B], [B] */
+    float *d_pooled, *d_hpre, *d_hid, *d_logits;
+    int n, have_labels, cur_train;
+};
+
+/* The environment of this step's passes (model/stacks.h). */
+lc_pass_env lc_classify_env(const lc_classifier *m);
+
+/* The embedding rows: 258 for bytes (bytes, mask symbol, [CLS]), vocab for words. */
+int lc_classify_emb_rows(const lc_classify_config *c);
+/* The encoder's shape as a vanilla MLM lc_config (tensor list, block contexts). */
+lc_config lc_classify_encoder_config(const lc_classify_config *c);
+/* The encoder's layers from its spec with the [CLS] rule applied (position 0 global for every group of a
+ * kind with LC_ATTN_CAP_GLOBAL); 0 or -1 with a message in err. */
+int lc_classify_layers(const lc_classify_config *c, lc_attn_layer *layers, char *err, size_t errlen);
+/* The tensor list of config c (layers from lc_classify_layers). */
+lc_status lc_classify_tensors(const lc_classify_config *c, const lc_attn_layer *layers, lc_tensor_list *out);
+
+/* train/checkpoint_classify.c: metadata key i of a classifier checkpoint (NULL past the end), for the
+ * documentation check. */
+const char *lc_classify_meta_key(int i);
+
+#endif
