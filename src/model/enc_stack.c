@@ -1,12 +1,39 @@
 /* The bidirectional encoder stack of the encoder-decoder models (model/stacks.h): set-up from a config,
  * the block contexts of a pass over packed sequences, forward and backward with the final LayerNorm, the
  * tensor sites; and what every stack's owner shares: packed embedding rows, and the longest-first sort. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/rng.h"
 #include "kernels/kernels.h"
 #include "model/stacks.h"
+
+lc_config lc_stack_config(const lc_hibert_stack *s, lc_norm norm, lc_activation activation, float dropout,
+                          int max_len, lc_objective objective) {
+    lc_config c;
+    lc_config_default(&c);
+    c.vocab = 256, c.model = LC_MODEL_VANILLA, c.objective = objective, c.tied = 1;
+    c.n_layer = s->n_layer, c.d_model = s->d_model, c.n_head = s->n_head, c.d_ff = s->d_ff;
+    c.seq_len = max_len, c.norm = norm, c.activation = activation, c.dropout = dropout;
+    c.mem_len = 0, c.qk_share = 0, c.attn_share = 0, c.reversible = 0, c.ffn_chunk = 0, c.extra_tokens = 0;
+    memcpy(c.attn, s->attn, sizeof c.attn);
+    if (!memchr(c.attn, 0, sizeof c.attn)) c.attn[0] = 0; /* refused by lc_stack_validate first */
+    if (!c.attn[0]) strcpy(c.attn, "full");
+    return c;
+}
+
+lc_status lc_stack_validate(const lc_hibert_stack *s, const char *what, lc_norm norm, lc_activation activation,
+                            float dropout, int max_len, lc_objective objective) {
+    if (!memchr(s->attn, 0, sizeof s->attn)) return lc_fail(LC_ERR_ARG, "%s: attn spec is not terminated", what);
+    const lc_config c = lc_stack_config(s, norm, activation, dropout, max_len, objective);
+    if (lc_config_validate(&c)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", lc_last_error());
+        return lc_fail(LC_ERR_ARG, "%s: %s", what, msg);
+    }
+    return LC_OK;
+}
 
 lc_status lc_enc_stack_init(lc_enc_stack *st, const lc_config *c, const char *what, int max_len, int max_rows,
                             int max_seqs) {

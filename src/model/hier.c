@@ -27,18 +27,8 @@ void lc_hibert_config_default(lc_hibert_config *c) {
     c->dropout = 0.0f;
 }
 
-/* A stack's shape as a vanilla bidirectional config over sequences of up to max_len rows. */
 static lc_config stack_config(const lc_hibert_config *h, const lc_hibert_stack *s, int max_len) {
-    lc_config c;
-    lc_config_default(&c);
-    c.vocab = 256, c.model = LC_MODEL_VANILLA, c.objective = LC_OBJECTIVE_MLM, c.tied = 1;
-    c.n_layer = s->n_layer, c.d_model = s->d_model, c.n_head = s->n_head, c.d_ff = s->d_ff;
-    c.seq_len = max_len, c.norm = h->norm, c.activation = h->activation, c.dropout = h->dropout;
-    c.mem_len = 0, c.qk_share = 0, c.attn_share = 0, c.reversible = 0, c.ffn_chunk = 0, c.extra_tokens = 0;
-    memcpy(c.attn, s->attn, sizeof c.attn);
-    if (!memchr(c.attn, 0, sizeof c.attn)) c.attn[0] = 0; /* refused by the caller's check first */
-    if (!c.attn[0]) strcpy(c.attn, "full");
-    return c;
+    return lc_stack_config(s, h->norm, h->activation, h->dropout, max_len, LC_OBJECTIVE_MLM);
 }
 
 lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
@@ -50,14 +40,9 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
     const char *what[3] = {"sentence encoder", "document encoder", "sentence decoder"};
     const int len[3] = {h->max_sent_len + 1, h->max_sents, h->max_sent_len + 1};
     for (int i = 0; i < 3; i++) {
-        if (!memchr(s[i]->attn, 0, sizeof s[i]->attn)) return lc_fail(LC_ERR_ARG, "%s: attn spec is not terminated", what[i]);
-        lc_config c = stack_config(h, s[i], len[i]);
-        if (i == 2) c.objective = LC_OBJECTIVE_CLM;
-        if (lc_config_validate(&c)) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", lc_last_error());
-            return lc_fail(LC_ERR_ARG, "%s: %s", what[i], msg);
-        }
+        lc_status st = lc_stack_validate(s[i], what[i], h->norm, h->activation, h->dropout, len[i],
+                                         i == 2 ? LC_OBJECTIVE_CLM : LC_OBJECTIVE_MLM);
+        if (st) return st;
     }
     return LC_OK;
 }

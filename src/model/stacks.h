@@ -22,6 +22,14 @@ typedef struct {
     int threads;
 } lc_pass_env;
 
+/* A stack's shape (lc_hibert_stack: layers, width, heads, feed-forward, attention spec; "" is full) as a
+ * vanilla config over sequences of up to max_len rows: LC_OBJECTIVE_MLM bidirectional, CLM causal. */
+lc_config lc_stack_config(const lc_hibert_stack *s, lc_norm norm, lc_activation activation, float dropout,
+                          int max_len, lc_objective objective);
+/* That config's lc_config_validate (the spec's termination first), the message prefixed with `what`. */
+lc_status lc_stack_validate(const lc_hibert_stack *s, const char *what, lc_norm norm, lc_activation activation,
+                            float dropout, int max_len, lc_objective objective);
+
 /* One bidirectional stack of blocks over packed sequences. */
 typedef struct {
     lc_config cfg;         /* its shape as a vanilla MLM config (tensor list; seq_len = the longest sequence) */
