@@ -132,6 +132,40 @@ lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uin
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
                                   double *loss);
 
+/* ---------------------------------------------------------------- checkpoints (docs/checkpoint.md) */
+typedef enum { LC_HIBERT_STAGE_PRETRAIN = 0, LC_HIBERT_STAGE_FINETUNE = 1 } lc_hibert_stage;
+#define LC_HIBERT_DATA_CHARS 4096
+
+/* What a training run records beside the model, so that --resume continues it exactly. */
+typedef struct {
+    lc_hibert_stage stage;
+    lc_train_options opts;    /* steps, batch (documents per batch), lr, ..., seed, eval_every (data, hook: unused) */
+    lc_hibert_limits limits;  /* the largest batch the run planned for */
+    int labels;               /* fine-tuning: the lc_label_rule of the sentence labels */
+    int latin1;               /* user files that are not UTF-8 were read as Latin-1 (--encoding latin1) */
+    char data[LC_HIBERT_DATA_CHARS]; /* the data sources, absolute paths, one per line */
+    long data_docs, data_bytes;      /* training documents (chunks) and their bytes */
+    uint64_t data_hash;              /* FNV-1a 64 over the training documents' sentences */
+    float best;               /* fine-tuning: the best validation score so far (-1: none) */
+    long best_step;           /* the step it was reached at */
+} lc_hibert_run;
+
+void lc_hibert_run_default(lc_hibert_run *r);
+/* Save the model (parameters, AdamW moments, kind state), its configuration, the step, the seed and the
+ * run record atomically (as lc_checkpoint_save: a temporary file beside PATH, fsync, rename). */
+lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const char *path);
+/* Read and check a HIBERT checkpoint's metadata only (cfg, run may be NULL). A language-model checkpoint or
+ * any other file is LC_ERR_FORMAT with one line naming the file. */
+lc_status lc_hibert_checkpoint_info(const char *path, lc_hibert_config *cfg, lc_hibert_run *run);
+/* Build the model a checkpoint describes, planned for `limits` (NULL: the run's), and restore its parameters,
+ * moments, kind state and step (a resume continues bit-identically). The file's whole tensor table is
+ * checked against the configuration first. run (may be NULL) receives the run record. */
+lc_status lc_hibert_load(const char *path, const lc_hibert_limits *limits, lc_hibert **out, lc_hibert_run *run);
+/* Copy a checkpoint's parameters and kind state into m (weights only: no moments, the step stays), for
+ * starting a stage from the previous one. The checkpoint's shape (the three stacks with their attention
+ * specs, max_sent_len, max_sents, norm, activation) must be m's: LC_ERR_ARG naming the first difference. */
+lc_status lc_hibert_init_from(lc_hibert *m, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

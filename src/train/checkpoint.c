@@ -11,9 +11,10 @@
 #include "kernels/fastmath.h"
 #include "model/lm.h"
 #include "train/checkpoint_meta.h"
+#include "train/checkpoint_tensors.h"
 #include "train/safetensors.h"
 
-#define NAME_CAP (LC_NAME_MAX + 16) /* a tensor name with an "optim.m." or "state.memory." prefix */
+#define NAME_CAP LC_CKPT_NAME_CAP
 
 /* XL memory rows as contiguous [batch, rows, C] tensors "state.memory.<layer>" (so a resumed run
  * continues exactly); returns the buffer backing them (caller frees) and their count in *n_out
@@ -35,8 +36,8 @@ static float *memory_snapshot(const lc_model *m, lc_st_tensor *t, char (*names)[
     return buf;
 }
 
-static const float *tensor_data(const lc_model *m, const lc_tensor *t, const float *base) {
-    return base + (lc_tensor_is_param(t) ? m->ptab.slots : m->stab.slots)[t->slot].offset;
+static lc_ckpt_tensors buffers(const lc_model *m) {
+    return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
 }
 
 lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const char *path) {
@@ -54,28 +55,12 @@ lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const
         free(t), free(names), free(h), free(meta);
         return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
     }
-    /* parameters, then their first moments, then their second moments, all in list order */
-    const float *bases[3] = {m->params, m->adam_m, m->adam_v};
-    int k = 0;
-    for (int which = 0; which < 3; which++)
-        for (int i = 0; i < m->tensors.n; i++) {
-            const lc_tensor *x = &m->tensors.t[i];
-            if (!lc_tensor_is_param(x)) continue;
-            const char *name = x->name;
-            if (which) {
-                snprintf(names[k - n], sizeof names[0], "optim.%s.%s", which == 1 ? "m" : "v", x->name);
-                name = names[k - n];
-            }
-            t[k++] = (lc_st_tensor){name, LC_DT_F32, x->ndim, {x->shape[0], x->shape[1]}, tensor_data(m, x, bases[which])};
-        }
+    const lc_ckpt_tensors bufs = buffers(m);
+    int k = lc_ckpt_list_params(&bufs, t, names); /* parameters, first moments, second moments */
     int n_mem = 0;
     float *mem = memory_snapshot(m, t + k, names + 2 * n, &n_mem);
     k += n_mem > 0 ? n_mem : 0;
-    for (int i = 0; i < m->tensors.n; i++) { /* attention kinds' state (not trained) */
-        const lc_tensor *x = &m->tensors.t[i];
-        if (!lc_tensor_is_param(x))
-            t[k++] = (lc_st_tensor){x->name, LC_DT_F32, x->ndim, {x->shape[0], x->shape[1]}, tensor_data(m, x, m->state)};
-    }
+    k += lc_ckpt_list_state(&bufs, t + k); /* attention kinds' state (not trained) */
     h->cfg = m->cfg;
     h->opts = *o;
     h->step = m->step;
@@ -118,64 +103,24 @@ void lc_data_record_set(lc_data_record *r, const char *path, const lc_corpus *c)
 
 /* ---------------------------------------------------------------- loading */
 
-static int compare_tensors(const void *a, const void *b) {
-    return strcmp((*(const lc_tensor *const *)a)->name, (*(const lc_tensor *const *)b)->name);
+/* The XL memory tensors the metadata says were saved. */
+static int is_memory(const char *name, const void *user) {
+    const lc_ckpt_meta *h = user;
+    int l = -1, used = 0;
+    return sscanf(name, "state.memory.%d%n", &l, &used) == 1 && !name[used] && l >= 0 && l < h->cfg.n_layer &&
+           h->memory_rows > 0;
 }
 
-/* The first tensor of the file that the model does not have (the file holds more than it expects). */
-static lc_status name_stray_tensor(const lc_st_file *f, const lc_tensor_list *list, const lc_ckpt_meta *h) {
-    const lc_tensor **sorted = malloc(sizeof *sorted * (size_t)(list->n + 1));
-    if (!sorted) return lc_fail(LC_ERR_NOMEM, "%s: out of memory checking the tensors", lc_st_path(f));
-    for (int i = 0; i < list->n; i++) sorted[i] = &list->t[i];
-    qsort(sorted, (size_t)list->n, sizeof *sorted, compare_tensors);
-    const char *stray = NULL;
-    for (int i = 0; i < lc_st_count(f) && !stray; i++) {
-        const char *name = lc_st_at(f, i)->name;
-        int l = -1, used = 0;
-        if (sscanf(name, "state.memory.%d%n", &l, &used) == 1 && !name[used] && l >= 0 && l < h->cfg.n_layer &&
-            h->memory_rows > 0)
-            continue;
-        const int moment = strncmp(name, "optim.m.", 8) == 0 || strncmp(name, "optim.v.", 8) == 0;
-        lc_tensor key;
-        snprintf(key.name, sizeof key.name, "%s", moment ? name + 8 : name);
-        const lc_tensor *key_ptr = &key;
-        const lc_tensor **hit = bsearch(&key_ptr, sorted, (size_t)list->n, sizeof *sorted, compare_tensors);
-        if (!hit || strlen(moment ? name + 8 : name) >= sizeof key.name || (moment && !lc_tensor_is_param(*hit)))
-            stray = name;
-    }
-    free(sorted);
-    if (!stray)
-        return lc_fail(LC_ERR_FORMAT, "%s: the file holds %d tensors, not the number its metadata implies",
-                       lc_st_path(f), lc_st_count(f));
-    return lc_fail(LC_ERR_FORMAT, "%s: tensor %.100s is not part of the model the metadata describes", lc_st_path(f),
-                   stray);
-}
-
-/* Every tensor the metadata implies must be in the file, F32, of exactly its shape (moments too when
- * present; the XL memory when the metadata says it was saved), and the file may hold nothing else.
- * Then every parameter the model will allocate is backed by bytes of the file. */
+/* The list's tensors, and the XL memory when the metadata says it was saved, and nothing else. */
 static lc_status check_tensor_table(const lc_st_file *f, const lc_ckpt_meta *h, const lc_tensor_list *list) {
     char nm[NAME_CAP];
     lc_status st;
-    int expected = 0;
-    for (int i = 0; i < list->n; i++) {
-        const lc_tensor *t = &list->t[i];
-        if ((st = lc_st_expect(f, t->name, LC_DT_F32, t->ndim, t->shape))) return st;
-        expected++;
-        for (int which = 0; which < 2 && lc_tensor_is_param(t); which++) { /* optional: weights-only exports */
-            snprintf(nm, sizeof nm, "optim.%s.%s", which ? "v" : "m", t->name);
-            if (!lc_st_find(f, nm)) continue;
-            if ((st = lc_st_expect(f, nm, LC_DT_F32, t->ndim, t->shape))) return st;
-            expected++;
-        }
-    }
     const long mem_shape[3] = {h->memory_batch, h->memory_rows, h->cfg.d_model};
     for (int l = 0; l < h->cfg.n_layer && h->memory_rows > 0; l++) {
         snprintf(nm, sizeof nm, "state.memory.%d", l);
         if ((st = lc_st_expect(f, nm, LC_DT_F32, 3, mem_shape))) return st;
-        expected++;
     }
-    return lc_st_count(f) == expected ? LC_OK : name_stray_tensor(f, list, h);
+    return lc_ckpt_check_table(f, list, h->memory_rows > 0 ? h->cfg.n_layer : 0, is_memory, h);
 }
 
 /* The tensor list of the configuration the metadata describes, checked against the file. */
@@ -195,33 +140,6 @@ static lc_status check_tensors(const lc_st_file *f, const lc_ckpt_meta *h) {
     }
     free(layers);
     return st;
-}
-
-/* Copy the checked tensors into the model; non-finite values are damage. */
-static lc_status read_tensors(const lc_st_file *f, lc_model *m) {
-    char nm[NAME_CAP];
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        const int param = lc_tensor_is_param(t);
-        float *bases[3] = {param ? m->params : m->state, m->adam_m, m->adam_v};
-        for (int which = 0; which < (param ? 3 : 1); which++) {
-            const char *name = t->name;
-            if (which) {
-                snprintf(nm, sizeof nm, "optim.%s.%s", which == 1 ? "m" : "v", t->name);
-                if (!lc_st_find(f, nm)) continue;
-                name = nm;
-            }
-            float *dst = (float *)tensor_data(m, t, bases[which]);
-            lc_status st = lc_st_read(f, name, LC_DT_F32, t->ndim, t->shape, dst);
-            if (st) return st;
-            const size_t n = lc_tensor_count(t);
-            if (!lc_all_finite(dst, n))
-                return lc_fail(LC_ERR_FORMAT, "%s: tensor %s holds NaN or infinity", lc_st_path(f), name);
-            for (size_t j = 0; which == 2 && j < n; j++)
-                if (dst[j] < 0) return lc_fail(LC_ERR_FORMAT, "%s: tensor %s holds a negative second moment", lc_st_path(f), name);
-        }
-    }
-    return LC_OK;
 }
 
 /* Restores the XL memory saved with a training run when it fits the model as built (a resume); an
@@ -266,7 +184,10 @@ lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc
     if (!st) st = lc_ckpt_meta_parse(f, h);
     if (!st) st = check_tensors(f, h);
     if (!st) st = create_model(f, h, max_batch, &m);
-    if (!st) st = read_tensors(f, m);
+    if (!st) {
+        const lc_ckpt_tensors bufs = buffers(m);
+        st = lc_ckpt_read_tensors(f, &bufs, 1);
+    }
     if (!st) st = read_memory(f, m, h);
     if (!st) {
         m->step = h->step;

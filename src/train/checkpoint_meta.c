@@ -1,6 +1,8 @@
-/* The metadata keys of a checkpoint (see checkpoint_meta.h): one table, a writer and a reader. Values
- * are strings: integers in decimal, floats with 9 significant digits (exact for fp32), choices by name. */
+/* The metadata keys of a language-model checkpoint (see checkpoint_meta.h), the training options and
+ * data record shared with HIBERT's, and the one writer and reader of any key table (train/meta_table.h).
+ * Values are strings: integers in decimal, floats with 9 significant digits (exact for fp32), choices by name. */
 #include "train/checkpoint_meta.h"
+#include "train/meta_table.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,32 +13,6 @@
 
 #include "core/status.h"
 
-typedef enum {
-    T_CONST,  /* a fixed string (text) */
-    T_CHOICE, /* an enum field stored as the name of its value: text = "name0|name1|..." (values lo, lo+1, ...) */
-    T_INT,    /* int */
-    T_BOOL,   /* int, 0 or 1 */
-    T_LONG,   /* long */
-    T_U64,    /* uint64_t, any value */
-    T_FLOAT,  /* float, finite, within [flo, fhi] (ends excluded per `open`) */
-    T_STRING  /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
-} meta_type;
-
-enum { REQUIRED = 1, XL_ONLY = 2, DATA = 4 }; /* XL_ONLY keys are written for (and read from) xl models only;
-                                                   DATA keys only when the data record holds a path */
-enum { OPEN_LO = 1, OPEN_HI = 2 };
-
-typedef struct {
-    const char *key;
-    meta_type type;
-    size_t at; /* offset of the value in lc_ckpt_meta */
-    long long lo, hi;
-    double flo, fhi;
-    unsigned open;
-    const char *text;
-    unsigned need;
-} meta_key;
-
 _Static_assert(sizeof(lc_model_kind) == sizeof(int) && sizeof(lc_norm) == sizeof(int) &&
                    sizeof(lc_activation) == sizeof(int) && sizeof(lc_objective) == sizeof(int),
                "choice fields are read and written as int");
@@ -45,14 +21,9 @@ _Static_assert(LC_MODEL_VANILLA == 0 && LC_MODEL_XL == 1 && LC_NORM_PRE == 0 && 
                "choice names are listed in enum order");
 
 #define CFG(f) offsetof(lc_ckpt_meta, cfg.f)
-#define OPT(f) offsetof(lc_ckpt_meta, opts.f)
+#define OPT(f) offsetof(lc_train_options, f)
 #define AT(f) offsetof(lc_ckpt_meta, f)
-#define INT(k, at, lo, hi, need) {k, T_INT, at, lo, hi, 0, 0, 0, NULL, need}
-#define LONG(k, at, lo, hi, need) {k, T_LONG, at, lo, hi, 0, 0, 0, NULL, need}
-#define BOOL(k, at, need) {k, T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
-#define FLOAT(k, at, flo, fhi, open) {k, T_FLOAT, at, 0, 0, flo, fhi, open, NULL, REQUIRED}
-#define CHOICE(k, at, names, need) {k, T_CHOICE, at, 0, 1, 0, 0, 0, names, need}
-#define DATA_AT(f) offsetof(lc_ckpt_meta, opts.data.f)
+#define DATA_AT(f) offsetof(lc_train_options, data.f)
 
 /* In the order they are written. Ranges are what a file may hold; lc_config_validate then checks the
  * configuration as a whole. Optional keys are absent from older files and default to 0 / "". */
@@ -84,7 +55,11 @@ static const meta_key keys[] = {
     INT("state.memory_rows", AT(memory_rows), 0, 1 << 24, XL_ONLY),
     INT("state.memory_batch", AT(memory_batch), 0, 1 << 24, XL_ONLY),
     LONG("step", AT(step), 0, 1LL << 62, REQUIRED),
-    {"seed", T_U64, AT(seed), 0, 0, 0, 0, 0, NULL, REQUIRED},
+    U64("seed", AT(seed), REQUIRED),
+};
+
+/* The training options, shared with HIBERT's table (train/checkpoint_hibert.c). */
+static const meta_key train_keys[] = {
     LONG("train.steps", OPT(steps), 0, 1LL << 40, REQUIRED),
     INT("train.batch", OPT(batch), 1, 1 << 20, REQUIRED),
     INT("train.grad_accum", OPT(grad_accum), 1, 1 << 20, REQUIRED),
@@ -98,18 +73,47 @@ static const meta_key keys[] = {
     FLOAT("train.clip", OPT(clip), 0, HUGE_VAL, 0),
     LONG("train.eval_every", OPT(eval_every), 0, 1LL << 40, REQUIRED),
     LONG("train.eval_bytes", OPT(eval_bytes), 0, 1LL << 50, REQUIRED),
-    {"train.seed", T_U64, OPT(seed), 0, 0, 0, 0, 0, NULL, REQUIRED},
+    U64("train.seed", OPT(seed), REQUIRED),
+};
+
+/* The language model's data record (one byte file). */
+static const meta_key data_keys[] = {
     {"data.path", T_STRING, DATA_AT(path), 0, LC_DATA_PATH_CHARS, 0, 0, 0, NULL, DATA},
     LONG("data.size", DATA_AT(size), 0, 1LL << 62, DATA),
     {"data.hash", T_U64, DATA_AT(hash), 0, 0, 0, 0, 0, NULL, DATA},
     {"data.split", T_CHOICE, DATA_AT(split), LC_SPLIT_ENWIK8, LC_SPLIT_NANOGPT, 0, 0, 0, "enwik8|nanogpt", DATA},
 };
-#define N_KEYS (int)(sizeof keys / sizeof *keys)
+#define N_OF(a) (int)(sizeof a / sizeof *a)
+
+const meta_part lc_meta_train_part = {train_keys, N_OF(train_keys), 0};
+const meta_part lc_meta_data_part = {data_keys, N_OF(data_keys), 0};
+/* The language model's metadata: its keys, then the training options and the data record (in its opts). */
+static const meta_part lm_parts[] = {{keys, N_OF(keys), 0},
+                                     {train_keys, N_OF(train_keys), offsetof(lc_ckpt_meta, opts)},
+                                     {data_keys, N_OF(data_keys), offsetof(lc_ckpt_meta, opts)}};
+#define N_PARTS N_OF(lm_parts)
+
+const char *lc_meta_key_at(const meta_part *parts, int n_parts, int i, unsigned *need) {
+    for (int p = 0; p < n_parts && i >= 0; i -= parts[p].n, p++)
+        if (i < parts[p].n) {
+            if (need) *need = parts[p].keys[i].need;
+            return parts[p].keys[i].key;
+        }
+    return NULL;
+}
 
 const char *lc_ckpt_meta_key(int i, int *xl_only) {
-    if (i < 0 || i >= N_KEYS) return NULL;
-    if (xl_only) *xl_only = (keys[i].need & XL_ONLY) != 0;
-    return keys[i].key;
+    unsigned need = 0;
+    const char *k = lc_meta_key_at(lm_parts, N_PARTS, i, &need);
+    if (k && xl_only) *xl_only = (need & XL_ONLY) != 0;
+    return k;
+}
+
+/* XL keys for xl models only; the data record only when it holds a path (read when present). */
+static int lm_skip(const meta_key *k, const void *base, int writing) {
+    const lc_ckpt_meta *h = base;
+    if ((k->need & XL_ONLY) && h->cfg.model != LC_MODEL_XL) return 1;
+    return writing && (k->need & DATA) && !h->opts.data.path[0];
 }
 
 /* Name number v of "name0|name1|..." into out ("" past the end). */
@@ -119,31 +123,35 @@ static void choice_name(const char *names, int v, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", names ? (int)(bar ? bar - names : (ptrdiff_t)strlen(names)) : 0, names ? names : "");
 }
 
-void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out) {
-    _Static_assert(N_KEYS <= (int)(sizeof out->items / sizeof *out->items), "room for every key");
-    const char *base = (const char *)h;
+void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
+                    lc_ckpt_meta_strings *out) {
     out->n = 0;
-    for (int i = 0; i < N_KEYS; i++) {
-        const meta_key *k = &keys[i];
-        if ((k->need & XL_ONLY) && h->cfg.model != LC_MODEL_XL) continue;
-        if ((k->need & DATA) && !h->opts.data.path[0]) continue;
-        char *v = out->values[out->n];
-        const size_t cap = sizeof out->values[0];
-        const void *at = base + k->at;
-        switch (k->type) {
-        case T_CONST: snprintf(v, cap, "%s", k->text); break;
-        case T_CHOICE: choice_name(k->text, *(const int *)at - (int)k->lo, v, cap); break;
-        case T_INT: snprintf(v, cap, "%d", *(const int *)at); break;
-        case T_BOOL: snprintf(v, cap, "%d", *(const int *)at != 0); break;
-        case T_LONG: snprintf(v, cap, "%ld", *(const long *)at); break;
-        case T_U64: snprintf(v, cap, "%llu", (unsigned long long)*(const uint64_t *)at); break;
-        case T_FLOAT: snprintf(v, cap, "%.9g", (double)*(const float *)at); break;
-        case T_STRING: snprintf(v, cap, "%s", *(const char *)at || !k->text ? (const char *)at : k->text); break;
+    for (int p = 0; p < n_parts; p++)
+        for (int i = 0; i < parts[p].n; i++) {
+            const meta_key *k = &parts[p].keys[i];
+            if (skip && skip(k, base, 1)) continue;
+            if (out->n == LC_CKPT_META_MAX) break; /* asserted by the tables' tests */
+            char *v = out->values[out->n];
+            const size_t cap = sizeof out->values[0];
+            const void *at = (const char *)base + parts[p].at + k->at;
+            switch (k->type) {
+            case T_CONST: snprintf(v, cap, "%s", k->text); break;
+            case T_CHOICE: choice_name(k->text, *(const int *)at - (int)k->lo, v, cap); break;
+            case T_INT: snprintf(v, cap, "%d", *(const int *)at); break;
+            case T_BOOL: snprintf(v, cap, "%d", *(const int *)at != 0); break;
+            case T_LONG: snprintf(v, cap, "%ld", *(const long *)at); break;
+            case T_U64: snprintf(v, cap, "%llu", (unsigned long long)*(const uint64_t *)at); break;
+            case T_FLOAT: snprintf(v, cap, "%.9g", (double)*(const float *)at); break;
+            case T_STRING: snprintf(v, cap, "%s", *(const char *)at || !k->text ? (const char *)at : k->text); break;
+            }
+            out->items[out->n].key = k->key;
+            out->items[out->n].value = v;
+            out->n++;
         }
-        out->items[out->n].key = k->key;
-        out->items[out->n].value = v;
-        out->n++;
-    }
+}
+
+void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out) {
+    lc_meta_format(lm_parts, N_PARTS, h, lm_skip, out);
 }
 
 /* Decimal digits only (a leading '-' when negative allowed): no spaces, signs, hex or exponents. */
@@ -219,21 +227,31 @@ static lc_status parse_value(const lc_st_file *f, const meta_key *k, const char 
     return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s': unknown type", path, k->key);
 }
 
+lc_status lc_meta_parse(const lc_st_file *f, const meta_part *parts, int n_parts, void *base, meta_skip_fn skip) {
+    for (int p = 0; p < n_parts; p++)
+        for (int i = 0; i < parts[p].n; i++) {
+            const meta_key *k = &parts[p].keys[i];
+            if (skip && skip(k, base, 0)) continue;
+            const char *v = lc_st_get_meta(f, k->key);
+            if (!v && !(k->need & REQUIRED)) continue;
+            if (!v && p == 0 && i == 0)
+                return lc_fail(LC_ERR_FORMAT, "%s: not a longctx checkpoint (no metadata 'format')", lc_st_path(f));
+            if (!v) return lc_fail(LC_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", lc_st_path(f), k->key);
+            lc_status st = parse_value(f, k, v, (char *)base + parts[p].at + k->at);
+            if (st) return st;
+        }
+    return LC_OK;
+}
+
 lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h) {
     memset(h, 0, sizeof *h);
     lc_train_options_default(&h->opts);
-    char *base = (char *)h;
-    for (int i = 0; i < N_KEYS; i++) { /* "model" comes before every XL_ONLY key */
-        const meta_key *k = &keys[i];
-        if ((k->need & XL_ONLY) && h->cfg.model != LC_MODEL_XL) continue;
-        const char *v = lc_st_get_meta(f, k->key);
-        if (!v && !(k->need & REQUIRED)) continue;
-        if (!v && i == 0)
-            return lc_fail(LC_ERR_FORMAT, "%s: not a longctx checkpoint (no metadata 'format')", lc_st_path(f));
-        if (!v) return lc_fail(LC_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", lc_st_path(f), k->key);
-        lc_status st = parse_value(f, k, v, base + k->at);
-        if (st) return st;
-    }
+    const char *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
+    if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && model && strcmp(model, "hibert") == 0)
+        return lc_fail(LC_ERR_FORMAT, "%s: a hibert checkpoint, not a language model; use longctx summarize, "
+                                      "eval --task summarize or hibert", lc_st_path(f));
+    lc_status st = lc_meta_parse(f, lm_parts, N_PARTS, h, lm_skip); /* "model" comes before every XL_ONLY key */
+    if (st) return st;
     if (lc_config_validate(&h->cfg)) {
         char why[400];
         snprintf(why, sizeof why, "%s", lc_last_error());

@@ -22,9 +22,10 @@ typedef struct {
 } lc_ckpt_meta;
 
 /* The metadata as key/value strings for lc_st_write (storage included). */
+#define LC_CKPT_META_MAX 64
 typedef struct {
-    lc_st_meta items[64];
-    char values[64][LC_DATA_PATH_CHARS > LC_ATTN_SPEC_CHARS ? LC_DATA_PATH_CHARS : LC_ATTN_SPEC_CHARS];
+    lc_st_meta items[LC_CKPT_META_MAX];
+    char values[LC_CKPT_META_MAX][LC_DATA_PATH_CHARS > LC_ATTN_SPEC_CHARS ? LC_DATA_PATH_CHARS : LC_ATTN_SPEC_CHARS];
     int n;
 } lc_ckpt_meta_strings;
 
@@ -35,5 +36,7 @@ lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h);
 
 /* The table, for documentation checks: key i (NULL past the end) and whether the model must be xl. */
 const char *lc_ckpt_meta_key(int i, int *xl_only);
+/* The same for HIBERT checkpoints (train/checkpoint_hibert.c). */
+const char *lc_hibert_meta_key(int i);
 
 #endif

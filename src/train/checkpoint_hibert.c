@@ -1,0 +1,222 @@
+/* HIBERT checkpoints (docs/checkpoint.md, "HIBERT models"): the model's tensor list with AdamW moments and
+ * kind state (train/checkpoint_tensors.h), and metadata `model = hibert` from one key table (the three
+ * stacks, max_sent_len, max_sents, norm, activation, dropout, stage, step, seed, the run record and the
+ * training options shared with the language model's table). Language-model checkpoints are refused with
+ * one line, as the language-model reader refuses these. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/fastmath.h"
+#include "model/hier.h"
+#include "train/checkpoint_tensors.h"
+#include "train/meta_table.h"
+
+typedef struct {
+    lc_hibert_config cfg;
+    lc_hibert_run run;
+    long step;
+    uint64_t seed;
+} hmeta;
+
+#define CFG(f) offsetof(hmeta, cfg.f)
+#define RUN(f) offsetof(hmeta, run.f)
+#define STACK(s)                                                                                          \
+    INT(#s ".n_layer", CFG(s.n_layer), 1, 4096, REQUIRED), INT(#s ".d_model", CFG(s.d_model), 1, 1 << 20, REQUIRED), \
+    INT(#s ".n_head", CFG(s.n_head), 1, 1 << 16, REQUIRED), INT(#s ".d_ff", CFG(s.d_ff), 1, 1 << 24, REQUIRED),     \
+    STRING(#s ".attn", CFG(s.attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED)
+
+_Static_assert(sizeof(lc_hibert_stage) == sizeof(int) && LC_HIBERT_STAGE_FINETUNE == 1 && LC_LABELS_GREEDY == 1,
+               "choice fields are read and written as int, names in enum order");
+
+static const meta_key keys[] = {
+    CONST("format", LC_CKPT_FORMAT),
+    CONST("format_version", LC_CKPT_VERSION),
+    CONST("model", "hibert"),
+    CHOICE("stage", RUN(stage), "pretrain|finetune", REQUIRED),
+    STACK(sent),
+    STACK(doc),
+    STACK(dec),
+    INT("max_sent_len", CFG(max_sent_len), 1, 1 << 20, REQUIRED),
+    INT("max_sents", CFG(max_sents), 1, 1 << 20, REQUIRED),
+    CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
+    CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
+    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
+    LONG("step", offsetof(hmeta, step), 0, 1LL << 62, REQUIRED),
+    U64("seed", offsetof(hmeta, seed), REQUIRED),
+    INT("limits.max_docs", RUN(limits.max_docs), 1, 1 << 20, REQUIRED),
+    INT("limits.max_sents", RUN(limits.max_sents), 1, 1 << 24, REQUIRED),
+    LONG("limits.max_bytes", RUN(limits.max_bytes), 1, 1L << 30, REQUIRED),
+    CHOICE("labels", RUN(labels), "contained|greedy", 0),
+    BOOL("latin1", RUN(latin1), 0),
+    STRING("data.sources", RUN(data), LC_HIBERT_DATA_CHARS, NULL, 0),
+    LONG("data.documents", RUN(data_docs), 0, 1LL << 40, 0),
+    LONG("data.bytes", RUN(data_bytes), 0, 1LL << 62, 0),
+    U64("data.hash", RUN(data_hash), 0),
+    {"best.score", T_FLOAT, RUN(best), 0, 0, -1, 100, 0, NULL, 0},
+    LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
+};
+
+static const meta_part parts[] = {{keys, (int)(sizeof keys / sizeof *keys), 0},
+                                  {NULL, 0, offsetof(hmeta, run.opts)}};
+
+/* parts[1] is the shared training-options table (a constant of another file: filled on use). */
+static void get_parts(meta_part out[2]) {
+    out[0] = parts[0];
+    out[1] = lc_meta_train_part;
+    out[1].at = parts[1].at;
+}
+
+const char *lc_hibert_meta_key(int i) {
+    meta_part p[2];
+    get_parts(p);
+    return lc_meta_key_at(p, 2, i, NULL);
+}
+
+void lc_hibert_run_default(lc_hibert_run *r) {
+    memset(r, 0, sizeof *r);
+    lc_train_options_default(&r->opts);
+    r->best = -1;
+}
+
+lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const char *path) {
+    lc_clear_error();
+    if (!lc_all_finite(m->params, m->ptab.total))
+        return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
+    const int n = m->ptab.n;
+    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)m->stab.n + 1, sizeof *t);
+    char(*names)[LC_CKPT_NAME_CAP] = calloc((size_t)2 * n + 1, sizeof *names);
+    hmeta *h = calloc(1, sizeof *h);
+    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
+    lc_status st = LC_OK;
+    if (!t || !names || !h || !meta) {
+        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
+    } else {
+        const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+        int k = lc_ckpt_list_params(&bufs, t, names);
+        k += lc_ckpt_list_state(&bufs, t + k);
+        h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
+        h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+        meta_part p[2];
+        get_parts(p);
+        lc_meta_format(p, 2, h, NULL, meta);
+        st = lc_st_write(path, t, k, meta->items, meta->n);
+    }
+    free(t), free(names), free(h), free(meta);
+    return st;
+}
+
+/* The metadata of an open file, checked: the kind of model first, then every key, then the config. */
+static lc_status parse(const lc_st_file *f, hmeta *h) {
+    memset(h, 0, sizeof *h);
+    lc_hibert_run_default(&h->run);
+    const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
+    if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && (!model || strcmp(model, "hibert") != 0))
+        return lc_fail(LC_ERR_FORMAT, "%s: %s%.40s%s, not a hibert model; use longctx eval or sample", path,
+                       model ? "a language model checkpoint (model = " : "a checkpoint without metadata 'model'",
+                       model ? model : "", model ? ")" : "");
+    meta_part p[2];
+    get_parts(p);
+    lc_status st = lc_meta_parse(f, p, 2, h, NULL);
+    if (st) return st;
+    if (lc_hibert_config_validate(&h->cfg)) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", path, why);
+    }
+    return LC_OK;
+}
+
+static lc_status open_parsed(const char *path, lc_st_file **f, hmeta **h) {
+    *h = NULL;
+    lc_status st = lc_st_open(path, f);
+    if (st) return st;
+    if (!(*h = malloc(sizeof **h))) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (!st) st = parse(*f, *h);
+    if (st) {
+        lc_st_close(*f);
+        free(*h);
+        *h = NULL;
+    }
+    return st;
+}
+
+lc_status lc_hibert_checkpoint_info(const char *path, lc_hibert_config *cfg, lc_hibert_run *run) {
+    lc_clear_error();
+    lc_st_file *f;
+    hmeta *h;
+    lc_status st = open_parsed(path, &f, &h);
+    if (st) return st;
+    if (cfg) *cfg = h->cfg;
+    if (run) *run = h->run;
+    lc_st_close(f);
+    free(h);
+    return LC_OK;
+}
+
+/* The model's list against the file, then its values (moments when asked). */
+static lc_status read_into(const lc_st_file *f, lc_hibert *m, int moments) {
+    lc_status st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
+    const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+    return st ? st : lc_ckpt_read_tensors(f, &bufs, moments);
+}
+
+lc_status lc_hibert_load(const char *path, const lc_hibert_limits *limits, lc_hibert **out, lc_hibert_run *run) {
+    lc_clear_error();
+    *out = NULL;
+    lc_st_file *f;
+    hmeta *h;
+    lc_status st = open_parsed(path, &f, &h);
+    if (st) return st;
+    lc_hibert *m = NULL;
+    st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m);
+    if (st) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        st = lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: cannot build the model it describes: %s", path, why);
+    }
+    if (!st) st = read_into(f, m, 1);
+    if (!st) {
+        m->step = h->step;
+        if (run) *run = h->run;
+        *out = m;
+    } else {
+        lc_hibert_free(m);
+    }
+    lc_st_close(f);
+    free(h);
+    return st;
+}
+
+static int stack_differs(const lc_hibert_stack *a, const lc_hibert_stack *b) {
+    const char *x = a->attn[0] ? a->attn : "full", *y = b->attn[0] ? b->attn : "full";
+    return a->n_layer != b->n_layer || a->d_model != b->d_model || a->n_head != b->n_head || a->d_ff != b->d_ff ||
+           strcmp(x, y) != 0;
+}
+
+lc_status lc_hibert_init_from(lc_hibert *m, const char *path) {
+    lc_clear_error();
+    lc_st_file *f;
+    hmeta *h;
+    lc_status st = open_parsed(path, &f, &h);
+    if (st) return st;
+    const lc_hibert_config *a = &h->cfg, *b = &m->cfg;
+    const lc_hibert_stack *sa[3] = {&a->sent, &a->doc, &a->dec}, *sb[3] = {&b->sent, &b->doc, &b->dec};
+    const char *what[3] = {"sentence encoder", "document encoder", "sentence decoder"};
+    for (int i = 0; i < 3 && !st; i++)
+        if (stack_differs(sa[i], sb[i]))
+            st = lc_fail(LC_ERR_ARG, "%s: its %s (%d layers, dim %d, %d heads, ffn %d, attn %s) is not the model's "
+                                     "(%d, %d, %d, %d, %s)", path, what[i], sa[i]->n_layer, sa[i]->d_model,
+                         sa[i]->n_head, sa[i]->d_ff, sa[i]->attn, sb[i]->n_layer, sb[i]->d_model, sb[i]->n_head,
+                         sb[i]->d_ff, sb[i]->attn);
+    if (!st && (a->max_sent_len != b->max_sent_len || a->max_sents != b->max_sents || a->norm != b->norm ||
+                a->activation != b->activation))
+        st = lc_fail(LC_ERR_ARG, "%s: max-sent-len %d, max-sents %d, %s-LN, %s: not the model's (%d, %d, %s-LN, %s)",
+                     path, a->max_sent_len, a->max_sents, a->norm ? "post" : "pre", a->activation ? "relu" : "gelu",
+                     b->max_sent_len, b->max_sents, b->norm ? "post" : "pre", b->activation ? "relu" : "gelu");
+    if (!st) st = read_into(f, m, 0);
+    lc_st_close(f);
+    free(h);
+    return st;
+}

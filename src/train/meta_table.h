@@ -1,0 +1,71 @@
+/* The machinery behind checkpoint metadata (train/checkpoint_meta.c for language models,
+ * train/checkpoint_hibert.c for HIBERT): a key table says, for each key, its type, range, where its value
+ * lives in a C struct and whether it is required; one writer and one reader walk any such table, so a
+ * model's writer and reader cannot drift apart. Values are strings: integers in decimal, floats with 9
+ * significant digits (exact for fp32), choices by name. Private to src/train. */
+#ifndef LC_TRAIN_META_TABLE_H
+#define LC_TRAIN_META_TABLE_H
+
+#include <stddef.h>
+
+#include "train/checkpoint_meta.h"
+
+typedef enum {
+    T_CONST,  /* a fixed string (text) */
+    T_CHOICE, /* an enum field stored as the name of its value: text = "name0|name1|..." (values lo, lo+1, ...) */
+    T_INT,    /* int */
+    T_BOOL,   /* int, 0 or 1 */
+    T_LONG,   /* long */
+    T_U64,    /* uint64_t, any value */
+    T_FLOAT,  /* float, finite, within [flo, fhi] (ends excluded per `open`) */
+    T_STRING  /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
+} meta_type;
+
+/* need: REQUIRED keys must be present; XL_ONLY keys exist for xl language models only; DATA keys are
+ * written only when the data record holds a path. */
+enum { REQUIRED = 1, XL_ONLY = 2, DATA = 4 };
+enum { OPEN_LO = 1, OPEN_HI = 2 };
+
+typedef struct {
+    const char *key;
+    meta_type type;
+    size_t at; /* offset of the value inside the part's struct */
+    long long lo, hi;
+    double flo, fhi;
+    unsigned open;
+    const char *text;
+    unsigned need;
+} meta_key;
+
+#define INT(k, at, lo, hi, need) {k, T_INT, at, lo, hi, 0, 0, 0, NULL, need}
+#define LONG(k, at, lo, hi, need) {k, T_LONG, at, lo, hi, 0, 0, 0, NULL, need}
+#define BOOL(k, at, need) {k, T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
+#define FLOAT(k, at, flo, fhi, open) {k, T_FLOAT, at, 0, 0, flo, fhi, open, NULL, REQUIRED}
+#define CHOICE(k, at, names, need) {k, T_CHOICE, at, 0, 1, 0, 0, 0, names, need}
+#define U64(k, at, need) {k, T_U64, at, 0, 0, 0, 0, 0, NULL, need}
+#define STRING(k, at, cap, dflt, need) {k, T_STRING, at, 0, cap, 0, 0, 0, dflt, need}
+#define CONST(k, text) {k, T_CONST, 0, 0, 0, 0, 0, 0, text, REQUIRED}
+
+/* A table of keys whose values live at base + at (base: the struct the whole metadata is read into). */
+typedef struct {
+    const meta_key *keys;
+    int n;
+    size_t at;
+} meta_part;
+
+/* Whether key k is left out (writing: not written; reading: not read) for the values at base. */
+typedef int (*meta_skip_fn)(const meta_key *k, const void *base, int writing);
+
+/* The training options (lc_train_options: train.*) and the language model's data record (data.*),
+ * offsets relative to lc_train_options: parts of both models' tables. */
+extern const meta_part lc_meta_train_part, lc_meta_data_part;
+
+void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
+                    lc_ckpt_meta_strings *out);
+/* Reads every key of the parts in order (a key only read when skip says so after the keys before it);
+ * LC_ERR_FORMAT naming the file and the key for a missing required key or a bad value. */
+lc_status lc_meta_parse(const lc_st_file *f, const meta_part *parts, int n_parts, void *base, meta_skip_fn skip);
+/* Key i of the parts (NULL past the end), its `need` in *need (may be NULL). */
+const char *lc_meta_key_at(const meta_part *parts, int n_parts, int i, unsigned *need);
+
+#endif

@@ -1,0 +1,239 @@
+/* Tests of HIBERT checkpoints (lc_hibert_save / lc_hibert_load / lc_hibert_init_from): a round trip is
+ * bit-exact (the same scores and pre-training loss), a resumed run continues bit-identically, init copies
+ * the weights only and refuses another shape, and damaged files or checkpoints of the other model kind are
+ * refused with one line naming the file; docs/checkpoint.md lists every HIBERT metadata key. */
+#include <string.h>
+#include <unistd.h>
+
+#include "core/threads.h"
+#include "harness.h"
+#include "longctx.h"
+#include "model/hier.h"
+#include "test_files.h"
+#include "train/checkpoint_meta.h"
+
+/* Two documents of 3 and 2 sentences. */
+static const char *sents[5] = {"The cat sat.", "It was warm!", "Nobody came?", "A second text.", "It ends."};
+static const int n_sents[2] = {3, 2};
+static int lens[5];
+
+static lc_hibert_batch batch(void) {
+    for (int i = 0; i < 5; i++) lens[i] = (int)strlen(sents[i]);
+    return (lc_hibert_batch){2, n_sents, (const uint8_t *const *)sents, lens};
+}
+
+static const uint8_t labels[5] = {1, 0, 1, 0, 1};
+
+static void config(lc_hibert_config *c, int width) {
+    lc_hibert_config_default(c);
+    c->sent = (lc_hibert_stack){1, 16, 2, 32, "window:w=4"};
+    c->doc = (lc_hibert_stack){1, width, 2, 24, ""};
+    c->dec = (lc_hibert_stack){1, 8, 2, 16, ""};
+    c->max_sent_len = 16, c->max_sents = 4, c->dropout = 0.1f;
+}
+
+static lc_hibert *make(int width) {
+    lc_hibert_config c;
+    config(&c, width);
+    const lc_hibert_limits lim = {2, 0, 0};
+    lc_hibert *m = NULL;
+    CHECK(lc_hibert_create(&c, &lim, 7, &m) == LC_OK, "%s", lc_last_error());
+    return m;
+}
+
+static void options(lc_train_options *o) {
+    lc_train_options_default(o);
+    o->steps = 6, o->warmup = 2, o->lr = 3e-3f;
+}
+
+/* Steps from..to of alternating pre-training and extraction steps. */
+static void train(lc_hibert *m, const lc_train_options *o, long to) {
+    const lc_hibert_batch b = batch();
+    for (long s = lc_hibert_steps_done(m); s < to; s++) {
+        lc_status st = s % 2 ? lc_hibert_step(m, o, &b, labels, NULL) : lc_hibert_pretrain_step(m, o, &b, 99 + (uint64_t)s, NULL);
+        CHECK(st == LC_OK, "step %ld: %s", s, lc_last_error());
+    }
+}
+
+static int same_floats(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+
+static lc_hibert_run run_record(const lc_train_options *o) {
+    lc_hibert_run r;
+    lc_hibert_run_default(&r);
+    r.stage = LC_HIBERT_STAGE_FINETUNE, r.opts = *o, r.limits = (lc_hibert_limits){2, 8, 128};
+    snprintf(r.data, sizeof r.data, "/data/a\n/data/b");
+    r.data_docs = 5, r.data_bytes = 1234, r.data_hash = 0xfeedfacecafebeefULL, r.best = 61.25f, r.best_step = 4;
+    return r;
+}
+
+TEST(round_trip_is_bit_exact) {
+    lc_hibert *m = make(16);
+    if (!m) return;
+    lc_train_options o;
+    options(&o);
+    train(m, &o, 3);
+    const lc_hibert_run r = run_record(&o);
+    char path[300];
+    snprintf(path, sizeof path, "%s", tmp_path("a.safetensors"));
+    CHECK(lc_hibert_save(m, &r, path) == LC_OK, "%s", lc_last_error());
+    lc_hibert *l = NULL;
+    lc_hibert_run back;
+    CHECK(lc_hibert_load(path, NULL, &l, &back) == LC_OK, "%s", lc_last_error());
+    if (!l) { lc_hibert_free(m); return; }
+    const lc_hibert_config *x = lc_hibert_get_config(l), *y = lc_hibert_get_config(m);
+    CHECK(x->sent.d_model == y->sent.d_model && !strcmp(x->sent.attn, y->sent.attn) && x->doc.d_ff == y->doc.d_ff &&
+              x->dec.n_head == y->dec.n_head && x->max_sents == y->max_sents && x->dropout == y->dropout, "config");
+    CHECK(lc_hibert_steps_done(l) == 3, "step %ld", lc_hibert_steps_done(l));
+    CHECK(back.stage == r.stage && back.limits.max_bytes == 128 && back.best == r.best && back.best_step == 4 &&
+              back.data_hash == r.data_hash && strcmp(back.data, r.data) == 0 && back.opts.lr == o.lr &&
+              back.opts.steps == o.steps && back.opts.seed == o.seed, "run record");
+    CHECK(same_floats(l->params, m->params, m->ptab.total) && same_floats(l->adam_m, m->adam_m, m->ptab.total) &&
+              same_floats(l->adam_v, m->adam_v, m->ptab.total), "tensors");
+    const lc_hibert_batch b = batch();
+    double la = 0, lb = 0;
+    long na = 0, nb = 0;
+    CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    float scores[5];
+    memcpy(scores, lc_hibert_scores(m), sizeof scores);
+    CHECK(lc_hibert_extract_forward(l, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(same_floats(scores, lc_hibert_scores(l), 5), "scores");
+    CHECK(lc_hibert_pretrain_forward(m, &b, 5, 0, &la, &na) == LC_OK && lc_hibert_pretrain_forward(l, &b, 5, 0, &lb, &nb) == LC_OK,
+          "%s", lc_last_error());
+    CHECK(la == lb && na == nb, "pre-training loss %.17g vs %.17g", la, lb);
+    lc_hibert_free(l);
+    lc_hibert_free(m);
+}
+
+TEST(resume_continues_bit_identically) {
+    lc_hibert *a = make(16), *b = make(16);
+    if (!a || !b) { lc_hibert_free(a); lc_hibert_free(b); return; }
+    lc_train_options o;
+    options(&o);
+    train(a, &o, 6);
+    train(b, &o, 3);
+    const lc_hibert_run r = run_record(&o);
+    CHECK(lc_hibert_save(b, &r, tmp_path("b.safetensors")) == LC_OK, "%s", lc_last_error());
+    lc_hibert_free(b);
+    b = NULL;
+    CHECK(lc_hibert_load(tmp_path("b.safetensors"), NULL, &b, NULL) == LC_OK, "%s", lc_last_error());
+    if (!b) { lc_hibert_free(a); return; }
+    train(b, &o, 6);
+    CHECK(same_floats(a->params, b->params, a->ptab.total) && same_floats(a->adam_v, b->adam_v, a->ptab.total),
+          "resumed parameters differ from the uninterrupted run's");
+    lc_hibert_free(a);
+    lc_hibert_free(b);
+}
+
+TEST(init_copies_weights_only) {
+    lc_hibert *a = make(16), *b = make(16), *c = make(24);
+    if (!a || !b || !c) { lc_hibert_free(a); lc_hibert_free(b); lc_hibert_free(c); return; }
+    lc_train_options o;
+    options(&o);
+    train(a, &o, 2);
+    const lc_hibert_run r = run_record(&o);
+    CHECK(lc_hibert_save(a, &r, tmp_path("i.safetensors")) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_init_from(b, tmp_path("i.safetensors")) == LC_OK, "%s", lc_last_error());
+    CHECK(same_floats(a->params, b->params, a->ptab.total), "weights copied");
+    CHECK(lc_hibert_steps_done(b) == 0, "the step stays");
+    for (size_t i = 0; i < b->ptab.total; i++)
+        if (b->adam_m[i] != 0) { CHECK(0, "moments stay zero"); break; }
+    CHECK(lc_hibert_init_from(c, tmp_path("i.safetensors")) == LC_ERR_ARG, "another width");
+    CHECK(strstr(lc_last_error(), "i.safetensors: its document encoder (1 layers, dim 16"), "%s", lc_last_error());
+    lc_hibert_free(a), lc_hibert_free(b), lc_hibert_free(c);
+}
+
+static void expect_refusal(const char *path, const char *want) {
+    lc_hibert *m = NULL;
+    const lc_status st = lc_hibert_load(path, NULL, &m, NULL);
+    CHECK(st == LC_ERR_FORMAT && m == NULL && strstr(lc_last_error(), want) && !strchr(lc_last_error(), '\n'),
+          "%s: status %d, '%s' (want '%s')", path, st, lc_last_error(), want);
+    lc_hibert_free(m);
+}
+
+static char *slurp(const char *path, long *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)*n + 1);
+    if (fread(s, 1, (size_t)*n, f) != (size_t)*n) *n = 0;
+    fclose(f);
+    s[*n] = 0;
+    return s;
+}
+
+/* A copy of the file with the first `from` in its header replaced by `to` (same length). */
+static void edit(const char *src, const char *dst, const char *from, const char *to) {
+    long n;
+    char *s = slurp(src, &n);
+    char *at = s ? strstr(s + 8, from) : NULL;
+    CHECK(at && strlen(from) == strlen(to), "edit %s", from);
+    if (at) memcpy(at, to, strlen(to));
+    if (s) write_file(dst, s, (size_t)n);
+    free(s);
+}
+
+TEST(damaged_and_other_kinds_are_refused) {
+    lc_hibert *m = make(16);
+    if (!m) return;
+    lc_train_options o;
+    options(&o);
+    const lc_hibert_run r = run_record(&o);
+    char good[300];
+    snprintf(good, sizeof good, "%s", tmp_path("good.safetensors"));
+    CHECK(lc_hibert_save(m, &r, good) == LC_OK, "%s", lc_last_error());
+    lc_hibert_free(m);
+    long n;
+    char *s = slurp(good, &n);
+    write_file(tmp_path("cut.safetensors"), s, (size_t)n / 2);
+    free(s);
+    expect_refusal(tmp_path("cut.safetensors"), "cut.safetensors");
+    edit(good, tmp_path("shape.safetensors"), "\"doc.d_model\":\"16\"", "\"doc.d_model\":\"32\"");
+    expect_refusal(tmp_path("shape.safetensors"), "shape.safetensors: ");
+    edit(good, tmp_path("stage.safetensors"), "\"stage\":\"finetune\"", "\"stage\":\"fine-tun\"");
+    expect_refusal(tmp_path("stage.safetensors"), "metadata 'stage' = 'fine-tun' must be");
+    edit(good, tmp_path("name.safetensors"), "\"head.bias\"", "\"head.bise\"");
+    expect_refusal(tmp_path("name.safetensors"), "name.safetensors: ");
+    /* a language model's checkpoint, and this one read as a language model */
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    lc_model *lm = NULL;
+    CHECK(lc_model_create(&c, 1, 1, &lm) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_checkpoint_save(lm, &o, tmp_path("lm.safetensors")) == LC_OK, "%s", lc_last_error());
+    lc_model_free(lm);
+    expect_refusal(tmp_path("lm.safetensors"), "lm.safetensors: a language model checkpoint (model = xl), not a hibert model");
+    lm = NULL;
+    CHECK(lc_checkpoint_load(good, 0, &lm, NULL) == LC_ERR_FORMAT && !lm, "hibert as LM");
+    CHECK(strstr(lc_last_error(), "good.safetensors: a hibert checkpoint, not a language model"), "%s", lc_last_error());
+    lc_hibert_config cfg;
+    CHECK(lc_hibert_checkpoint_info(tmp_path("lm.safetensors"), &cfg, NULL) == LC_ERR_FORMAT, "info of an LM");
+    CHECK(lc_hibert_checkpoint_info(tmpdir, &cfg, NULL) != LC_OK && strstr(lc_last_error(), tmpdir), "a directory");
+}
+
+TEST(docs_list_every_key) {
+    long n;
+    char *doc = slurp("docs/checkpoint.md", &n);
+    if (!doc) { CHECK(0, "cannot read docs/checkpoint.md"); return; }
+    const char *key;
+    char want[128];
+    int count = 0;
+    for (int i = 0; (key = lc_hibert_meta_key(i)); i++, count++) {
+        snprintf(want, sizeof want, "`%s`", key);
+        CHECK(strstr(doc, want), "docs/checkpoint.md lacks HIBERT metadata key %s", want);
+    }
+    CHECK(count > 40 && count <= LC_CKPT_META_MAX, "%d keys", count);
+    free(doc);
+}
+
+int main(void) {
+    if (tmpdir_create("/tmp/lc_test_hibert_ckpt_XXXXXX")) return 1;
+    lc_set_threads(1);
+    RUN(round_trip_is_bit_exact);
+    RUN(resume_continues_bit_identically);
+    RUN(init_copies_weights_only);
+    RUN(damaged_and_other_kinds_are_refused);
+    RUN(docs_list_every_key);
+    tmpdir_remove();
+    return test_summary("test_hibert_ckpt");
+}
