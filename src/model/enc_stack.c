@@ -165,3 +165,19 @@ static int cmp_long(const void *a, const void *b) {
 }
 
 void lc_sort_keys(long *keys, int n) { qsort(keys, (size_t)n, sizeof *keys, cmp_long); }
+
+void lc_tensors_init_stacks(const lc_tensor_list *l, const lc_tensor_buffers *b, uint64_t seed, lc_stack_of_fn stack_of,
+                            void *user) {
+    lc_rng rng;
+    lc_rng_seed(&rng, seed);
+    for (int i = 0; i < l->n; i++) {
+        const lc_tensor *t = &l->t[i];
+        const lc_attn_layer *layers = NULL;
+        const lc_config *c = stack_of(user, t, &layers);
+        const lc_tensor_init_ctx ctx = {&rng, c ? c->n_layer : 1,
+                                        t->init == LC_INIT_KIND ? &layers[t->layer].group[t->group] : NULL,
+                                        c ? c->d_model / c->n_head : 0, c ? c->seq_len : 0, seed,
+                                        (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group)};
+        lc_tensor_init_values(t, lc_tensor_values(l, b, i), &ctx);
+    }
+}

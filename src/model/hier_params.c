@@ -63,7 +63,8 @@ static lc_status build_list(lc_hibert *m) {
 }
 
 /* The model pointer of tensor t for layer l (value when grad == 0, else gradient; NULL: none). */
-static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
+static float **site(void *user, const lc_tensor *t, int l, int grad) {
+    lc_hibert *m = user;
     lc_hier_dec *d = &m->dec;
     if (t->stack == LC_HIER_DEC && t->site == LC_SITE_IN_W) return grad ? &d->g_in_w : &d->in_w;
     if (t->stack == LC_HIER_DEC && t->site == LC_SITE_IN_B) return grad ? &d->g_in_b : &d->in_b;
@@ -78,40 +79,12 @@ static float **site(lc_hibert *m, const lc_tensor *t, int l, int grad) {
     }
 }
 
-static void bind(lc_hibert *m) {
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        const int param = lc_tensor_is_param(t);
-        const size_t off = (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
-        float *value = (param ? m->params : m->state) + off, *grad = param ? m->grads + off : NULL;
-        const int first = t->layer < 0 ? 0 : t->layer, last = t->layer < 0 ? 0 : t->layer + t->layers - 1;
-        for (int l = first; l <= last; l++) {
-            float **dst = site(m, t, l, 0);
-            if (dst) *dst = value;
-            if (grad && (dst = site(m, t, l, 1))) *dst = grad;
-        }
-    }
-    m->dec.s.out_w = m->dec.s.wte, m->dec.s.g_out_w = m->dec.s.g_wte; /* the decoder's output is tied */
-}
-
-/* Normal draws from one stream seeded by the model seed, in list order; residual projections scaled by
- * their own stack's depth; kinds from streams keyed by stack, layer and head group. */
-static void init_tensors(lc_hibert *m) {
-    lc_rng rng;
-    lc_rng_seed(&rng, m->seed);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        const int param = lc_tensor_is_param(t);
-        float *x = (param ? m->params : m->state) + (param ? m->ptab.slots : m->stab.slots)[t->slot].offset;
-        const lc_hier_stack *st = t->stack < LC_HIER_STACKS ? &m->st[t->stack] : NULL;
-        const lc_config *c = st ? &st->cfg : t->stack == LC_HIER_DEC ? &m->dec.s.cfg : NULL;
-        const lc_attn_layer *layers = st ? st->layers : t->stack == LC_HIER_DEC ? m->dec.s.layers : NULL;
-        const lc_tensor_init_ctx ctx = {&rng, c ? c->n_layer : 1,
-                                        t->init == LC_INIT_KIND ? &layers[t->layer].group[t->group] : NULL,
-                                        c ? c->d_model / c->n_head : 0, c ? c->seq_len : 0, m->seed,
-                                        (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group)};
-        lc_tensor_init_values(t, x, &ctx);
-    }
+/* The config and layers of tensor t's stack (NULL: the head's tensors). */
+static const lc_config *stack_of(void *user, const lc_tensor *t, const lc_attn_layer **layers) {
+    lc_hibert *m = user;
+    if (t->stack < LC_HIER_STACKS) return *layers = m->st[t->stack].layers, &m->st[t->stack].cfg;
+    if (t->stack == LC_HIER_DEC) return *layers = m->dec.s.layers, &m->dec.s.cfg;
+    return NULL;
 }
 
 lc_status lc_hier_build_params(lc_hibert *m) {
@@ -119,8 +92,9 @@ lc_status lc_hier_build_params(lc_hibert *m) {
     if (st) return st;
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     if ((st = lc_tensors_allocate(&m->tensors, &buf))) return st;
-    bind(m);
-    init_tensors(m);
+    lc_tensors_bind(&m->tensors, &buf, site, m);
+    m->dec.s.out_w = m->dec.s.wte, m->dec.s.g_out_w = m->dec.s.g_wte; /* the decoder's output is tied */
+    lc_tensors_init_stacks(&m->tensors, &buf, m->seed, stack_of, m); /* residual projections by their stack's depth */
     return LC_OK;
 }
 

@@ -149,6 +149,12 @@ void lc_act_plan_discard(lc_act_plan *p);
 void lc_embed_rows(float *out, const float *wte, const float *wpe, const int *tok, const int *pos, int rows, int C);
 void lc_embed_rows_backward(float *g_wte, float *g_wpe, const float *d, const int *tok, const int *pos, int rows,
                             int C);
+/* Initialises every tensor of list l laid out in b, as the LM's: one normal stream seeded by seed in list
+ * order, kinds from their own streams keyed by (stack, layer, head group); stack_of names the config and
+ * layers of the tensor's stack (NULL for a tensor of no stack of blocks). */
+typedef const lc_config *(*lc_stack_of_fn)(void *user, const lc_tensor *t, const lc_attn_layer **layers);
+void lc_tensors_init_stacks(const lc_tensor_list *l, const lc_tensor_buffers *b, uint64_t seed, lc_stack_of_fn stack_of,
+                            void *user);
 /* Sorts keys ((longest first) << 32 | index) ascending. */
 void lc_sort_keys(long *keys, int n);
 
