@@ -49,7 +49,7 @@ if [ "$blas" = openblas ] && [ "$variant" = release ] && grep -qw avx512f /proc/
         run_programs OPENBLAS_CORETYPE=$core
     done
 fi
-for s in tests/cli_test.sh tests/cli_summary_test.sh tests/cli_lra_test.sh tests/cli_crash_test.sh; do
+for s in tests/cli_test.sh tests/cli_summary_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_crash_test.sh; do
     [ -f "$s" ] || continue
     out=$(bash "$s" "$build/longctx" 2>&1); rc=$?
     echo "$out" | grep -av '^ok '

@@ -2,12 +2,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/classify_cli.h"
 #include "cli/cli.h"
 #include "core/threads.h"
 
 int lc_cmd_eval_summary(int argc, char **argv); /* --task summarize (cmd_eval_summary.c) */
 
 int lc_cmd_eval(int argc, char **argv) {
+    if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_eval_classify(argc, argv);
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--task") == 0 || strncmp(argv[i], "--task=", 7) == 0) return lc_cmd_eval_summary(argc, argv);
     const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto";

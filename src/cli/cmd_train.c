@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/classify_cli.h"
 #include "cli/cli.h"
 #include "cli/model_flags.h"
 #include "core/threads.h"
@@ -333,7 +334,12 @@ static int run(train_args *a, lc_opt *opts, int n) {
     return rc;
 }
 
+/* The stop-signal machinery for the other training commands (cli/classify_cli.h). */
+void lc_cli_catch_stop_signals(void) { catch_stop_signals(); }
+int lc_cli_stop_signal(void) { return stop_signal; }
+
 int lc_cmd_train(int argc, char **argv) {
+    if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_train_classify(argc, argv);
     train_args a;
     memset(&a, 0, sizeof a);
     a.data = DEFAULT_DATA;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/classify_cli.h"
 #include "cli/cli.h"
 
 int lc_cmd_listops(int argc, char **argv); /* cmd_listops.c */
@@ -15,7 +16,8 @@ static void usage(FILE *f) {
           "           extractive baselines (lead3, leadk, oracle) on BBC News Summary\n"
           "  sample   generate text from a checkpoint\n"
           "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n"
-          "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n\n"
+          "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n"
+          "  predict  the label a classifier (train --task classify) gives each input line\n\n"
           "`longctx COMMAND --help` lists a command's options.\n",
           f);
 }
@@ -35,6 +37,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "sample") == 0) return lc_cmd_sample(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return lc_cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "listops") == 0) return lc_cmd_listops(argc - 2, argv + 2);
-    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops)", cmd);
+    if (strcmp(cmd, "predict") == 0) return lc_cmd_predict(argc - 2, argv + 2);
+    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict)", cmd);
     return LC_EXIT_USAGE;
 }

@@ -1,0 +1,194 @@
+/* Classifier checkpoints (docs/checkpoint.md, "Classification models"): the tensor list with AdamW moments
+ * and kind state (train/checkpoint_tensors.h), metadata `model = classify` from one key table (the
+ * encoder's shape, the tokens, the classes and the head, step, seed, the run and the training options
+ * shared with the language model's table), the label set and the word vocabulary as two metadata texts;
+ * and the start of an encoder from a masked-LM checkpoint. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/fastmath.h"
+#include "model/classify.h"
+#include "train/checkpoint_tensors.h"
+#include "train/meta_table.h"
+
+typedef struct {
+    lc_classify_config cfg;
+    lc_classify_run run;
+    long step;
+    uint64_t seed;
+} cmeta;
+
+#define CFG(f) offsetof(cmeta, cfg.f)
+_Static_assert(sizeof(lc_tokens) == sizeof(int) && sizeof(lc_pool) == sizeof(int) && LC_TOKENS_WORDS == 1 &&
+                   LC_POOL_MEAN == 1, "choice fields are read and written as int, names in enum order");
+
+static const meta_key keys[] = {
+    CONST("format", LC_CKPT_FORMAT),
+    CONST("format_version", LC_CKPT_VERSION),
+    CONST("model", "classify"),
+    INT("n_layer", CFG(n_layer), 1, 4096, REQUIRED),
+    INT("d_model", CFG(d_model), 1, 1 << 20, REQUIRED),
+    INT("n_head", CFG(n_head), 1, 1 << 16, REQUIRED),
+    INT("d_ff", CFG(d_ff), 1, 1 << 24, REQUIRED),
+    CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
+    CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
+    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
+    STRING("attn", CFG(attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED),
+    INT("attn_share", CFG(attn_share), 0, 4096, 0),
+    INT("max_len", CFG(max_len), 1, LC_MAX_LEN_LIMIT, REQUIRED),
+    CHOICE("tokens", CFG(tokens), "bytes|words", REQUIRED),
+    INT("vocab", CFG(vocab), 1, LC_WORD_VOCAB_LIMIT, REQUIRED),
+    INT("n_classes", CFG(n_classes), 2, LC_MAX_LABELS, REQUIRED),
+    INT("d_hidden", CFG(d_hidden), 0, 65536, REQUIRED),
+    CHOICE("pool", CFG(pool), "cls|mean", REQUIRED),
+    LONG("step", offsetof(cmeta, step), 0, 1LL << 62, REQUIRED),
+    U64("seed", offsetof(cmeta, seed), REQUIRED),
+    {"valid_accuracy", T_FLOAT, offsetof(cmeta, run.valid_accuracy), 0, 0, -1, 1, 0, NULL, 0},
+    LONG("examples", offsetof(cmeta, run.examples), 0, 1LL << 62, 0),
+};
+
+static void get_parts(meta_part out[2]) {
+    out[0] = (meta_part){keys, (int)(sizeof keys / sizeof *keys), 0};
+    out[1] = lc_meta_train_part;
+    out[1].at = offsetof(cmeta, run.opts);
+}
+
+const char *lc_classify_meta_key(int i) {
+    meta_part p[2];
+    get_parts(p);
+    return lc_meta_key_at(p, 2, i, NULL);
+}
+
+void lc_classify_run_default(lc_classify_run *r) {
+    memset(r, 0, sizeof *r);
+    lc_train_options_default(&r->opts);
+    r->valid_accuracy = -1;
+}
+
+static lc_ckpt_tensors tensors_of(const lc_classifier *m) {
+    return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+}
+
+lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run, const lc_label_set *labels,
+                             const lc_word_vocab *words, const char *path) {
+    lc_clear_error();
+    if (!lc_all_finite(m->params, m->ptab.total))
+        return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
+    if (!labels || labels->n != m->cfg.n_classes)
+        return lc_fail(LC_ERR_ARG, "%s: a label set of %d labels for a model of %d classes", path, labels ? labels->n : 0,
+                       m->cfg.n_classes);
+    if ((m->cfg.tokens == LC_TOKENS_WORDS) != (words != NULL) ||
+        (words && lc_word_vocab_size(words) != m->cfg.vocab))
+        return lc_fail(LC_ERR_ARG, "%s: a words model is saved with its vocabulary of %d ids (and only it)", path,
+                       m->cfg.vocab);
+    const int n = m->ptab.n;
+    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)m->stab.n + 1, sizeof *t);
+    char(*names)[LC_CKPT_NAME_CAP] = calloc((size_t)2 * n + 1, sizeof *names);
+    cmeta *h = calloc(1, sizeof *h);
+    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
+    lc_st_meta *items = calloc(LC_CKPT_META_MAX + 2, sizeof *items);
+    char *label_text = NULL, *word_text = NULL;
+    lc_status st = LC_OK;
+    if (!t || !names || !h || !meta || !items) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
+    if (!st) st = lc_label_set_save(labels, &label_text);
+    if (!st && words) st = lc_word_vocab_save(words, &word_text, NULL);
+    if (!st) {
+        const lc_ckpt_tensors bufs = tensors_of(m);
+        int k = lc_ckpt_list_params(&bufs, t, names);
+        k += lc_ckpt_list_state(&bufs, t + k);
+        h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
+        h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+        h->run.opts.batch = m->max_batch;
+        meta_part p[2];
+        get_parts(p);
+        lc_meta_format(p, 2, h, NULL, meta);
+        memcpy(items, meta->items, sizeof *items * (size_t)meta->n);
+        int n_items = meta->n;
+        items[n_items++] = (lc_st_meta){"classify.labels", label_text};
+        if (word_text) items[n_items++] = (lc_st_meta){"classify.words", word_text};
+        st = lc_st_write(path, t, k, items, n_items);
+    }
+    free(t), free(names), free(h), free(meta), free(items), free(label_text), free(word_text);
+    return st;
+}
+
+/* The metadata of an open file: the kind of model first, then every key, the config, the labels, the words. */
+static lc_status parse(const lc_st_file *f, cmeta *h, lc_label_set *labels, lc_word_vocab **words) {
+    memset(h, 0, sizeof *h);
+    lc_classify_run_default(&h->run);
+    const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
+    if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && (!model || strcmp(model, "classify") != 0))
+        return lc_fail(LC_ERR_FORMAT, "%s: a checkpoint of model '%.40s', not a classifier (model = classify)", path,
+                       model ? model : "(none)");
+    meta_part p[2];
+    get_parts(p);
+    lc_status st = lc_meta_parse(f, p, 2, h, NULL);
+    if (st) return st;
+    char why[400];
+    if (lc_classify_config_validate(&h->cfg)) {
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", path, why);
+    }
+    const char *lt = lc_st_get_meta(f, "classify.labels"), *wt = lc_st_get_meta(f, "classify.words");
+    if (!lt) return lc_fail(LC_ERR_FORMAT, "%s: checkpoint metadata lacks 'classify.labels'", path);
+    if (lc_label_set_load(lt, labels)) {
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        return lc_fail(LC_ERR_FORMAT, "%s: metadata 'classify.labels': %s", path, why);
+    }
+    if (labels->n != h->cfg.n_classes) {
+        const int n = labels->n;
+        lc_label_set_free(labels);
+        return lc_fail(LC_ERR_FORMAT, "%s: %d labels in 'classify.labels' for n_classes %d", path, n, h->cfg.n_classes);
+    }
+    if (h->cfg.tokens != LC_TOKENS_WORDS || !words) return LC_OK;
+    if (!wt) st = lc_fail(LC_ERR_FORMAT, "%s: a words model without metadata 'classify.words'", path);
+    else if (lc_word_vocab_load(wt, strlen(wt), words)) {
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        st = lc_fail(LC_ERR_FORMAT, "%s: metadata 'classify.words': %s", path, why);
+    } else if (lc_word_vocab_size(*words) != h->cfg.vocab) {
+        st = lc_fail(LC_ERR_FORMAT, "%s: 'classify.words' has %d ids, vocab says %d", path, lc_word_vocab_size(*words),
+                     h->cfg.vocab);
+        lc_word_vocab_free(*words);
+        *words = NULL;
+    }
+    if (st) lc_label_set_free(labels);
+    return st;
+}
+
+lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_classifier **out, lc_classify_run *run,
+                             lc_label_set *labels, lc_word_vocab **words) {
+    lc_clear_error();
+    *out = NULL;
+    memset(labels, 0, sizeof *labels);
+    if (words) *words = NULL;
+    lc_st_file *f;
+    lc_status st = lc_st_open(path, &f);
+    if (st) return st;
+    cmeta *h = malloc(sizeof *h);
+    lc_classifier *m = NULL;
+    st = h ? parse(f, h, labels, words) : lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (!st && (st = lc_classifier_create(&h->cfg, max_batch > 0 ? max_batch : h->run.opts.batch, max_rows, h->seed, &m))) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        st = lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: cannot build the model it describes: %s", path, why);
+    }
+    if (!st) st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
+    if (!st) {
+        const lc_ckpt_tensors bufs = tensors_of(m);
+        st = lc_ckpt_read_tensors(f, &bufs, 1);
+    }
+    if (!st) {
+        m->step = h->step;
+        if (run) *run = h->run;
+        *out = m;
+    } else {
+        lc_classifier_free(m);
+        if (h && labels->name) lc_label_set_free(labels);
+        if (words && *words) lc_word_vocab_free(*words), *words = NULL;
+    }
+    lc_st_close(f);
+    free(h);
+    return st;
+}

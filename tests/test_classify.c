@@ -1,0 +1,378 @@
+/* Tests of sequence classification (model/classify*.c, train/checkpoint_classify.c, train/classify_init.c):
+ * finite differences over every tensor (pre/post-LN, [CLS]/mean pooling, a window+global spec and a mixed
+ * one), the [CLS] rule (a global token for window, an ordinary position for full and block), packing
+ * against one-example batches, truncation, checkpoints (word vocabulary and labels round trip, refusals),
+ * the start from a masked-LM checkpoint, the documentation of every key and tensor, and that a tiny
+ * model learns a toy task. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "fd_kit.h"
+#include "test_files.h"
+#include "model/classify.h"
+#include "model/lm.h"
+
+#define MAX_LEN 12
+#define N_EX 5
+
+typedef struct {
+    int ids[N_EX][MAX_LEN + 4];
+    int len[N_EX];
+    const int *ptr[N_EX];
+    int labels[N_EX];
+} toy;
+
+/* Lengths 3, 7, 7, 15 (truncated to 12) and 0 (the [CLS] alone); random ids below vocab. */
+static void toy_make(toy *t, int vocab, int classes, uint64_t seed) {
+    static const int lens[N_EX] = {3, 7, 7, 15, 0};
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    for (int i = 0; i < N_EX; i++) {
+        t->len[i] = lens[i], t->ptr[i] = t->ids[i], t->labels[i] = (int)(lc_rng_uniform(&r) * classes) % classes;
+        for (int k = 0; k < MAX_LEN + 4; k++) t->ids[i][k] = (int)(lc_rng_uniform(&r) * vocab) % vocab;
+    }
+}
+
+static lc_classify_batch toy_batch(const toy *t, int first, int n) {
+    return (lc_classify_batch){n, t->ptr + first, t->len + first};
+}
+
+static lc_classifier *make(const char *attn, lc_norm norm, lc_pool pool, int tokens_words, int vocab, uint64_t seed) {
+    lc_classify_config c;
+    lc_classify_config_default(&c);
+    c.n_layer = 2, c.d_model = 16, c.n_head = 2, c.d_ff = 24, c.norm = norm, c.pool = pool;
+    c.max_len = MAX_LEN, c.n_classes = 3, c.d_hidden = 12;
+    c.tokens = tokens_words ? LC_TOKENS_WORDS : LC_TOKENS_BYTES, c.vocab = vocab;
+    snprintf(c.attn, sizeof c.attn, "%s", attn);
+    lc_classifier *m = NULL;
+    CHECK(lc_classifier_create(&c, N_EX, 0, seed, &m) == LC_OK, "%s: %s", attn, lc_last_error());
+    return m;
+}
+
+/* Parameters far from the initialisation (which makes every gradient tiny): gains near 1, the rest uniform. */
+static void sharpen(lc_classifier *m, uint64_t seed) {
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *s = &m->ptab.slots[t->slot];
+        const float base = t->role == LC_ROLE_NORM_GAIN ? 1.0f : 0.0f;
+        const float a = t->role == LC_ROLE_MATRIX ? 1.5f / sqrtf((float)t->shape[1]) : 0.3f;
+        for (size_t j = 0; j < s->count; j++) m->params[s->offset + j] = base + a * (2 * lc_rng_uniform(&r) - 1);
+    }
+}
+
+typedef struct {
+    lc_classifier *m;
+    lc_classify_batch b;
+    const int *labels;
+} fd_ctx;
+
+static double mean_loss(void *user) {
+    fd_ctx *c = user;
+    double sum = 0;
+    CHECK(lc_classifier_forward(c->m, &c->b, c->labels, 0, &sum, NULL) == LC_OK, "%s", lc_last_error());
+    return sum / c->b.n;
+}
+
+static void check_gradients(const char *attn, lc_norm norm, lc_pool pool) {
+    lc_classifier *m = make(attn, norm, pool, 0, 256, 3);
+    if (!m) return;
+    sharpen(m, 21);
+    toy t;
+    toy_make(&t, 256, 3, 5);
+    fd_ctx c = {m, toy_batch(&t, 0, N_EX), t.labels};
+    lc_classifier_zero_grad(m);
+    double sum;
+    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, &sum, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_classifier_backward(m, 1.0f / N_EX) == LC_OK, "%s", lc_last_error());
+    float *g = malloc(sizeof(float) * m->ptab.total);
+    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %s", attn, norm == LC_NORM_PRE ? "pre" : "post", lc_pool_name(pool));
+    const int checked = fd_check_table(&m->ptab, m->params, g, mean_loss, &c, what, 2e-2, 2e-4);
+    CHECK(checked == m->ptab.n && checked >= 20, "checked %d tensors", checked);
+    free(g);
+    lc_classifier_free(m);
+}
+
+TEST(gradients_full_cls_pre) { check_gradients("full", LC_NORM_PRE, LC_POOL_CLS); }
+TEST(gradients_window_global_mean_post) { check_gradients("window:w=2", LC_NORM_POST, LC_POOL_MEAN); }
+TEST(gradients_mixed_heads_cls) { check_gradients("1xfull+window:w=1", LC_NORM_PRE, LC_POOL_CLS); }
+
+/* How much the logits of example 3 (12 tokens after truncation) move when its token k changes. */
+static double logit_shift(lc_classifier *m, int k) {
+    toy t;
+    toy_make(&t, 256, 3, 7);
+    const lc_classify_batch b = toy_batch(&t, 3, 1);
+    float before[3], after[3];
+    CHECK(lc_classifier_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    memcpy(before, lc_classifier_logits(m), sizeof before);
+    t.ids[3][k] = (t.ids[3][k] + 77) % 256;
+    CHECK(lc_classifier_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    memcpy(after, lc_classifier_logits(m), sizeof after);
+    double d = 0;
+    for (int i = 0; i < 3; i++) d += fabs(after[i] - before[i]);
+    return d;
+}
+
+static int has_tensor(const lc_classifier *m, const char *part) {
+    for (int i = 0; i < m->tensors.n; i++)
+        if (strstr(m->tensors.t[i].name, part)) return 1;
+    return 0;
+}
+
+/* [CLS] is position 0 (its token, row 0 of each example); with a one-sided window of 1 over 2 layers an
+ * ordinary position sees 2 positions on each side: token 10 (row 11) is out of [CLS]'s reach unless [CLS]
+ * is global. */
+TEST(cls_global_rule) {
+    lc_classifier *w = make("window:w=1", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 4);
+    lc_classifier *f = make("full", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 4);
+    lc_classifier *k = make("block:b=4", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 4);
+    if (!w || !f || !k) return;
+    CHECK(w->st.layers[0].group[0].n_global == 1 && has_tensor(w, "attn.global.qkv"), "window: [CLS] is global");
+    CHECK(f->st.layers[0].group[0].n_global == 0 && !has_tensor(f, "attn.global"), "full: no global token");
+    CHECK(k->st.layers[0].group[0].n_global == 0 && !has_tensor(k, "attn.global"), "block: no global token");
+    CHECK(logit_shift(w, 10) > 1e-6, "window: a far token reaches the global [CLS]");
+    CHECK(logit_shift(f, 10) > 1e-6, "full: every token reaches [CLS]");
+    CHECK(logit_shift(k, 10) == 0, "block: a token outside [CLS]'s block does not reach it (an ordinary position)");
+    CHECK(logit_shift(k, 2) > 1e-6, "block: a token of [CLS]'s block reaches it");
+    /* the global row's own projection gets gradient only through [CLS]: nonzero for window */
+    toy t;
+    toy_make(&t, 256, 3, 9);
+    const lc_classify_batch b = toy_batch(&t, 0, N_EX);
+    lc_classifier_zero_grad(w);
+    CHECK(lc_classifier_forward(w, &b, t.labels, 0, NULL, NULL) == LC_OK && lc_classifier_backward(w, 1) == LC_OK, "%s",
+          lc_last_error());
+    double gn = 0;
+    for (int i = 0; i < 3 * 16 * 16; i++) gn += fabs(w->st.gblk[1].qkvg_w[i]);
+    CHECK(gn > 0, "the global projection of the last layer has gradient %g", gn);
+    /* a user's global list without 0 gets [CLS] in front */
+    lc_classifier *l = make("window:w=1,global=3/5", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 4);
+    if (l) {
+        const lc_attn_group *g = &l->st.layers[0].group[0];
+        CHECK(g->global_listed && g->n_global == 3 && g->global_pos[0] == 0 && g->global_pos[1] == 3, "listed globals");
+    }
+    lc_classifier_free(w), lc_classifier_free(f), lc_classifier_free(k), lc_classifier_free(l);
+}
+
+/* One packed batch of 5 examples of 4 lengths against 5 one-example batches: same logits, same loss. */
+TEST(packing_matches_single_examples) {
+    const char *specs[] = {"full", "window:w=2", "2xwindow:w=1"};
+    for (int s = 0; s < 3; s++) {
+        lc_classifier *m = make(specs[s], LC_NORM_PRE, s == 1 ? LC_POOL_MEAN : LC_POOL_CLS, 0, 256, 6);
+        if (!m) return;
+        sharpen(m, 8);
+        toy t;
+        toy_make(&t, 256, 3, 11);
+        const lc_classify_batch all = toy_batch(&t, 0, N_EX);
+        double packed = 0, single = 0, part;
+        long right = 0, r1;
+        CHECK(lc_classifier_forward(m, &all, t.labels, 0, &packed, &right) == LC_OK, "%s", lc_last_error());
+        CHECK(lc_classifier_batch_rows(m, &all) == 4 + 8 + 8 + 13 + 1, "rows %ld", lc_classifier_batch_rows(m, &all));
+        float logits[N_EX * 3];
+        memcpy(logits, lc_classifier_logits(m), sizeof logits);
+        for (int i = 0; i < N_EX; i++) {
+            const lc_classify_batch one = toy_batch(&t, i, 1);
+            CHECK(lc_classifier_forward(m, &one, t.labels + i, 0, &part, &r1) == LC_OK, "%s", lc_last_error());
+            CHECK_CLOSE(specs[s], lc_classifier_logits(m), logits + 3 * i, 3, 1e-5, 1e-6);
+            single += part, right -= r1;
+        }
+        CHECK(fabs(packed - single) <= 1e-5 * fabs(single) + 1e-6, "%s: packed %.9g, one by one %.9g", specs[s], packed,
+              single);
+        CHECK(right == 0, "%s: correct counts differ", specs[s]);
+        lc_classifier_free(m);
+    }
+}
+
+TEST(refusals) {
+    lc_classify_config c;
+    lc_classify_config_default(&c);
+    c.max_len = 0;
+    CHECK(lc_classify_config_validate(&c) == LC_ERR_ARG && strstr(lc_last_error(), "max-len"), "%s", lc_last_error());
+    lc_classify_config_default(&c);
+    c.n_classes = 1;
+    CHECK(lc_classify_config_validate(&c) == LC_ERR_ARG, "one class");
+    lc_classifier *m = make("full", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 1);
+    if (!m) return;
+    toy t;
+    toy_make(&t, 256, 3, 2);
+    const lc_classify_batch b = toy_batch(&t, 0, 2);
+    int bad[2] = {0, 3};
+    CHECK(lc_classifier_forward(m, &b, bad, 0, NULL, NULL) == LC_ERR_ARG, "label out of range");
+    t.ids[0][1] = 256;
+    CHECK(lc_classifier_forward(m, &b, NULL, 0, NULL, NULL) == LC_ERR_ARG && strstr(lc_last_error(), "id 256"), "%s",
+          lc_last_error());
+    CHECK(lc_classifier_backward(m, 1) == LC_ERR_ARG, "backward without labels");
+    lc_classifier_free(m);
+}
+
+static const char *word_texts[] = {"the cat sat", "the dog ran far", "a cat and a dog", "far far away"};
+
+TEST(checkpoint_round_trip_words) {
+    const uint8_t *tx[4];
+    size_t tl[4];
+    for (int i = 0; i < 4; i++) tx[i] = (const uint8_t *)word_texts[i], tl[i] = strlen(word_texts[i]);
+    lc_word_vocab *v = NULL;
+    CHECK(lc_word_vocab_build(tx, tl, 4, 1, 0, &v) == LC_OK, "%s", lc_last_error());
+    if (!v) return;
+    lc_classifier *m = make("window:w=2", LC_NORM_PRE, LC_POOL_MEAN, 1, lc_word_vocab_size(v), 12);
+    if (!m) return;
+    char *names[3] = {"neg", "pos", "mixed one"};
+    const lc_label_set labels = {3, names};
+    toy t;
+    toy_make(&t, lc_word_vocab_size(v), 3, 3);
+    const lc_classify_batch b = toy_batch(&t, 0, N_EX);
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.lr = 1e-2f, o.warmup = 0, o.steps = 5;
+    CHECK(lc_classifier_step(m, &o, &b, t.labels, NULL) == LC_OK, "%s", lc_last_error());
+    lc_classify_run run;
+    lc_classify_run_default(&run);
+    run.opts = o, run.valid_accuracy = 0.5f, run.examples = 5;
+    const char *path = tmp_path("words.safetensors");
+    CHECK(lc_classifier_save(m, &run, &labels, v, path) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_classifier_save(m, &run, &labels, NULL, tmp_path("x.safetensors")) == LC_ERR_ARG, "words need a vocab");
+    lc_classifier *r = NULL;
+    lc_label_set back = {0, NULL};
+    lc_word_vocab *vb = NULL;
+    lc_classify_run rb;
+    CHECK(lc_classifier_load(path, 0, 0, &r, &rb, &back, &vb) == LC_OK, "%s", lc_last_error());
+    if (r && vb) {
+        CHECK(back.n == 3 && !strcmp(back.name[2], "mixed one"), "labels");
+        CHECK(lc_word_vocab_size(vb) == lc_word_vocab_size(v), "vocab size");
+        for (int i = 0; i < 4; i++) {
+            int a[8], c[8];
+            const long na = lc_tokenize(LC_TOKENS_WORDS, v, tx[i], tl[i], 8, a), nc = lc_tokenize(LC_TOKENS_WORDS, vb, tx[i], tl[i], 8, c);
+            CHECK(na == nc && !memcmp(a, c, sizeof(int) * (size_t)na), "ids of '%s'", word_texts[i]);
+        }
+        CHECK(r->step == 1 && rb.examples == 5 && rb.valid_accuracy == 0.5f && rb.opts.lr == o.lr, "run record");
+        CHECK(!memcmp(r->params, m->params, sizeof(float) * m->ptab.total), "weights");
+        CHECK(!memcmp(r->adam_v, m->adam_v, sizeof(float) * m->ptab.total), "moments");
+        float l1[N_EX * 3];
+        CHECK(lc_classifier_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "forward");
+        memcpy(l1, lc_classifier_logits(m), sizeof l1);
+        CHECK(lc_classifier_forward(r, &b, NULL, 0, NULL, NULL) == LC_OK, "forward");
+        CHECK(!memcmp(l1, lc_classifier_logits(r), sizeof l1), "same logits after the round trip");
+    }
+    /* a language-model checkpoint is refused with one line */
+    lc_config lc;
+    lc_config_preset(&lc, "tiny");
+    lc.model = LC_MODEL_VANILLA, lc.objective = LC_OBJECTIVE_MLM, lc.n_layer = 2, lc.d_model = 16, lc.n_head = 2;
+    lc.d_ff = 24, lc.seq_len = 8, lc.mem_len = 0;
+    lc_model *lm = NULL;
+    CHECK(lc_model_create(&lc, 2, 5, &lm) == LC_OK, "%s", lc_last_error());
+    const char *lm_path = tmp_path("mlm.safetensors");
+    CHECK(lm && lc_checkpoint_save(lm, &o, lm_path) == LC_OK, "%s", lc_last_error());
+    lc_classifier *x = NULL;
+    lc_label_set xl;
+    CHECK(lc_classifier_load(lm_path, 0, 0, &x, NULL, &xl, NULL) == LC_ERR_FORMAT && strstr(lc_last_error(), "not a classifier"),
+          "%s", lc_last_error());
+    lc_model *y = NULL;
+    CHECK(lc_checkpoint_load(path, 0, &y, NULL) == LC_ERR_FORMAT, "the LM reader refuses a classifier: %s", lc_last_error());
+    lc_model_free(lm), lc_model_free(y);
+    lc_label_set_free(&back);
+    lc_word_vocab_free(vb), lc_word_vocab_free(v);
+    lc_classifier_free(r), lc_classifier_free(m);
+}
+
+/* --init: the encoder's blocks, ln_f, positions and byte rows come from a masked-LM checkpoint; global
+ * projections it lacks start as the layer's qkv. */
+TEST(init_from_masked_lm) {
+    lc_config lc;
+    lc_config_preset(&lc, "tiny");
+    lc.model = LC_MODEL_VANILLA, lc.objective = LC_OBJECTIVE_MLM, lc.n_layer = 2, lc.d_model = 16, lc.n_head = 2;
+    lc.d_ff = 24, lc.seq_len = 8, lc.mem_len = 0;
+    lc_model *lm = NULL;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    CHECK(lc_model_create(&lc, 2, 5, &lm) == LC_OK, "%s", lc_last_error());
+    const char *path = tmp_path("init.safetensors");
+    CHECK(lm && lc_checkpoint_save(lm, &o, path) == LC_OK, "%s", lc_last_error());
+    lc_classifier *m = make("window:w=2", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 9);
+    if (!lm || !m) return;
+    CHECK(lc_classifier_init_from(m, path) == LC_OK, "%s", lc_last_error());
+    CHECK(!memcmp(m->st.blk[1].fc1_w, lm->blk[1].fc1_w, sizeof(float) * 24 * 16), "fc1 copied");
+    CHECK(!memcmp(m->st.blk[0].qkvg_w, lm->blk[0].qkv_w, sizeof(float) * 48 * 16), "global qkv from qkv");
+    CHECK(!memcmp(m->wte, lm->wte, sizeof(float) * 257 * 16), "byte and mask rows");
+    CHECK(!memcmp(m->st.wpe, lm->wpe, sizeof(float) * 8 * 16), "the 8 positions the LM has");
+    lc_classifier *other = make("full", LC_NORM_POST, LC_POOL_CLS, 0, 256, 9);
+    CHECK(other && lc_classifier_init_from(other, path) == LC_ERR_FORMAT && strstr(lc_last_error(), "post-LN"), "%s",
+          lc_last_error());
+    lc_classifier_free(other);
+    lc_classifier_free(m);
+    lc_model_free(lm);
+}
+
+TEST(docs_list_every_key_and_tensor) {
+    FILE *f = fopen("docs/checkpoint.md", "rb");
+    CHECK(f, "cannot read docs/checkpoint.md");
+    if (!f) return;
+    static char doc[1 << 20];
+    doc[fread(doc, 1, sizeof doc - 1, f)] = 0;
+    fclose(f);
+    char want[128];
+    const char *key;
+    for (int i = 0; (key = lc_classify_meta_key(i)); i++) {
+        snprintf(want, sizeof want, "`%s`", key);
+        CHECK(strstr(doc, want), "docs/checkpoint.md lacks metadata key %s", want);
+    }
+    const char *extra[] = {"`classify.labels`", "`classify.words`", "`cls.dense.weight`", "`cls.dense.bias`",
+                           "`cls.out.weight`", "`cls.out.bias`", "model = classify"};
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) CHECK(strstr(doc, extra[i]), "lacks %s", extra[i]);
+}
+
+/* A tiny model learns "label = whether token 7 occurs" over random sequences within 150 steps. */
+TEST(learns_a_toy_task) {
+    lc_classify_config c;
+    lc_classify_config_default(&c);
+    c.n_layer = 1, c.d_model = 16, c.n_head = 2, c.d_ff = 32, c.max_len = 16, c.n_classes = 2;
+    c.tokens = LC_TOKENS_WORDS, c.vocab = 12;
+    lc_classifier *m = NULL;
+    CHECK(lc_classifier_create(&c, 16, 0, 1, &m) == LC_OK, "%s", lc_last_error());
+    if (!m) return;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.lr = 3e-3f, o.warmup = 10, o.steps = 150, o.weight_decay = 0;
+    int ids[16][16], len[16], labels[16];
+    const int *ptr[16];
+    lc_rng r;
+    lc_rng_seed(&r, 4);
+    long right = 0, seen = 0;
+    for (long step = 0; step < o.steps; step++) {
+        for (int i = 0; i < 16; i++) {
+            len[i] = 4 + (int)(lc_rng_uniform(&r) * 12) % 12, ptr[i] = ids[i], labels[i] = lc_rng_uniform(&r) < 0.5f;
+            for (int k = 0; k < len[i]; k++) ids[i][k] = LC_WORD_FIRST + (int)(lc_rng_uniform(&r) * 7) % 7;
+            if (labels[i]) ids[i][(int)(lc_rng_uniform(&r) * len[i]) % len[i]] = 11;
+        }
+        const lc_classify_batch b = {16, ptr, len};
+        if (step >= o.steps - 20) {
+            long ok;
+            CHECK(lc_classifier_forward(m, &b, labels, 0, NULL, &ok) == LC_OK, "%s", lc_last_error());
+            right += ok, seen += 16;
+        }
+        CHECK(lc_classifier_step(m, &o, &b, labels, NULL) == LC_OK, "%s", lc_last_error());
+    }
+    CHECK(right >= 0.9 * seen, "accuracy %ld / %ld at the end", right, seen);
+    lc_classifier_free(m);
+}
+
+int main(void) {
+    if (tmpdir_create("/tmp/test_classify.XXXXXX")) return 1;
+    RUN(gradients_full_cls_pre);
+    RUN(gradients_window_global_mean_post);
+    RUN(gradients_mixed_heads_cls);
+    RUN(cls_global_rule);
+    RUN(packing_matches_single_examples);
+    RUN(refusals);
+    RUN(checkpoint_round_trip_words);
+    RUN(init_from_masked_lm);
+    RUN(docs_list_every_key_and_tensor);
+    RUN(learns_a_toy_task);
+    tmpdir_remove();
+    return test_summary("test_classify");
+}
