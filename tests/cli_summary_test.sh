@@ -14,13 +14,13 @@ doc() { printf "$3" >"$1/articles/t/$2.txt"; printf "$4" >"$1/summaries/t/$2.txt
 
 ev=("$bin" eval --task summarize)
 # usage errors
-expect 2 "--method is required" -- "${ev[@]}"
+expect 2 "--method or --ckpt is required" -- "${ev[@]}"
 expect 2 "--method must be lead3, leadk or oracle, got 'lead4'" -- "${ev[@]}" --method lead4
 expect 2 "--split must be valid, test, train or all" -- "${ev[@]}" --method lead3 --split dev
 expect 2 "--task must be summarize, got 'translate'" -- "$bin" eval --task translate --method lead3
 expect 2 "--task needs a value" -- "$bin" eval --task
-expect 2 "--ckpt is not accepted" -- "${ev[@]}" --method lead3 --ckpt model.ckpt
-expect 2 "--ckpt is not accepted" -- "${ev[@]}" --ckpt=model.ckpt
+expect 2 "give --ckpt or --method, not both" -- "${ev[@]}" --method lead3 --ckpt model.ckpt
+expect 1 "model.ckpt" -- "${ev[@]}" --ckpt=model.ckpt
 expect 2 "unknown flag --seg-len" -- "${ev[@]}" --method lead3 --seg-len 64
 expect 2 "--labels applies to --method oracle only" -- "${ev[@]}" --method leadk --labels greedy
 expect 2 "--labels must be contained or greedy" -- "${ev[@]}" --method oracle --labels rouge

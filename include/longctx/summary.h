@@ -25,6 +25,11 @@ extern "C" {
  * LC_ERR_IO: missing, unreadable, a directory or not a regular file; LC_ERR_FORMAT: a control byte other
  * than \t \n \v \f \r (a binary file) or larger than LC_TEXT_MAX_BYTES. Messages name the file. */
 lc_status lc_text_read(const char *path, char **text, size_t *len, int *latin1);
+/* Offset of the first byte of s[0..n) that does not start a valid UTF-8 sequence (RFC 3629), or n. */
+size_t lc_utf8_invalid_at(const char *s, size_t n);
+/* lc_text_read for users' files: a file that is not valid UTF-8 is refused (LC_ERR_FORMAT, one line naming
+ * the file and the byte offset) unless allow_latin1, which reads it as Latin-1. */
+lc_status lc_text_read_user(const char *path, int allow_latin1, char **text, size_t *len);
 
 /* n sentences sent[0..n), NUL-terminated strings in one buffer. */
 typedef struct {

@@ -38,12 +38,21 @@ const char *lc_json_number(double x);
 int lc_apply_runtime_lengths(lc_model *m, const char *cmd, int batch, int *seg_len, int mem_len, int clamp_len,
                              int same_length);
 
+/* Stopping training on SIGINT / SIGTERM (stop.c): install the handler; the signal received (0: none);
+ * its name; whether a periodic save is due after `step` (every N steps, or M minutes after the last save). */
+void lc_cli_catch_stop_signals(void);
+int lc_cli_stop_signal(void);
+const char *lc_cli_signal_name(int sig);
+int lc_cli_save_due(long save_every, float save_every_min, long step, double last_save_s);
+
 /* Commands. */
 int lc_cmd_train(int argc, char **argv);
 int lc_cmd_eval(int argc, char **argv);
 int lc_cmd_sample(int argc, char **argv);
 int lc_cmd_bench(int argc, char **argv);
 int lc_cmd_bench_attn(int argc, char **argv); /* bench attn (cmd_bench_attn.c) */
+int lc_cmd_hibert(int argc, char **argv);     /* hibert pretrain|finetune (cmd_hibert.c) */
+int lc_cmd_summarize(int argc, char **argv);  /* summarize (cmd_summarize.c) */
 
 /* Progress reporting for training on stderr (a live line on a terminal, periodic lines otherwise). */
 typedef struct {

@@ -9,6 +9,7 @@
 #include "core/timer.h"
 
 int lc_cmd_eval_summary(int argc, char **argv);
+int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json); /* cmd_summarize.c */
 
 typedef enum { METHOD_LEAD3, METHOD_LEADK, METHOD_ORACLE } method;
 
@@ -39,20 +40,14 @@ static lc_status score_document(const lc_document *d, method how, lc_label_rule 
 
 int lc_cmd_eval_summary(int argc, char **argv) {
     const char *task = NULL, *data = "data/bbc-news-summary", *split = "valid", *method_name = NULL;
-    const char *labels = "contained";
+    const char *labels = "contained", *ckpt = NULL;
     int json = 0;
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--ckpt") == 0 || strncmp(argv[i], "--ckpt=", 7) == 0) {
-            lc_cli_error("eval --task summarize: --ckpt is not accepted for this task; evaluate a baseline with "
-                         "--method lead3|leadk|oracle");
-            return LC_EXIT_USAGE;
-        }
     lc_opt opts[] = {
         {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
         {"--data", OPT_STR, &data, 0, 0, "ROOT with articles/ and summaries/ (default data/bbc-news-summary)", 0},
         {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (docs/hibert.md)", 0},
-        {"--method", OPT_STR, &method_name, 0, 0, "required: lead3, leadk (k = sentences in the reference) or oracle",
-         0},
+        {"--method", OPT_STR, &method_name, 0, 0, "lead3, leadk (k = sentences in the reference) or oracle", 0},
+        {"--ckpt", OPT_STR, &ckpt, 0, 0, "or a fine-tuned HIBERT checkpoint: its top k sentences (k as leadk)", 0},
         {"--labels", OPT_STR, &labels, 0, 0, "oracle's sentences: contained (default) or greedy (ROUGE oracle)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
     };
@@ -65,11 +60,16 @@ int lc_cmd_eval_summary(int argc, char **argv) {
                      task ? task : "");
         return LC_EXIT_USAGE;
     }
-    method how;
-    if (!method_name) {
-        lc_cli_error("eval --task summarize: --method is required (lead3, leadk or oracle)");
+    if (ckpt && method_name) {
+        lc_cli_error("eval --task summarize: give --ckpt or --method, not both");
         return LC_EXIT_USAGE;
-    } else if (strcmp(method_name, "lead3") == 0) how = METHOD_LEAD3;
+    }
+    method how;
+    if (!method_name && !ckpt) {
+        lc_cli_error("eval --task summarize: --method or --ckpt is required (lead3, leadk or oracle)");
+        return LC_EXIT_USAGE;
+    } else if (!method_name) how = METHOD_LEADK; /* --ckpt */
+    else if (strcmp(method_name, "lead3") == 0) how = METHOD_LEAD3;
     else if (strcmp(method_name, "leadk") == 0) how = METHOD_LEADK;
     else if (strcmp(method_name, "oracle") == 0) how = METHOD_ORACLE;
     else {
@@ -83,7 +83,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_cli_error("eval --task summarize: --labels must be contained or greedy, got '%s'", labels);
         return LC_EXIT_USAGE;
     }
-    if (lc_opt_get(opts, n, "--labels")->seen && how != METHOD_ORACLE) {
+    if (lc_opt_get(opts, n, "--labels")->seen && (ckpt || how != METHOD_ORACLE)) {
         lc_cli_error("eval --task summarize: --labels applies to --method oracle only");
         return LC_EXIT_USAGE;
     }
@@ -97,6 +97,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         return LC_EXIT_USAGE;
     }
 
+    if (ckpt) return lc_eval_summary_ckpt(ckpt, data, part, split, json);
     double t0 = lc_now_seconds();
     lc_doc_list docs;
     lc_status st = lc_doc_list_open(data, part, &docs);

@@ -107,33 +107,6 @@ static void warn(const char *fmt, ...) {
     va_end(ap);
 }
 
-/* ---- stopping on SIGINT / SIGTERM: the handler only sets a flag, which the training hook reads after
- * each step; a second signal ends the process at once (the last saved checkpoint is whole: saves are
- * atomic). */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig) {
-    if (stop_signal) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    stop_signal = sig;
-    static const char msg[] = "\nlongctx: stopping after this step and saving (signal again to stop at once)\n";
-    ssize_t ignored = write(2, msg, sizeof msg - 1);
-    (void)ignored;
-}
-
-static void catch_stop_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
 /* What the training hook needs: where to save, when it last did. */
 typedef struct {
     train_args *a;
@@ -150,12 +123,10 @@ static void periodic_save(saver *s, const lc_model *m) {
 
 static int train_hook(const lc_model *m, const lc_progress *p, void *user) {
     saver *s = user;
-    if (stop_signal) return 1;
+    if (lc_cli_stop_signal()) return 1;
     if (!s->out || p->step >= p->steps) return 0; /* the final save follows */
     const train_args *a = s->a;
-    if ((a->save_every > 0 && p->step % a->save_every == 0) ||
-        (a->save_every_min > 0 && lc_now_seconds() - s->last_save_s >= 60.0 * a->save_every_min))
-        periodic_save(s, m);
+    if (lc_cli_save_due(a->save_every, a->save_every_min, p->step, s->last_save_s)) periodic_save(s, m);
     return 0;
 }
 
@@ -168,9 +139,9 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     lc_status st = lc_train(m, corpus, &a->o, lc_progress_print, &pp);
     lc_progress_done(&pp);
     if (st) return lc_cli_fail(st);
-    if (stop_signal) {
-        const int sig = stop_signal;
-        const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+    if (lc_cli_stop_signal()) {
+        const int sig = lc_cli_stop_signal();
+        const char *name = lc_cli_signal_name(sig);
         if (!out) {
             fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: nothing saved (no --out)\n", name,
                     lc_model_step(m), a->o.steps);
@@ -326,17 +297,13 @@ static int run(train_args *a, lc_opt *opts, int n) {
         lc_data_record_set(&a->o.data, a->data, &corpus);
         print_summary(m, &a->o);
         warn_useless(a, lc_model_step(m), out, lc_opt_get(opts, n, "--stop-after")->seen);
-        catch_stop_signals();
+        lc_cli_catch_stop_signals();
         rc = finish(a, m, &corpus, out);
     }
     lc_corpus_free(&corpus);
     lc_model_free(m);
     return rc;
 }
-
-/* The stop-signal machinery for the other training commands (cli/classify_cli.h). */
-void lc_cli_catch_stop_signals(void) { catch_stop_signals(); }
-int lc_cli_stop_signal(void) { return stop_signal; }
 
 int lc_cmd_train(int argc, char **argv) {
     if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_train_classify(argc, argv);

@@ -17,7 +17,9 @@ static void usage(FILE *f) {
           "  sample   generate text from a checkpoint\n"
           "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n"
           "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n"
-          "  predict  the label a classifier (train --task classify) gives each input line\n\n"
+          "  predict  the label a classifier (train --task classify) gives each input line\n"
+          "  hibert   HIBERT (docs/hibert.md): pretrain (masked sentences) or finetune (extractive summaries)\n"
+          "  summarize  extractive summaries of text files with a fine-tuned HIBERT checkpoint\n\n"
           "`longctx COMMAND --help` lists a command's options.\n",
           f);
 }
@@ -38,6 +40,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "bench") == 0) return lc_cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "listops") == 0) return lc_cmd_listops(argc - 2, argv + 2);
     if (strcmp(cmd, "predict") == 0) return lc_cmd_predict(argc - 2, argv + 2);
-    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict)", cmd);
+    if (strcmp(cmd, "hibert") == 0) return lc_cmd_hibert(argc - 2, argv + 2);
+    if (strcmp(cmd, "summarize") == 0) return lc_cmd_summarize(argc - 2, argv + 2);
+    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict, hibert, summarize)", cmd);
     return LC_EXIT_USAGE;
 }

@@ -100,6 +100,32 @@ lc_status lc_text_read(const char *path, char **text, size_t *len, int *latin1) 
     return LC_OK;
 }
 
+size_t lc_utf8_invalid_at(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const int k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (!k) return i;
+        i += (size_t)k;
+    }
+    return n;
+}
+
+lc_status lc_text_read_user(const char *path, int allow_latin1, char **text, size_t *len) {
+    int latin1 = 0;
+    lc_status st = lc_text_read(path, text, len, &latin1);
+    if (st || !latin1 || allow_latin1) return st;
+    free(*text);
+    *text = NULL;
+    /* the raw bytes again, for the offset (the file was just read whole: regular, at most 64 MiB) */
+    FILE *f = fopen(path, "rb");
+    size_t at = 0;
+    char *raw = f ? malloc(LC_TEXT_MAX_BYTES) : NULL;
+    if (raw) at = lc_utf8_invalid_at(raw, fread(raw, 1, LC_TEXT_MAX_BYTES, f));
+    free(raw);
+    if (f) fclose(f);
+    return lc_fail(LC_ERR_FORMAT, "%s: not UTF-8 (byte offset %zu); give --encoding latin1 to read it as Latin-1",
+                   path, at);
+}
+
 char *lc_collapse_whitespace(const char *text) {
     char *buf = malloc(strlen(text) + 1);
     if (!buf) return NULL;

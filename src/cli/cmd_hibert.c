@@ -1,0 +1,415 @@
+/* `longctx hibert pretrain|finetune`: HIBERT's masked-sentence pre-training on documents and its
+ * fine-tuning for extractive summarization on a BBC News root (docs/hibert.md): model shape flags or
+ * --init, batches of documents shuffled per epoch from --seed, periodic validation (bits per byte; ROUGE,
+ * keeping the best checkpoint), periodic and signal saves, --resume. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/hibert_cli.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "core/timer.h"
+
+#define MAX_SOURCES 16
+
+typedef struct {
+    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act;
+    int n_docs, threads, json, finetune, eval_docs;
+    long save_every;
+    float save_every_min;
+    lc_hibert_config cfg;
+    lc_train_options o;
+} hargs;
+
+static int build_opts(hargs *a, lc_opt *opts) {
+    lc_train_options *o = &a->o;
+    lc_hibert_config *c = &a->cfg;
+    static char attn[3][LC_ATTN_SPEC_CHARS];
+    (void)attn;
+    lc_opt base[] = {
+        {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
+        {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
+        {"--labels", OPT_STR, &a->labels, 0, 0, "finetune: contained (default) or greedy sentence labels", 0},
+        {"--init", OPT_STR, &a->init, 0, 0, "start from this checkpoint's weights (its shape)", 0},
+        {"--out", OPT_STR, &a->out, 0, 0, "checkpoint to write (finetune: the best by valid ROUGE; OUT.last: the last state)", 0},
+        {"--resume", OPT_STR, &a->resume, 0, 0, "continue this checkpoint's run (finetune: OUT.last)", 0},
+        {"--encoding", OPT_STR, &a->encoding, 0, 0, "utf8 (default: refuse other files) or latin1", 0},
+        {"--sent-layers", OPT_INT, &c->sent.n_layer, 1, 4096, "sentence encoder layers (default 2)", 0},
+        {"--sent-dim", OPT_INT, &c->sent.d_model, 1, 1 << 20, "sentence encoder width (default 128)", 0},
+        {"--sent-heads", OPT_INT, &c->sent.n_head, 1, 1 << 16, "sentence encoder heads (default 4)", 0},
+        {"--sent-ffn", OPT_INT, &c->sent.d_ff, 1, 1 << 24, "sentence encoder feed-forward width (default 512)", 0},
+        {"--sent-attn", OPT_STR, NULL, 0, 0, "sentence encoder attention spec (default full)", 0},
+        {"--doc-layers", OPT_INT, &c->doc.n_layer, 1, 4096, "document encoder layers (default 2)", 0},
+        {"--doc-dim", OPT_INT, &c->doc.d_model, 1, 1 << 20, "document encoder width (default 128)", 0},
+        {"--doc-heads", OPT_INT, &c->doc.n_head, 1, 1 << 16, "document encoder heads (default 4)", 0},
+        {"--doc-ffn", OPT_INT, &c->doc.d_ff, 1, 1 << 24, "document encoder feed-forward width (default 512)", 0},
+        {"--doc-attn", OPT_STR, NULL, 0, 0, "document encoder attention spec (default full)", 0},
+        {"--dec-layers", OPT_INT, &c->dec.n_layer, 1, 4096, "sentence decoder layers (default 1)", 0},
+        {"--dec-dim", OPT_INT, &c->dec.d_model, 1, 1 << 20, "sentence decoder width (default 128)", 0},
+        {"--dec-heads", OPT_INT, &c->dec.n_head, 1, 1 << 16, "sentence decoder heads (default 4)", 0},
+        {"--dec-ffn", OPT_INT, &c->dec.d_ff, 1, 1 << 24, "sentence decoder feed-forward width (default 512)", 0},
+        {"--dec-attn", OPT_STR, NULL, 0, 0, "sentence decoder attention spec (causal; default full)", 0},
+        {"--max-sent-len", OPT_INT, &c->max_sent_len, 1, 1 << 20, "bytes read of a sentence (default 256)", 0},
+        {"--max-sents", OPT_INT, &c->max_sents, 1, 1 << 20, "sentences per document; longer ones are cut into chunks (default 128)", 0},
+        {"--norm", OPT_STR, &a->norm, 0, 0, "pre (default) or post", 0},
+        {"--activation", OPT_STR, &a->act, 0, 0, "gelu (default) or relu", 0},
+        {"--dropout", OPT_FLOAT, &c->dropout, 0, 0.99, "dropout (default 0)", 0},
+        {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps (default 2000)", 0},
+        {"--batch", OPT_INT, &o->batch, 1, 4096, "documents (chunks) per batch (default 8)", 0},
+        {"--lr", OPT_FLOAT, &o->lr, 1e-9, 10, "peak learning rate (default 0.001)", 0},
+        {"--min-lr", OPT_FLOAT, &o->min_lr, 0, 10, "final learning rate (default 0.0001)", 0},
+        {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, "linear warm-up steps (default 100)", 0},
+        {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, "AdamW weight decay (default 0.1)", 0},
+        {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, "gradient-norm clip (default 1)", 0},
+        {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validations (default 250; 0: end only)", 0},
+        {"--eval-docs", OPT_INT, &a->eval_docs, 0, 1 << 30, "pretrain: held-out documents per validation (default 64; 0: all)", 0},
+        {"--seed", OPT_U64, &o->seed, 0, 0, "seed: initialisation, shuffling, masking, dropout (default 1337)", 0},
+        {"--threads", OPT_INT, &a->threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save every N steps", 0},
+        {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save every M minutes", 0},
+        {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
+    };
+    const int n = (int)(sizeof base / sizeof base[0]);
+    memcpy(opts, base, sizeof base);
+    return n;
+}
+
+/* The stack attention specs (strings into the config) and the choices. */
+static int apply_strings(hargs *a, lc_opt *opts, int n, char **argv, int argc) {
+    const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
+    char *dst[3] = {a->cfg.sent.attn, a->cfg.doc.attn, a->cfg.dec.attn};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < argc; i++) {
+            const size_t l = strlen(names[k]);
+            const char *v = !strncmp(argv[i], names[k], l) && argv[i][l] == '=' ? argv[i] + l + 1
+                            : !strcmp(argv[i], names[k]) && i + 1 < argc ? argv[i + 1] : NULL;
+            if (!v) continue;
+            if (strlen(v) >= LC_ATTN_SPEC_CHARS) { lc_cli_error("hibert: %s is too long", names[k]); return LC_EXIT_USAGE; }
+            strcpy(dst[k], v);
+        }
+    if (a->norm && strcmp(a->norm, "pre") && strcmp(a->norm, "post")) { lc_cli_error("hibert: --norm must be pre or post"); return LC_EXIT_USAGE; }
+    if (a->act && strcmp(a->act, "gelu") && strcmp(a->act, "relu")) { lc_cli_error("hibert: --activation must be gelu or relu"); return LC_EXIT_USAGE; }
+    if (a->norm) a->cfg.norm = strcmp(a->norm, "post") == 0 ? LC_NORM_POST : LC_NORM_PRE;
+    if (a->act) a->cfg.activation = strcmp(a->act, "relu") == 0 ? LC_ACT_RELU : LC_ACT_GELU;
+    if (a->encoding && strcmp(a->encoding, "utf8") && strcmp(a->encoding, "latin1")) {
+        lc_cli_error("hibert: --encoding must be utf8 or latin1, got '%s'", a->encoding);
+        return LC_EXIT_USAGE;
+    }
+    (void)opts, (void)n;
+    return -1;
+}
+
+/* With --init or --resume the checkpoint fixes the shape: a shape flag that disagrees is an error. */
+static int check_shape_flags(lc_opt *opts, int n, const lc_hibert_config *want, const lc_hibert_config *ck, const char *path) {
+    static const char *flags[] = {"--sent-layers", "--sent-dim", "--sent-heads", "--sent-ffn", "--sent-attn", "--doc-layers",
+                                  "--doc-dim", "--doc-heads", "--doc-ffn", "--doc-attn", "--dec-layers", "--dec-dim",
+                                  "--dec-heads", "--dec-ffn", "--dec-attn", "--max-sent-len", "--max-sents", "--norm",
+                                  "--activation"};
+    const lc_hibert_stack *w[3] = {&want->sent, &want->doc, &want->dec}, *c[3] = {&ck->sent, &ck->doc, &ck->dec};
+    for (int i = 0; i < (int)(sizeof flags / sizeof *flags); i++) {
+        if (!lc_opt_get(opts, n, flags[i])->seen) continue;
+        int same;
+        if (i < 15) {
+            const lc_hibert_stack *x = w[i / 5], *y = c[i / 5];
+            const int f = i % 5;
+            same = f == 0 ? x->n_layer == y->n_layer : f == 1 ? x->d_model == y->d_model : f == 2 ? x->n_head == y->n_head
+                 : f == 3 ? x->d_ff == y->d_ff : strcmp(x->attn[0] ? x->attn : "full", y->attn[0] ? y->attn : "full") == 0;
+        } else {
+            same = i == 15 ? want->max_sent_len == ck->max_sent_len : i == 16 ? want->max_sents == ck->max_sents
+                 : i == 17 ? want->norm == ck->norm : want->activation == ck->activation;
+        }
+        if (!same) {
+            lc_cli_error("hibert: %s disagrees with %s (the checkpoint fixes the model's shape)", flags[i], path);
+            return LC_EXIT_USAGE;
+        }
+    }
+    return -1;
+}
+
+typedef struct {
+    hargs *a;
+    lc_hibert *m;
+    lc_hibert_run run;
+    lc_hdocs train, valid;
+    const char *last; /* where the resumable state goes */
+    char last_buf[4200];
+} trainer;
+
+static int save_to(trainer *t, const char *path, int fatal) {
+    lc_status st = lc_hibert_save(t->m, &t->run, path);
+    if (!st) return -1;
+    if (fatal) return lc_cli_fail(st);
+    fprintf(stderr, "longctx: warning: save at step %ld failed: %s (training goes on)\n", lc_hibert_steps_done(t->m), lc_last_error());
+    return -1;
+}
+
+/* Validation: pre-training's bits per byte on the held-out documents (the first --eval-docs chunks), or
+ * fine-tuning's ROUGE (mean of R1, R2, RL F1 in *score). */
+static lc_status validate(trainer *t, double *bpb, double r[3]) {
+    if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
+    const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
+    lc_hbatch h = {0};
+    int idx[4096];
+    double sum = 0;
+    long count = 0;
+    lc_status st = LC_OK;
+    for (int c0 = 0; c0 < n && !st; c0 += B) {
+        const int k = n - c0 < B ? n - c0 : B;
+        for (int i = 0; i < k; i++) idx[i] = c0 + i;
+        double s = 0;
+        long c = 0;
+        if (!(st = lc_hbatch_make(&h, &t->valid, idx, k)) &&
+            !(st = lc_hibert_pretrain_forward(t->m, &h.b, 0x76616c6964ULL + (uint64_t)c0, 0, &s, &c)))
+            sum += s, count += c;
+    }
+    lc_hbatch_free(&h);
+    *bpb = count ? sum / count / log(2.0) : NAN;
+    return st;
+}
+
+/* The chunks of batch number `step`: epochs of the training chunks, each shuffled from the seed. */
+static void batch_of(const trainer *t, long step, int *idx, int *perm, long *perm_epoch) {
+    const int N = t->train.n_chunks, B = t->run.opts.batch;
+    for (int i = 0; i < B; i++) {
+        const long pos = step * B + i, epoch = pos / N;
+        if (epoch != *perm_epoch) {
+            lc_rng r;
+            lc_rng_seed(&r, lc_seed_mix(t->run.opts.seed, (uint64_t)epoch));
+            for (int k = 0; k < N; k++) perm[k] = k;
+            for (int k = N - 1; k > 0; k--) {
+                const int j = (int)(lc_rng_next(&r) % (uint64_t)(k + 1)), s = perm[k];
+                perm[k] = perm[j], perm[j] = s;
+            }
+            *perm_epoch = epoch;
+        }
+        idx[i] = perm[pos % N];
+    }
+}
+
+static int train_loop(trainer *t) {
+    hargs *a = t->a;
+    lc_train_options *o = &t->run.opts;
+    lc_progress_printer pp;
+    lc_progress_init(&pp, o->steps);
+    int *perm = malloc(sizeof(int) * (size_t)t->train.n_chunks), *idx = malloc(sizeof(int) * (size_t)o->batch);
+    if (!perm || !idx) { free(perm), free(idx); lc_cli_error("hibert: out of memory"); return LC_EXIT_RUNTIME; }
+    long perm_epoch = -1, bytes = 0;
+    lc_hbatch h = {0};
+    const long start = lc_hibert_steps_done(t->m);
+    const double t0 = lc_now_seconds();
+    double last_save = t0, bpb = NAN, r[3] = {NAN, NAN, NAN};
+    int rc = -1;
+    lc_cli_catch_stop_signals();
+    for (long s = start; s < o->steps && rc < 0; s++) {
+        batch_of(t, s, idx, perm, &perm_epoch);
+        lc_status st = lc_hbatch_make(&h, &t->train, idx, o->batch);
+        double loss = 0;
+        if (!st) st = a->finetune ? lc_hibert_step(t->m, o, &h.b, h.labels, &loss)
+                                  : lc_hibert_pretrain_step(t->m, o, &h.b, lc_seed_mix(o->seed ^ 0x6d61736bULL, (uint64_t)s), &loss);
+        if (st) { rc = lc_cli_fail(st); break; }
+        for (int i = 0; i < h.b.n_docs; i++) (void)0;
+        for (int k = 0, n = 0; k < h.b.n_docs; n += h.b.n_sents[k], k++)
+            for (int j = n; j < n + h.b.n_sents[k]; j++) bytes += h.len[j] + 1;
+        const long done = s + 1;
+        lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (lc_now_seconds() - t0 + 1e-9),
+                         lc_now_seconds() - t0, NAN, NAN};
+        const int eval_now = (o->eval_every > 0 && done % o->eval_every == 0) || done == o->steps;
+        if (eval_now && t->valid.n_chunks) {
+            if ((st = validate(t, &bpb, r))) { rc = lc_cli_fail(st); break; }
+            if (!a->finetune) p.valid_bpc = bpb;
+            else {
+                const double score = (r[0] + r[1] + r[2]) / 3;
+                fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f\n", pp.tty ? "\n" : "", done, r[0], r[1], r[2]);
+                if (score > t->run.best) {
+                    t->run.best = (float)score, t->run.best_step = done;
+                    if (a->out && (rc = save_to(t, a->out, 1)) >= 0) break;
+                }
+            }
+        }
+        lc_progress_print(&p, &pp);
+        if (lc_cli_stop_signal()) break;
+        if (done < o->steps && t->last && lc_cli_save_due(a->save_every, a->save_every_min, done, last_save)) {
+            save_to(t, t->last, 0);
+            last_save = lc_now_seconds();
+        }
+    }
+    lc_progress_done(&pp);
+    lc_hbatch_free(&h);
+    free(perm), free(idx);
+    if (rc >= 0) return rc;
+    if (t->last && (rc = save_to(t, t->last, 1)) >= 0) return rc;
+    if (lc_cli_stop_signal()) {
+        const int sig = lc_cli_stop_signal();
+        fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: %s%s\n", lc_cli_signal_name(sig),
+                lc_hibert_steps_done(t->m), o->steps, t->last ? "saved " : "nothing saved (no --out)", t->last ? t->last : "");
+        return 128 + sig;
+    }
+    if (a->finetune) {
+        printf("valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f after %ld steps; best %.2f (mean F1) at step %ld%s%s\n", r[0], r[1],
+               r[2], lc_hibert_steps_done(t->m), t->run.best, t->run.best_step, a->out ? " in " : "", a->out ? a->out : "");
+        if (a->json)
+            printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"best\":%s,\"best_step\":%ld,\"steps\":%ld,\"params\":%zu}\n",
+                   lc_json_number(r[0]), lc_json_number(r[1]), lc_json_number(r[2]), lc_json_number(t->run.best),
+                   t->run.best_step, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m));
+    } else {
+        printf("valid bits per byte %.4f after %ld steps (%.0f bytes/s)%s%s\n", bpb, lc_hibert_steps_done(t->m), pp.tokens_per_s,
+               t->last ? "; saved " : "", t->last ? t->last : "");
+        if (a->json)
+            printf("{\"valid_bpb\":%s,\"bytes_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n", lc_json_number(bpb), pp.tokens_per_s,
+                   lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m));
+    }
+    return LC_EXIT_OK;
+}
+
+/* The data: pretrain's --docs (held-out slice or BBC valid), finetune's BBC root with labels. */
+static lc_status load_data(trainer *t, const char *sources) {
+    const hargs *a = t->a;
+    const int latin1 = t->run.latin1, max_sents = lc_hibert_get_config(t->m)->max_sents;
+    lc_hdocs_init(&t->train, max_sents), lc_hdocs_init(&t->valid, max_sents);
+    lc_status st = LC_OK;
+    char *copy = strdup(sources);
+    for (char *p = copy, *nl; p && *p && !st; p = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(p, '\n'))) *nl = 0;
+        if (!(st = lc_hdocs_add(&t->train, p, LC_PART_TRAIN, 0, latin1)))
+            st = lc_hdocs_add(&t->valid, p, LC_PART_VALID, 1, latin1);
+    }
+    free(copy);
+    if (!st && a->finetune && !(st = lc_hdocs_label(&t->train, t->run.labels))) st = lc_hdocs_label(&t->valid, t->run.labels);
+    return st;
+}
+
+static int run(hargs *a, lc_opt *opts, int n) {
+    const char *cmd = a->finetune ? "hibert finetune" : "hibert pretrain";
+    if (a->init && a->resume) { lc_cli_error("%s: --init and --resume exclude each other", cmd); return LC_EXIT_USAGE; }
+    if (!a->out && !a->resume) { lc_cli_error("%s: --out is required", cmd); return LC_EXIT_USAGE; }
+    if (a->finetune ? a->n_docs > 0 : a->data != NULL) {
+        lc_cli_error("%s: %s belongs to hibert %s", cmd, a->finetune ? "--docs" : "--data", a->finetune ? "pretrain" : "finetune");
+        return LC_EXIT_USAGE;
+    }
+    if (!a->finetune && !a->resume && a->n_docs == 0) { lc_cli_error("%s: --docs is required", cmd); return LC_EXIT_USAGE; }
+    if (!a->finetune && lc_opt_get(opts, n, "--labels")->seen) { lc_cli_error("%s: --labels belongs to hibert finetune", cmd); return LC_EXIT_USAGE; }
+    lc_set_threads(a->threads);
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.a = a;
+    lc_hibert_run_default(&t.run);
+    lc_status st;
+    lc_hibert_config ck;
+    const char *fixed = a->resume ? a->resume : a->init;
+    if (fixed) {
+        if ((st = lc_hibert_checkpoint_info(fixed, &ck, a->resume ? &t.run : NULL))) return lc_cli_fail(st);
+        int rc = check_shape_flags(opts, n, &a->cfg, &ck, fixed);
+        if (rc >= 0) return rc;
+        if (!lc_opt_get(opts, n, "--dropout")->seen || a->resume) a->cfg.dropout = ck.dropout;
+        const float dropout = a->cfg.dropout;
+        a->cfg = ck, a->cfg.dropout = dropout;
+    }
+    if (a->resume) {
+        if ((int)t.run.stage != a->finetune) {
+            lc_cli_error("%s: --resume %s is a %s checkpoint", cmd, a->resume, t.run.stage ? "finetune" : "pretrain");
+            return LC_EXIT_USAGE;
+        }
+        if (lc_opt_get(opts, n, "--steps")->seen) t.run.opts.steps = a->o.steps;
+        if (lc_opt_get(opts, n, "--eval-every")->seen) t.run.opts.eval_every = a->o.eval_every;
+    } else {
+        t.run.stage = a->finetune ? LC_HIBERT_STAGE_FINETUNE : LC_HIBERT_STAGE_PRETRAIN;
+        t.run.opts = a->o;
+        t.run.latin1 = a->encoding && strcmp(a->encoding, "latin1") == 0;
+        t.run.labels = a->labels && strcmp(a->labels, "greedy") == 0;
+        if (a->labels && strcmp(a->labels, "greedy") && strcmp(a->labels, "contained")) {
+            lc_cli_error("%s: --labels must be contained or greedy, got '%s'", cmd, a->labels);
+            return LC_EXIT_USAGE;
+        }
+        char *p = t.run.data;
+        const char *src[MAX_SOURCES];
+        int ns = a->finetune ? 1 : a->n_docs;
+        for (int i = 0; i < ns; i++) src[i] = a->finetune ? (a->data ? a->data : "data/bbc-news-summary") : a->docs[i];
+        for (int i = 0; i < ns; i++) {
+            char *abs = realpath(src[i], NULL);
+            const char *s = abs ? abs : src[i];
+            if ((size_t)(p - t.run.data) + strlen(s) + 2 >= sizeof t.run.data) { free(abs); lc_cli_error("%s: too many --docs paths", cmd); return LC_EXIT_USAGE; }
+            p += sprintf(p, "%s%s", i ? "\n" : "", s);
+            free(abs);
+        }
+    }
+    if ((st = lc_hibert_config_validate(&a->cfg))) return lc_cli_fail(st);
+    /* a model of the shape first (its max_sents cuts documents), then the plan for the data */
+    const lc_hibert_limits tiny = {1, 1, 1};
+    if ((st = lc_hibert_create(&a->cfg, &tiny, t.run.opts.seed, &t.m))) return lc_cli_fail(st);
+    int rc = -1;
+    if ((st = load_data(&t, t.run.data))) rc = lc_cli_fail(st);
+    if (rc < 0 && t.train.n_chunks == 0) { lc_cli_error("%s: no training documents in %s", cmd, t.run.data); rc = LC_EXIT_RUNTIME; }
+    if (rc < 0 && a->resume && t.run.data_hash && (t.run.data_hash != t.train.hash || t.run.data_docs != t.train.n_chunks)) {
+        lc_cli_error("%s: the training documents of %s have changed since it was saved", cmd, a->resume);
+        rc = LC_EXIT_RUNTIME;
+    }
+    if (rc < 0) {
+        t.run.data_hash = t.train.hash, t.run.data_docs = t.train.n_chunks, t.run.data_bytes = t.train.bytes;
+        t.run.limits = lc_hdocs_limits(&t.train, &t.valid, t.run.opts.batch, &a->cfg);
+        lc_hibert_free(t.m);
+        t.m = NULL;
+        if (a->resume) st = lc_hibert_load(a->resume, &t.run.limits, &t.m, NULL);
+        else if (!(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init)
+            st = lc_hibert_init_from(t.m, a->init);
+        if (st) rc = lc_cli_fail(st);
+    }
+    if (rc < 0) {
+        if (a->finetune && a->out) {
+            snprintf(t.last_buf, sizeof t.last_buf, "%s.last", a->out);
+            t.last = t.last_buf;
+        } else {
+            t.last = a->out ? a->out : a->resume;
+        }
+        if (a->resume && !a->out) t.last = a->resume;
+        fprintf(stderr, "hibert %s: %d+%d+%d layers, dims %d/%d/%d | %.2fM params | %d train documents (%d chunks), %d held out | "
+                        "batch %d, planned for %d sentences, %ld bytes | %d threads\n", a->finetune ? "finetune" : "pretrain",
+                a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
+                a->cfg.dec.d_model, (double)lc_hibert_num_params(t.m) / 1e6, t.train.n_docs, t.train.n_chunks,
+                t.valid.n_docs, t.run.opts.batch, t.run.limits.max_sents, t.run.limits.max_bytes, lc_get_threads());
+        if (t.train.latin1 + t.valid.latin1) fprintf(stderr, "%d files were not UTF-8 and were read as Latin-1\n", t.train.latin1 + t.valid.latin1);
+        rc = train_loop(&t);
+    }
+    lc_hibert_free(t.m);
+    lc_hdocs_free(&t.train), lc_hdocs_free(&t.valid);
+    return rc;
+}
+
+int lc_cmd_hibert(int argc, char **argv) {
+    const char *usage = "pretrain --docs PATH... --out CKPT | finetune --data BBC_ROOT --out CKPT [options]";
+    if (argc < 1 || (strcmp(argv[0], "pretrain") && strcmp(argv[0], "finetune"))) {
+        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) { printf("usage: longctx hibert %s\n", usage); return LC_EXIT_OK; }
+        lc_cli_error("hibert: expected pretrain or finetune (usage: longctx hibert %s)", usage);
+        return LC_EXIT_USAGE;
+    }
+    hargs a;
+    memset(&a, 0, sizeof a);
+    a.finetune = strcmp(argv[0], "finetune") == 0;
+    a.eval_docs = 64;
+    lc_hibert_config_default(&a.cfg);
+    lc_train_options_default(&a.o);
+    a.o.batch = 8, a.o.lr = 1e-3f;
+    lc_opt opts[64];
+    const int n = build_opts(&a, opts);
+    /* --docs may repeat and take several paths: collect them, parse the rest */
+    char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
+    int nr = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--docs") == 0) {
+            for (i++; i < argc && strncmp(argv[i], "--", 2) != 0; i++) {
+                if (a.n_docs == MAX_SOURCES) { free(rest); lc_cli_error("hibert: at most %d --docs paths", MAX_SOURCES); return LC_EXIT_USAGE; }
+                a.docs[a.n_docs++] = argv[i];
+            }
+            i--;
+            continue;
+        }
+        rest[nr++] = argv[i];
+    }
+    const char *cmd = a.finetune ? "hibert finetune" : "hibert pretrain";
+    int rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
+    if (rc < 0) rc = apply_strings(&a, opts, n, rest, nr);
+    if (rc < 0) rc = run(&a, opts, n);
+    free(rest);
+    return rc;
+}

@@ -1,0 +1,294 @@
+/* Document sets of the HIBERT commands (hibert_cli.h): reading directories of .txt files, the BBC layout
+ * and TSV files into sentences cut into model-sized chunks, batches of chunks, sentence scores, and the
+ * top-k extractive summaries' ROUGE. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/hibert_cli.h"
+#include "core/status.h"
+
+void lc_hdocs_init(lc_hdocs *d, int max_sents) {
+    memset(d, 0, sizeof *d);
+    d->max_sents = max_sents;
+    d->hash = 14695981039346656037ULL;
+}
+
+void lc_hdocs_free(lc_hdocs *d) {
+    for (int i = 0; i < d->n_docs; i++) free(d->name[i]), free(d->reference ? d->reference[i] : NULL);
+    for (int i = 0; i < d->n_bufs; i++) free(d->bufs[i]);
+    free(d->name), free(d->reference), free(d->doc_first), free(d->chunk_first), free(d->chunk_doc);
+    free(d->sent), free(d->len), free(d->label), free(d->bufs);
+    memset(d, 0, sizeof *d);
+}
+
+static int grow(void **p, int *cap, int need, size_t size) {
+    if (need <= *cap) return 0;
+    int c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q) return -1;
+    *p = q, *cap = c;
+    return 0;
+}
+
+lc_status lc_hdocs_add_text(lc_hdocs *d, const char *text, const char *name, const char *reference) {
+    lc_sentences s;
+    lc_status st = lc_sentences_split(text, &s);
+    if (st) return st;
+    if (s.n == 0) return lc_fail(LC_ERR_FORMAT, "%s: empty document: no text", name);
+    int cd = d->cap_docs, cs = d->cap_sents, cb = d->cap_bufs;
+    const int chunks = (s.n + d->max_sents - 1) / d->max_sents;
+    int bad = grow((void **)&d->name, &cd, d->n_docs + 1, sizeof *d->name);
+    cd = d->cap_docs, bad |= grow((void **)&d->reference, &cd, d->n_docs + 1, sizeof *d->reference);
+    cd = d->cap_docs, bad |= grow((void **)&d->doc_first, &cd, d->n_docs + 2, sizeof *d->doc_first);
+    d->cap_docs = d->cap_docs > cd ? d->cap_docs : cd;
+    int cc = d->n_chunks ? d->n_chunks + 1 : 0;
+    int cap_c = cc; /* chunks grow exactly: few documents have many */
+    bad |= grow((void **)&d->chunk_first, &cap_c, d->n_chunks + chunks + 1, sizeof *d->chunk_first);
+    cap_c = cc, bad |= grow((void **)&d->chunk_doc, &cap_c, d->n_chunks + chunks + 1, sizeof *d->chunk_doc);
+    bad |= grow((void **)&d->sent, &cs, d->n_sents + s.n, sizeof *d->sent);
+    cs = d->cap_sents, bad |= grow((void **)&d->len, &cs, d->n_sents + s.n, sizeof *d->len);
+    d->cap_sents = cs > d->cap_sents ? cs : d->cap_sents;
+    bad |= grow((void **)&d->bufs, &cb, d->n_bufs + 1, sizeof *d->bufs);
+    d->cap_bufs = cb;
+    char *nm = strdup(name), *ref = reference ? strdup(reference) : NULL;
+    if (bad || !nm || (reference && !ref)) {
+        free(nm), free(ref), lc_sentences_free(&s);
+        return lc_fail(LC_ERR_NOMEM, "%s: out of memory", name);
+    }
+    d->doc_first[d->n_docs] = d->n_sents;
+    d->name[d->n_docs] = nm, d->reference[d->n_docs] = ref;
+    for (int c = 0; c < chunks; c++) {
+        d->chunk_first[d->n_chunks] = d->n_sents + c * d->max_sents;
+        d->chunk_doc[d->n_chunks++] = d->n_docs;
+    }
+    for (int i = 0; i < s.n; i++) {
+        d->sent[d->n_sents] = s.sent[i];
+        d->len[d->n_sents++] = (int)strlen(s.sent[i]);
+        d->bytes += (long)strlen(s.sent[i]);
+        for (const unsigned char *p = (const unsigned char *)s.sent[i]; *p; p++) d->hash = (d->hash ^ *p) * 1099511628211ULL;
+        d->hash = (d->hash ^ '\n') * 1099511628211ULL;
+    }
+    d->n_docs++;
+    d->doc_first[d->n_docs] = d->n_sents;
+    d->chunk_first[d->n_chunks] = d->n_sents;
+    d->bufs[d->n_bufs++] = s.buf;
+    free(s.sent);
+    return LC_OK;
+}
+
+int lc_hdocs_is_bbc(const char *path) {
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/articles", path);
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static lc_status add_bbc(lc_hdocs *d, const char *root, lc_part part) {
+    lc_doc_list l;
+    lc_status st = lc_doc_list_open(root, part, &l);
+    for (int i = 0; i < l.n && !st; i++) {
+        lc_document doc;
+        if ((st = lc_document_read(l.article[i], l.summary[i], &doc))) break;
+        char *body = NULL;
+        st = lc_sentences_join((const char *const *)doc.sents.sent, doc.sents.n, NULL, &body);
+        if (!st) st = lc_hdocs_add_text(d, body, l.article[i], doc.reference);
+        d->latin1 += doc.latin1 != 0;
+        free(body);
+        lc_document_free(&doc);
+    }
+    if (!st && l.n == 0) st = lc_fail(LC_ERR_FORMAT, "%s: no documents in that split", root);
+    lc_doc_list_free(&l);
+    return st;
+}
+
+static lc_status add_dir(lc_hdocs *d, const char *dir, int held_out, int latin1) {
+    DIR *dp = opendir(dir);
+    if (!dp) return lc_fail(LC_ERR_IO, "%s: cannot open the directory", dir);
+    char **names = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    lc_status st = LC_OK;
+    while ((e = readdir(dp))) {
+        const size_t k = strlen(e->d_name);
+        if (e->d_name[0] == '.' || k < 5 || strcmp(e->d_name + k - 4, ".txt") != 0) continue;
+        if (grow((void **)&names, &cap, n + 1, sizeof *names) || !(names[n] = strdup(e->d_name))) {
+            st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", dir);
+            break;
+        }
+        n++;
+    }
+    closedir(dp);
+    if (!st && n == 0) st = lc_fail(LC_ERR_FORMAT, "%s: no .txt documents", dir);
+    if (names) qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int i = 0; i < n && !st; i++) {
+        if ((i % 20 == 19) != held_out) continue;
+        char path[4400], *text = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!(st = lc_text_read_user(path, latin1, &text, NULL))) st = lc_hdocs_add_text(d, text, path, NULL);
+        free(text);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return st;
+}
+
+static lc_status add_tsv(lc_hdocs *d, const char *path, int held_out, int latin1) {
+    lc_labelled_data t;
+    lc_status st = lc_labelled_read(path, NULL, NULL, &t);
+    if (st) return st;
+    for (long i = 0; i < t.n && !st; i++) {
+        if ((i % 20 == 19) != held_out) continue;
+        char *text = malloc(t.text_len[i] + 1), name[4200];
+        snprintf(name, sizeof name, "%s:%ld", path, t.line[i]);
+        if (!text) { st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", name); break; }
+        memcpy(text, t.text[i], t.text_len[i] + 1);
+        for (char *p = text; (p = strstr(p, "<br")) != NULL;) { /* <br />, <br/>, <br> */
+            char *end = strchr(p, '>');
+            if (!end || end - p > 6) { p += 3; continue; }
+            memset(p, ' ', (size_t)(end - p + 1));
+        }
+        const size_t bad = lc_utf8_invalid_at(text, t.text_len[i]);
+        if (bad < t.text_len[i] && !latin1)
+            st = lc_fail(LC_ERR_FORMAT, "%s: not UTF-8 (byte offset %zu of the text); give --encoding latin1 to read it "
+                                        "as Latin-1", name, bad);
+        else if (bad < t.text_len[i])
+            st = lc_fail(LC_ERR_ARG, "%s: --encoding latin1 is not supported for TSV files", name);
+        else
+            st = lc_hdocs_add_text(d, text, name, NULL);
+        free(text);
+    }
+    lc_labelled_free(&t);
+    return st;
+}
+
+lc_status lc_hdocs_add(lc_hdocs *d, const char *path, lc_part part, int held_out, int latin1) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: no such file or directory", path);
+    if (S_ISDIR(sb.st_mode)) return lc_hdocs_is_bbc(path) ? add_bbc(d, path, part) : add_dir(d, path, held_out, latin1);
+    return add_tsv(d, path, held_out, latin1);
+}
+
+lc_status lc_hdocs_label(lc_hdocs *d, int rule) {
+    free(d->label);
+    if (!(d->label = calloc((size_t)d->n_sents + 1, 1))) return lc_fail(LC_ERR_NOMEM, "labels: out of memory");
+    for (int j = 0; j < d->n_docs; j++) {
+        if (!d->reference[j]) return lc_fail(LC_ERR_ARG, "%s: no reference summary to label it", d->name[j]);
+        const int f = d->doc_first[j];
+        lc_status st = lc_summary_labels(d->sent + f, d->doc_first[j + 1] - f, d->reference[j], (lc_label_rule)rule,
+                                         d->label + f, NULL);
+        if (st) return st;
+    }
+    return LC_OK;
+}
+
+lc_hibert_limits lc_hdocs_limits(const lc_hdocs *d, const lc_hdocs *e, int batch, const lc_hibert_config *cfg) {
+    /* the `batch` largest chunks by sentences and by (worst-case) bytes: an upper bound for any batch */
+    long top_s[64] = {0}, top_b[64] = {0};
+    const int k = batch < 64 ? batch : 64;
+    const lc_hdocs *sets[2] = {d, e};
+    for (int w = 0; w < 2; w++)
+        for (int c = 0; sets[w] && c < sets[w]->n_chunks; c++) {
+            const lc_hdocs *x = sets[w];
+            const int f = x->chunk_first[c], n = x->chunk_first[c + 1] - f;
+            long bytes = 0, longest = 0;
+            for (int i = f; i < f + n; i++) {
+                const long l = x->len[i] < cfg->max_sent_len ? x->len[i] : cfg->max_sent_len;
+                bytes += l, longest = l > longest ? l : longest;
+            }
+            bytes = bytes > n * longest ? bytes : n * longest; /* replaced sentences may be the longest */
+            long v[2] = {n, bytes}, *top[2] = {top_s, top_b};
+            for (int t = 0; t < 2; t++)
+                for (int i = 0; i < k; i++)
+                    if (v[t] > top[t][i]) { long s = top[t][i]; top[t][i] = v[t]; v[t] = s; }
+        }
+    long s = 0, b = 0;
+    for (int i = 0; i < k; i++) s += top_s[i], b += top_b[i];
+    if (batch > k) s = s * batch / k + 1, b = b * batch / k + 1;
+    return (lc_hibert_limits){batch, (int)(s > 0 ? s : 1), b > 0 ? b : 1};
+}
+
+lc_status lc_hbatch_make(lc_hbatch *h, const lc_hdocs *d, const int *idx, int n) {
+    int total = 0;
+    for (int i = 0; i < n; i++) total += d->chunk_first[idx[i] + 1] - d->chunk_first[idx[i]];
+    if (total > h->cap || !h->n_sents) {
+        lc_hbatch_free(h);
+        h->cap = total > 64 ? total : 64;
+        h->n_sents = malloc(sizeof(int) * (size_t)(n > h->cap ? n : h->cap));
+        h->len = malloc(sizeof(int) * (size_t)h->cap);
+        h->sent = malloc(sizeof *h->sent * (size_t)h->cap);
+        h->labels = malloc((size_t)h->cap);
+        if (!h->n_sents || !h->len || !h->sent || !h->labels) return lc_fail(LC_ERR_NOMEM, "batch: out of memory");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const int f = d->chunk_first[idx[i]], c = d->chunk_first[idx[i] + 1] - f;
+        h->n_sents[i] = c;
+        for (int j = f; j < f + c; j++, k++) {
+            h->sent[k] = (const uint8_t *)d->sent[j], h->len[k] = d->len[j];
+            h->labels[k] = d->label ? d->label[j] : 0;
+        }
+    }
+    h->b = (lc_hibert_batch){n, h->n_sents, h->sent, h->len};
+    return LC_OK;
+}
+
+void lc_hbatch_free(lc_hbatch *h) {
+    free(h->n_sents), free(h->len), free(h->sent), free(h->labels);
+    memset(h, 0, sizeof *h);
+}
+
+lc_status lc_hdocs_scores(lc_hibert *m, const lc_hdocs *d, int batch, float *scores) {
+    lc_hbatch h = {0};
+    int *idx = malloc(sizeof(int) * (size_t)batch);
+    lc_status st = idx ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory");
+    for (int c0 = 0; c0 < d->n_chunks && !st; c0 += batch) {
+        const int n = d->n_chunks - c0 < batch ? d->n_chunks - c0 : batch;
+        for (int i = 0; i < n; i++) idx[i] = c0 + i;
+        if ((st = lc_hbatch_make(&h, d, idx, n)) || (st = lc_hibert_extract_forward(m, &h.b, NULL, 0, NULL, NULL))) break;
+        const int f = d->chunk_first[c0];
+        memcpy(scores + f, lc_hibert_scores(m), sizeof(float) * (size_t)(d->chunk_first[c0 + n] - f));
+    }
+    free(idx);
+    lc_hbatch_free(&h);
+    return st;
+}
+
+void lc_top_k(const float *scores, int n, int k, uint8_t *pick) {
+    memset(pick, 0, (size_t)n);
+    for (int t = 0; t < k && t < n; t++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!pick[i] && (best < 0 || scores[i] > scores[best])) best = i;
+        if (best < 0) break;
+        pick[best] = 1;
+    }
+}
+
+lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]) {
+    float *scores = malloc(sizeof(float) * (size_t)(d->n_sents + 1));
+    uint8_t *pick = malloc((size_t)d->n_sents + 1), *gold = malloc((size_t)d->n_sents + 1);
+    r[0] = r[1] = r[2] = 0;
+    lc_status st = LC_OK;
+    if (!scores || !pick || !gold) st = lc_fail(LC_ERR_NOMEM, "out of memory");
+    else st = lc_hdocs_scores(m, d, batch, scores);
+    for (int j = 0; j < d->n_docs && !st; j++) {
+        const int f = d->doc_first[j], n = d->doc_first[j + 1] - f;
+        int k = 0;
+        if ((st = lc_summary_labels(d->sent + f, n, d->reference[j], LC_LABELS_CONTAINED, gold, &k))) break;
+        lc_top_k(scores + f, n, k, pick);
+        char *summary = NULL;
+        lc_rouge x;
+        if (!(st = lc_sentences_join(d->sent + f, n, pick, &summary))) st = lc_rouge_score(summary, d->reference[j], &x);
+        free(summary);
+        if (!st) r[0] += x.r1.f1, r[1] += x.r2.f1, r[2] += x.rl.f1;
+    }
+    for (int i = 0; i < 3; i++) r[i] = d->n_docs ? 100 * r[i] / d->n_docs : 0;
+    free(scores), free(pick), free(gold);
+    return st;
+}
