@@ -222,7 +222,7 @@ static int train_loop(trainer *t) {
             else {
                 const double score = (r[0] + r[1] + r[2]) / 3;
                 fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f\n", pp.tty ? "\n" : "", done, r[0], r[1], r[2]);
-                if (score > t->run.best) {
+                if ((float)score > t->run.best) {
                     t->run.best = (float)score, t->run.best_step = done;
                     if (a->out && (rc = save_to(t, a->out, 1)) >= 0) break;
                 }
