@@ -90,6 +90,11 @@ lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
 int lc_hier_clipped_len(const lc_hibert *m, int len);
 /* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n . */
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
+/* model/hier_pretrain.c: lc_hibert_pretrain_forward with each sentence's action and source (index inside
+ * its document; lc_hibert_mask_sentences's contract) given in batch order instead of drawn (tests; NULL:
+ * those already in m->action, m->source). LC_ERR_ARG for an action or source outside the contract. */
+lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+                                   int train, double *loss_sum, long *count);
 /* model/hier_pretrain.c: the decoder's backward into the encoders (lc_hibert_backward's pre-training branch). */
 void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale);
 

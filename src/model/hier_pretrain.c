@@ -13,10 +13,9 @@
 #include "kernels/kernels.h"
 #include "model/hier.h"
 
-/* The masking of every document and the encoders' batch (m->enc_*). */
-static lc_hibert_batch mask_batch(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed) {
-    for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++) {
-        lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
+/* The encoders' batch (m->enc_*) from the actions and sources of every document (m->action, m->source). */
+static lc_hibert_batch encoder_view(lc_hibert *m, const lc_hibert_batch *b) {
+    for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
         for (int i = s0; i < s0 + b->n_sents[j]; i++) {
             const int src = s0 + m->source[i];
             m->enc_sent[i] = b->sent ? b->sent[src] : NULL;
@@ -24,7 +23,6 @@ static lc_hibert_batch mask_batch(lc_hibert *m, const lc_hibert_batch *b, uint64
             m->enc_mask[i] = m->action[i] == LC_HIBERT_MASKED;
             m->doc_of[i] = j;
         }
-    }
     const lc_hibert_batch e = {b->n_docs, b->n_sents, m->enc_sent, m->enc_len};
     return e;
 }
@@ -60,7 +58,25 @@ lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uin
     m->have_labels = 0, m->pretrained = 0;
     lc_status st = lc_hier_check_batch(m, b);
     if (st) return st;
-    const lc_hibert_batch e = mask_batch(m, b, seed);
+    for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
+        lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
+    return lc_hier_pretrain_actions(m, b, NULL, NULL, train, loss_sum, count);
+}
+
+lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+                                   int train, double *loss_sum, long *count) {
+    lc_clear_error();
+    m->have_labels = 0, m->pretrained = 0;
+    lc_status st = lc_hier_check_batch(m, b);
+    if (st) return st;
+    for (int j = 0, s0 = 0; action && j < b->n_docs; s0 += b->n_sents[j], j++)
+        for (int i = s0; i < s0 + b->n_sents[j]; i++) {
+            if (action[i] > LC_HIBERT_KEPT || source[i] < 0 || source[i] >= b->n_sents[j] ||
+                (action[i] != LC_HIBERT_REPLACED && source[i] != i - s0))
+                return lc_fail(LC_ERR_ARG, "hibert: sentence %d: action %d with source %d", i, action[i], source[i]);
+            m->action[i] = action[i], m->source[i] = source[i];
+        }
+    const lc_hibert_batch e = encoder_view(m, b);
     m->enc_masked = m->enc_mask;
     st = lc_hier_encode(m, &e, train);
     m->enc_masked = NULL;
