@@ -4,6 +4,7 @@
  *   longctx/summary.h  documents, sentences, summary labels and ROUGE
  *   longctx/lra.h      long-range classification data: ListOps, labelled TSV files, tokenization
  *   longctx/hibert.h   HIBERT, the hierarchical document model
+ *   longctx/seq2seq.h  the vanilla encoder-decoder Transformer over bytes
  *   longctx/classify.h sequence classification on the encoder (ListOps, Text), its checkpoints */
 #ifndef LONGCTX_H
 #define LONGCTX_H
@@ -13,6 +14,7 @@
 #include "longctx/summary.h"
 #include "longctx/lra.h"
 #include "longctx/hibert.h"
+#include "longctx/seq2seq.h"
 #include "longctx/classify.h"
 
 #endif
