@@ -12,6 +12,7 @@
 
 #include "core/rng.h"
 #include "core/table.h"
+#include "model/tensors.h"
 
 /* grads: the backward's gradient of loss() (a copy: loss() may overwrite the model's); returns the tensors
  * checked. */
@@ -51,6 +52,22 @@ static int fd_check_table(const lc_table *ptab, float *params, const float *grad
     }
     free(d);
     return checked;
+}
+
+/* Parameters far from the initialisation (which makes every gradient tiny) so that the differences see
+ * every path: LayerNorm gains 1 + U(-0.3, 0.3), matrices U(-a, a) with a = 1.5 / sqrt(fan-in), the rest
+ * U(-0.3, 0.3), drawn from seed in list order. */
+static inline void fd_sharpen(const lc_tensor_list *l, const lc_table *ptab, float *params, uint64_t seed) {
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    for (int i = 0; i < l->n; i++) {
+        const lc_tensor *t = &l->t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *s = &ptab->slots[t->slot];
+        const float base = t->role == LC_ROLE_NORM_GAIN ? 1.0f : 0.0f;
+        const float a = t->role == LC_ROLE_MATRIX ? 1.5f / sqrtf((float)t->shape[1]) : 0.3f;
+        for (size_t j = 0; j < s->count; j++) params[s->offset + j] = base + a * (2 * lc_rng_uniform(&r) - 1);
+    }
 }
 
 #endif

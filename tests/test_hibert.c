@@ -11,6 +11,7 @@
 
 #include "core/rng.h"
 #include "harness.h"
+#include "fd_kit.h"
 #include "longctx.h"
 #include "model/hier.h"
 
@@ -69,20 +70,7 @@ static lc_hibert *make(const char *sent_attn, const char *doc_attn, lc_norm norm
     return make_dec(sent_attn, doc_attn, "full", norm, doc_width, 10, seed);
 }
 
-/* Parameters far from the initialisation (which makes every gradient tiny): gains near 1, the rest
- * uniform, so the finite differences see every path. */
-static void sharpen(lc_hibert *m, uint64_t seed) {
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        if (!lc_tensor_is_param(t)) continue;
-        const lc_slot *s = &m->ptab.slots[t->slot];
-        const float base = t->role == LC_ROLE_NORM_GAIN ? 1.0f : 0.0f;
-        const float a = t->role == LC_ROLE_MATRIX ? 1.5f / sqrtf((float)t->shape[1]) : 0.3f;
-        for (size_t j = 0; j < s->count; j++) m->params[s->offset + j] = base + a * (2 * lc_rng_uniform(&r) - 1);
-    }
-}
+static void sharpen(lc_hibert *m, uint64_t seed) { fd_sharpen(&m->tensors, &m->ptab, m->params, seed); }
 
 static double mean_loss(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels) {
     double sum = 0;
@@ -91,8 +79,20 @@ static double mean_loss(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *l
     return n ? sum / (double)n : NAN;
 }
 
+/* The finite differences' view of a model and its batch (fd_kit.h). */
+typedef struct {
+    lc_hibert *m;
+    const lc_hibert_batch *b;
+    const uint8_t *labels;
+} fd_ctx;
+
+static double extract_mean(void *user) {
+    const fd_ctx *c = user;
+    return mean_loss(c->m, c->b, c->labels);
+}
+
 /* For every parameter tensor: the derivative along (the gradient's direction + a random unit vector), by
- * central differences in float, against the backward's. */
+ * central differences in float, against the backward's (fd_kit.h). */
 static void check_gradients(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width) {
     lc_hibert *m = make(sent_attn, doc_attn, norm, doc_width, 3);
     if (!m) return;
@@ -105,41 +105,14 @@ static void check_gradients(const char *sent_attn, const char *doc_attn, lc_norm
     long n;
     CHECK(lc_hibert_extract_forward(m, &b, t.labels, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
     CHECK(lc_hibert_backward(m, 1.0f / (float)n) == LC_OK, "%s", lc_last_error());
-    float *g = malloc(sizeof(float) * m->ptab.total), *d = malloc(sizeof(float) * m->ptab.total);
+    float *g = malloc(sizeof(float) * m->ptab.total);
     memcpy(g, m->grads, sizeof(float) * m->ptab.total);
-    lc_rng rng;
-    lc_rng_seed(&rng, 99);
-    const double eps = 1e-3;
-    int checked = 0;
-    for (int i = 0; i < m->ptab.n; i++) {
-        const lc_slot *s = &m->ptab.slots[i];
-        double norm2 = 0, gnorm = 0, gd = 0;
-        for (size_t j = 0; j < s->count; j++) gnorm += (double)g[s->offset + j] * g[s->offset + j];
-        gnorm = gnorm > 0 ? sqrt(gnorm) : 1;
-        for (size_t j = 0; j < s->count; j++) d[j] = lc_rng_normal(&rng), norm2 += (double)d[j] * d[j];
-        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2) + g[s->offset + j] / gnorm);
-        norm2 = 0;
-        for (size_t j = 0; j < s->count; j++) norm2 += (double)d[j] * d[j];
-        if (norm2 < 1e-6) { /* the two cancelled (a one-element tensor): the gradient's direction alone */
-            for (size_t j = 0; j < s->count; j++) d[j] = (float)(g[s->offset + j] / gnorm);
-            norm2 = 1;
-        }
-        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2)), gd += (double)g[s->offset + j] * d[j];
-        float *p = m->params + s->offset;
-        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
-        const double up = mean_loss(m, &b, t.labels);
-        for (size_t j = 0; j < s->count; j++) p[j] -= 2 * (float)eps * d[j];
-        const double down = mean_loss(m, &b, t.labels);
-        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
-        const double fd = (up - down) / (2 * eps);
-        char label[128];
-        snprintf(label, sizeof label, "%s|%s %s %s", sent_attn, doc_attn, norm == LC_NORM_PRE ? "pre" : "post",
-                 s->name);
-        CHECK_CLOSE(label, &gd, &fd, 1, 2e-2, 2e-4);
-        checked++;
-    }
+    fd_ctx c = {m, &b, t.labels};
+    char what[128];
+    snprintf(what, sizeof what, "%s|%s %s", sent_attn, doc_attn, norm == LC_NORM_PRE ? "pre" : "post");
+    const int checked = fd_check_table(&m->ptab, m->params, g, extract_mean, &c, what, 2e-2, 2e-4);
     CHECK(checked == m->ptab.n && checked > 30, "checked %d tensors", checked);
-    free(g), free(d);
+    free(g);
     lc_hibert_free(m);
 }
 
@@ -378,6 +351,11 @@ static double pretrain_mean(lc_hibert *m, const lc_hibert_batch *b) {
     return n ? sum / (double)n : NAN;
 }
 
+static double pretrain_fd(void *user) {
+    const fd_ctx *c = user;
+    return pretrain_mean(c->m, c->b);
+}
+
 /* Directional finite differences of the mean pre-training NLL for every tensor (encoders, decoder; the
  * extraction head's gradient is 0 and so is its difference). */
 static void check_pretrain_gradients(const char *sent_attn, const char *doc_attn, const char *dec_attn, lc_norm norm,
@@ -394,42 +372,16 @@ static void check_pretrain_gradients(const char *sent_attn, const char *doc_attn
     CHECK(lc_hibert_pretrain_forward(m, &b, MASK_SEED, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
     CHECK(n > 0 && isfinite(sum), "loss %g over %ld", sum, n);
     CHECK(lc_hibert_backward(m, 1.0f / (float)n) == LC_OK, "%s", lc_last_error());
-    float *g = malloc(sizeof(float) * m->ptab.total), *d = malloc(sizeof(float) * m->ptab.total);
+    float *g = malloc(sizeof(float) * m->ptab.total);
     memcpy(g, m->grads, sizeof(float) * m->ptab.total);
-    lc_rng rng;
-    lc_rng_seed(&rng, 98);
-    const double eps = 1e-3;
-    int checked = 0, dec_tensors = 0;
-    for (int i = 0; i < m->ptab.n; i++) {
-        const lc_slot *s = &m->ptab.slots[i];
-        double norm2 = 0, gnorm = 0, gd = 0;
-        for (size_t j = 0; j < s->count; j++) gnorm += (double)g[s->offset + j] * g[s->offset + j];
-        gnorm = gnorm > 0 ? sqrt(gnorm) : 1;
-        for (size_t j = 0; j < s->count; j++) d[j] = lc_rng_normal(&rng), norm2 += (double)d[j] * d[j];
-        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2) + g[s->offset + j] / gnorm);
-        norm2 = 0;
-        for (size_t j = 0; j < s->count; j++) norm2 += (double)d[j] * d[j];
-        if (norm2 < 1e-6) {
-            for (size_t j = 0; j < s->count; j++) d[j] = (float)(g[s->offset + j] / gnorm);
-            norm2 = 1;
-        }
-        for (size_t j = 0; j < s->count; j++) d[j] = (float)(d[j] / sqrt(norm2)), gd += (double)g[s->offset + j] * d[j];
-        float *p = m->params + s->offset;
-        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
-        const double up = pretrain_mean(m, &b);
-        for (size_t j = 0; j < s->count; j++) p[j] -= 2 * (float)eps * d[j];
-        const double down = pretrain_mean(m, &b);
-        for (size_t j = 0; j < s->count; j++) p[j] += (float)eps * d[j];
-        const double fd = (up - down) / (2 * eps);
-        char label[160];
-        snprintf(label, sizeof label, "pretrain %s|%s|%s %s %s", sent_attn, doc_attn, dec_attn,
-                 norm == LC_NORM_PRE ? "pre" : "post", s->name);
-        CHECK_CLOSE(label, &gd, &fd, 1, 2e-2, 3e-4);
-        checked++;
-        dec_tensors += !strncmp(s->name, "dec.", 4);
-    }
+    fd_ctx c = {m, &b, NULL};
+    char what[160];
+    snprintf(what, sizeof what, "pretrain %s|%s|%s %s", sent_attn, doc_attn, dec_attn, norm == LC_NORM_PRE ? "pre" : "post");
+    const int checked = fd_check_table(&m->ptab, m->params, g, pretrain_fd, &c, what, 2e-2, 3e-4);
+    int dec_tensors = 0;
+    for (int i = 0; i < m->ptab.n; i++) dec_tensors += !strncmp(m->ptab.slots[i].name, "dec.", 4);
     CHECK(checked == m->ptab.n && dec_tensors >= 30, "checked %d tensors, %d of the decoder", checked, dec_tensors);
-    free(g), free(d);
+    free(g);
     lc_hibert_free(m);
 }
 

@@ -48,19 +48,7 @@ static lc_seq2seq *make(int tied, lc_norm norm, int ce, int cd, const char *enc_
     return m;
 }
 
-/* Parameters far from the initialisation: gains near 1, the rest uniform. */
-static void sharpen(lc_seq2seq *m, uint64_t seed) {
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        if (!lc_tensor_is_param(t)) continue;
-        const lc_slot *s = &m->ptab.slots[t->slot];
-        const float base = t->role == LC_ROLE_NORM_GAIN ? 1.0f : 0.0f;
-        const float a = t->role == LC_ROLE_MATRIX ? 1.5f / sqrtf((float)t->shape[1]) : 0.3f;
-        for (size_t j = 0; j < s->count; j++) m->params[s->offset + j] = base + a * (2 * lc_rng_uniform(&r) - 1);
-    }
-}
+static void sharpen(lc_seq2seq *m, uint64_t seed) { fd_sharpen(&m->tensors, &m->ptab, m->params, seed); }
 
 typedef struct {
     lc_seq2seq *m;

@@ -28,13 +28,7 @@ lc_status lc_dec_stack_init(lc_dec_stack *d, const lc_config *c, const char *wha
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) bad |= !(*rows[i] = malloc(sizeof(int) * R));
     for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) bad |= !(*seqs[i] = malloc(sizeof(int) * S));
     if (bad) return lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
-    char err[512];
-    if (lc_attn_spec_build(c->attn, L, c->n_head, c->d_model / c->n_head, max_len, d->layers, err, sizeof err))
-        return lc_fail(LC_ERR_ARG, "%s: %s", what, err);
-    for (int l = 0; l < L; l++)
-        if (lc_attn_layer_check_globals(&d->layers[l], max_len, err, sizeof err))
-            return lc_fail(LC_ERR_ARG, "%s layer %d: %s", what, l, err);
-    return LC_OK;
+    return lc_stack_layers(c, what, max_len, d->layers);
 }
 
 void lc_dec_stack_free(lc_dec_stack *d) {
@@ -47,20 +41,11 @@ void lc_dec_stack_free(lc_dec_stack *d) {
 static float drop_p(const lc_dec_stack *d, int train) { return train ? d->cfg.dropout : 0.0f; }
 
 static lc_decoder_ctx dec_ctx(const lc_dec_stack *d, const lc_pass_env *e, int l, int train) {
-    const lc_config *c = &d->cfg;
+    const lc_stack_view v = {&d->cfg, d->layers, d->group_state, d->tmp, d->rows, d->n_seq, d->seq_len,
+                             d->block_stream, d->attn_stream, 1};
     lc_decoder_ctx x;
     memset(&x, 0, sizeof x);
-    lc_block_ctx *b = &x.self;
-    b->B = 1, b->T = d->rows, b->C = c->d_model, b->H = c->n_head, b->F = c->d_ff;
-    b->norm = c->norm, b->activation = c->activation, b->dropout = c->dropout, b->train = train;
-    b->seed = lc_seed_mix(e->step_seed, d->block_stream + (uint64_t)l);
-    b->layer = &d->layers[l], b->causal = 1;
-    b->attn_seed = lc_seed_mix(d->attn_stream, (uint64_t)l);
-    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) b->attn_state[i] = d->group_state[l * LC_ATTN_MAX_GROUPS + i];
-    b->global_pos = e->global_pos;
-    b->attn_work = e->attn_work, b->attn_work_floats = e->attn_work_floats;
-    b->threads = e->threads, b->tmp = d->tmp;
-    b->n_seq = d->n_seq, b->seq_len = d->seq_len;
+    x.self = lc_stack_block_ctx(&v, e, l, train);
     x.enc = d->enc, x.N_enc = d->N_enc, x.C_enc = d->C_enc;
     x.n_pairs = d->n_seq, x.q_start = d->q_start, x.q_len = d->q_len, x.kv_start = d->kv_start, x.kv_len = d->kv_len;
     x.cross_work = d->cross_work, x.cross_work_floats = d->cross_work_floats;
@@ -68,28 +53,12 @@ static lc_decoder_ctx dec_ctx(const lc_dec_stack *d, const lc_pass_env *e, int l
 }
 
 size_t lc_dec_stack_workspace(const lc_dec_stack *d, int threads) {
-    size_t work = 1;
-    for (int l = 0; l < d->cfg.n_layer; l++) {
-        lc_block_ctx c;
-        memset(&c, 0, sizeof c);
-        c.B = 1, c.T = d->max_rows, c.C = d->cfg.d_model, c.H = d->cfg.n_head, c.F = d->cfg.d_ff;
-        c.layer = &d->layers[l], c.causal = 1, c.threads = threads;
-        const size_t need = lc_block_packed_workspace(&c, d->max_rows, d->max_len);
-        work = need > work ? need : work;
-    }
-    return work;
+    return lc_stack_workspace(&d->cfg, d->layers, d->max_rows, d->max_len, 1, threads);
 }
 
 lc_status lc_dec_stack_plan_cross(lc_dec_stack *d, int max_kv_len, int threads) {
-    const size_t cross = lc_decoder_cross_workspace(max_kv_len, threads);
-    if (d->cross_work && cross <= d->cross_work_floats) return LC_OK;
-    lc_status st = lc_check_fits(cross * sizeof(float), "the cross-attention workspace");
-    if (st) return st;
-    float *p = lc_alloc_aligned(cross * sizeof(float));
-    if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the cross-attention workspace");
-    lc_free(d->cross_work);
-    d->cross_work = p, d->cross_work_floats = cross;
-    return LC_OK;
+    return lc_workspace_ensure(&d->cross_work, &d->cross_work_floats, lc_decoder_cross_workspace(max_kv_len, threads),
+                               "the cross-attention workspace");
 }
 
 lc_status lc_dec_stack_check(const lc_dec_stack *d, const lc_pass_env *e) {

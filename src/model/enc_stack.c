@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "kernels/kernels.h"
 #include "model/stacks.h"
 
@@ -35,6 +36,16 @@ lc_status lc_stack_validate(const lc_hibert_stack *s, const char *what, lc_norm 
     return LC_OK;
 }
 
+lc_status lc_stack_layers(const lc_config *c, const char *what, int max_len, lc_attn_layer *layers) {
+    char err[512];
+    if (lc_attn_spec_build(c->attn, c->n_layer, c->n_head, c->d_model / c->n_head, max_len, layers, err, sizeof err))
+        return lc_fail(LC_ERR_ARG, "%s: %s", what, err);
+    for (int l = 0; l < c->n_layer; l++)
+        if (lc_attn_layer_check_globals(&layers[l], max_len, err, sizeof err))
+            return lc_fail(LC_ERR_ARG, "%s layer %d: %s", what, l, err);
+    return LC_OK;
+}
+
 lc_status lc_enc_stack_init(lc_enc_stack *st, const lc_config *c, const char *what, int max_len, int max_rows,
                             int max_seqs) {
     st->cfg = *c, st->what = what;
@@ -49,13 +60,7 @@ lc_status lc_enc_stack_init(lc_enc_stack *st, const lc_config *c, const char *wh
     st->seq_len = malloc(sizeof(int) * (size_t)(max_seqs > 0 ? max_seqs : 1));
     if (!st->layers || !st->bact || !st->res || !st->blk || !st->gblk || !st->group_state || !st->seq_len)
         return lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
-    char err[512];
-    if (lc_attn_spec_build(c->attn, L, c->n_head, c->d_model / c->n_head, max_len, st->layers, err, sizeof err))
-        return lc_fail(LC_ERR_ARG, "%s: %s", what, err);
-    for (int l = 0; l < L; l++)
-        if (lc_attn_layer_check_globals(&st->layers[l], max_len, err, sizeof err))
-            return lc_fail(LC_ERR_ARG, "%s layer %d: %s", what, l, err);
-    return LC_OK;
+    return lc_stack_layers(c, what, max_len, st->layers);
 }
 
 void lc_enc_stack_free(lc_enc_stack *st) {
@@ -63,34 +68,45 @@ void lc_enc_stack_free(lc_enc_stack *st) {
     free(st->seq_len);
 }
 
-static lc_block_ctx stack_ctx(const lc_enc_stack *st, const lc_pass_env *e, int l, int train) {
-    const lc_config *c = &st->cfg;
+lc_block_ctx lc_stack_block_ctx(const lc_stack_view *v, const lc_pass_env *e, int l, int train) {
+    const lc_config *c = v->cfg;
     lc_block_ctx x;
     memset(&x, 0, sizeof x);
-    x.B = 1, x.T = st->rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
+    x.B = 1, x.T = v->rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
     x.norm = c->norm, x.activation = c->activation, x.dropout = c->dropout, x.train = train;
-    x.seed = lc_seed_mix(e->step_seed, st->block_stream + (uint64_t)l);
-    x.layer = &st->layers[l], x.causal = 0;
-    x.attn_seed = lc_seed_mix(st->attn_stream, (uint64_t)l); /* fixed per layer */
-    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) x.attn_state[i] = st->group_state[l * LC_ATTN_MAX_GROUPS + i];
+    x.seed = lc_seed_mix(e->step_seed, v->block_stream + (uint64_t)l);
+    x.layer = &v->layers[l], x.causal = v->causal;
+    x.attn_seed = lc_seed_mix(v->attn_stream, (uint64_t)l); /* fixed per layer */
+    for (int i = 0; i < LC_ATTN_MAX_GROUPS; i++) x.attn_state[i] = v->group_state[l * LC_ATTN_MAX_GROUPS + i];
     x.global_pos = e->global_pos;
     x.attn_work = e->attn_work, x.attn_work_floats = e->attn_work_floats;
-    x.threads = e->threads, x.tmp = st->tmp;
-    x.n_seq = st->n_seq, x.seq_len = st->seq_len;
+    x.threads = e->threads, x.tmp = v->tmp;
+    x.n_seq = v->n_seq, x.seq_len = v->seq_len;
     return x;
 }
 
-size_t lc_enc_stack_workspace(const lc_enc_stack *st, int threads) {
+static lc_block_ctx stack_ctx(const lc_enc_stack *st, const lc_pass_env *e, int l, int train) {
+    const lc_stack_view v = {&st->cfg, st->layers, st->group_state, st->tmp, st->rows, st->n_seq, st->seq_len,
+                             st->block_stream, st->attn_stream, 0};
+    return lc_stack_block_ctx(&v, e, l, train);
+}
+
+size_t lc_stack_workspace(const lc_config *c, const lc_attn_layer *layers, int max_rows, int max_len, int causal,
+                          int threads) {
     size_t work = 1;
-    for (int l = 0; l < st->cfg.n_layer; l++) {
-        lc_block_ctx c;
-        memset(&c, 0, sizeof c);
-        c.B = 1, c.T = st->max_rows, c.C = st->cfg.d_model, c.H = st->cfg.n_head, c.F = st->cfg.d_ff;
-        c.layer = &st->layers[l], c.causal = 0, c.threads = threads;
-        const size_t need = lc_block_packed_workspace(&c, st->max_rows, st->max_len);
+    for (int l = 0; l < c->n_layer; l++) {
+        lc_block_ctx x;
+        memset(&x, 0, sizeof x);
+        x.B = 1, x.T = max_rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
+        x.layer = &layers[l], x.causal = causal, x.threads = threads;
+        const size_t need = lc_block_packed_workspace(&x, max_rows, max_len);
         work = need > work ? need : work;
     }
     return work;
+}
+
+size_t lc_enc_stack_workspace(const lc_enc_stack *st, int threads) {
+    return lc_stack_workspace(&st->cfg, st->layers, st->max_rows, st->max_len, 0, threads);
 }
 
 lc_status lc_enc_stack_check(const lc_enc_stack *st, const lc_pass_env *e) {
@@ -180,4 +196,30 @@ void lc_tensors_init_stacks(const lc_tensor_list *l, const lc_tensor_buffers *b,
                                         (uint64_t)((t->stack * 4096 + t->layer) * LC_ATTN_MAX_GROUPS + t->group)};
         lc_tensor_init_values(t, lc_tensor_values(l, b, i), &ctx);
     }
+}
+
+lc_status lc_workspace_ensure(float **work, size_t *floats, size_t need, const char *what) {
+    if (*work && need <= *floats) return LC_OK;
+    lc_status st = lc_check_fits(need * sizeof(float), what);
+    if (st) return st;
+    float *p = lc_alloc_aligned(need * sizeof(float));
+    if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for %s (%zu MB)", what, need * 4 >> 20);
+    lc_free(*work);
+    *work = p, *floats = need;
+    return LC_OK;
+}
+
+lc_status lc_replan_threads(int *threads, int want, lc_status (*plan)(void *), void *owner) {
+    lc_clear_error();
+    const int avail = lc_threads_available(), old = *threads;
+    *threads = want <= 0 || want > avail ? avail : want;
+    lc_status st = plan(owner);
+    if (st) *threads = old;
+    return st;
+}
+
+size_t lc_slots_count(const lc_table *t) {
+    size_t n = 0;
+    for (int i = 0; i < t->n; i++) n += t->slots[i].count;
+    return n;
 }

@@ -51,7 +51,8 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
 
 /* The attention workspace for m->threads threads: the most any layer of the three stacks needs for any
  * packing within the limits; and the decoder's cross-attention workspace. */
-static lc_status plan_compute(lc_hibert *m) {
+static lc_status plan_compute(void *owner) {
+    lc_hibert *m = owner;
     size_t work = lc_dec_stack_workspace(&m->dec.s, m->threads);
     for (int s = 0; s < LC_HIER_STACKS; s++) {
         const size_t need = lc_enc_stack_workspace(&m->st[s], m->threads);
@@ -59,13 +60,7 @@ static lc_status plan_compute(lc_hibert *m) {
     }
     lc_status st = lc_dec_stack_plan_cross(&m->dec.s, m->cfg.max_sents, m->threads);
     if (st) return st;
-    if (m->attn_work && work <= m->attn_work_floats) return LC_OK;
-    if ((st = lc_check_fits(work * sizeof(float), "the attention workspace"))) return st;
-    float *p = lc_alloc_aligned(work * sizeof(float));
-    if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the attention workspace (%zu MB)", work * 4 >> 20);
-    lc_free(m->attn_work);
-    m->attn_work = p, m->attn_work_floats = work;
-    return LC_OK;
+    return lc_workspace_ensure(&m->attn_work, &m->attn_work_floats, work, "the attention workspace");
 }
 
 static lc_status build_acts(lc_hibert *m) {
@@ -202,17 +197,8 @@ size_t lc_hibert_activation_bytes(const lc_hibert *m) { return (m->atab.total + 
 void lc_hibert_zero_grad(lc_hibert *m) { memset(m->grads, 0, m->ptab.total * sizeof(float)); }
 const float *lc_hibert_scores(const lc_hibert *m) { return m->scores; }
 
-size_t lc_hibert_num_params(const lc_hibert *m) {
-    size_t n = 0;
-    for (int i = 0; i < m->ptab.n; i++) n += m->ptab.slots[i].count;
-    return n;
-}
+size_t lc_hibert_num_params(const lc_hibert *m) { return lc_slots_count(&m->ptab); }
 
 lc_status lc_hibert_set_threads(lc_hibert *m, int threads) {
-    lc_clear_error();
-    const int avail = lc_threads_available(), old = m->threads;
-    m->threads = threads <= 0 || threads > avail ? avail : threads;
-    lc_status st = plan_compute(m);
-    if (st) m->threads = old;
-    return st;
+    return lc_replan_threads(&m->threads, threads, plan_compute, m);
 }

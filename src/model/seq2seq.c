@@ -96,18 +96,13 @@ static lc_status build_params(lc_seq2seq *m) {
 
 /* ---------------------------------------------------------------- plans */
 
-static lc_status plan_compute(lc_seq2seq *m) {
+static lc_status plan_compute(void *owner) {
+    lc_seq2seq *m = owner;
     size_t work = lc_dec_stack_workspace(&m->dec, m->threads);
     const size_t need = lc_enc_stack_workspace(&m->enc, m->threads);
     work = need > work ? need : work;
     lc_status st = lc_dec_stack_plan_cross(&m->dec, m->enc.max_len, m->threads);
-    if (st || (m->attn_work && work <= m->attn_work_floats)) return st;
-    if ((st = lc_check_fits(work * sizeof(float), "the attention workspace"))) return st;
-    float *p = lc_alloc_aligned(work * sizeof(float));
-    if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the attention workspace (%zu MB)", work * 4 >> 20);
-    lc_free(m->attn_work);
-    m->attn_work = p, m->attn_work_floats = work;
-    return LC_OK;
+    return st ? st : lc_workspace_ensure(&m->attn_work, &m->attn_work_floats, work, "the attention workspace");
 }
 
 static lc_status build_acts(lc_seq2seq *m) {
@@ -186,17 +181,8 @@ const lc_seq2seq_config *lc_seq2seq_get_config(const lc_seq2seq *m) { return &m-
 long lc_seq2seq_steps_done(const lc_seq2seq *m) { return m->step; }
 void lc_seq2seq_zero_grad(lc_seq2seq *m) { memset(m->grads, 0, m->ptab.total * sizeof(float)); }
 
-size_t lc_seq2seq_num_params(const lc_seq2seq *m) {
-    size_t n = 0;
-    for (int i = 0; i < m->ptab.n; i++) n += m->ptab.slots[i].count;
-    return n;
-}
+size_t lc_seq2seq_num_params(const lc_seq2seq *m) { return lc_slots_count(&m->ptab); }
 
 lc_status lc_seq2seq_set_threads(lc_seq2seq *m, int threads) {
-    lc_clear_error();
-    const int avail = lc_threads_available(), old = m->threads;
-    m->threads = threads <= 0 || threads > avail ? avail : threads;
-    lc_status st = plan_compute(m);
-    if (st) m->threads = old;
-    return st;
+    return lc_replan_threads(&m->threads, threads, plan_compute, m);
 }

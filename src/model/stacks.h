@@ -30,6 +30,24 @@ lc_config lc_stack_config(const lc_hibert_stack *s, lc_norm norm, lc_activation 
 lc_status lc_stack_validate(const lc_hibert_stack *s, const char *what, lc_norm norm, lc_activation activation,
                             float dropout, int max_len, lc_objective objective);
 
+/* The layers of config c's attention spec for sequences of up to max_len rows (lc_attn_spec_build, then
+ * each layer's global positions checked); LC_ERR_ARG with a message naming `what`. */
+lc_status lc_stack_layers(const lc_config *c, const char *what, int max_len, lc_attn_layer *layers);
+
+/* What a stack's block contexts are made of (both stacks below have these fields). */
+typedef struct {
+    const lc_config *cfg;
+    const lc_attn_layer *layers;
+    float *const *group_state;
+    float *tmp;
+    int rows, n_seq;
+    const int *seq_len;
+    uint64_t block_stream, attn_stream;
+    int causal;
+} lc_stack_view;
+/* Layer l's block context for a pass over the view's packed rows. */
+lc_block_ctx lc_stack_block_ctx(const lc_stack_view *v, const lc_pass_env *e, int l, int train);
+
 /* One bidirectional stack of blocks over packed sequences. */
 typedef struct {
     lc_config cfg;         /* its shape as a vanilla MLM config (tensor list; seq_len = the longest sequence) */
@@ -59,7 +77,10 @@ typedef struct {
 lc_status lc_enc_stack_init(lc_enc_stack *st, const lc_config *c, const char *what, int max_len, int max_rows,
                             int max_seqs);
 void lc_enc_stack_free(lc_enc_stack *st);
-/* Attention workspace floats the stack needs with `threads` threads. */
+/* Attention workspace floats that layers[0 .. c->n_layer) need for any packing of at most max_rows rows in
+ * sequences of at most max_len rows (causal or not) with `threads` threads; the stack's own below. */
+size_t lc_stack_workspace(const lc_config *c, const lc_attn_layer *layers, int max_rows, int max_len, int causal,
+                          int threads);
 size_t lc_enc_stack_workspace(const lc_enc_stack *st, int threads);
 /* The run-time checks of every layer against the current packing (message names st->what). */
 lc_status lc_enc_stack_check(const lc_enc_stack *st, const lc_pass_env *e);
@@ -155,6 +176,14 @@ void lc_embed_rows_backward(float *g_wte, float *g_wpe, const float *d, const in
 typedef const lc_config *(*lc_stack_of_fn)(void *user, const lc_tensor *t, const lc_attn_layer **layers);
 void lc_tensors_init_stacks(const lc_tensor_list *l, const lc_tensor_buffers *b, uint64_t seed, lc_stack_of_fn stack_of,
                             void *user);
+/* A workspace of at least `need` floats in *work (its size in *floats): kept when big enough, else
+ * replaced after checking that it fits in memory (messages name `what`). */
+lc_status lc_workspace_ensure(float **work, size_t *floats, size_t need, const char *what);
+/* An owner's set_threads: *threads = want (<= 0 or more than the machine has: all), then plan(owner)
+ * re-plans the workspaces; on failure the old count is restored. */
+lc_status lc_replan_threads(int *threads, int want, lc_status (*plan)(void *), void *owner);
+/* The elements of every slot of a table (a parameter count, padding excluded). */
+size_t lc_slots_count(const lc_table *t);
 /* Sorts keys ((longest first) << 32 | index) ascending. */
 void lc_sort_keys(long *keys, int n);
 
