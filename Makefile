@@ -26,6 +26,21 @@ ifeq ($(ZLIB),yes)
   ZLIB_LIBS := -lz
 endif
 
+# MPI (optional): data-parallel training under mpirun (docs/distributed.md). Only src/train/dist_mpi.c
+# includes mpi.h; without MPI src/train/dist_none.c (one process) takes its place.
+#   MPI=auto|1|0   auto: with MPI when mpicc is on the PATH (Open MPI's --showme gives the flags)
+MPI ?= auto
+ifeq ($(MPI),auto)
+  MPI := $(if $(shell command -v mpicc 2>/dev/null),1,0)
+endif
+ifeq ($(MPI),1)
+  MPI_CFLAGS := $(shell mpicc --showme:compile)
+  MPI_LIBS := $(shell mpicc --showme:link)
+  DIST_OFF := src/train/dist_none.c
+else
+  DIST_OFF := src/train/dist_mpi.c
+endif
+
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wshadow \
   -Wno-unused-parameter -Wno-missing-field-initializers -Iinclude -Isrc -g -ffp-contract=fast -fno-trapping-math
 OPT := -O3 -march=$(ARCH)
@@ -46,9 +61,9 @@ endif
 
 CFLAGS := $(CFLAGS_BASE) $(OPT) $(OMP) $(SAN) $(BLAS_CFLAGS) $(ZLIB_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(OMP) $(SAN)
-LDLIBS := $(BLAS_LIBS) $(ZLIB_LIBS) -lm
+LDLIBS := $(BLAS_LIBS) $(ZLIB_LIBS) $(MPI_LIBS) -lm
 
-LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c src/lra/*.c)
+LIB_SRC := $(filter-out $(DIST_OFF),$(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c src/lra/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -71,6 +86,8 @@ $(BUILD)/%.o: %.c Makefile
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/src/train/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	@echo "  AR  $@"
@@ -91,7 +108,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
 test: $(LIB) $(CLI) $(TEST_BIN)
-	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS)
+	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS) $(MPI)
 
 check:
 	@bash tests/check_all.sh

@@ -4,9 +4,11 @@
 # With OpenBLAS in the release variant the C tests run again with OpenBLAS's kernels forced to each
 # path that x86-64 machines of this project dispatch to (Haswell: AVX2, what Zen gets; SkylakeX:
 # AVX-512, what Intel gets), so a result that depends on the CPU's dispatch fails here on any machine.
-# usage: tests/run.sh BUILD_DIR VARIANT BLAS
+# With MPI in the build (MPI=1) and mpirun on the PATH, the release variant also runs the 2-process test
+# tests/cli_mpi_test.sh (the other variants build the MPI code but do not start processes; docs/distributed.md).
+# usage: tests/run.sh BUILD_DIR VARIANT BLAS [MPI]
 set -u
-build=$1 variant=$2 blas=$3
+build=$1 variant=$2 blas=$3 mpi=${4:-0}
 export LC_BUILD=$build LC_VARIANT=$variant
 # Idle OpenMP threads sleep instead of spinning while a test runs its serial double-precision references.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -49,7 +51,9 @@ if [ "$blas" = openblas ] && [ "$variant" = release ] && grep -qw avx512f /proc/
         run_programs OPENBLAS_CORETYPE=$core
     done
 fi
-for s in tests/cli_test.sh tests/cli_summary_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_crash_test.sh; do
+cli_tests="tests/cli_test.sh tests/cli_summary_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_crash_test.sh"
+if [ "$mpi" = 1 ] && [ "$variant" = release ] && command -v mpirun >/dev/null; then cli_tests+=" tests/cli_mpi_test.sh"; fi
+for s in $cli_tests; do
     [ -f "$s" ] || continue
     out=$(bash "$s" "$build/longctx" 2>&1); rc=$?
     echo "$out" | grep -av '^ok '

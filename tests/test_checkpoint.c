@@ -411,6 +411,44 @@ TEST(fail_may_quote_the_last_error) {
     CHECK(strcmp(lc_last_error(), "outer: inner 7") == 0, "got '%s'", lc_last_error());
 }
 
+/* ------------------------------------------------------------ data record and rank count */
+
+/* The data record (path, size, hash, split) and train.ranks come back as saved; without a path the
+ * data.* keys are not written and come back empty; older files without train.ranks read one process. */
+TEST(data_record_and_ranks_round_trip) {
+    lc_model *m = trained(&layouts[0], 11), *back = NULL;
+    if (!m) return;
+    lc_train_options o = options(), got;
+    snprintf(o.data.path, sizeof o.data.path, "/data/corpus \xc3\xa9t\xc3\xa9.txt");
+    o.data.size = 123456789012L, o.data.hash = 0xfedcba9876543210ULL, o.data.split = LC_SPLIT_NANOGPT, o.ranks = 8;
+    const char *path = tmp_path("record.ckpt");
+    CHECK(lc_checkpoint_save(m, &o, path) == LC_OK, "%s", lc_last_error());
+    memset(&got, 0x5a, sizeof got);
+    CHECK(lc_checkpoint_load(path, 0, &back, &got) == LC_OK, "%s", lc_last_error());
+    CHECK(strcmp(got.data.path, o.data.path) == 0, "path '%s'", got.data.path);
+    CHECK(got.data.size == o.data.size && got.data.hash == o.data.hash && got.data.split == LC_SPLIT_NANOGPT,
+          "size %ld hash %llx split %d", got.data.size, (unsigned long long)got.data.hash, got.data.split);
+    CHECK(got.ranks == 8, "ranks %d", got.ranks);
+    lc_model_free(back);
+    o.data.path[0] = 0, o.ranks = 1;
+    CHECK(lc_checkpoint_save(m, &o, path) == LC_OK, "%s", lc_last_error());
+    lc_st_file *f;
+    if (lc_st_open(path, &f) == LC_OK) {
+        CHECK(!lc_st_get_meta(f, "data.path") && !lc_st_get_meta(f, "data.hash"), "no data.* keys without a path");
+        lc_st_close(f);
+    }
+    memset(&got, 0x5a, sizeof got);
+    CHECK(lc_checkpoint_load(path, 0, &back, &got) == LC_OK, "%s", lc_last_error());
+    CHECK(!got.data.path[0] && got.data.size == 0 && got.data.hash == 0, "an absent record reads empty");
+    lc_model_free(back);
+    const char *old = tmp_path("no_ranks.ckpt");
+    rewrite(path, old, "train.ranks", NULL, NULL);
+    CHECK(lc_checkpoint_load(old, 0, &back, &got) == LC_OK && got.ranks <= 1, "without train.ranks: %d (%s)",
+          got.ranks, lc_last_error());
+    lc_model_free(back);
+    lc_model_free(m);
+}
+
 /* ------------------------------------------------------------ docs/checkpoint.md */
 
 static char *read_text(const char *path) {
@@ -473,6 +511,7 @@ int main(void) {
     lc_set_threads(1); /* thousands of tiny models: no thread pool spinning between them */
     RUN(huge_metadata_fails_before_allocating); /* first: it forks, best before any thread exists */
     RUN(every_layout_round_trips);
+    RUN(data_record_and_ranks_round_trip);
     RUN(every_metadata_edit_is_a_clean_error);
     RUN(truncations_and_byte_flips_are_clean_errors);
     RUN(metadata_and_tensors_must_agree);

@@ -2,7 +2,8 @@
  * down on the bundled corpus, bit-identical resume, checkpoint round trips and damaged checkpoints,
  * evaluation with a final partial segment, one optimisation step on a given batch (lc_train_step);
  * non-finite values (a diverged run stops, NaN weights are never saved or sampled from), corpora that
- * are not regular files, backward without targets and the clearing of the last error. */
+ * are not regular files, backward without targets and the clearing of the last error; the step hook and
+ * the per-process stream layout of data parallelism. */
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -125,6 +126,56 @@ TEST(resume_is_bit_identical) {
     lc_model_free(full);
     lc_model_free(half);
     lc_model_free(resumed);
+    lc_corpus_free(&c);
+}
+
+/* The hook sees every step after the update, with the model in its saved state: a checkpoint written
+ * from the hook at step 5 equals a run stopped there; a nonzero return stops lc_train (LC_OK) at that
+ * step; each process of several reads its own streams of the global layout (lc_stream_batch_part). */
+typedef struct {
+    long calls, last_step, stop_at;
+    int in_order;
+    const char *save_at_5;
+    const lc_train_options *o;
+} hook_log;
+
+static int log_hook(const lc_model *m, const lc_progress *p, void *user) {
+    hook_log *h = user;
+    h->in_order &= p->step == h->last_step + 1 && lc_model_step(m) == p->step && p->loss > 0;
+    h->last_step = p->step;
+    h->calls++;
+    if (p->step == 5 && h->save_at_5 && lc_checkpoint_save(m, h->o, h->save_at_5)) CHECK(0, "%s", lc_last_error());
+    return p->step == h->stop_at;
+}
+
+TEST(train_hook_sees_every_step_and_stops) {
+    lc_corpus c;
+    if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
+    lc_train_options o = tiny_options(10);
+    hook_log h = {0, 0, 7, 1, tmp_path("hook5.ckpt"), &o};
+    o.hook = log_hook, o.hook_user = &h;
+    lc_model *a = tiny(3, LC_MODEL_XL), *b = tiny(3, LC_MODEL_XL), *saved = NULL;
+    CHECK(lc_train(a, &c, &o, NULL, NULL) == LC_OK, "a stop asked by the hook is not an error: %s", lc_last_error());
+    CHECK(a->step == 7 && h.calls == 7 && h.in_order, "stopped at step %ld after %ld calls (in order: %d)", a->step,
+          h.calls, h.in_order);
+    lc_train_options plain = tiny_options(10);
+    plain.stop_after = 5;
+    CHECK(lc_train(b, &c, &plain, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_checkpoint_load(tmp_path("hook5.ckpt"), 0, &saved, NULL) == LC_OK, "%s", lc_last_error());
+    if (saved) CHECK(same_state(saved, b), "the hook's save at step 5 is the model of a run stopped at 5");
+    lc_model_free(a);
+    lc_model_free(b);
+    lc_model_free(saved);
+    uint8_t data[1000];
+    for (int i = 0; i < 1000; i++) data[i] = (uint8_t)(i * 13 + 5);
+    int all_t[6 * 10], all_y[6 * 10], t[2 * 10], y[2 * 10];
+    CHECK(lc_stream_batch(data, 1000, 6, 10, 9, all_t, all_y) == LC_OK, "%s", lc_last_error());
+    for (int r = 0; r < 3; r++) {
+        CHECK(lc_stream_batch_part(data, 1000, 6, 2 * r, 2, 10, 9, t, y) == LC_OK, "%s", lc_last_error());
+        CHECK(!memcmp(t, all_t + 20 * r, sizeof t) && !memcmp(y, all_y + 20 * r, sizeof y),
+              "process %d of 3 reads streams %d..%d of the 6", r, 2 * r, 2 * r + 1);
+    }
+    CHECK(lc_stream_batch_part(data, 1000, 6, 5, 2, 10, 0, t, y) == LC_ERR_ARG, "streams past the layout are refused");
     lc_corpus_free(&c);
 }
 
@@ -397,6 +448,7 @@ int main(void) {
     RUN(loss_goes_down);
     RUN(resume_is_bit_identical);
     RUN(train_step_matches_train);
+    RUN(train_hook_sees_every_step_and_stops);
     RUN(checkpoint_round_trip_and_damage);
     RUN(checkpoint_wrong_shape_is_named);
     RUN(evaluation_handles_partial_segment);

@@ -43,6 +43,8 @@ typedef struct {
     long eval_every;      /* steps between validation passes (0: only at the end) */
     long eval_bytes;      /* bytes of the validation split used by periodic passes (0: all) */
     uint64_t seed;
+    int ranks;            /* processes training together (lc_train reads lc_dist; the CLI sets this to
+                           * their number for the checkpoint): the global batch is batch x ranks */
     lc_data_record data;  /* the training data, saved in checkpoints (set it with lc_data_record_set) */
     lc_train_hook_fn hook; /* called after every step; NULL: none. Not saved */
     void *hook_user;
@@ -80,11 +82,24 @@ void lc_data_record_set(lc_data_record *r, const char *path, const lc_corpus *c)
  * reads segment k of it, so batch k+1 continues where batch k stopped (wrapping at the slice's end).
  * Writes tokens[B*T] and targets[B*T] (the next bytes). LC_ERR_ARG when a slice is shorter than T+1. */
 lc_status lc_stream_batch(const uint8_t *data, size_t n, int B, int T, long k, int *tokens, int *targets);
+/* The same layout of `streams` streams, writing only streams first .. first+count-1 (rows 0..count-1 of
+ * tokens[count*T] and targets): how each of several processes training together (lc_dist) reads its own
+ * part of one global batch. lc_stream_batch(B) is lc_stream_batch_part(B, 0, B). */
+lc_status lc_stream_batch_part(const uint8_t *data, size_t n, long streams, long first, int count, int T, long k,
+                               int *tokens, int *targets);
 
 /* Average bits per byte of the model on data[0, n), predicting every byte after the first, in
  * consecutive segments of seg_len (the last one shorter), `batch` segments at a time. */
 lc_status lc_evaluate(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
                       long *tokens);
+
+/* The validation score of lc_train and `longctx train` on data[0, n): bits per byte (CLM), or per masked
+ * byte and the accuracy (MLM; accuracy may be NULL), over *tokens scored bytes (may be NULL). With one
+ * process it is lc_evaluate / lc_evaluate_mlm (seed LC_MLM_EVAL_SEED). Processes training together
+ * (data parallelism, docs/distributed.md) each score a contiguous part cut on segment boundaries and the
+ * sums are reduced: XL memory and the numbering of MLM masks then restart at each part. */
+lc_status lc_evaluate_dist(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
+                           double *accuracy, long *tokens);
 
 /* Masked-LM evaluation (models with the MLM objective) on data[0, n) in segments of seg_len: 15% of the
  * positions masked by the BERT rule from `seed` (the same positions on every call), reporting bits per
@@ -109,6 +124,8 @@ typedef struct lc_progress_s {
     double elapsed_s;      /* wall time of this run so far */
     double valid_bpc;      /* after a validation pass; NaN otherwise (MLM: bits per masked byte) */
     double valid_accuracy; /* MLM: masked-byte accuracy of that pass; NaN otherwise */
+    double comm_s;         /* time this run spent summing gradients across processes (0 with one) */
+    int processes;         /* processes training together (tokens_per_s counts all of them) */
 } lc_progress;
 
 typedef void (*lc_progress_fn)(const lc_progress *p, void *user);

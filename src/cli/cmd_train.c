@@ -1,4 +1,5 @@
-/* `longctx train`: build (or resume) a model, train it on a byte corpus, report validation bpc, save. */
+/* `longctx train`: build (or resume) a model, train it on a byte corpus, report validation bpc, save.
+ * Under mpirun the processes train together (docs/distributed.md): process 0 alone prints and saves. */
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,11 +14,12 @@
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
+#include "train/dist.h"
 
 #define DEFAULT_DATA "data/tinyshakespeare.txt"
 
 typedef struct {
-    const char *data, *out, *resume, *splits;
+    const char *data, *out, *resume, *splits, *loss_log;
     int threads, json;
     long save_every;      /* steps between saves during training (0: none) */
     float save_every_min; /* minutes between saves during training (0: none) */
@@ -48,6 +50,7 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save the checkpoint every N steps (0: at the end only)", 0},
         {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save the checkpoint every M minutes (0: off)", 0},
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
+        {"--loss-log", OPT_STR, &a->loss_log, 0, 0, "append each step's training loss to this file ('step loss')", 0},
     };
     int n = (int)(sizeof base / sizeof base[0]);
     memcpy(opts, base, sizeof base);
@@ -81,6 +84,10 @@ static int parse_splits(const char *s, lc_split_mode *mode) {
 
 static void print_summary(const lc_model *m, const lc_train_options *o) {
     const lc_config *c = lc_model_config(m);
+    char procs[96] = "";
+    if (lc_dist_size() > 1)
+        snprintf(procs, sizeof procs, " | %d processes (MPI): %d streams in all", lc_dist_size(),
+                 o->batch * lc_dist_size());
     char xl[160] = "";
     if (c->model == LC_MODEL_XL)
         snprintf(xl, sizeof xl, "xl: mem-len %d, clamp-len %d%s%s\n", c->mem_len, c->clamp_len,
@@ -89,12 +96,12 @@ static void print_summary(const lc_model *m, const lc_train_options *o) {
             "model: %s, %d layers, dim %d, %d heads, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
             "%s"
             "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d threads\n"
-            "training: %ld steps from step %ld, batch %d x %d, lr %.2g\n",
+            "training: %ld steps from step %ld, batch %d x %d, lr %.2g%s\n",
             c->model == LC_MODEL_XL ? "xl" : "vanilla", c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
             c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
             (double)lc_model_num_params(m) / 1e6, xl, (double)lc_model_param_bytes(m) / 1e6,
             (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), o->steps,
-            lc_model_step(m), o->batch, c->seq_len, (double)o->lr);
+            lc_model_step(m), o->batch, c->seq_len, (double)o->lr, procs);
 }
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -107,47 +114,73 @@ static void warn(const char *fmt, ...) {
     va_end(ap);
 }
 
-/* What the training hook needs: where to save, when it last did. */
+/* Process 0 prints; the others stay quiet unless they fail. */
+static int quiet(void) { return lc_dist_rank() != 0; }
+
+/* What the training hook needs: where to save, when it last did, the loss log, the last progress. */
 typedef struct {
     train_args *a;
     const char *out;
     double last_save_s;
+    FILE *loss_log;
+    lc_progress last;
+    int stopped_by; /* the signal that stopped the run, in any process (0: none) */
 } saver;
 
 /* Save now; a failure during training is a warning (the run goes on, the next save may work). */
 static void periodic_save(saver *s, const lc_model *m) {
-    lc_status st = lc_checkpoint_save(m, &s->a->o, s->out);
+    lc_status st = lc_checkpoint_save_dist(m, &s->a->o, s->out);
     s->last_save_s = lc_now_seconds();
-    if (st) warn("periodic save at step %ld failed: %s (training goes on)", lc_model_step(m), lc_last_error());
+    if (st && !quiet()) warn("periodic save at step %ld failed: %s (training goes on)", lc_model_step(m), lc_last_error());
 }
 
+/* Processes training together stop at the same step and save together: a signal seen by any of them,
+ * and process 0's clock for --save-every-min, are shared after every step. */
 static int train_hook(const lc_model *m, const lc_progress *p, void *user) {
     saver *s = user;
-    if (lc_cli_stop_signal()) return 1;
-    if (!s->out || p->step >= p->steps) return 0; /* the final save follows */
+    s->last = *p;
+    if (s->loss_log) fprintf(s->loss_log, "%ld %.9g\n", p->step, p->loss);
     const train_args *a = s->a;
-    if (lc_cli_save_due(a->save_every, a->save_every_min, p->step, s->last_save_s)) periodic_save(s, m);
+    long shared[2] = {lc_cli_stop_signal(), lc_dist_rank() == 0 && lc_cli_save_due(0, a->save_every_min, p->step,
+                                                                                   s->last_save_s)};
+    lc_dist_max_longs(shared, 2);
+    if ((s->stopped_by = (int)shared[0])) return 1;
+    if (!s->out || p->step >= p->steps) return 0; /* the final save follows */
+    if ((a->save_every > 0 && p->step % a->save_every == 0) || shared[1]) periodic_save(s, m);
     return 0;
 }
 
-static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out) {
+/* The allreduce share of a run of several processes, for the summary line and JSON. */
+static double comm_per_step(const lc_progress *p) {
+    const long steps = p->step - p->start_step;
+    return steps > 0 ? p->comm_s / (double)steps : 0;
+}
+
+static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out, FILE *loss_log) {
     lc_progress_printer pp;
     lc_progress_init(&pp, a->o.steps);
-    saver sv = {a, out, lc_now_seconds()};
+    saver sv = {a, out, lc_now_seconds(), loss_log, {0}, 0};
     a->o.hook = train_hook;
     a->o.hook_user = &sv;
-    lc_status st = lc_train(m, corpus, &a->o, lc_progress_print, &pp);
+    lc_status st = lc_train(m, corpus, &a->o, quiet() ? NULL : lc_progress_print, &pp);
+    if (sv.loss_log) fclose(sv.loss_log);
     lc_progress_done(&pp);
-    if (st) return lc_cli_fail(st);
-    if (lc_cli_stop_signal()) {
-        const int sig = lc_cli_stop_signal();
+    if (st) {
+        int rc = lc_cli_fail(st);
+        if (lc_dist_size() > 1 && st != LC_ERR_NUMERIC) lc_dist_abort(rc); /* others may wait for this one */
+        return rc;
+    }
+    if (sv.stopped_by) {
+        const int sig = sv.stopped_by;
         const char *name = lc_cli_signal_name(sig);
         if (!out) {
+            if (quiet()) return 128 + sig;
             fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: nothing saved (no --out)\n", name,
                     lc_model_step(m), a->o.steps);
             return 128 + sig;
         }
-        if ((st = lc_checkpoint_save(m, &a->o, out))) return lc_cli_fail(st);
+        if ((st = lc_checkpoint_save_dist(m, &a->o, out))) return quiet() ? LC_EXIT_RUNTIME : lc_cli_fail(st);
+        if (quiet()) return 128 + sig;
         fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: saved %s (continue with: longctx train "
                         "--resume %s)\n", name, lc_model_step(m), a->o.steps, out, out);
         return 128 + sig;
@@ -157,16 +190,16 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     long tokens = 0;
     const int mlm = lc_model_config(m)->objective == LC_OBJECTIVE_MLM;
     size_t vb = corpus->begin[LC_PART_VALID], vn = corpus->end[LC_PART_VALID] - vb;
-    if (vn >= 2) {
-        if (mlm)
-            st = lc_evaluate_mlm(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, LC_MLM_EVAL_SEED,
-                                 &bpc, &acc, &tokens);
-        else
-            st = lc_evaluate(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc, &tokens);
-        if (st) return lc_cli_fail(st);
-    }
-    if (out && (st = lc_checkpoint_save(m, &a->o, out))) return lc_cli_fail(st);
-    tok_s = pp.tokens_per_s;
+    if (vn >= 2 && (st = lc_evaluate_dist(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc,
+                                          mlm ? &acc : NULL, &tokens)))
+        return lc_cli_fail(st);
+    if (out && (st = lc_checkpoint_save_dist(m, &a->o, out))) return quiet() ? LC_EXIT_RUNTIME : lc_cli_fail(st);
+    if (quiet()) return LC_EXIT_OK;
+    tok_s = sv.last.tokens_per_s;
+    if (lc_dist_size() > 1)
+        fprintf(stderr, "data parallel: %d processes, gradient allreduce %.2f ms per step (%.1f%% of the step)\n",
+                lc_dist_size(), 1e3 * comm_per_step(&sv.last),
+                sv.last.elapsed_s > 0 ? 100.0 * sv.last.comm_s / sv.last.elapsed_s : 0.0);
     if (mlm)
         printf("valid bpc %.4f and accuracy %.4f over %ld masked bytes after %ld steps (%.0f tokens/s)\n", bpc, acc,
                tokens, lc_model_step(m), tok_s);
@@ -176,7 +209,10 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     if (a->json) {
         printf("{\"valid_bpc\":%s,", lc_json_number(bpc));
         if (mlm) printf("\"masked_accuracy\":%s,", lc_json_number(acc));
-        printf("\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n", tok_s, lc_model_step(m), lc_model_num_params(m));
+        printf("\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu", tok_s, lc_model_step(m), lc_model_num_params(m));
+        if (lc_dist_size() > 1) /* several processes: how many, and the gradient sum's share */
+            printf(",\"processes\":%d,\"allreduce_s_per_step\":%.6f", lc_dist_size(), comm_per_step(&sv.last));
+        printf("}\n");
     }
     return LC_EXIT_OK;
 }
@@ -185,10 +221,11 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
  * model is built, so a file too small for the batch fails at once instead of after allocating for it. */
 static int check_data_size(const train_args *a, const lc_corpus *corpus, int T) {
     size_t n_train = corpus->end[LC_PART_TRAIN] - corpus->begin[LC_PART_TRAIN];
-    if (n_train / (size_t)a->o.batch >= (size_t)T + 1) return -1;
-    lc_cli_error("train: --data %s: the training split has %zu bytes, too few for %d streams (--batch) of "
-                 "one segment plus one byte (--seg-len %d + 1)",
-                 a->data, n_train, a->o.batch, T);
+    const size_t streams = (size_t)a->o.batch * (size_t)lc_dist_size(); /* every process's */
+    if (n_train / streams >= (size_t)T + 1) return -1;
+    lc_cli_error("train: --data %s: the training split has %zu bytes, too few for %zu streams (--batch x "
+                 "processes) of one segment plus one byte (--seg-len %d + 1)",
+                 a->data, n_train, streams, T);
     return LC_EXIT_RUNTIME;
 }
 
@@ -236,6 +273,17 @@ static int check_resumed_data(const train_args *a, const lc_data_record *rec, co
     return -1;
 }
 
+/* Processes training together start only when every one is ready: rc -1 (ready) or an exit code; returns
+ * -1, or the code of a process that failed (it printed why). Made once by every process: run() makes it
+ * before training, lc_cmd_train for a process that stopped before. */
+static int readiness_shared;
+static int all_ready(int rc) {
+    long worst = rc;
+    readiness_shared = 1;
+    lc_dist_max_longs(&worst, 1);
+    return rc >= 0 ? rc : (int)worst;
+}
+
 static int run(train_args *a, lc_opt *opts, int n) {
     lc_model *m = NULL;
     lc_status st;
@@ -250,7 +298,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
         lc_cli_error("train: --save-every and --save-every-min need --out (or --resume)");
         return LC_EXIT_USAGE;
     }
-    if (out && (st = lc_checkpoint_check_path(out))) return lc_cli_fail(st);
+    if (out && !quiet() && (st = lc_checkpoint_check_path(out))) return lc_cli_fail(st); /* process 0 writes */
     lc_set_threads(a->threads);
     const int explicit_data = lc_opt_get(opts, n, "--data")->seen;
     lc_data_record rec;
@@ -260,7 +308,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
         int rc = check_resume_flags(opts, n);
         if (rc >= 0) return rc;
         lc_train_options saved;
-        if ((st = lc_checkpoint_load(a->resume, 0, &m, &saved))) return lc_cli_fail(st);
+        if ((st = lc_checkpoint_load_dist(a->resume, &m, &saved))) return lc_cli_fail(st); /* this process's share */
         if (lc_opt_get(opts, n, "--steps")->seen) saved.steps = a->o.steps;
         if (lc_opt_get(opts, n, "--eval-every")->seen) saved.eval_every = a->o.eval_every;
         if (lc_opt_get(opts, n, "--eval-bytes")->seen) saved.eval_bytes = a->o.eval_bytes;
@@ -293,12 +341,17 @@ static int run(train_args *a, lc_opt *opts, int n) {
     if (a->resume) rc = check_resumed_data(a, &rec, &corpus, explicit_data);
     if (rc < 0) rc = check_data_size(a, &corpus, cfg.seq_len);
     if (rc < 0 && !m && (st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) rc = lc_cli_fail(st);
-    if (rc < 0) {
+    FILE *loss_log = NULL; /* process 0's */
+    if (rc < 0 && a->loss_log && !quiet() && !(loss_log = fopen(a->loss_log, "a"))) {
+        lc_cli_error("train: --loss-log %s: cannot open for writing", a->loss_log);
+        rc = LC_EXIT_RUNTIME;
+    }
+    if ((rc = all_ready(rc)) < 0) {
         lc_data_record_set(&a->o.data, a->data, &corpus);
-        print_summary(m, &a->o);
-        warn_useless(a, lc_model_step(m), out, lc_opt_get(opts, n, "--stop-after")->seen);
+        if (!quiet()) print_summary(m, &a->o);
+        if (!quiet()) warn_useless(a, lc_model_step(m), out, lc_opt_get(opts, n, "--stop-after")->seen);
         lc_cli_catch_stop_signals();
-        rc = finish(a, m, &corpus, out);
+        rc = finish(a, m, &corpus, out, loss_log);
     }
     lc_corpus_free(&corpus);
     lc_model_free(m);
@@ -307,6 +360,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
 
 int lc_cmd_train(int argc, char **argv) {
     if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_train_classify(argc, argv);
+    lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     train_args a;
     memset(&a, 0, sizeof a);
     a.data = DEFAULT_DATA;
@@ -315,6 +369,8 @@ int lc_cmd_train(int argc, char **argv) {
     lc_opt opts[56];
     int n = build_opts(&a, opts);
     int rc = lc_parse_opts("train", "[options]", opts, n, argc, argv);
-    if (rc >= 0) return rc;
-    return run(&a, opts, n);
+    if (rc < 0) rc = run(&a, opts, n);
+    if (!readiness_shared) all_ready(rc);
+    lc_dist_finalize();
+    return rc;
 }

@@ -74,6 +74,7 @@ static const meta_key train_keys[] = {
     LONG("train.eval_every", OPT(eval_every), 0, 1LL << 40, REQUIRED),
     LONG("train.eval_bytes", OPT(eval_bytes), 0, 1LL << 50, REQUIRED),
     U64("train.seed", OPT(seed), REQUIRED),
+    INT("train.ranks", OPT(ranks), 0, 1 << 24, 0), /* processes that trained together (absent: 1) */
 };
 
 /* The language model's data record (one byte file). */

@@ -96,15 +96,22 @@ void lc_corpus_free(lc_corpus *c) {
 }
 
 lc_status lc_stream_batch(const uint8_t *data, size_t n, int B, int T, long k, int *tokens, int *targets) {
+    return lc_stream_batch_part(data, n, B, 0, B, T, k, tokens, targets);
+}
+
+lc_status lc_stream_batch_part(const uint8_t *data, size_t n, long streams, long first, int count, int T, long k,
+                               int *tokens, int *targets) {
     lc_clear_error();
-    size_t slice = n / (size_t)B;
+    if (streams < 1 || first < 0 || count < 0 || first + count > streams)
+        return lc_fail(LC_ERR_ARG, "streams %ld..%ld are not among the %ld streams", first, first + count - 1, streams);
+    size_t slice = n / (size_t)streams;
     if (slice < (size_t)T + 1)
-        return lc_fail(LC_ERR_ARG, "%zu bytes make %d streams of %zu bytes, shorter than one segment plus one (%d)",
-                       n, B, slice, T + 1);
+        return lc_fail(LC_ERR_ARG, "%zu bytes make %ld streams of %zu bytes, shorter than one segment plus one (%d)",
+                       n, streams, slice, T + 1);
     size_t span = slice - (size_t)T; /* valid start offsets inside a slice: 0 .. span-1 */
     size_t pos = (size_t)((unsigned long long)k * (unsigned long long)T % span);
-    for (int b = 0; b < B; b++) {
-        const uint8_t *s = data + (size_t)b * slice + pos;
+    for (int b = 0; b < count; b++) {
+        const uint8_t *s = data + (size_t)(first + b) * slice + pos;
         for (int t = 0; t < T; t++) {
             tokens[b * T + t] = s[t];
             targets[b * T + t] = s[t + 1];

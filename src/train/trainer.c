@@ -1,5 +1,7 @@
 /* The training loop: contiguous-stream batches, gradient accumulation, global-norm clipping, AdamW with
- * warm-up + cosine schedule, periodic validation, progress callbacks. */
+ * warm-up + cosine schedule, periodic validation, progress callbacks; data-parallel over the processes of
+ * lc_dist (train/dist.h): each reads its own streams, and one sum of the gradient buffer per step makes the
+ * update the same everywhere (docs/distributed.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "core/timer.h"
 #include "kernels/kernels.h"
 #include "model/lm.h"
+#include "train/dist.h"
 
 void lc_train_options_default(lc_train_options *o) {
     memset(o, 0, sizeof *o);
@@ -26,6 +29,7 @@ void lc_train_options_default(lc_train_options *o) {
     o->eval_every = 250;
     o->eval_bytes = 32768;
     o->seed = 1337;
+    o->ranks = 1;
 }
 
 double lc_learning_rate(const lc_train_options *o, long step) {
@@ -81,56 +85,108 @@ static lc_status validate(lc_model *m, const lc_corpus *c, const lc_train_option
     size_t begin = c->begin[LC_PART_VALID], n = c->end[LC_PART_VALID] - begin;
     if (o->eval_bytes > 0 && (size_t)o->eval_bytes < n) n = (size_t)o->eval_bytes;
     if (n < 2) { *bpc = NAN; return LC_OK; }
-    if (m->cfg.objective == LC_OBJECTIVE_MLM)
-        return lc_evaluate_mlm(m, c->bytes + begin, n, m->cfg.seq_len, m->max_B, LC_MLM_EVAL_SEED, bpc, acc, NULL);
-    return lc_evaluate(m, c->bytes + begin, n, m->cfg.seq_len, m->max_B, bpc, NULL);
+    return lc_evaluate_dist(m, c->bytes + begin, n, m->cfg.seq_len, m->max_B, bpc, acc, NULL);
+}
+
+/* One batch of the processes training together: R processes of B streams read the layout of R*B streams,
+ * process r streams r*B .. r*B+B-1, so R x B sees the data of one process with batch R*B. Masked-LM masks
+ * are drawn over the whole R*B batch (tok and tgt hold all of it then) and each process takes its rows. */
+typedef struct {
+    const uint8_t *train;
+    size_t n_train;
+    int B, T, R, rank, mlm;
+    int *tok, *tgt; /* [R*B*T] with MLM, else [B*T] */
+} lc_batch_plan;
+
+static lc_status plan_batch(lc_batch_plan *p, const lc_corpus *c, int B, int T, int mlm) {
+    p->tok = p->tgt = NULL;
+    p->train = c->bytes + c->begin[LC_PART_TRAIN];
+    p->n_train = c->end[LC_PART_TRAIN] - c->begin[LC_PART_TRAIN];
+    p->B = B, p->T = T, p->R = lc_dist_size(), p->rank = lc_dist_rank(), p->mlm = mlm;
+    const size_t streams = (size_t)B * (size_t)p->R, rows = mlm ? streams : (size_t)B;
+    if (p->n_train / streams < (size_t)T + 1) { /* before any allocation; lc_stream_batch's condition */
+        if (p->R == 1)
+            return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %d streams of one segment plus "
+                                       "one byte (%d)", p->n_train, B, T + 1);
+        return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %zu streams (%d processes x batch "
+                                   "%d) of one segment plus one byte (%d)", p->n_train, streams, p->R, B, T + 1);
+    }
+    p->tok = malloc(sizeof(int) * rows * (size_t)T);
+    p->tgt = malloc(sizeof(int) * rows * (size_t)T);
+    if (p->tok && p->tgt) return LC_OK;
+    free(p->tok), free(p->tgt);
+    return lc_fail(LC_ERR_NOMEM, "out of memory for a batch");
+}
+
+/* Batch k of this process: its rows in *tok, *tgt. */
+static lc_status read_batch(const lc_batch_plan *p, long k, uint64_t seed, int **tok, int **tgt) {
+    const long streams = (long)p->B * p->R;
+    *tok = p->tok, *tgt = p->tgt;
+    if (!p->mlm) return lc_stream_batch_part(p->train, p->n_train, streams, (long)p->rank * p->B, p->B, p->T, k, p->tok, p->tgt);
+    lc_status st = lc_stream_batch_part(p->train, p->n_train, streams, 0, (int)streams, p->T, k, p->tok, p->tgt);
+    if (st) return st;
+    lc_mlm_mask(p->tok, p->tgt, streams * p->T, lc_seed_mix(seed, (uint64_t)k)); /* predict masked bytes */
+    const size_t mine = (size_t)p->rank * (size_t)p->B * (size_t)p->T;
+    *tok = p->tok + mine, *tgt = p->tgt + mine;
+    return LC_OK;
+}
+
+/* Every process must start from the same parameters (the same seed, or the same checkpoint file). */
+static lc_status check_same_parameters(const lc_model *m) {
+    if (lc_dist_size() == 1) return LC_OK;
+    const uint64_t h = lc_data_hash((const uint8_t *)m->params, m->ptab.total * sizeof(float));
+    if (lc_dist_same_u64(h)) return LC_OK;
+    return lc_fail(LC_ERR_ARG, "the %d processes hold different parameters at step %ld (different checkpoint files "
+                               "or seeds?)", lc_dist_size(), m->step);
 }
 
 lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn, void *user) {
     lc_clear_error();
     lc_status st = check_options(m, o);
     if (st) return st;
-    int B = o->batch, T = m->cfg.seq_len;
-    const uint8_t *train = c->bytes + c->begin[LC_PART_TRAIN];
-    size_t n_train = c->end[LC_PART_TRAIN] - c->begin[LC_PART_TRAIN];
-    if (n_train / (size_t)B < (size_t)T + 1) /* before any allocation; lc_stream_batch's condition */
-        return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %d streams of one segment plus one "
-                                   "byte (%d)", n_train, B, T + 1);
-    int *tok = malloc(sizeof(int) * (size_t)B * (size_t)T), *tgt = malloc(sizeof(int) * (size_t)B * (size_t)T);
-    if (!tok || !tgt) { free(tok); free(tgt); return lc_fail(LC_ERR_NOMEM, "out of memory for a batch"); }
+    const int B = o->batch, T = m->cfg.seq_len;
+    lc_batch_plan plan = {0};
+    if ((st = plan_batch(&plan, c, B, T, m->cfg.objective == LC_OBJECTIVE_MLM))) return st;
+    if ((st = check_same_parameters(m))) goto done;
     long start = m->step, end = o->steps;
     if (o->stop_after > 0 && start + o->stop_after < end) end = start + o->stop_after;
-    double t0 = lc_now_seconds();
+    double t0 = lc_now_seconds(), comm_s = 0;
     for (long step = start; step < end && !st; step++) {
         lc_model_zero_grad(m);
         double loss = 0;
         for (int a = 0; a < o->grad_accum && !st; a++) {
             long k = step * o->grad_accum + a;
-            st = lc_stream_batch(train, n_train, B, T, k, tok, tgt);
-            if (st) break;
-            if (m->cfg.objective == LC_OBJECTIVE_MLM) /* predict masked bytes of the segment itself */
-                lc_mlm_mask(tok, tgt, (long)B * T, lc_seed_mix(o->seed, (uint64_t)k));
-            lc_model_set_noise_key(m, k);
-            double sum;
+            int *tok, *tgt;
+            if ((st = read_batch(&plan, k, o->seed, &tok, &tgt))) break;
+            lc_model_set_noise_key(m, plan.R == 1 ? k : k * plan.R + plan.rank); /* each process its own dropout */
+            double sum_count[2];
             long count;
-            st = lc_model_forward(m, tok, tgt, B, T, 1, &sum, &count);
-            if (!st) st = lc_model_backward(m, 1.0f / (float)(count * o->grad_accum));
+            st = lc_model_forward(m, tok, tgt, B, T, 1, &sum_count[0], &count);
             if (st) break;
-            loss += sum / (double)count / o->grad_accum;
+            sum_count[1] = (double)count;
+            lc_dist_sum_doubles(sum_count, 2); /* the loss is the mean over every process's scored bytes */
+            count = (long)sum_count[1];
+            if ((st = lc_model_backward(m, 1.0f / (float)(count * o->grad_accum)))) break;
+            loss += sum_count[0] / (double)count / o->grad_accum;
         }
         if (st) break;
-        const double norm = grad_norm(m);
+        const double tc = lc_now_seconds();
+        lc_dist_sum_floats(m->grads, m->ptab.total); /* the summed gradient: the same on every process */
+        comm_s += lc_now_seconds() - tc;
+        const double norm = grad_norm(m); /* of the whole gradient, hence global: no reduction needed */
         if ((st = check_finite_step(step, loss, norm))) break;
         optimizer_step(m, o, step, norm);
         m->step = step + 1;
-        lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN};
-        p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum / p.elapsed_s;
+        lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN,
+                         comm_s, plan.R};
+        p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum * plan.R / p.elapsed_s;
         if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) st = validate(m, c, o, &p.valid_bpc, &p.valid_accuracy);
         if (fn && !st) fn(&p, user);
         if (o->hook && !st && o->hook(m, &p, o->hook_user)) break; /* the caller asked to stop here */
     }
-    free(tok);
-    free(tgt);
+done:
+    free(plan.tok);
+    free(plan.tgt);
     return st;
 }
 
