@@ -24,13 +24,18 @@ void lc_hdocs_free(lc_hdocs *d) {
     memset(d, 0, sizeof *d);
 }
 
-static int grow(void **p, int *cap, int need, size_t size) {
-    if (need <= *cap) return 0;
-    int c = *cap ? *cap : 64;
+/* The capacity (64, doubled) that holds `need` items when `cap` does not; `cap` when it does. */
+static int capacity_for(int cap, int need) {
+    int c = cap ? cap : 64;
     while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)c * size);
+    return c;
+}
+
+/* Reallocate *p to hold `count` items of `size` bytes (0 on success; *p is kept on failure). */
+static int resize(void **p, int count, size_t size) {
+    void *q = realloc(*p, (size_t)count * size);
     if (!q) return -1;
-    *p = q, *cap = c;
+    *p = q;
     return 0;
 }
 
@@ -39,21 +44,30 @@ lc_status lc_hdocs_add_text(lc_hdocs *d, const char *text, const char *name, con
     lc_status st = lc_sentences_split(text, &s);
     if (st) return st;
     if (s.n == 0) return lc_fail(LC_ERR_FORMAT, "%s: empty document: no text", name);
-    int cd = d->cap_docs, cs = d->cap_sents, cb = d->cap_bufs;
     const int chunks = (s.n + d->max_sents - 1) / d->max_sents;
-    int bad = grow((void **)&d->name, &cd, d->n_docs + 1, sizeof *d->name);
-    cd = d->cap_docs, bad |= grow((void **)&d->reference, &cd, d->n_docs + 1, sizeof *d->reference);
-    cd = d->cap_docs, bad |= grow((void **)&d->doc_first, &cd, d->n_docs + 2, sizeof *d->doc_first);
-    d->cap_docs = d->cap_docs > cd ? d->cap_docs : cd;
-    int cc = d->n_chunks ? d->n_chunks + 1 : 0;
-    int cap_c = cc; /* chunks grow exactly: few documents have many */
-    bad |= grow((void **)&d->chunk_first, &cap_c, d->n_chunks + chunks + 1, sizeof *d->chunk_first);
-    cap_c = cc, bad |= grow((void **)&d->chunk_doc, &cap_c, d->n_chunks + chunks + 1, sizeof *d->chunk_doc);
-    bad |= grow((void **)&d->sent, &cs, d->n_sents + s.n, sizeof *d->sent);
-    cs = d->cap_sents, bad |= grow((void **)&d->len, &cs, d->n_sents + s.n, sizeof *d->len);
-    d->cap_sents = cs > d->cap_sents ? cs : d->cap_sents;
-    bad |= grow((void **)&d->bufs, &cb, d->n_bufs + 1, sizeof *d->bufs);
-    d->cap_bufs = cb;
+    int bad = 0;
+    /* Each group of arrays shares one capacity, and the arrays of a group grow together. */
+    const int cap_docs = capacity_for(d->cap_docs, d->n_docs + 2);
+    if (cap_docs != d->cap_docs) {
+        bad |= resize((void **)&d->name, cap_docs, sizeof *d->name);
+        bad |= resize((void **)&d->reference, cap_docs, sizeof *d->reference);
+        bad |= resize((void **)&d->doc_first, cap_docs, sizeof *d->doc_first);
+        if (!bad) d->cap_docs = cap_docs;
+    }
+    const int cap_sents = capacity_for(d->cap_sents, d->n_sents + s.n);
+    if (cap_sents != d->cap_sents) {
+        bad |= resize((void **)&d->sent, cap_sents, sizeof *d->sent);
+        bad |= resize((void **)&d->len, cap_sents, sizeof *d->len);
+        if (!bad) d->cap_sents = cap_sents;
+    }
+    const int cap_bufs = capacity_for(d->cap_bufs, d->n_bufs + 1);
+    if (cap_bufs != d->cap_bufs) {
+        bad |= resize((void **)&d->bufs, cap_bufs, sizeof *d->bufs);
+        if (!bad) d->cap_bufs = cap_bufs;
+    }
+    /* chunks grow exactly: few documents have many */
+    bad |= resize((void **)&d->chunk_first, d->n_chunks + chunks + 1, sizeof *d->chunk_first);
+    bad |= resize((void **)&d->chunk_doc, d->n_chunks + chunks + 1, sizeof *d->chunk_doc);
     char *nm = strdup(name), *ref = reference ? strdup(reference) : NULL;
     if (bad || !nm || (reference && !ref)) {
         free(nm), free(ref), lc_sentences_free(&s);
@@ -117,11 +131,12 @@ static lc_status add_dir(lc_hdocs *d, const char *dir, int held_out, int latin1)
     while ((e = readdir(dp))) {
         const size_t k = strlen(e->d_name);
         if (e->d_name[0] == '.' || k < 5 || strcmp(e->d_name + k - 4, ".txt") != 0) continue;
-        if (grow((void **)&names, &cap, n + 1, sizeof *names) || !(names[n] = strdup(e->d_name))) {
+        const int c = capacity_for(cap, n + 1);
+        if ((c != cap && resize((void **)&names, c, sizeof *names)) || !(names[n] = strdup(e->d_name))) {
             st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", dir);
             break;
         }
-        n++;
+        cap = c, n++;
     }
     closedir(dp);
     if (!st && n == 0) st = lc_fail(LC_ERR_FORMAT, "%s: no .txt documents", dir);
