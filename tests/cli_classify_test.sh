@@ -2,7 +2,8 @@
 # CLI tests of sequence classification (docs/lra.md): `train --task classify`, `eval --task classify` and
 # `predict` on tiny files and a tiny model: bad inputs (a TSV with a missing column, an empty file, --max-len 0,
 # a checkpoint of another model) fail with one line naming the file or flag; a label never seen in training
-# is counted wrong with a warning; eval's last stdout line is the JSON; predict prints one label per line.
+# is counted wrong with a warning; eval's last stdout line is the JSON; predict prints one label per line;
+# --resume from OUT.last ends with the weights of an uninterrupted run.
 # usage: tests/cli_classify_test.sh path/to/longctx
 set -u
 bin=$1
@@ -49,4 +50,27 @@ cp "$tmp/out" "$tmp/o"
 check "predict: one label per line" -- test "$(tr '\n' ' ' <"$tmp/o")" = "pos neg "
 check "predict --tsv from stdin" -- bash -c "\"$bin\" predict --ckpt \"$tmp/b.st\" --tsv - <\"$tmp/valid.tsv\" >\"$tmp/p.txt\""
 check "predict --tsv: 8 labels" -- test "$(wc -l <"$tmp/p.txt")" -eq 8
+
+# --resume: 40 steps, stopped after 20 and resumed, ends with the same weights as 40 in one go (OUT.last)
+same_weights() { python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def tensors(p):
+    raw = open(p, "rb").read(); n = struct.unpack("<Q", raw[:8])[0]; h = json.loads(raw[8:8 + n]); h.pop("__metadata__")
+    return {k: raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
+sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
+PY
+}
+rs=("${tr[@]}" "${tiny[@]}" --tokens words --steps 40 --eval-every 10)
+check "train 40 steps" -- "${rs[@]}" --out "$tmp/one.st"
+check "train 20 of 40 steps" -- "${rs[@]}" --stop-after 20 --out "$tmp/two.st"
+check "stopped: OUT.last written" -- test -s "$tmp/two.st.last"
+expect 2 "--lr cannot be combined with --resume" -- "${tr[@]}" --resume "$tmp/two.st.last" --lr 0.1 --out "$tmp/two.st"
+expect 2 "--layers cannot be combined with --resume" -- "${tr[@]}" --resume "$tmp/two.st.last" --layers 2 --out "$tmp/two.st"
+expect 1 "not the training file" -- "$bin" train --task classify --data "$tmp/valid.tsv" --valid "$tmp/valid.tsv" \
+    --resume "$tmp/two.st.last" --out "$tmp/two.st"
+check "resume to 40" -- "${tr[@]}" --resume "$tmp/two.st.last" --out "$tmp/two.st" --threads 1 --json
+cp "$tmp/out" "$tmp/o"
+check "resume: JSON says 20 steps in this run" -- grep -q '"steps":40,"run_steps":20' "$tmp/o"
+check "resume: the same weights and moments as one run" -- same_weights "$tmp/one.st.last" "$tmp/two.st.last"
+expect 2 "has done 40 of its 40 steps" -- "${tr[@]}" --resume "$tmp/two.st.last" --out "$tmp/two.st"
 cli_summary cli_classify_test

@@ -52,20 +52,6 @@ static lc_classifier *make(const char *attn, lc_norm norm, lc_pool pool, int tok
     return m;
 }
 
-/* Parameters far from the initialisation (which makes every gradient tiny): gains near 1, the rest uniform. */
-static void sharpen(lc_classifier *m, uint64_t seed) {
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (int i = 0; i < m->tensors.n; i++) {
-        const lc_tensor *t = &m->tensors.t[i];
-        if (!lc_tensor_is_param(t)) continue;
-        const lc_slot *s = &m->ptab.slots[t->slot];
-        const float base = t->role == LC_ROLE_NORM_GAIN ? 1.0f : 0.0f;
-        const float a = t->role == LC_ROLE_MATRIX ? 1.5f / sqrtf((float)t->shape[1]) : 0.3f;
-        for (size_t j = 0; j < s->count; j++) m->params[s->offset + j] = base + a * (2 * lc_rng_uniform(&r) - 1);
-    }
-}
-
 typedef struct {
     lc_classifier *m;
     lc_classify_batch b;
@@ -82,7 +68,7 @@ static double mean_loss(void *user) {
 static void check_gradients(const char *attn, lc_norm norm, lc_pool pool) {
     lc_classifier *m = make(attn, norm, pool, 0, 256, 3);
     if (!m) return;
-    sharpen(m, 21);
+    fd_sharpen(&m->tensors, &m->ptab, m->params, 21);
     toy t;
     toy_make(&t, 256, 3, 5);
     fd_ctx c = {m, toy_batch(&t, 0, N_EX), t.labels};
@@ -166,7 +152,7 @@ TEST(packing_matches_single_examples) {
     for (int s = 0; s < 3; s++) {
         lc_classifier *m = make(specs[s], LC_NORM_PRE, s == 1 ? LC_POOL_MEAN : LC_POOL_CLS, 0, 256, 6);
         if (!m) return;
-        sharpen(m, 8);
+        fd_sharpen(&m->tensors, &m->ptab, m->params, 8);
         toy t;
         toy_make(&t, 256, 3, 11);
         const lc_classify_batch all = toy_batch(&t, 0, N_EX);
@@ -234,6 +220,7 @@ TEST(checkpoint_round_trip_words) {
     lc_classify_run run;
     lc_classify_run_default(&run);
     run.opts = o, run.valid_accuracy = 0.5f, run.examples = 5;
+    run.best_accuracy = 0.75f, run.best_step = 3, run.train_examples = 9;
     const char *path = tmp_path("words.safetensors");
     CHECK(lc_classifier_save(m, &run, &labels, v, path) == LC_OK, "%s", lc_last_error());
     CHECK(lc_classifier_save(m, &run, &labels, NULL, tmp_path("x.safetensors")) == LC_ERR_ARG, "words need a vocab");
@@ -251,6 +238,7 @@ TEST(checkpoint_round_trip_words) {
             CHECK(na == nc && !memcmp(a, c, sizeof(int) * (size_t)na), "ids of '%s'", word_texts[i]);
         }
         CHECK(r->step == 1 && rb.examples == 5 && rb.valid_accuracy == 0.5f && rb.opts.lr == o.lr, "run record");
+        CHECK(rb.best_accuracy == 0.75f && rb.best_step == 3 && rb.train_examples == 9, "run record: best, data");
         CHECK(!memcmp(r->params, m->params, sizeof(float) * m->ptab.total), "weights");
         CHECK(!memcmp(r->adam_v, m->adam_v, sizeof(float) * m->ptab.total), "moments");
         float l1[N_EX * 3];

@@ -94,6 +94,9 @@ typedef struct {
     lc_train_options opts;
     float valid_accuracy; /* validation accuracy of the saved weights (-1: not measured) */
     long examples;        /* training examples seen when they were saved */
+    float best_accuracy;  /* the best validation accuracy of the run so far (-1: none yet) */
+    long best_step;       /* the step it was measured at (0: none) */
+    long train_examples;  /* examples in the training file (0: not recorded); --resume checks it */
 } lc_classify_run;
 void lc_classify_run_default(lc_classify_run *r);
 

@@ -1,90 +1,31 @@
-/* `longctx train --task classify` and `longctx eval --task classify` (docs/lra.md): train a sequence
- * classifier on a labelled TSV file with periodic validation accuracy, keeping the best checkpoint; score a
- * checkpoint on a labelled file. Batches are bucketed by length (each epoch's shuffled examples sorted by
+/* `longctx train --task classify` (docs/lra.md): train a sequence classifier on a labelled TSV file with
+ * periodic validation accuracy, keeping the best checkpoint in --out and the last state in OUT.last
+ * (--resume continues from it). Batches are bucketed by length (each epoch's shuffled examples sorted by
  * length in chunks of 64 batches) and packed, so cost follows the real lengths. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/classify_cli.h"
 #include "cli/model_flags.h"
+#include "cli/optim_flags.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
 
-int lc_cli_task_is(int argc, char **argv, const char *name) {
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--task") == 0 && i + 1 < argc && strcmp(argv[i + 1], name) == 0) return 1;
-        if (strncmp(argv[i], "--task=", 7) == 0 && strcmp(argv[i] + 7, name) == 0) return 1;
-    }
-    return 0;
-}
-
-static int cmp_long(const void *a, const void *b) {
-    const long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
-/* Tokenizes examples idx[0 .. n) into buf (rows of max_len) and runs them as one batch. */
-static lc_status run_batch(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, const long *idx, int n,
-                           int *buf, int *len, const int **ptr, const int *labels, int train, const lc_train_options *o,
-                           double *loss) {
-    const lc_classify_config *c = lc_classifier_config(m);
-    int lab[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++) {
-        ptr[i] = buf + (size_t)i * c->max_len;
-        const long all = lc_tokenize(c->tokens, v, t->text[idx[i]], t->len[idx[i]], c->max_len, buf + (size_t)i * c->max_len);
-        len[i] = (int)(all < c->max_len ? all : c->max_len);
-        lab[i] = labels ? labels[idx[i]] : 0;
-    }
-    const lc_classify_batch b = {n, ptr, len};
-    if (train) return lc_classifier_step(m, o, &b, lab, loss);
-    return lc_classifier_forward(m, &b, NULL, 0, NULL, NULL);
-}
-
-lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, int batch, int *pred,
-                          const int *labels, long *correct) {
-    const lc_classify_config *c = lc_classifier_config(m);
-    long *keys = malloc(sizeof(long) * (size_t)(t->n > 0 ? t->n : 1)), *idx = malloc(sizeof(long) * (size_t)batch);
-    int *buf = malloc(sizeof(int) * (size_t)batch * (size_t)c->max_len), *len = malloc(sizeof(int) * (size_t)batch);
-    const int **ptr = malloc(sizeof(*ptr) * (size_t)batch);
-    lc_status st = keys && idx && buf && len && ptr ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory classifying");
-    for (long i = 0; i < t->n && !st; i++) keys[i] = ((long)(t->len[i] < (1u << 30) ? t->len[i] : (1u << 30)) << 32) | i;
-    if (!st) qsort(keys, (size_t)t->n, sizeof *keys, cmp_long);
-    long right = 0;
-    for (long s = 0; s < t->n && !st; s += batch) {
-        const int n = (int)(t->n - s < batch ? t->n - s : batch);
-        for (int i = 0; i < n; i++) idx[i] = keys[s + i] & 0xffffffffL;
-        if ((st = run_batch(m, v, t, idx, n, buf, len, ptr, NULL, 0, NULL, NULL))) break;
-        const float *z = lc_classifier_logits(m);
-        for (int i = 0; i < n; i++) {
-            int best = 0;
-            for (int k = 1; k < c->n_classes; k++)
-                if (z[(size_t)i * c->n_classes + k] > z[(size_t)i * c->n_classes + best]) best = k;
-            pred[idx[i]] = best;
-            if (labels) right += labels[idx[i]] == best;
-        }
-    }
-    if (correct) *correct = right;
-    free(keys), free(idx), free(buf), free(len), free(ptr);
-    return st;
-}
-
-/* ---------------------------------------------------------------- train --task classify */
-
 typedef struct {
-    const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out;
+    const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out, *resume;
     int max_len, hidden, threads, json, max_words;
-    long min_count;
+    long min_count, save_every;
+    float save_every_min;
     lc_train_options o;
     lc_model_flags mf;
 } cargs;
 
-/* The shape flags that do not describe a classifier's encoder. */
-static int refuse_flags(lc_opt *opts, int n) {
+/* The shape flags that do not describe a classifier's encoder; with --resume, every flag the checkpoint fixes. */
+static int refuse_flags(const cargs *a, lc_opt *opts, int n) {
     const char *no[] = {"--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv", "--untied",
                         "--share-qk", "--reversible", "--ffn-chunk", "--extra-tokens", "--objective"};
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
@@ -93,13 +34,20 @@ static int refuse_flags(lc_opt *opts, int n) {
                          "bidirectional; --max-len sets the length)", no[i]);
             return LC_EXIT_USAGE;
         }
+    const char *fixed[] = {"--tokens", "--max-len", "--pool", "--hidden", "--min-count", "--max-words", "--init",
+                           "--batch", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed"};
+    const char *which = NULL;
+    for (size_t i = 0; a->resume && !which && i < sizeof fixed / sizeof *fixed; i++)
+        if (lc_opt_get(opts, n, fixed[i])->seen) which = fixed[i];
+    if (a->resume && (which || lc_model_flags_any(opts, n, &which))) {
+        lc_cli_error("train --task classify: %s cannot be combined with --resume (the checkpoint fixes it)", which);
+        return LC_EXIT_USAGE;
+    }
     return -1;
 }
 
-static lc_cli_texts texts_of(const lc_labelled_data *d) { return (lc_cli_texts){d->n, d->text, d->text_len}; }
-
-/* The training order: batch k of an epoch; each epoch's shuffle (seeded) sorted by length in chunks of 64
- * batches, the batches of a chunk in shuffled order. */
+/* The training order of one epoch: a seeded shuffle, then sorted by length in chunks of 64 batches (the
+ * batches of a chunk from the shortest examples to the longest). */
 static void epoch_order(long *order, long *keys, const lc_labelled_data *d, int batch, uint64_t seed) {
     lc_rng r;
     lc_rng_seed(&r, seed);
@@ -111,9 +59,8 @@ static void epoch_order(long *order, long *keys, const lc_labelled_data *d, int 
     const long chunk = 64L * batch;
     for (long s = 0; s < d->n; s += chunk) {
         const long n = d->n - s < chunk ? d->n - s : chunk;
-        for (long i = 0; i < n; i++) keys[i] = ((long)(d->text_len[order[s + i]] < (1u << 30) ? d->text_len[order[s + i]] : (1u << 30)) << 32) | order[s + i];
-        qsort(keys, (size_t)n, sizeof *keys, cmp_long);
-        for (long i = 0; i < n; i++) order[s + i] = keys[i] & 0xffffffffL;
+        lc_cli_sort_by_length(keys, order + s, n, d->text_len);
+        memcpy(order + s, keys, sizeof(long) * (size_t)n);
     }
 }
 
@@ -123,22 +70,66 @@ typedef struct {
     lc_labelled_data train, valid;
     int *valid_labels, *pred;
     lc_word_vocab *vocab;
-    float best;
-    long best_step;
+    lc_classify_run run; /* the record saved with each checkpoint: options, best so far */
+    char last[4200];     /* OUT.last: the last state */
 } crun;
 
 static lc_status validate(crun *r, double *acc) {
     long right = 0;
-    const lc_cli_texts t = texts_of(&r->valid);
+    const lc_cli_texts t = lc_cli_texts_of(&r->valid);
     lc_status st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right);
     *acc = (double)right / (double)r->valid.n;
     return st;
 }
 
+/* The last state into OUT.last (valid_accuracy: acc, or -1 when not measured at this step). */
+static lc_status save_last(crun *r, double acc) {
+    lc_classify_run run = r->run;
+    run.valid_accuracy = (float)acc, run.examples = lc_classifier_steps_done(r->m) * (long)r->a->o.batch;
+    return lc_classifier_save(r->m, &run, &r->train.labels, r->vocab, r->last);
+}
+
+/* A validation pass after `step`; a new best is saved to --out. */
+static lc_status check_point(crun *r, long step, double *acc, const lc_progress_printer *pp) {
+    lc_status st = validate(r, acc);
+    if (st) return st;
+    if (*acc > r->run.best_accuracy) {
+        r->run.best_accuracy = (float)*acc, r->run.best_step = step;
+        lc_classify_run best = r->run;
+        best.valid_accuracy = (float)*acc, best.examples = step * (long)r->a->o.batch;
+        if ((st = lc_classifier_save(r->m, &best, &r->train.labels, r->vocab, r->a->out))) return st;
+    }
+    fprintf(stderr, "%sstep %ld: valid accuracy %.4f (best %.4f at step %ld)\n", pp->tty ? "\r" : "", step, *acc,
+            (double)r->run.best_accuracy, r->run.best_step);
+    return LC_OK;
+}
+
+static int finish(crun *r, long first, double t0, long rows) {
+    const cargs *a = r->a;
+    const long done = lc_classifier_steps_done(r->m);
+    const int sig = lc_cli_stop_signal();
+    if (sig) {
+        fprintf(stderr, "longctx: interrupted by %s at step %ld: the best checkpoint so far (step %ld) is %s, the last "
+                        "state %s (continue with --resume %s)\n", lc_cli_signal_name(sig), done, r->run.best_step,
+                a->out, r->last, r->last);
+        return 128 + sig;
+    }
+    const double el = lc_now_seconds() - t0, tok_s = rows / (el > 0 ? el : 1e-9);
+    printf("best valid accuracy %.4f at step %ld of %ld over %ld examples (%.0f tokens/s)\n", (double)r->run.best_accuracy,
+           r->run.best_step, a->o.steps, r->valid.n, tok_s);
+    printf("saved %s (the best checkpoint) and %s (the last state)\n", a->out, r->last);
+    if (a->json)
+        printf("{\"valid_accuracy\":%s,\"best_step\":%ld,\"steps\":%ld,\"run_steps\":%ld,\"examples\":%ld,"
+               "\"seconds\":%.1f,\"tokens_per_s\":%.1f,\"params\":%zu}\n", lc_json_number(r->run.best_accuracy),
+               r->run.best_step, done, done - first, done * (long)(r->train.n < a->o.batch ? r->train.n : a->o.batch),
+               el, tok_s, lc_classifier_num_params(r->m));
+    return LC_EXIT_OK;
+}
+
 static int train_loop(crun *r) {
     cargs *a = r->a;
     const lc_train_options *o = &a->o;
-    const int B = a->o.batch, L = lc_classifier_config(r->m)->max_len;
+    const int B = a->o.batch, L = lc_classifier_config(r->m)->max_len, n = (int)(r->train.n < B ? r->train.n : B);
     long *order = malloc(sizeof(long) * (size_t)r->train.n), *keys = malloc(sizeof(long) * 64 * (size_t)B);
     int *buf = malloc(sizeof(int) * (size_t)B * (size_t)L), *len = malloc(sizeof(int) * (size_t)B);
     const int **ptr = malloc(sizeof(*ptr) * (size_t)B);
@@ -146,60 +137,44 @@ static int train_loop(crun *r) {
         free(order), free(keys), free(buf), free(len), free(ptr);
         return lc_cli_fail(lc_fail(LC_ERR_NOMEM, "out of memory for the training batches"));
     }
-    const lc_cli_texts t = texts_of(&r->train);
+    const lc_cli_texts t = lc_cli_texts_of(&r->train);
+    const long first = lc_classifier_steps_done(r->m), per_epoch = r->train.n / n;
+    const long stop = o->stop_after > 0 && first + o->stop_after < o->steps ? first + o->stop_after : o->steps;
+    /* where step `first` is in the epochs: a resumed run reads the batches the uninterrupted one would */
+    long epoch = first / per_epoch, pos = r->train.n;
+    if (first % per_epoch) {
+        epoch_order(order, keys, &r->train, B, lc_seed_mix(o->seed, (uint64_t)epoch++));
+        pos = first % per_epoch * n;
+    }
     lc_progress_printer pp;
     lc_progress_init(&pp, o->steps);
     const double t0 = lc_now_seconds();
-    long rows = 0, pos = r->train.n, epoch = 0;
+    double last_save = t0;
+    long rows = 0;
     lc_status st = LC_OK;
-    lc_classify_run run;
-    lc_classify_run_default(&run);
-    run.opts = *o;
-    for (long step = 0; step < o->steps && !st && !lc_cli_stop_signal(); step++) {
+    for (long step = first; step < stop && !st && !lc_cli_stop_signal(); step++) {
         if (pos + B > r->train.n) epoch_order(order, keys, &r->train, B, lc_seed_mix(o->seed, (uint64_t)epoch++)), pos = 0;
-        const int n = (int)(r->train.n < B ? r->train.n : B);
-        double loss = 0;
-        if ((st = run_batch(r->m, r->vocab, &t, order + pos, n, buf, len, ptr, r->train.label, 1, o, &loss))) break;
+        double loss = 0, acc = NAN;
+        if ((st = lc_cli_classify_batch(r->m, r->vocab, &t, order + pos, n, buf, len, ptr, r->train.label, 1, o, &loss)))
+            break;
         for (int i = 0; i < n; i++) rows += len[i] + 1;
         pos += n;
         const double el = lc_now_seconds() - t0;
         lc_progress pr = {step + 1, o->steps, 0, loss, lc_learning_rate(o, step), rows / (el > 0 ? el : 1e-9), el, NAN, NAN};
-        const int check = (o->eval_every > 0 && (step + 1) % o->eval_every == 0) || step + 1 == o->steps;
-        if (check) {
-            double acc;
-            if ((st = validate(r, &acc))) break;
-            pr.valid_bpc = pr.loss / log(2.0), pr.valid_accuracy = acc;
-            if (acc > r->best) {
-                r->best = (float)acc, r->best_step = step + 1;
-                run.valid_accuracy = (float)acc, run.examples = (step + 1) * (long)n;
-                if (a->out && (st = lc_classifier_save(r->m, &run, &r->train.labels, r->vocab, a->out))) break;
-            }
-            fprintf(stderr, "%sstep %ld: valid accuracy %.4f (best %.4f at step %ld)\n", pp.tty ? "\r" : "", step + 1,
-                    acc, (double)r->best, r->best_step);
-            pr.valid_bpc = NAN;
+        if ((o->eval_every > 0 && (step + 1) % o->eval_every == 0) || step + 1 == o->steps) {
+            if ((st = check_point(r, step + 1, &acc, &pp))) break;
+            pr.valid_accuracy = acc;
         }
         lc_progress_print(&pr, &pp);
+        if (step + 1 < stop && !lc_cli_stop_signal() && lc_cli_save_due(a->save_every, a->save_every_min, step + 1, last_save)) {
+            st = save_last(r, acc);
+            last_save = lc_now_seconds();
+        }
     }
     lc_progress_done(&pp);
     free(order), free(keys), free(buf), free(len), free(ptr);
-    if (st) return lc_cli_fail(st);
-    const int sig = lc_cli_stop_signal();
-    if (sig) {
-        fprintf(stderr, "longctx: interrupted by %s at step %ld: the best checkpoint so far (step %ld) is %s\n",
-                sig == SIGINT ? "SIGINT" : "SIGTERM", lc_classifier_steps_done(r->m), r->best_step,
-                a->out ? a->out : "not saved (no --out)");
-        return 128 + sig;
-    }
-    const double el = lc_now_seconds() - t0;
-    printf("best valid accuracy %.4f at step %ld of %ld over %ld examples (%.0f tokens/s)\n", (double)r->best,
-           r->best_step, o->steps, r->valid.n, rows / (el > 0 ? el : 1e-9));
-    if (a->out) printf("saved %s (the best checkpoint)\n", a->out);
-    if (a->json)
-        printf("{\"valid_accuracy\":%s,\"best_step\":%ld,\"steps\":%ld,\"examples\":%ld,\"seconds\":%.1f,"
-               "\"tokens_per_s\":%.1f,\"params\":%zu}\n", lc_json_number(r->best), r->best_step, o->steps,
-               o->steps * (long)(r->train.n < a->o.batch ? r->train.n : a->o.batch), el, rows / (el > 0 ? el : 1e-9),
-               lc_classifier_num_params(r->m));
-    return LC_EXIT_OK;
+    if (!st) st = save_last(r, lc_classifier_steps_done(r->m) == r->run.best_step ? r->run.best_accuracy : -1);
+    return st ? lc_cli_fail(st) : finish(r, first, t0, rows);
 }
 
 /* The classifier's configuration from the flags and the training data. */
@@ -231,25 +206,58 @@ static int build_config(cargs *a, lc_opt *opts, int n, crun *r, lc_classify_conf
     return -1;
 }
 
+/* --resume: the model, its vocabulary and run record; the training file must have its labels and size. */
+static int resume(crun *r, lc_opt *opts, int n) {
+    cargs *a = r->a;
+    lc_label_set saved = {0, NULL};
+    lc_status st = lc_classifier_load(a->resume, 0, 0, &r->m, &r->run, &saved, &r->vocab);
+    if (st) return lc_cli_fail(st);
+    int same = saved.n == r->train.labels.n;
+    for (int i = 0; same && i < saved.n; i++) same = strcmp(saved.name[i], r->train.labels.name[i]) == 0;
+    lc_label_set_free(&saved);
+    if (!same || (r->run.train_examples && r->run.train_examples != r->train.n)) {
+        lc_cli_error("train: --data %s is not the training file of %s (%s)", a->data, a->resume,
+                     same ? "another number of examples" : "another label set");
+        return LC_EXIT_RUNTIME;
+    }
+    const long steps = a->o.steps, eval_every = a->o.eval_every, stop_after = a->o.stop_after;
+    a->o = r->run.opts; /* the schedule and the optimizer as saved; --steps, --eval-every, --stop-after may change */
+    if (lc_opt_get(opts, n, "--steps")->seen) a->o.steps = steps;
+    if (lc_opt_get(opts, n, "--eval-every")->seen) a->o.eval_every = eval_every;
+    a->o.stop_after = stop_after;
+    if (lc_classifier_steps_done(r->m) >= a->o.steps) {
+        lc_cli_error("train: %s has done %ld of its %ld steps: give a larger --steps to continue", a->resume,
+                     lc_classifier_steps_done(r->m), a->o.steps);
+        return LC_EXIT_USAGE;
+    }
+    return -1;
+}
+
 static int train_run(cargs *a, lc_opt *opts, int n) {
     if (strcmp(a->task, "classify") != 0) {
         lc_cli_error("train: --task must be classify, got '%s'", a->task);
         return LC_EXIT_USAGE;
     }
-    int rc = refuse_flags(opts, n);
+    int rc = refuse_flags(a, opts, n);
     if (rc >= 0) return rc;
     if (!a->valid) { lc_cli_error("train --task classify: --valid is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
     if (!a->out) { lc_cli_error("train --task classify: --out is required (the best checkpoint is written there)"); return LC_EXIT_USAGE; }
-    lc_status st = lc_checkpoint_check_path(a->out);
-    if (st) return lc_cli_fail(st);
-    lc_set_threads(a->threads);
     crun r;
     memset(&r, 0, sizeof r);
-    r.a = a, r.best = -1;
+    r.a = a;
+    if (snprintf(r.last, sizeof r.last, "%s.last", a->out) >= (int)sizeof r.last) {
+        lc_cli_error("train: --out %s: the path is too long", a->out);
+        return LC_EXIT_USAGE;
+    }
+    lc_status st = lc_checkpoint_check_path(a->out);
+    if (!st) st = lc_checkpoint_check_path(r.last);
+    if (st) return lc_cli_fail(st);
+    lc_set_threads(a->threads);
+    lc_classify_run_default(&r.run);
     lc_classify_config c;
     if ((st = lc_labelled_read(a->data, a->label_col, a->text_col, &r.train))) return lc_cli_fail(st);
     if ((st = lc_labelled_read(a->valid, a->label_col, a->text_col, &r.valid))) rc = lc_cli_fail(st);
-    if (rc < 0) rc = build_config(a, opts, n, &r, &c);
+    if (rc < 0) rc = a->resume ? resume(&r, opts, n) : build_config(a, opts, n, &r, &c);
     long unseen = 0;
     if (rc < 0) {
         r.valid_labels = malloc(sizeof(int) * (size_t)r.valid.n), r.pred = malloc(sizeof(int) * (size_t)r.valid.n);
@@ -259,13 +267,16 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
     if (rc < 0 && unseen)
         fprintf(stderr, "longctx: warning: --valid %s: %ld examples have a label --data never has: counted wrong\n",
                 a->valid, unseen);
-    if (rc < 0 && (st = lc_classifier_create(&c, a->o.batch, 0, a->o.seed, &r.m))) rc = lc_cli_fail(st);
+    if (rc < 0 && !a->resume && (st = lc_classifier_create(&c, a->o.batch, 0, a->o.seed, &r.m))) rc = lc_cli_fail(st);
     if (rc < 0 && a->init && (st = lc_classifier_init_from(r.m, a->init))) rc = lc_cli_fail(st);
     if (rc < 0) {
+        c = *lc_classifier_config(r.m);
+        r.run.opts = a->o, r.run.train_examples = r.train.n;
         fprintf(stderr, "classify: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
-                        "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d threads\n",
+                        "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d threads%s\n",
                 c.n_layer, c.d_model, c.n_head, c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
-                lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads());
+                lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
+                a->resume ? " | resumed" : "");
         lc_cli_catch_stop_signals();
         rc = train_loop(&r);
     }
@@ -297,15 +308,14 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--min-count", OPT_LONG, &a.min_count, 1, 1e12, "words: keep words seen at least N times (default 1)", 0},
         {"--max-words", OPT_INT, &a.max_words, 0, 1 << 24, "words: keep at most N words (default 0: all)", 0},
         {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM checkpoint", 0},
-        {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation accuracy (required)", 0},
-        {"--steps", OPT_LONG, &o->steps, 1, 1e12, "optimizer steps (default 1000)", 0},
+        {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation accuracy (required; OUT.last: the last state)", 0},
+        {"--resume", OPT_STR, &a.resume, 0, 0, "continue the run of this checkpoint (an OUT.last) with the same --data", 0},
+        {"--steps", OPT_LONG, &o->steps, 1, 1e12, "optimizer steps of the schedule (default 1000)", 0},
+        {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
-        {"--lr", OPT_FLOAT, &o->lr, 1e-9, 10, "peak learning rate (default 0.001)", 0},
-        {"--min-lr", OPT_FLOAT, &o->min_lr, 0, 10, "final learning rate of the cosine decay (default 0.0001)", 0},
-        {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, "linear warm-up steps (default 100)", 0},
-        {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, "AdamW weight decay on matrices (default 0.1)", 0},
-        {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, "gradient clipping by global norm (default 1; 0: off)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 200; 0: end only)", 0},
+        {"--save-every", OPT_LONG, &a.save_every, 0, 1e12, "also save OUT.last every N steps (0: at the end only)", 0},
+        {"--save-every-min", OPT_FLOAT, &a.save_every_min, 0, 1e7, "also save OUT.last every M minutes (0: off)", 0},
         {"--seed", OPT_U64, &o->seed, 0, 0, "random seed: initialisation, order, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a.threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},
@@ -313,61 +323,11 @@ int lc_cmd_train_classify(int argc, char **argv) {
     lc_opt opts[64];
     int n = (int)(sizeof base / sizeof *base);
     memcpy(opts, base, sizeof base);
+    n = lc_optim_flags_add(o, opts, n);
     n = lc_model_flags_add(&a.mf, opts, n);
     int rc = lc_parse_opts("train", "--task classify --data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!a.data) { lc_cli_error("train --task classify: --data is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
     return train_run(&a, opts, n);
-}
-
-/* ---------------------------------------------------------------- eval --task classify */
-
-int lc_cmd_eval_classify(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *task = NULL, *label_col = NULL, *text_col = NULL;
-    int batch = 16, threads = 0, json = 0;
-    lc_opt opts[] = {
-        {"--ckpt", OPT_STR, &ckpt, 0, 0, "classifier checkpoint (required)", 0},
-        {"--task", OPT_STR, &task, 0, 0, "classify", 0},
-        {"--data", OPT_STR, &data, 0, 0, "labelled TSV file, plain or gzip (required)", 0},
-        {"--label-col", OPT_STR, &label_col, 0, 0, "label column (default Target, else the first)", 0},
-        {"--text-col", OPT_STR, &text_col, 0, 0, "text column (default Source, else the last)", 0},
-        {"--batch", OPT_INT, &batch, 1, 4096, "examples per forward pass (default 16)", 0},
-        {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--json", OPT_FLAG, &json, 0, 0, "print {\"accuracy\":..,\"examples\":..} as the last stdout line", 0},
-    };
-    const int n = (int)(sizeof opts / sizeof *opts);
-    int rc = lc_parse_opts("eval", "--ckpt CKPT --task classify --data FILE [options]", opts, n, argc, argv);
-    if (rc >= 0) return rc;
-    if (!ckpt || !data) { lc_cli_error("eval --task classify: --ckpt and --data are required"); return LC_EXIT_USAGE; }
-    lc_set_threads(threads);
-    lc_classifier *m = NULL;
-    lc_label_set labels = {0, NULL};
-    lc_word_vocab *v = NULL;
-    lc_labelled_data d;
-    memset(&d, 0, sizeof d);
-    lc_status st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
-    if (!st) st = lc_labelled_read(data, label_col, text_col, &d);
-    int *ids = st ? NULL : malloc(sizeof(int) * (size_t)d.n), *pred = st ? NULL : malloc(sizeof(int) * (size_t)d.n);
-    long unseen = 0, right = 0;
-    if (!st && (!ids || !pred)) st = lc_fail(LC_ERR_NOMEM, "out of memory");
-    if (!st) st = lc_labelled_map(&d, &labels, ids, &unseen);
-    const lc_cli_texts t = texts_of(&d);
-    if (!st) st = lc_cli_classify(m, v, &t, batch, pred, ids, &right);
-    if (st) {
-        rc = lc_cli_fail(st);
-    } else {
-        if (unseen)
-            fprintf(stderr, "longctx: warning: --data %s: %ld examples have a label the checkpoint was not trained on: "
-                            "counted wrong\n", data, unseen);
-        printf("accuracy %.4f over %ld examples of %s (%ld correct)\n", (double)right / (double)d.n, d.n, data, right);
-        if (json) printf("{\"accuracy\":%s,\"examples\":%ld}\n", lc_json_number((double)right / (double)d.n), d.n);
-        rc = LC_EXIT_OK;
-    }
-    free(ids), free(pred);
-    lc_labelled_free(&d);
-    lc_label_set_free(&labels);
-    lc_word_vocab_free(v);
-    lc_classifier_free(m);
-    return rc;
 }

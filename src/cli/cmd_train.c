@@ -11,6 +11,7 @@
 #include "cli/classify_cli.h"
 #include "cli/cli.h"
 #include "cli/model_flags.h"
+#include "cli/optim_flags.h"
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
@@ -36,11 +37,6 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "sequences (contiguous streams) per micro-batch (default 16)", 0},
         {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "micro-batches per optimizer step (default 1)", 0},
-        {"--lr", OPT_FLOAT, &o->lr, 1e-9, 10, "peak learning rate (default 0.002)", 0},
-        {"--min-lr", OPT_FLOAT, &o->min_lr, 0, 10, "final learning rate of the cosine decay (default 0.0001)", 0},
-        {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, "linear warm-up steps (default 100)", 0},
-        {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, "AdamW decoupled weight decay on matrices (default 0.1)", 0},
-        {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, "gradient clipping by global norm (default 1; 0: off)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 250; 0: end only)", 0},
         {"--eval-bytes", OPT_LONG, &o->eval_bytes, 0, 1e15, "validation bytes per periodic pass (default 32768; 0: all)", 0},
         {"--seed", OPT_U64, &o->seed, 0, 0, "random seed, 0..2^64-1: initialisation, dropout (default 1337)", 0},
@@ -54,6 +50,7 @@ static int build_opts(train_args *a, lc_opt *opts) {
     };
     int n = (int)(sizeof base / sizeof base[0]);
     memcpy(opts, base, sizeof base);
+    n = lc_optim_flags_add(o, opts, n);
     return lc_model_flags_add(&a->mf, opts, n);
 }
 

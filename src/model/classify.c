@@ -1,7 +1,7 @@
 /* The sequence classifier: configuration, the [CLS] rule on the attention spec, the tensor list (the
  * masked-LM encoder's names, then cls.*), the activation plan (one allocation for the largest batch), the
  * compute plan (the attention workspace for any packing within the limits) and lifetime. Passes:
- * model/classify_forward.c; checkpoints: model/classify_ckpt.c. */
+ * model/classify_forward.c; checkpoints: train/checkpoint_classify.c, train/classify_init.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +35,10 @@ int lc_classify_cls_token(const lc_classify_config *c) { return c->tokens == LC_
 int lc_classify_emb_rows(const lc_classify_config *c) { return c->tokens == LC_TOKENS_WORDS ? c->vocab : 258; }
 
 lc_config lc_classify_encoder_config(const lc_classify_config *h) {
-    lc_config c;
-    lc_config_default(&c);
-    c.vocab = 256, c.model = LC_MODEL_VANILLA, c.objective = LC_OBJECTIVE_MLM, c.tied = 1, c.mem_len = 0;
-    c.n_layer = h->n_layer, c.d_model = h->d_model, c.n_head = h->n_head, c.d_ff = h->d_ff;
-    c.seq_len = h->max_len + 1, c.norm = h->norm, c.activation = h->activation, c.dropout = h->dropout;
+    lc_hibert_stack s = {h->n_layer, h->d_model, h->n_head, h->d_ff, ""};
+    memcpy(s.attn, h->attn, sizeof s.attn);
+    lc_config c = lc_stack_config(&s, h->norm, h->activation, h->dropout, h->max_len + 1, LC_OBJECTIVE_MLM);
     c.attn_share = h->attn_share;
-    memcpy(c.attn, h->attn, sizeof c.attn);
-    if (!memchr(c.attn, 0, sizeof c.attn)) c.attn[sizeof c.attn - 1] = 0; /* refused by validate first */
-    if (!c.attn[0]) strcpy(c.attn, "full");
     return c;
 }
 
@@ -166,16 +161,10 @@ static lc_status build_params(lc_classifier *m) {
 
 /* ---------------------------------------------------------------- activations and compute plan */
 
-static lc_status plan_compute(lc_classifier *m) {
-    const size_t work = lc_enc_stack_workspace(&m->st, m->threads);
-    if (m->attn_work && work <= m->attn_work_floats) return LC_OK;
-    lc_status st = lc_check_fits(work * sizeof(float), "the attention workspace");
-    if (st) return st;
-    float *p = lc_alloc_aligned(work * sizeof(float));
-    if (!p) return lc_fail(LC_ERR_NOMEM, "out of memory for the attention workspace (%zu MB)", work * 4 >> 20);
-    lc_free(m->attn_work);
-    m->attn_work = p, m->attn_work_floats = work;
-    return LC_OK;
+static lc_status plan_compute(void *owner) {
+    lc_classifier *m = owner;
+    return lc_workspace_ensure(&m->attn_work, &m->attn_work_floats, lc_enc_stack_workspace(&m->st, m->threads),
+                               "the attention workspace");
 }
 
 static lc_status build_acts(lc_classifier *m) {
@@ -268,17 +257,8 @@ long lc_classifier_steps_done(const lc_classifier *m) { return m->step; }
 void lc_classifier_zero_grad(lc_classifier *m) { memset(m->grads, 0, m->ptab.total * sizeof(float)); }
 const float *lc_classifier_logits(const lc_classifier *m) { return m->logits; }
 
-size_t lc_classifier_num_params(const lc_classifier *m) {
-    size_t n = 0;
-    for (int i = 0; i < m->ptab.n; i++) n += m->ptab.slots[i].count;
-    return n;
-}
+size_t lc_classifier_num_params(const lc_classifier *m) { return lc_slots_count(&m->ptab); }
 
 lc_status lc_classifier_set_threads(lc_classifier *m, int threads) {
-    lc_clear_error();
-    const int avail = lc_threads_available(), old = m->threads;
-    m->threads = threads <= 0 || threads > avail ? avail : threads;
-    lc_status s = plan_compute(m);
-    if (s) m->threads = old;
-    return s;
+    return lc_replan_threads(&m->threads, threads, plan_compute, m);
 }

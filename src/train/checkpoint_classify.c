@@ -47,12 +47,13 @@ static const meta_key keys[] = {
     U64("seed", offsetof(cmeta, seed), REQUIRED),
     {"valid_accuracy", T_FLOAT, offsetof(cmeta, run.valid_accuracy), 0, 0, -1, 1, 0, NULL, 0},
     LONG("examples", offsetof(cmeta, run.examples), 0, 1LL << 62, 0),
+    {"best.accuracy", T_FLOAT, offsetof(cmeta, run.best_accuracy), 0, 0, -1, 1, 0, NULL, 0},
+    LONG("best.step", offsetof(cmeta, run.best_step), 0, 1LL << 62, 0),
+    LONG("data.examples", offsetof(cmeta, run.train_examples), 0, 1LL << 62, 0),
 };
 
 static void get_parts(meta_part out[2]) {
-    out[0] = (meta_part){keys, (int)(sizeof keys / sizeof *keys), 0};
-    out[1] = lc_meta_train_part;
-    out[1].at = offsetof(cmeta, run.opts);
+    lc_meta_parts_with_train(out, keys, (int)(sizeof keys / sizeof *keys), offsetof(cmeta, run.opts));
 }
 
 const char *lc_classify_meta_key(int i) {
@@ -64,7 +65,7 @@ const char *lc_classify_meta_key(int i) {
 void lc_classify_run_default(lc_classify_run *r) {
     memset(r, 0, sizeof *r);
     lc_train_options_default(&r->opts);
-    r->valid_accuracy = -1;
+    r->valid_accuracy = -1, r->best_accuracy = -1;
 }
 
 static lc_ckpt_tensors tensors_of(const lc_classifier *m) {

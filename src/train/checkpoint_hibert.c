@@ -58,14 +58,8 @@ static const meta_key keys[] = {
     LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
 };
 
-static const meta_part parts[] = {{keys, (int)(sizeof keys / sizeof *keys), 0},
-                                  {NULL, 0, offsetof(hmeta, run.opts)}};
-
-/* parts[1] is the shared training-options table (a constant of another file: filled on use). */
 static void get_parts(meta_part out[2]) {
-    out[0] = parts[0];
-    out[1] = lc_meta_train_part;
-    out[1].at = parts[1].at;
+    lc_meta_parts_with_train(out, keys, (int)(sizeof keys / sizeof *keys), offsetof(hmeta, run.opts));
 }
 
 const char *lc_hibert_meta_key(int i) {

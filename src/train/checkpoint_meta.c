@@ -88,6 +88,12 @@ static const meta_key data_keys[] = {
 
 const meta_part lc_meta_train_part = {train_keys, N_OF(train_keys), 0};
 const meta_part lc_meta_data_part = {data_keys, N_OF(data_keys), 0};
+
+void lc_meta_parts_with_train(meta_part out[2], const meta_key *own, int n, size_t opts_at) {
+    out[0] = (meta_part){own, n, 0};
+    out[1] = lc_meta_train_part;
+    out[1].at = opts_at;
+}
 /* The language model's metadata: its keys, then the training options and the data record (in its opts). */
 static const meta_part lm_parts[] = {{keys, N_OF(keys), 0},
                                      {train_keys, N_OF(train_keys), offsetof(lc_ckpt_meta, opts)},

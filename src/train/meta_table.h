@@ -59,6 +59,9 @@ typedef int (*meta_skip_fn)(const meta_key *k, const void *base, int writing);
 /* The training options (lc_train_options: train.*) and the language model's data record (data.*),
  * offsets relative to lc_train_options: parts of both models' tables. */
 extern const meta_part lc_meta_train_part, lc_meta_data_part;
+/* A model's table: its own keys (out[0], offsets from the record's start) then the training options
+ * (out[1]) at offset opts_at of the same record (the classifier's and HIBERT's checkpoints). */
+void lc_meta_parts_with_train(meta_part out[2], const meta_key *keys, int n, size_t opts_at);
 
 void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
                     lc_ckpt_meta_strings *out);

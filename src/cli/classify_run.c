@@ -1,0 +1,127 @@
+/* What the classification commands share (classify_cli.h): `--task` detection, batches tokenized and
+ * packed by length, a classifier run over a set of texts; and `longctx eval --task classify` (docs/lra.md):
+ * a checkpoint's accuracy on a labelled file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/classify_cli.h"
+#include "core/status.h"
+#include "core/threads.h"
+
+int lc_cli_task_is(int argc, char **argv, const char *name) {
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--task") == 0 && i + 1 < argc && strcmp(argv[i + 1], name) == 0) return 1;
+        if (strncmp(argv[i], "--task=", 7) == 0 && strcmp(argv[i] + 7, name) == 0) return 1;
+    }
+    return 0;
+}
+
+static int cmp_long(const void *a, const void *b) {
+    const long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+void lc_cli_sort_by_length(long *keys, const long *idx, long n, const size_t *len) {
+    for (long i = 0; i < n; i++) {
+        const long k = idx ? idx[i] : i;
+        keys[i] = ((long)(len[k] < (1u << 30) ? len[k] : (1u << 30)) << 32) | k;
+    }
+    qsort(keys, (size_t)n, sizeof *keys, cmp_long);
+    for (long i = 0; i < n; i++) keys[i] &= 0xffffffffL;
+}
+
+lc_status lc_cli_classify_batch(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, const long *idx, int n,
+                           int *buf, int *len, const int **ptr, const int *labels, int train, const lc_train_options *o,
+                           double *loss) {
+    const lc_classify_config *c = lc_classifier_config(m);
+    int lab[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++) {
+        ptr[i] = buf + (size_t)i * c->max_len;
+        const long all = lc_tokenize(c->tokens, v, t->text[idx[i]], t->len[idx[i]], c->max_len, buf + (size_t)i * c->max_len);
+        len[i] = (int)(all < c->max_len ? all : c->max_len);
+        lab[i] = labels ? labels[idx[i]] : 0;
+    }
+    const lc_classify_batch b = {n, ptr, len};
+    if (train) return lc_classifier_step(m, o, &b, lab, loss);
+    return lc_classifier_forward(m, &b, NULL, 0, NULL, NULL);
+}
+
+lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, int batch, int *pred,
+                          const int *labels, long *correct) {
+    const lc_classify_config *c = lc_classifier_config(m);
+    long *keys = malloc(sizeof(long) * (size_t)(t->n > 0 ? t->n : 1)), *idx = malloc(sizeof(long) * (size_t)batch);
+    int *buf = malloc(sizeof(int) * (size_t)batch * (size_t)c->max_len), *len = malloc(sizeof(int) * (size_t)batch);
+    const int **ptr = malloc(sizeof(*ptr) * (size_t)batch);
+    lc_status st = keys && idx && buf && len && ptr ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory classifying");
+    if (!st) lc_cli_sort_by_length(keys, NULL, t->n, t->len);
+    long right = 0;
+    for (long s = 0; s < t->n && !st; s += batch) {
+        const int n = (int)(t->n - s < batch ? t->n - s : batch);
+        for (int i = 0; i < n; i++) idx[i] = keys[s + i];
+        if ((st = lc_cli_classify_batch(m, v, t, idx, n, buf, len, ptr, NULL, 0, NULL, NULL))) break;
+        const float *z = lc_classifier_logits(m);
+        for (int i = 0; i < n; i++) {
+            int best = 0;
+            for (int k = 1; k < c->n_classes; k++)
+                if (z[(size_t)i * c->n_classes + k] > z[(size_t)i * c->n_classes + best]) best = k;
+            pred[idx[i]] = best;
+            if (labels) right += labels[idx[i]] == best;
+        }
+    }
+    if (correct) *correct = right;
+    free(keys), free(idx), free(buf), free(len), free(ptr);
+    return st;
+}
+
+/* ---------------------------------------------------------------- eval --task classify */
+
+
+int lc_cmd_eval_classify(int argc, char **argv) {
+    const char *ckpt = NULL, *data = NULL, *task = NULL, *label_col = NULL, *text_col = NULL;
+    int batch = 16, threads = 0, json = 0;
+    lc_opt opts[] = {
+        {"--ckpt", OPT_STR, &ckpt, 0, 0, "classifier checkpoint (required)", 0},
+        {"--task", OPT_STR, &task, 0, 0, "classify", 0},
+        {"--data", OPT_STR, &data, 0, 0, "labelled TSV file, plain or gzip (required)", 0},
+        {"--label-col", OPT_STR, &label_col, 0, 0, "label column (default Target, else the first)", 0},
+        {"--text-col", OPT_STR, &text_col, 0, 0, "text column (default Source, else the last)", 0},
+        {"--batch", OPT_INT, &batch, 1, 4096, "examples per forward pass (default 16)", 0},
+        {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--json", OPT_FLAG, &json, 0, 0, "print {\"accuracy\":..,\"examples\":..} as the last stdout line", 0},
+    };
+    const int n = (int)(sizeof opts / sizeof *opts);
+    int rc = lc_parse_opts("eval", "--ckpt CKPT --task classify --data FILE [options]", opts, n, argc, argv);
+    if (rc >= 0) return rc;
+    if (!ckpt || !data) { lc_cli_error("eval --task classify: --ckpt and --data are required"); return LC_EXIT_USAGE; }
+    lc_set_threads(threads);
+    lc_classifier *m = NULL;
+    lc_label_set labels = {0, NULL};
+    lc_word_vocab *v = NULL;
+    lc_labelled_data d;
+    memset(&d, 0, sizeof d);
+    lc_status st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
+    if (!st) st = lc_labelled_read(data, label_col, text_col, &d);
+    int *ids = st ? NULL : malloc(sizeof(int) * (size_t)d.n), *pred = st ? NULL : malloc(sizeof(int) * (size_t)d.n);
+    long unseen = 0, right = 0;
+    if (!st && (!ids || !pred)) st = lc_fail(LC_ERR_NOMEM, "out of memory");
+    if (!st) st = lc_labelled_map(&d, &labels, ids, &unseen);
+    const lc_cli_texts t = lc_cli_texts_of(&d);
+    if (!st) st = lc_cli_classify(m, v, &t, batch, pred, ids, &right);
+    if (st) {
+        rc = lc_cli_fail(st);
+    } else {
+        if (unseen)
+            fprintf(stderr, "longctx: warning: --data %s: %ld examples have a label the checkpoint was not trained on: "
+                            "counted wrong\n", data, unseen);
+        printf("accuracy %.4f over %ld examples of %s (%ld correct)\n", (double)right / (double)d.n, d.n, data, right);
+        if (json) printf("{\"accuracy\":%s,\"examples\":%ld}\n", lc_json_number((double)right / (double)d.n), d.n);
+        rc = LC_EXIT_OK;
+    }
+    free(ids), free(pred);
+    lc_labelled_free(&d);
+    lc_label_set_free(&labels);
+    lc_word_vocab_free(v);
+    lc_classifier_free(m);
+    return rc;
+}

@@ -1,0 +1,23 @@
+/* The optimizer's flags of the training commands (optim_flags.h): one table, with help lines that name the
+ * defaults each command set, so train and train --task classify describe them alike. */
+#include <stdio.h>
+
+#include "cli/optim_flags.h"
+
+int lc_optim_flags_add(lc_train_options *o, lc_opt *opts, int n) {
+    static char help[LC_OPTIM_FLAG_COUNT][96]; /* one command runs per process */
+    snprintf(help[0], sizeof help[0], "peak learning rate (default %g)", (double)o->lr);
+    snprintf(help[1], sizeof help[1], "final learning rate of the cosine decay (default %g)", (double)o->min_lr);
+    snprintf(help[2], sizeof help[2], "linear warm-up steps (default %ld)", o->warmup);
+    snprintf(help[3], sizeof help[3], "AdamW decoupled weight decay on matrices (default %g)", (double)o->weight_decay);
+    snprintf(help[4], sizeof help[4], "gradient clipping by global norm (default %g; 0: off)", (double)o->clip);
+    const lc_opt add[LC_OPTIM_FLAG_COUNT] = {
+        {"--lr", OPT_FLOAT, &o->lr, 1e-9, 10, help[0], 0},
+        {"--min-lr", OPT_FLOAT, &o->min_lr, 0, 10, help[1], 0},
+        {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, help[2], 0},
+        {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, help[3], 0},
+        {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, help[4], 0},
+    };
+    for (int i = 0; i < LC_OPTIM_FLAG_COUNT; i++) opts[n + i] = add[i];
+    return n + LC_OPTIM_FLAG_COUNT;
+}
