@@ -53,7 +53,13 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *c);
 typedef struct {
     int max_docs;   /* documents per batch */
     int max_sents;  /* sentences per batch, all documents together (0: max_docs * cfg.max_sents) */
-    long max_bytes; /* sentence bytes per batch after truncation, EOS not counted (0: max_sents * max_sent_len) */
+    long max_bytes; /* sentence bytes per batch after truncation, EOS not counted (0: max_sents * max_sent_len);
+                       pre-training: both the original sentences and the encoders' view (replaced ones) */
+    long max_dec_rows; /* pre-training: sentence-decoder rows per batch, every selected sentence's bytes + 1
+                          together (0: max_bytes + max_sents, any selection); under the masking rule a document
+                          of n sentences selects lc_hibert_mask_count(n) of them */
+    int no_decoder;    /* 1: the model is never pre-trained (fine-tuning, inference): no decoder activations are
+                          planned and lc_hibert_pretrain_forward is LC_ERR_ARG (its parameters stay) */
 } lc_hibert_limits;
 
 /* A batch: n_docs documents, document j made of n_sents[j] >= 1 sentences; the sentences of all
@@ -112,6 +118,8 @@ enum {
  * chosen other sentence of the document with 0.1 (MASKED when there is none: n = 1), KEPT with 0.1.
  * Writes action[n] and source[n] (source[i] = i except for REPLACED). Deterministic in seed. */
 lc_status lc_hibert_mask_sentences(int n, uint64_t seed, uint8_t *action, int *source);
+/* The number of sentences that rule selects in a document of n >= 1 sentences: max(1, round(0.15 n)). */
+int lc_hibert_mask_count(int n);
 
 /* The sentence decoder's byte embedding (dec.wte) has two rows after the 256 bytes: EOS (the last target
  * of every sentence; the output projection is tied to rows 0..256) and BOS (the first input). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/hibert_cli.h"
+#include "cli/optim_flags.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "core/timer.h"
@@ -16,6 +17,7 @@
 
 typedef struct {
     const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act;
+    const char *attn[3]; /* --sent-attn, --doc-attn, --dec-attn */
     int n_docs, threads, json, finetune, eval_docs;
     long save_every;
     float save_every_min;
@@ -26,8 +28,6 @@ typedef struct {
 static int build_opts(hargs *a, lc_opt *opts) {
     lc_train_options *o = &a->o;
     lc_hibert_config *c = &a->cfg;
-    static char attn[3][LC_ATTN_SPEC_CHARS];
-    (void)attn;
     lc_opt base[] = {
         {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
         {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
@@ -40,17 +40,17 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--sent-dim", OPT_INT, &c->sent.d_model, 1, 1 << 20, "sentence encoder width (default 128)", 0},
         {"--sent-heads", OPT_INT, &c->sent.n_head, 1, 1 << 16, "sentence encoder heads (default 4)", 0},
         {"--sent-ffn", OPT_INT, &c->sent.d_ff, 1, 1 << 24, "sentence encoder feed-forward width (default 512)", 0},
-        {"--sent-attn", OPT_STR, NULL, 0, 0, "sentence encoder attention spec (default full)", 0},
+        {"--sent-attn", OPT_STR, &a->attn[0], 0, 0, "sentence encoder attention spec (default full)", 0},
         {"--doc-layers", OPT_INT, &c->doc.n_layer, 1, 4096, "document encoder layers (default 2)", 0},
         {"--doc-dim", OPT_INT, &c->doc.d_model, 1, 1 << 20, "document encoder width (default 128)", 0},
         {"--doc-heads", OPT_INT, &c->doc.n_head, 1, 1 << 16, "document encoder heads (default 4)", 0},
         {"--doc-ffn", OPT_INT, &c->doc.d_ff, 1, 1 << 24, "document encoder feed-forward width (default 512)", 0},
-        {"--doc-attn", OPT_STR, NULL, 0, 0, "document encoder attention spec (default full)", 0},
+        {"--doc-attn", OPT_STR, &a->attn[1], 0, 0, "document encoder attention spec (default full)", 0},
         {"--dec-layers", OPT_INT, &c->dec.n_layer, 1, 4096, "sentence decoder layers (default 1)", 0},
         {"--dec-dim", OPT_INT, &c->dec.d_model, 1, 1 << 20, "sentence decoder width (default 128)", 0},
         {"--dec-heads", OPT_INT, &c->dec.n_head, 1, 1 << 16, "sentence decoder heads (default 4)", 0},
         {"--dec-ffn", OPT_INT, &c->dec.d_ff, 1, 1 << 24, "sentence decoder feed-forward width (default 512)", 0},
-        {"--dec-attn", OPT_STR, NULL, 0, 0, "sentence decoder attention spec (causal; default full)", 0},
+        {"--dec-attn", OPT_STR, &a->attn[2], 0, 0, "sentence decoder attention spec (causal; default full)", 0},
         {"--max-sent-len", OPT_INT, &c->max_sent_len, 1, 1 << 20, "bytes read of a sentence (default 256)", 0},
         {"--max-sents", OPT_INT, &c->max_sents, 1, 1 << 20, "sentences per document; longer ones are cut into chunks (default 128)", 0},
         {"--norm", OPT_STR, &a->norm, 0, 0, "pre (default) or post", 0},
@@ -58,11 +58,6 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--dropout", OPT_FLOAT, &c->dropout, 0, 0.99, "dropout (default 0)", 0},
         {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps (default 2000)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 4096, "documents (chunks) per batch (default 8)", 0},
-        {"--lr", OPT_FLOAT, &o->lr, 1e-9, 10, "peak learning rate (default 0.001)", 0},
-        {"--min-lr", OPT_FLOAT, &o->min_lr, 0, 10, "final learning rate (default 0.0001)", 0},
-        {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, "linear warm-up steps (default 100)", 0},
-        {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, "AdamW weight decay (default 0.1)", 0},
-        {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, "gradient-norm clip (default 1)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validations (default 250; 0: end only)", 0},
         {"--eval-docs", OPT_INT, &a->eval_docs, 0, 1 << 30, "pretrain: held-out documents per validation (default 64; 0: all)", 0},
         {"--seed", OPT_U64, &o->seed, 0, 0, "seed: initialisation, shuffling, masking, dropout (default 1337)", 0},
@@ -73,22 +68,18 @@ static int build_opts(hargs *a, lc_opt *opts) {
     };
     const int n = (int)(sizeof base / sizeof base[0]);
     memcpy(opts, base, sizeof base);
-    return n;
+    return lc_optim_flags_add(o, opts, n);
 }
 
 /* The stack attention specs (strings into the config) and the choices. */
-static int apply_strings(hargs *a, lc_opt *opts, int n, char **argv, int argc) {
+static int apply_strings(hargs *a) {
     const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
     char *dst[3] = {a->cfg.sent.attn, a->cfg.doc.attn, a->cfg.dec.attn};
-    for (int k = 0; k < 3; k++)
-        for (int i = 0; i < argc; i++) {
-            const size_t l = strlen(names[k]);
-            const char *v = !strncmp(argv[i], names[k], l) && argv[i][l] == '=' ? argv[i] + l + 1
-                            : !strcmp(argv[i], names[k]) && i + 1 < argc ? argv[i + 1] : NULL;
-            if (!v) continue;
-            if (strlen(v) >= LC_ATTN_SPEC_CHARS) { lc_cli_error("hibert: %s is too long", names[k]); return LC_EXIT_USAGE; }
-            strcpy(dst[k], v);
-        }
+    for (int k = 0; k < 3; k++) {
+        if (!a->attn[k]) continue;
+        if (strlen(a->attn[k]) >= LC_ATTN_SPEC_CHARS) { lc_cli_error("hibert: %s is too long", names[k]); return LC_EXIT_USAGE; }
+        strcpy(dst[k], a->attn[k]);
+    }
     if (a->norm && strcmp(a->norm, "pre") && strcmp(a->norm, "post")) { lc_cli_error("hibert: --norm must be pre or post"); return LC_EXIT_USAGE; }
     if (a->act && strcmp(a->act, "gelu") && strcmp(a->act, "relu")) { lc_cli_error("hibert: --activation must be gelu or relu"); return LC_EXIT_USAGE; }
     if (a->norm) a->cfg.norm = strcmp(a->norm, "post") == 0 ? LC_NORM_POST : LC_NORM_PRE;
@@ -97,7 +88,6 @@ static int apply_strings(hargs *a, lc_opt *opts, int n, char **argv, int argc) {
         lc_cli_error("hibert: --encoding must be utf8 or latin1, got '%s'", a->encoding);
         return LC_EXIT_USAGE;
     }
-    (void)opts, (void)n;
     return -1;
 }
 
@@ -209,7 +199,6 @@ static int train_loop(trainer *t) {
         if (!st) st = a->finetune ? lc_hibert_step(t->m, o, &h.b, h.labels, &loss)
                                   : lc_hibert_pretrain_step(t->m, o, &h.b, lc_seed_mix(o->seed ^ 0x6d61736bULL, (uint64_t)s), &loss);
         if (st) { rc = lc_cli_fail(st); break; }
-        for (int i = 0; i < h.b.n_docs; i++) (void)0;
         for (int k = 0, n = 0; k < h.b.n_docs; n += h.b.n_sents[k], k++)
             for (int j = n; j < n + h.b.n_sents[k]; j++) bytes += h.len[j] + 1;
         const long done = s + 1;
@@ -290,12 +279,13 @@ static int run(hargs *a, lc_opt *opts, int n) {
     }
     if (!a->finetune && !a->resume && a->n_docs == 0) { lc_cli_error("%s: --docs is required", cmd); return LC_EXIT_USAGE; }
     if (!a->finetune && lc_opt_get(opts, n, "--labels")->seen) { lc_cli_error("%s: --labels belongs to hibert finetune", cmd); return LC_EXIT_USAGE; }
+    lc_status st;
+    if (a->out && (st = lc_checkpoint_check_path(a->out))) return lc_cli_fail(st); /* before any work */
     lc_set_threads(a->threads);
     trainer t;
     memset(&t, 0, sizeof t);
     t.a = a;
     lc_hibert_run_default(&t.run);
-    lc_status st;
     lc_hibert_config ck;
     const char *fixed = a->resume ? a->resume : a->init;
     if (fixed) {
@@ -336,7 +326,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     }
     if ((st = lc_hibert_config_validate(&a->cfg))) return lc_cli_fail(st);
     /* a model of the shape first (its max_sents cuts documents), then the plan for the data */
-    const lc_hibert_limits tiny = {1, 1, 1};
+    const lc_hibert_limits tiny = {1, 1, 1, 0, 1};
     if ((st = lc_hibert_create(&a->cfg, &tiny, t.run.opts.seed, &t.m))) return lc_cli_fail(st);
     int rc = -1;
     if ((st = load_data(&t, t.run.data))) rc = lc_cli_fail(st);
@@ -347,7 +337,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     }
     if (rc < 0) {
         t.run.data_hash = t.train.hash, t.run.data_docs = t.train.n_chunks, t.run.data_bytes = t.train.bytes;
-        t.run.limits = lc_hdocs_limits(&t.train, &t.valid, t.run.opts.batch, &a->cfg);
+        t.run.limits = lc_hdocs_limits(&t.train, &t.valid, t.run.opts.batch, &a->cfg, !a->finetune);
         lc_hibert_free(t.m);
         t.m = NULL;
         if (a->resume) st = lc_hibert_load(a->resume, &t.run.limits, &t.m, NULL);
@@ -364,10 +354,11 @@ static int run(hargs *a, lc_opt *opts, int n) {
         }
         if (a->resume && !a->out) t.last = a->resume;
         fprintf(stderr, "hibert %s: %d+%d+%d layers, dims %d/%d/%d | %.2fM params | %d train documents (%d chunks), %d held out | "
-                        "batch %d, planned for %d sentences, %ld bytes | %d threads\n", a->finetune ? "finetune" : "pretrain",
+                        "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d threads\n", a->finetune ? "finetune" : "pretrain",
                 a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
                 a->cfg.dec.d_model, (double)lc_hibert_num_params(t.m) / 1e6, t.train.n_docs, t.train.n_chunks,
-                t.valid.n_docs, t.run.opts.batch, t.run.limits.max_sents, t.run.limits.max_bytes, lc_get_threads());
+                t.valid.n_docs, t.run.opts.batch, t.run.limits.max_sents, t.run.limits.max_bytes,
+                t.run.limits.no_decoder ? 0 : t.run.limits.max_dec_rows, lc_get_threads());
         if (t.train.latin1 + t.valid.latin1) fprintf(stderr, "%d files were not UTF-8 and were read as Latin-1\n", t.train.latin1 + t.valid.latin1);
         rc = train_loop(&t);
     }
@@ -376,20 +367,40 @@ static int run(hargs *a, lc_opt *opts, int n) {
     return rc;
 }
 
+/* The commands' defaults (before the flags). */
+static void hargs_default(hargs *a, int finetune) {
+    memset(a, 0, sizeof *a);
+    a->finetune = finetune;
+    a->eval_docs = 64;
+    lc_hibert_config_default(&a->cfg);
+    lc_train_options_default(&a->o);
+    a->o.batch = 8, a->o.lr = 1e-3f;
+}
+
+/* `longctx hibert --help`: both subcommands, then the options they share. */
+static int help(const char *usage) {
+    hargs a;
+    hargs_default(&a, 0);
+    lc_opt opts[64];
+    char *args[] = {"--help"};
+    printf("HIBERT (docs/hibert.md), three stages chained by --init:\n"
+           "  longctx hibert pretrain --docs PATH... --out CKPT   masked-sentence pre-training on documents (a directory\n"
+           "                                                     of .txt files, a BBC News root's train split, a .tsv/.tsv.gz)\n"
+           "  longctx hibert finetune --data BBC_ROOT --out CKPT  extractive summarization (the best checkpoint by valid\n"
+           "                                                     ROUGE in CKPT, the resumable last state in CKPT.last)\n"
+           "then `longctx summarize --ckpt CKPT FILE...` and `longctx eval --task summarize --ckpt CKPT --split test`.\n\n");
+    return lc_parse_opts("hibert", usage, opts, build_opts(&a, opts), 1, args);
+}
+
 int lc_cmd_hibert(int argc, char **argv) {
     const char *usage = "pretrain --docs PATH... --out CKPT | finetune --data BBC_ROOT --out CKPT [options]";
     if (argc < 1 || (strcmp(argv[0], "pretrain") && strcmp(argv[0], "finetune"))) {
-        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) { printf("usage: longctx hibert %s\n", usage); return LC_EXIT_OK; }
+        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) return help(usage);
         lc_cli_error("hibert: expected pretrain or finetune (usage: longctx hibert %s)", usage);
         return LC_EXIT_USAGE;
     }
     hargs a;
-    memset(&a, 0, sizeof a);
-    a.finetune = strcmp(argv[0], "finetune") == 0;
-    a.eval_docs = 64;
-    lc_hibert_config_default(&a.cfg);
-    lc_train_options_default(&a.o);
-    a.o.batch = 8, a.o.lr = 1e-3f;
+    hargs_default(&a, strcmp(argv[0], "finetune") == 0);
     lc_opt opts[64];
     const int n = build_opts(&a, opts);
     /* --docs may repeat and take several paths: collect them, parse the rest */
@@ -408,7 +419,7 @@ int lc_cmd_hibert(int argc, char **argv) {
     }
     const char *cmd = a.finetune ? "hibert finetune" : "hibert pretrain";
     int rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
-    if (rc < 0) rc = apply_strings(&a, opts, n, rest, nr);
+    if (rc < 0) rc = apply_strings(&a);
     if (rc < 0) rc = run(&a, opts, n);
     free(rest);
     return rc;

@@ -13,7 +13,7 @@ static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **
     lc_hibert_config cfg;
     lc_status st = lc_hibert_checkpoint_info(ckpt, &cfg, NULL);
     if (st) return st;
-    const lc_hibert_limits lim = lc_hdocs_limits(d, NULL, batch, &cfg);
+    const lc_hibert_limits lim = lc_hdocs_limits(NULL, d, batch, &cfg, 0);
     return lc_hibert_load(ckpt, &lim, m, NULL);
 }
 

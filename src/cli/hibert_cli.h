@@ -40,9 +40,12 @@ int lc_hdocs_is_bbc(const char *path);
 /* Labels of every document against its reference (rule: lc_label_rule). */
 lc_status lc_hdocs_label(lc_hdocs *d, int rule);
 
-/* The limits of batches of up to batch chunks of d (and of e, may be NULL), for cfg: the largest chunks'
- * sentences and bytes (pre-training's replaced sentences included). */
-lc_hibert_limits lc_hdocs_limits(const lc_hdocs *d, const lc_hdocs *e, int batch, const lc_hibert_config *cfg);
+/* The limits of batches of up to `batch` chunks for cfg: of train (may be NULL; shuffled epochs, so a batch
+ * may repeat a chunk) and of held (may be NULL; sequential batches): the largest chunks' sentences and
+ * bytes; with pretrain, also the bytes of the worst replacements and the sentence decoder's rows (the
+ * masking rule's selected sentences), else no decoder (limits.no_decoder). */
+lc_hibert_limits lc_hdocs_limits(const lc_hdocs *train, const lc_hdocs *held, int batch, const lc_hibert_config *cfg,
+                                 int pretrain);
 
 /* A batch of chunks idx[0..n) (storage for up to `cap` sentences kept in b_). */
 typedef struct {

@@ -202,30 +202,68 @@ lc_status lc_hdocs_label(lc_hdocs *d, int rule) {
     return LC_OK;
 }
 
-lc_hibert_limits lc_hdocs_limits(const lc_hdocs *d, const lc_hdocs *e, int batch, const lc_hibert_config *cfg) {
-    /* the `batch` largest chunks by sentences and by (worst-case) bytes: an upper bound for any batch */
-    long top_s[64] = {0}, top_b[64] = {0};
+/* The largest `k` values seen, each value entered `times` times (a multiset kept sorted, largest first). */
+typedef struct {
+    long v[64];
+    int k;
+} top_k;
+
+static void top_add(top_k *t, long v, int times) {
+    for (int r = 0; r < times; r++) {
+        long x = v;
+        for (int i = 0; i < t->k; i++)
+            if (x > t->v[i]) { const long s = t->v[i]; t->v[i] = x, x = s; }
+    }
+}
+
+/* The sum of the top values, scaled up when the batch is larger than the values kept. */
+static long top_sum(const top_k *t, int batch) {
+    long s = 0;
+    for (int i = 0; i < t->k; i++) s += t->v[i];
+    if (batch > t->k) s = s * batch / t->k + 1;
+    return s > 0 ? s : 1;
+}
+
+static int cmp_int_desc(const void *a, const void *b) {
+    const int x = *(const int *)a, y = *(const int *)b;
+    return (x < y) - (x > y);
+}
+
+lc_hibert_limits lc_hdocs_limits(const lc_hdocs *train, const lc_hdocs *held, int batch, const lc_hibert_config *cfg,
+                                 int pretrain) {
+    /* A batch holds `batch` chunks: the largest chunks by sentences, by bytes and by decoder rows bound any
+     * batch. Training batches are windows over epochs each shuffled, so a chunk can come twice in one
+     * (an epoch boundary) or more when the set is smaller than a batch; held-out batches are sequential. */
+    top_k top[3];
     const int k = batch < 64 ? batch : 64;
-    const lc_hdocs *sets[2] = {d, e};
-    for (int w = 0; w < 2; w++)
-        for (int c = 0; sets[w] && c < sets[w]->n_chunks; c++) {
-            const lc_hdocs *x = sets[w];
+    for (int t = 0; t < 3; t++) memset(&top[t], 0, sizeof top[t]), top[t].k = k;
+    const lc_hdocs *sets[2] = {train, held};
+    int *len = malloc(sizeof(int) * (size_t)(cfg->max_sents > 0 ? cfg->max_sents : 1));
+    for (int w = 0; w < 2 && len; w++) {
+        const lc_hdocs *x = sets[w];
+        if (!x || !x->n_chunks) continue;
+        int times = w == 0 ? (batch + x->n_chunks - 1) / x->n_chunks + 1 : 1;
+        if (times > batch) times = batch;
+        for (int c = 0; c < x->n_chunks; c++) {
             const int f = x->chunk_first[c], n = x->chunk_first[c + 1] - f;
-            long bytes = 0, longest = 0;
-            for (int i = f; i < f + n; i++) {
-                const long l = x->len[i] < cfg->max_sent_len ? x->len[i] : cfg->max_sent_len;
-                bytes += l, longest = l > longest ? l : longest;
+            long bytes = 0, dec = 0;
+            for (int i = 0; i < n; i++) {
+                len[i] = x->len[f + i] < cfg->max_sent_len ? x->len[f + i] : cfg->max_sent_len;
+                bytes += len[i];
             }
-            bytes = bytes > n * longest ? bytes : n * longest; /* replaced sentences may be the longest */
-            long v[2] = {n, bytes}, *top[2] = {top_s, top_b};
-            for (int t = 0; t < 2; t++)
-                for (int i = 0; i < k; i++)
-                    if (v[t] > top[t][i]) { long s = top[t][i]; top[t][i] = v[t]; v[t] = s; }
+            if (pretrain) { /* the selected sentences: regenerated (decoder), replaced at worst by the longest */
+                qsort(len, (size_t)n, sizeof *len, cmp_int_desc);
+                const int sel = lc_hibert_mask_count(n);
+                for (int i = 0; i < sel; i++) dec += len[i] + 1, bytes += len[0] - len[n - 1 - i];
+            }
+            top_add(&top[0], n, times), top_add(&top[1], bytes, times), top_add(&top[2], dec, times);
         }
-    long s = 0, b = 0;
-    for (int i = 0; i < k; i++) s += top_s[i], b += top_b[i];
-    if (batch > k) s = s * batch / k + 1, b = b * batch / k + 1;
-    return (lc_hibert_limits){batch, (int)(s > 0 ? s : 1), b > 0 ? b : 1};
+    }
+    lc_hibert_limits l = {batch, (int)top_sum(&top[0], batch), top_sum(&top[1], batch),
+                          pretrain ? top_sum(&top[2], batch) : 0, !pretrain};
+    if (!len) l.max_sents = 0, l.max_bytes = 0, l.max_dec_rows = 0; /* out of memory: the model's own bounds */
+    free(len);
+    return l;
 }
 
 lc_status lc_hbatch_make(lc_hbatch *h, const lc_hdocs *d, const int *idx, int n) {

@@ -53,12 +53,12 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
  * packing within the limits; and the decoder's cross-attention workspace. */
 static lc_status plan_compute(void *owner) {
     lc_hibert *m = owner;
-    size_t work = lc_dec_stack_workspace(&m->dec.s, m->threads);
+    size_t work = m->lim.no_decoder ? 0 : lc_dec_stack_workspace(&m->dec.s, m->threads);
     for (int s = 0; s < LC_HIER_STACKS; s++) {
         const size_t need = lc_enc_stack_workspace(&m->st[s], m->threads);
         work = need > work ? need : work;
     }
-    lc_status st = lc_dec_stack_plan_cross(&m->dec.s, m->cfg.max_sents, m->threads);
+    lc_status st = m->lim.no_decoder ? LC_OK : lc_dec_stack_plan_cross(&m->dec.s, m->cfg.max_sents, m->threads);
     if (st) return st;
     return lc_workspace_ensure(&m->attn_work, &m->attn_work_floats, work, "the attention workspace");
 }
@@ -70,11 +70,14 @@ static lc_status build_acts(lc_hibert *m) {
     lc_act_plan_init(&p);
     lc_act_plan_enc(&p, &m->st[LC_HIER_SENT], "sent.");
     lc_act_plan_enc(&p, &m->st[LC_HIER_DOC], "doc.");
-    lc_act_plan_dec(&p, &m->dec.s, Cd, "dec.");
-    lc_act_plan_add(&p, &m->dec.vin, "dec.vin", S, Cd);
-    lc_act_plan_add(&p, &m->dec.dvin, "dec.d.vin", S, Cd);
-    lc_act_plan_add(&p, &m->dec.vproj, "dec.vproj", S, Cx);
-    lc_act_plan_add(&p, &m->dec.dvproj, "dec.d.vproj", S, Cx);
+    if (!m->lim.no_decoder) { /* the selected sentences' rows and document vectors */
+        const long D = m->dec.s.max_seqs;
+        lc_act_plan_dec(&p, &m->dec.s, Cd, "dec.");
+        lc_act_plan_add(&p, &m->dec.vin, "dec.vin", D, Cd);
+        lc_act_plan_add(&p, &m->dec.dvin, "dec.d.vin", D, Cd);
+        lc_act_plan_add(&p, &m->dec.vproj, "dec.vproj", D, Cx);
+        lc_act_plan_add(&p, &m->dec.dvproj, "dec.d.vproj", D, Cx);
+    }
     lc_act_plan_add(&p, &m->doc_in, "doc.in", S, Cs);
     lc_act_plan_add(&p, &m->d_doc_in, "d.doc.in", S, Cs);
     lc_act_plan_add(&p, &m->logit_rows, "head.logits", S, 1);
@@ -121,7 +124,8 @@ static lc_status resolve_limits(const lc_hibert_config *c, const lc_hibert_limit
     *out = *in;
     if (out->max_docs < 1 || out->max_docs > 1 << 20)
         return lc_fail(LC_ERR_ARG, "max documents per batch must be 1..1048576, got %d", out->max_docs);
-    if (out->max_sents < 0 || out->max_bytes < 0) return lc_fail(LC_ERR_ARG, "batch limits must be >= 0");
+    if (out->max_sents < 0 || out->max_bytes < 0 || out->max_dec_rows < 0)
+        return lc_fail(LC_ERR_ARG, "batch limits must be >= 0");
     if (!out->max_sents) {
         const long s = (long)out->max_docs * c->max_sents;
         out->max_sents = s > 1 << 24 ? 1 << 24 : (int)s;
@@ -129,12 +133,16 @@ static lc_status resolve_limits(const lc_hibert_config *c, const lc_hibert_limit
     if (!out->max_bytes) out->max_bytes = (long)out->max_sents * c->max_sent_len;
     if (out->max_sents > 1 << 24 || out->max_bytes > 1L << 30)
         return lc_fail(LC_ERR_ARG, "batch limits too large: %d sentences, %ld bytes", out->max_sents, out->max_bytes);
+    /* the decoder regenerates selected original sentences: at most every sentence's bytes and EOS */
+    const long all_rows = out->max_bytes + out->max_sents;
+    if (!out->max_dec_rows || out->max_dec_rows > all_rows) out->max_dec_rows = all_rows;
+    out->no_decoder = out->no_decoder != 0;
     return LC_OK;
 }
 
-lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *limits, uint64_t seed,
-                           lc_hibert **out) {
-    lc_clear_error();
+/* The model's configuration, limits and stacks (layers parsed, nothing planned or allocated yet). */
+static lc_status create_shell(const lc_hibert_config *cfg, const lc_hibert_limits *limits, uint64_t seed,
+                              lc_hibert **out) {
     *out = NULL;
     lc_status st = lc_hibert_config_validate(cfg);
     lc_hibert_limits lim;
@@ -163,17 +171,44 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
         c.objective = LC_OBJECTIVE_CLM;
         d->block_stream = LC_HIER_DEC_BLOCK_STREAM, d->attn_stream = LC_HIER_ATTN_STREAM + LC_HIER_DEC;
         d->embed_stream = LC_HIER_DEC_EMBED_STREAM;
-        st = lc_dec_stack_init(d, &c, "sentence decoder", LC_HIBERT_EOS + 1, cfg->max_sent_len + 1,
-                               (int)(lim.max_bytes + lim.max_sents), lim.max_sents, lim.max_sents);
+        const int rows = lim.no_decoder ? 0 : (int)lim.max_dec_rows; /* each sequence at least one row */
+        st = lc_dec_stack_init(d, &c, "sentence decoder", LC_HIBERT_EOS + 1, cfg->max_sent_len + 1, rows,
+                               rows < lim.max_sents ? rows : lim.max_sents, lim.no_decoder ? 0 : lim.max_sents);
     }
-    if (!st) st = lc_hier_build_params(m);
-    if (!st) st = build_acts(m);
     if (st) {
         lc_hibert_free(m);
         return st;
     }
     *out = m;
     return LC_OK;
+}
+
+lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *limits, uint64_t seed,
+                           lc_hibert **out) {
+    lc_clear_error();
+    lc_hibert *m;
+    lc_status st = create_shell(cfg, limits, seed, &m);
+    if (!st) st = lc_hier_build_params(m);
+    if (!st) st = build_acts(m);
+    if (st) {
+        lc_hibert_free(m);
+        m = NULL;
+    }
+    *out = m;
+    return st;
+}
+
+lc_status lc_hier_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out) {
+    memset(out, 0, sizeof *out);
+    const lc_hibert_limits tiny = {1, 1, 1, 0, 1};
+    lc_hibert *m;
+    lc_status st = create_shell(cfg, &tiny, 0, &m);
+    if (!st && !(st = lc_hier_list_tensors(m))) {
+        *out = m->tensors;
+        memset(&m->tensors, 0, sizeof m->tensors);
+    }
+    lc_hibert_free(m);
+    return st;
 }
 
 void lc_hibert_free(lc_hibert *m) {

@@ -73,8 +73,13 @@ typedef lc_act_plan lc_hier_plan;
 #define lc_hier_plan_add lc_act_plan_add
 #define lc_hier_plan_stack lc_act_plan_enc
 
-/* model/hier_params.c: list, allocate, bind and initialise the parameters (st[].cfg and layers set). */
+/* model/hier_params.c: list, allocate, bind and initialise the parameters (st[].cfg and layers set); the
+ * list alone (into m->tensors). */
 lc_status lc_hier_build_params(lc_hibert *m);
+lc_status lc_hier_list_tensors(lc_hibert *m);
+/* model/hier.c: the tensor list of a model of config cfg, built from the config alone (nothing else
+ * allocated): a checkpoint's table is checked against it before the model is created. */
+lc_status lc_hier_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out);
 void lc_hier_free_params(lc_hibert *m);
 
 /* model/hier_forward.c: the environment of this step's passes (model/stacks.h). */

@@ -6,14 +6,18 @@
 #include "core/status.h"
 #include "longctx.h"
 
+int lc_hibert_mask_count(int n) {
+    const int k = (int)lround(0.15 * n);
+    return k < 1 ? 1 : k;
+}
+
 lc_status lc_hibert_mask_sentences(int n, uint64_t seed, uint8_t *action, int *source) {
     lc_clear_error();
     if (n < 1) return lc_fail(LC_ERR_ARG, "hibert masking: a document needs at least one sentence, got %d", n);
     if (!action || !source) return lc_fail(LC_ERR_ARG, "hibert masking: action and source are required");
     lc_rng r;
     lc_rng_seed(&r, seed);
-    int k = (int)lround(0.15 * n);
-    if (k < 1) k = 1;
+    const int k = lc_hibert_mask_count(n);
     /* k distinct sentences, uniformly: the first k of a partial Fisher-Yates shuffle (source as scratch) */
     for (int i = 0; i < n; i++) source[i] = i, action[i] = LC_HIBERT_UNSELECTED;
     for (int i = 0; i < k; i++) {

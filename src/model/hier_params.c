@@ -11,7 +11,7 @@
 
 /* The list: sent.wte, sent.wpe, sent.blocks, sent.ln_f; doc.proj (widths differ), doc.wpe, doc.blocks,
  * doc.ln_f; head; then the kinds' state of both stacks. */
-static lc_status build_list(lc_hibert *m) {
+lc_status lc_hier_list_tensors(lc_hibert *m) {
     lc_tensor_builder b;
     lc_tensor_builder_init(&b, &m->tensors);
     const int pre = m->cfg.norm == LC_NORM_PRE;
@@ -88,7 +88,7 @@ static const lc_config *stack_of(void *user, const lc_tensor *t, const lc_attn_l
 }
 
 lc_status lc_hier_build_params(lc_hibert *m) {
-    lc_status st = build_list(m);
+    lc_status st = lc_hier_list_tensors(m);
     if (st) return st;
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     if ((st = lc_tensors_allocate(&m->tensors, &buf))) return st;

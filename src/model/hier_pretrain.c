@@ -27,6 +27,19 @@ static lc_hibert_batch encoder_view(lc_hibert *m, const lc_hibert_batch *b) {
     return e;
 }
 
+/* The selected sentences' decoder rows against the plan (pack_decoder writes them unchecked). */
+static lc_status check_decoder_plan(const lc_hibert *m, const lc_hibert_batch *b) {
+    const lc_dec_stack *d = &m->dec.s;
+    long sents = 0, rows = 0, total = 0;
+    for (int j = 0; j < b->n_docs; j++) total += b->n_sents[j];
+    for (long g = 0; g < total; g++)
+        if (m->action[g] != LC_HIBERT_UNSELECTED) sents++, rows += lc_hier_clipped_len(m, b->sent_len[g]) + 1;
+    if (sents > d->max_seqs || rows > d->max_rows)
+        return lc_fail(LC_ERR_ARG, "hibert: the sentence decoder gets %ld sentences, %ld rows; the model is planned for "
+                                   "%d, %d (limits.max_dec_rows)", sents, rows, d->max_seqs, d->max_rows);
+    return LC_OK;
+}
+
 /* Decoder rows: the selected sentences longest first, their tokens, positions, targets and pairs. */
 static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
     lc_dec_stack *d = &m->dec.s;
@@ -67,6 +80,9 @@ lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const
                                    int train, double *loss_sum, long *count) {
     lc_clear_error();
     m->have_labels = 0, m->pretrained = 0;
+    if (m->lim.no_decoder)
+        return lc_fail(LC_ERR_ARG, "hibert: the model was planned without the sentence decoder (limits.no_decoder): "
+                                   "it cannot pre-train");
     lc_status st = lc_hier_check_batch(m, b);
     if (st) return st;
     for (int j = 0, s0 = 0; action && j < b->n_docs; s0 += b->n_sents[j], j++)
@@ -76,6 +92,7 @@ lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const
                 return lc_fail(LC_ERR_ARG, "hibert: sentence %d: action %d with source %d", i, action[i], source[i]);
             m->action[i] = action[i], m->source[i] = source[i];
         }
+    if ((st = check_decoder_plan(m, b))) return st;
     const lc_hibert_batch e = encoder_view(m, b);
     m->enc_masked = m->enc_mask;
     st = lc_hier_encode(m, &e, train);

@@ -48,6 +48,8 @@ static const meta_key keys[] = {
     INT("limits.max_docs", RUN(limits.max_docs), 1, 1 << 20, REQUIRED),
     INT("limits.max_sents", RUN(limits.max_sents), 1, 1 << 24, REQUIRED),
     LONG("limits.max_bytes", RUN(limits.max_bytes), 1, 1L << 30, REQUIRED),
+    LONG("limits.max_dec_rows", RUN(limits.max_dec_rows), 0, 1L << 31, 0),
+    BOOL("limits.no_decoder", RUN(limits.no_decoder), 0),
     CHOICE("labels", RUN(labels), "contained|greedy", 0),
     BOOL("latin1", RUN(latin1), 0),
     STRING("data.sources", RUN(data), LC_HIBERT_DATA_CHARS, NULL, 0),
@@ -149,6 +151,21 @@ lc_status lc_hibert_checkpoint_info(const char *path, lc_hibert_config *cfg, lc_
     return LC_OK;
 }
 
+/* The tensor list of the configuration the metadata describes against the file's table, before any
+ * model is built (so nothing is allocated that the file's bytes do not back). */
+static lc_status check_tensors(const lc_st_file *f, const hmeta *h) {
+    lc_tensor_list list;
+    lc_status st = lc_hier_tensor_list(&h->cfg, &list);
+    if (st) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        return lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), why);
+    }
+    st = lc_ckpt_check_table(f, &list, 0, NULL, NULL);
+    lc_tensors_free(&list);
+    return st;
+}
+
 /* The model's list against the file, then its values (moments when asked). */
 static lc_status read_into(const lc_st_file *f, lc_hibert *m, int moments) {
     lc_status st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
@@ -164,8 +181,8 @@ lc_status lc_hibert_load(const char *path, const lc_hibert_limits *limits, lc_hi
     lc_status st = open_parsed(path, &f, &h);
     if (st) return st;
     lc_hibert *m = NULL;
-    st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m);
-    if (st) {
+    st = check_tensors(f, h);
+    if (!st && (st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m))) {
         char why[400];
         snprintf(why, sizeof why, "%s", lc_last_error());
         st = lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: cannot build the model it describes: %s", path, why);

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# CLI tests of the HIBERT commands on tiny shapes and corpora made here: `hibert pretrain` ->
+# `hibert finetune --init` -> `summarize` -> `eval --task summarize --ckpt`; a resumed fine-tuning run
+# equals the uninterrupted one (byte-identical checkpoints); a SIGINT save that resumes; help texts; and
+# every bad input (exit 1 or 2, one line naming the file or flag): empty documents, no sentence
+# boundary, non-UTF-8 files (and --encoding latin1), an empty directory, checkpoints of the other kind,
+# a missing --out directory, shape flags that disagree with --init.
+# usage: tests/cli_hibert_test.sh path/to/longctx
+set -u
+bin=$1
+cli_one_line_errors=1
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+
+# Sentences of made-up news: sentence I of document D (distinct words, so ROUGE has something to find).
+words=(market rates bank shares profit growth team match coach league film award actor music vote party
+       minister election phone network software users price energy oil firms court judge police report)
+sentence() {
+    local d=$1 i=$2
+    local w1=${words[$(( (d * 7 + i * 3) % 30 ))]} w2=${words[$(( (d * 5 + i * 11 + 1) % 30 ))]}
+    printf 'The %s of item %d moved the %s by %d points in week %d.' "$w1" "$d" "$w2" $(( d * 3 + i )) "$i"
+}
+article() { # article D N: N sentences joined by spaces
+    local d=$1 n=$2 i out=""
+    for ((i = 0; i < n; i++)); do out+="$(sentence "$d" "$i") "; done
+    printf '%s' "${out% }"
+}
+# a directory of 20 .txt documents (document 19 is the held-out one) and a BBC-layout root of 10
+# articles (001: test, 006: valid, the rest train) whose summaries are their sentences 0 and 3
+mkdir -p "$tmp/docs" "$tmp/bbc/articles/t" "$tmp/bbc/summaries/t"
+for ((d = 0; d < 20; d++)); do article "$d" $(( 3 + d % 5 )) >"$tmp/docs/doc$(printf %02d "$d").txt"; done
+for ((d = 1; d <= 10; d++)); do
+    n=$(printf %03d "$d")
+    { printf 'Title %d\n\n' "$d"; article "$d" $(( 5 + d % 4 )); printf '\n'; } >"$tmp/bbc/articles/t/$n.txt"
+    printf '%s%s' "$(sentence "$d" 0)" "$(sentence "$d" 3)" >"$tmp/bbc/summaries/t/$n.txt"
+done
+article 40 4 >"$tmp/a.txt"
+shape=(--sent-layers 1 --sent-dim 16 --sent-heads 2 --sent-ffn 32 --doc-layers 1 --doc-dim 16 --doc-heads 2
+       --doc-ffn 32 --dec-layers 1 --dec-dim 16 --dec-heads 2 --dec-ffn 32 --max-sent-len 64 --max-sents 6)
+run=(--batch 2 --threads 1 --warmup 2)
+# keep NAME: the last command's stdout and stderr as NAME.out and NAME.err (check and expect reuse out, err)
+keep() { cp "$tmp/out" "$tmp/$1.out"; cp "$tmp/err" "$tmp/$1.err"; }
+ft=("$bin" hibert finetune --data "$tmp/bbc" "${run[@]}")
+
+# usage and help
+expect 2 "hibert: expected pretrain or finetune" -- "$bin" hibert
+expect 2 "hibert pretrain: --out is required" -- "$bin" hibert pretrain --docs "$tmp/docs"
+expect 2 "hibert pretrain: --docs is required" -- "$bin" hibert pretrain --out "$tmp/x.st"
+expect 2 "--data belongs to hibert finetune" -- "$bin" hibert pretrain --data "$tmp/bbc" --out "$tmp/x.st"
+expect 2 "--labels must be contained or greedy" -- "${ft[@]}" --labels rouge --out "$tmp/x.st"
+expect 2 "--encoding must be utf8 or latin1" -- "$bin" summarize --ckpt x --encoding cp1252 "$tmp/a.txt"
+expect 2 "summarize: no FILE given" -- "$bin" summarize --ckpt x
+check "hibert --help" -- "$bin" hibert --help
+keep help
+check "hibert --help names both stages and the shape flags" -- grep -q -- "--sent-attn" "$tmp/help.out"
+check "hibert --help names finetune" -- grep -q -- "hibert finetune --data" "$tmp/help.out"
+check "hibert finetune --help" -- "$bin" hibert finetune --help
+keep help
+check "finetune --help lists --labels" -- grep -q -- "--labels" "$tmp/help.out"
+check "finetune --help lists --lr with its default" -- grep -q -- "--lr .*(default 0.001)" "$tmp/help.out"
+check "summarize --help" -- "$bin" summarize --help
+keep help
+check "summarize --help lists --sentences" -- grep -q -- "--sentences" "$tmp/help.out"
+
+# the three stages
+check "pretrain" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 4 --eval-every 2 \
+    --out "$tmp/pre.st" --json
+keep pre
+check "pretrain: JSON last line" -- grep -Eq '^\{"valid_bpb":[0-9.]+,' <(tail -1 "$tmp/pre.out")
+check "pretrain plans decoder rows" -- grep -Eq "planned for [0-9]+ sentences, [0-9]+ bytes, [1-9][0-9]* decoder rows" "$tmp/pre.err"
+check "pretrain with windowed encoders" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 \
+    --sent-attn window:w=4,global=1 --doc-attn window:w=2 --out "$tmp/win.st"
+check "finetune --init" -- "${ft[@]}" --init "$tmp/pre.st" --steps 6 --eval-every 3 --out "$tmp/ft.st" --json
+keep ft
+check "finetune: JSON last line" -- grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"best"' <(tail -1 "$tmp/ft.out")
+check "finetune plans no decoder" -- grep -q ", 0 decoder rows" "$tmp/ft.err"
+check "summarize" -- "$bin" summarize --ckpt "$tmp/ft.st" --sentences 2 --threads 1 "$tmp/a.txt"
+keep sum
+check "summarize prints two of the sentences" -- test "$(grep -o 'The [a-z]* of item 40' "$tmp/sum.out" | wc -l)" -eq 2
+check "eval --task summarize --ckpt" -- "$bin" eval --task summarize --data "$tmp/bbc" --split test --ckpt "$tmp/ft.st" --json
+keep ev
+check "eval: JSON last line, one test document" -- \
+    grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"docs":1\}$' <(tail -1 "$tmp/ev.out")
+
+# resume: 3 steps then 3 more equal 6 at once (the last state and the best checkpoint, byte for byte)
+check "finetune 3 steps" -- "${ft[@]}" --init "$tmp/pre.st" --steps 3 --eval-every 3 --out "$tmp/half.st"
+check "resume to 6" -- "${ft[@]}" --resume "$tmp/half.st.last" --steps 6 --out "$tmp/half.st"
+check "resumed last state == uninterrupted" -- cmp "$tmp/half.st.last" "$tmp/ft.st.last"
+check "resumed best checkpoint == uninterrupted" -- cmp "$tmp/half.st" "$tmp/ft.st"
+
+# SIGINT: the last state is saved, exit 130, and it resumes
+"${ft[@]}" --init "$tmp/pre.st" --steps 1000000 --eval-every 0 --out "$tmp/sig.st" 2>"$tmp/sig.err" &
+pid=$!
+for ((i = 0; i < 200; i++)); do grep -q "planned for" "$tmp/sig.err" && break; sleep 0.05; done
+sleep 0.3
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+check "SIGINT exits 130" -- test "$rc" -eq 130
+check "SIGINT saves the last state" -- grep -q "interrupted by SIGINT at step [0-9]* of 1000000: saved .*sig.st.last" "$tmp/sig.err"
+at=$(grep -o "at step [0-9]*" "$tmp/sig.err" | grep -o "[0-9]*$")
+check "the SIGINT save resumes" -- "${ft[@]}" --resume "$tmp/sig.st.last" --steps $(( ${at:-0} + 1 )) --eval-every 0
+
+# bad documents and directories
+mkdir "$tmp/empty" "$tmp/edoc" "$tmp/ldoc"
+expect 1 "empty: no .txt documents" -- "$bin" hibert pretrain --docs "$tmp/empty" --out "$tmp/x.st"
+cp "$tmp/a.txt" "$tmp/edoc/a.txt"; : >"$tmp/edoc/b.txt"
+expect 1 "edoc/b.txt: empty document" -- "$bin" hibert pretrain --docs "$tmp/edoc" --out "$tmp/x.st"
+: >"$tmp/e.txt"
+expect 1 "e.txt: empty document" -- "$bin" summarize --ckpt "$tmp/ft.st" "$tmp/e.txt"
+printf 'no boundary in this whole text' >"$tmp/one.txt"
+expect 1 "one.txt: one sentence, no sentence boundary" -- "$bin" summarize --ckpt "$tmp/ft.st" "$tmp/one.txt"
+printf 'Caf\xe9 prices rose in March. Nobody knew why it happened. Shops were full.' >"$tmp/latin.txt"
+expect 1 "latin.txt: not UTF-8 .*--encoding latin1" -- "$bin" summarize --ckpt "$tmp/ft.st" "$tmp/latin.txt"
+check "summarize --encoding latin1" -- "$bin" summarize --ckpt "$tmp/ft.st" --encoding latin1 --threads 1 "$tmp/latin.txt"
+keep lat
+check "the Latin-1 text comes out as UTF-8" -- grep -q "Café prices rose" "$tmp/lat.out"
+cp "$tmp/a.txt" "$tmp/latin.txt" "$tmp/ldoc/"
+expect 1 "latin.txt: not UTF-8" -- "$bin" hibert pretrain --docs "$tmp/ldoc" --out "$tmp/x.st"
+check "pretrain --encoding latin1" -- "$bin" hibert pretrain --docs "$tmp/ldoc" --encoding latin1 "${shape[@]}" \
+    "${run[@]}" --steps 1 --out "$tmp/l.st"
+
+# checkpoints of the other kind
+printf 'Some text for a tiny language model to read, twice over. %.0s' 1 2 3 4 5 6 >"$tmp/lm.txt"
+check "tiny language model" -- "$bin" train --preset tiny --layers 1 --dim 16 --heads 2 --ffn 32 --seg-len 16 \
+    --batch 2 --threads 1 --steps 1 --eval-every 0 --data "$tmp/lm.txt" --out "$tmp/lm.ckpt"
+lm="lm.ckpt: a language model checkpoint \(model = [a-z]+\), not a hibert model"
+expect 1 "$lm" -- "$bin" summarize --ckpt "$tmp/lm.ckpt" "$tmp/a.txt"
+expect 1 "$lm" -- "${ft[@]}" --init "$tmp/lm.ckpt" --out "$tmp/x.st"
+expect 1 "$lm" -- "$bin" hibert pretrain --resume "$tmp/lm.ckpt" --docs "$tmp/docs"
+expect 1 "$lm" -- "$bin" eval --task summarize --data "$tmp/bbc" --split test --ckpt "$tmp/lm.ckpt"
+expect 1 "ft.st: a hibert checkpoint, not a language model" -- "$bin" sample --ckpt "$tmp/ft.st" --tokens 4
+expect 1 "ft.st: a hibert checkpoint, not a language model" -- "$bin" eval --ckpt "$tmp/ft.st" --data "$tmp/lm.txt"
+expect 2 "--resume .*pre.st is a pretrain checkpoint" -- "${ft[@]}" --resume "$tmp/pre.st"
+
+# where the checkpoint goes, and the shape fixed by --init
+expect 1 "nodir/x.st: directory .*nodir: No such file" -- "$bin" hibert pretrain --docs "$tmp/docs" --out "$tmp/nodir/x.st"
+expect 1 "nodir/x.st: directory .*nodir: No such file" -- "${ft[@]}" --init "$tmp/pre.st" --out "$tmp/nodir/x.st"
+expect 2 "--sent-dim disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st" --sent-dim 32 --out "$tmp/x.st"
+expect 2 "--doc-attn disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st" --doc-attn window:w=2 --out "$tmp/x.st"
+expect 2 "--max-sents disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st" --max-sents 7 --out "$tmp/x.st"
+check "agreeing shape flags with --init" -- "${ft[@]}" --init "$tmp/pre.st" --sent-dim 16 --steps 1 --out "$tmp/y.st"
+
+cli_summary cli_hibert_test
