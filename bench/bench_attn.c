@@ -132,8 +132,9 @@ static float *alloc_floats(size_t n, size_t *total_bytes) {
 /* Runs one length in the current (child) process and prints its JSON line. */
 static void bench_length(const bench_options *o, int len) {
     lc_set_threads(o->threads);
-    const lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
-                             (float)(1.0 / sqrt((double)o->head_dim)), o->window, o->rel};
+    lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
+                       (float)(1.0 / sqrt((double)o->head_dim)), o->window, o->rel};
+    s.threads = lc_get_threads(); /* the compute plan: the workspace is sized for these threads */
     const size_t n = (size_t)s.B * s.T * s.H * s.D; /* M = 0: S = T */
     const long st = (long)s.H * s.D, sb = (long)s.T * st;
     size_t bytes = 0;
@@ -154,7 +155,7 @@ static void bench_length(const bench_options *o, int len) {
     wopts.w = o->w;
     for (int h = 0; h < LC_ATTN_MAX_HEADS; h++) wopts.dilation[h] = o->dilation[h % o->n_dilation];
     const void *opts = o->is_window ? (const void *)&wopts : NULL;
-    const size_t work_floats = kind->workspace_floats(&s, opts, lc_get_threads());
+    const size_t work_floats = kind->workspace_floats(&s, opts);
     float *work = alloc_floats(work_floats, &bytes);
 
     lc_rng rng;
