@@ -142,22 +142,21 @@ static lc_status check_tensors(const lc_st_file *f, const lc_ckpt_meta *h) {
     return st;
 }
 
-/* Restores the XL memory saved with a training run when it fits the model as built (a resume); an
- * evaluation or sampling model of another shape starts without memory instead. */
-static lc_status read_memory(const lc_st_file *f, lc_model *m, const lc_ckpt_meta *h) {
-    const int rows = h->memory_rows, batch = h->memory_batch, C = m->cfg.d_model;
-    if (m->cfg.model != LC_MODEL_XL || rows == 0 || rows > m->cap_M || batch > m->max_B) return LC_OK;
+lc_status lc_ckpt_read_memory(const lc_st_file *f, const lc_ckpt_meta *h, lc_model *m, long first, int count) {
+    const int rows = h->memory_rows, C = m->cfg.d_model;
+    if (m->cfg.model != LC_MODEL_XL || rows == 0 || rows > m->cap_M || count > m->max_B) return LC_OK;
     char nm[NAME_CAP];
     for (int l = 0; l < m->cfg.n_layer; l++) {
         snprintf(nm, sizeof nm, "state.memory.%d", l);
-        const float *src = lc_st_find(f, nm)->data; /* present with shape [batch, rows, C]: checked */
-        if (!lc_all_finite(src, (size_t)batch * rows * C))
+        /* present with shape [memory_batch, rows, C]: checked */
+        const float *src = (const float *)lc_st_find(f, nm)->data + (size_t)first * (size_t)rows * (size_t)C;
+        if (!lc_all_finite(src, (size_t)count * rows * C))
             return lc_fail(LC_ERR_FORMAT, "%s: tensor %s holds NaN or infinity", lc_st_path(f), nm);
-        for (int b = 0; b < batch; b++)
+        for (int b = 0; b < count; b++)
             memcpy(m->mem[l] + (size_t)b * m->cap_M * C, src + (size_t)b * rows * C, sizeof(float) * rows * C);
     }
     m->mem_rows = rows;
-    m->mem_B = batch;
+    m->mem_B = count;
     return LC_OK;
 }
 
@@ -188,7 +187,7 @@ lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc
         const lc_ckpt_tensors bufs = buffers(m);
         st = lc_ckpt_read_tensors(f, &bufs, 1);
     }
-    if (!st) st = read_memory(f, m, h);
+    if (!st) st = lc_ckpt_read_memory(f, h, m, 0, h->memory_batch);
     if (!st) {
         m->step = h->step;
         if (opts) *opts = h->opts;

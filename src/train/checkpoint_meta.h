@@ -34,6 +34,12 @@ void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out);
  * with a message naming the file and the key otherwise. */
 lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h);
 
+/* Restore the XL memory saved in state.memory.* (shape [memory_batch, rows, C]) of streams first ..
+ * first+count-1 into the model's streams 0 .. count-1, when it fits the model as built (a resume); an
+ * evaluation or sampling model of another shape starts without memory instead. The file's tensor table
+ * must have been checked. */
+lc_status lc_ckpt_read_memory(const lc_st_file *f, const lc_ckpt_meta *h, lc_model *m, long first, int count);
+
 /* The table, for documentation checks: key i (NULL past the end) and whether the model must be xl. */
 const char *lc_ckpt_meta_key(int i, int *xl_only);
 /* The same for HIBERT checkpoints (train/checkpoint_hibert.c). */

@@ -51,25 +51,6 @@ lc_status lc_checkpoint_save_dist(const lc_model *m, const lc_train_options *o, 
     return shared_status(st, path);
 }
 
-/* The XL memory of streams first .. first+B-1 from the checkpoint's state.memory (all streams). */
-static lc_status read_memory_part(const lc_st_file *f, const lc_ckpt_meta *h, lc_model *m, long first) {
-    const int rows = h->memory_rows, B = m->max_B, C = m->cfg.d_model;
-    if (m->cfg.model != LC_MODEL_XL || rows == 0 || rows > m->cap_M) return LC_OK;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        char nm[64];
-        snprintf(nm, sizeof nm, "state.memory.%d", l);
-        const lc_st_tensor *t = lc_st_find(f, nm); /* [memory_batch, rows, C]: checked by the loader */
-        const float *src = (const float *)t->data + (size_t)first * (size_t)rows * (size_t)C;
-        if (!lc_all_finite(src, (size_t)B * (size_t)rows * (size_t)C))
-            return lc_fail(LC_ERR_FORMAT, "%s: tensor %s holds NaN or infinity", lc_st_path(f), nm);
-        for (int b = 0; b < B; b++)
-            memcpy(m->mem[l] + (size_t)b * m->cap_M * C, src + (size_t)b * rows * C, sizeof(float) * rows * C);
-    }
-    m->mem_rows = rows;
-    m->mem_B = B;
-    return LC_OK;
-}
-
 lc_status lc_checkpoint_load_dist(const char *path, lc_model **out, lc_train_options *opts) {
     const long R = lc_dist_size();
     *out = NULL;
@@ -86,7 +67,7 @@ lc_status lc_checkpoint_load_dist(const char *path, lc_model **out, lc_train_opt
                      h->opts.batch, R, streams);
     if (!st) st = lc_checkpoint_load(path, (int)(streams / R), out, opts);
     /* one process of all the streams: lc_checkpoint_load restored the memory; else this process's part */
-    if (!st && R > 1 && h->memory_batch == streams) st = read_memory_part(f, h, *out, lc_dist_rank() * (streams / R));
+    if (!st && R > 1 && h->memory_batch == streams) st = lc_ckpt_read_memory(f, h, *out, lc_dist_rank() * (streams / R), (*out)->max_B);
     if (!st) opts->batch = (int)(streams / R);
     if (st && *out) lc_model_free(*out), *out = NULL;
     free(h);
