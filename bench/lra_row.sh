@@ -15,7 +15,7 @@
 #        [--speed-steps N] [--speed-batch B] [--out FILE.jsonl] [--bin PATH] [--threads T] [-- extra train flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-attn=""; name=""; task=both; speed=1; steps=1000; minutes=60; n=96000; valid_n=500; batch=16; eval_every=200
+attn=""; name=""; task=both; speed=1; steps=800; minutes=60; n=96000; valid_n=500; batch=16; eval_every=200
 work=${TMPDIR:-/tmp}/longctx_lra; out=""; bin=./longctx; threads=0; speed_steps=3; speed_batch=4; extra=()
 # the shape every row shares (docs/lra.md, "The table"): change it for every kind or for none
 shape=(--layers 2 --dim 64 --heads 4 --ffn 128 --dropout 0.1 --lr 0.001 --warmup 100 --weight-decay 0.01)
@@ -65,25 +65,56 @@ listops_data() {
 # the first N examples of a labelled file (header kept): the periodic validation set
 head_examples() { if [[ $1 == *.gz ]]; then zcat "$1"; else cat "$1"; fi | awk -v n="$2" 'NR <= n + 1' >"$3"; }
 
+# metadata of a safetensors file: the values of the given keys, space-separated ("-1" when absent)
+last_meta() { python3 -c 'import json,struct,sys; f=open(sys.argv[1],"rb"); n=struct.unpack("<Q",f.read(8))[0]; m=json.loads(f.read(n))["__metadata__"]; print(*(m.get(k,"-1") for k in sys.argv[2:]))' "$@"; }
+last_step() { last_meta "$1" step; }
+
 accuracy_run() { # task train valid test max_len tokens-flags...
     local t=$1 train=$2 valid=$3 test=$4 max_len=$5; shift 5
     local ck="$work/$t-$tag.safetensors" log="$work/$t-$tag.log" tv="$work/$t-$tag.time"
-    local vsub="$work/${t}_valid_$valid_n.tsv"
+    local vsub="$work/${t}_valid_$valid_n.tsv" clock="$work/$t-$tag.clock"
     [ -s "$vsub" ] || head_examples "$valid" "$valid_n" "$vsub"
-    rm -f "$ck" "$ck.last"
-    local t0 rc=0 cut=false
+    # A run interrupted before it ended (the session stopped, the machine rebooted) resumes from its last
+    # state (saved every 5 minutes), with the time it had already spent counted against --minutes: the
+    # clock file holds the seconds of earlier attempts and the start of the current one; an attempt counts
+    # up to its last save (its unsaved steps are redone). Without a clock file the run starts afresh.
+    local before=0 now rc=0 cut=false resume=() flags
+    now=$(date +%s)
+    if [ -s "$clock" ] && [ -s "$ck.last" ]; then
+        local acc start; read -r acc start <"$clock"
+        before=$((acc + $(stat -c %Y "$ck.last") - start))
+        resume=(--resume "$ck.last")
+        echo "lra_row.sh: resuming $t of $name from $ck.last ($before s spent before)" >&2
+    else
+        rm -f "$ck" "$ck.last"
+        : >"$log"; : >"$log.err"
+    fi
+    echo "$before $now" >"$clock"
+    local left=$((minutes * 60 - before))
+    [ "$left" -gt 0 ] || left=1
+    if [ ${#resume[@]} -gt 0 ]; then # the checkpoint fixes the shape, the data flags and the optimizer
+        flags=("${resume[@]}" --threads "$threads")
+    else
+        flags=(--max-len "$max_len" "$@" "${common[@]}" --batch "$batch")
+    fi
+    local t0 done_before=-1
     t0=$(date +%s.%N)
-    /usr/bin/time -v -o "$tv" timeout --signal=INT --kill-after=120 "${minutes}m" \
-        "$bin" train --task classify --data "$train" --valid "$vsub" --max-len "$max_len" "$@" "${common[@]}" \
-        --steps "$steps" --batch "$batch" --eval-every "$eval_every" --out "$ck" --json "${extra[@]}" \
-        >"$log" 2>"$log.err" || rc=$?
-    local wall; wall=$(python3 -c "import time; print(round(time.time() - $t0, 1))")
+    [ ${#resume[@]} -eq 0 ] || done_before=$(last_step "$ck.last")
+    if [ "$done_before" -ge "$steps" ] || [ $((minutes * 60 - before)) -le 0 ]; then
+        [ "$done_before" -ge "$steps" ] || cut=true # the budget was spent before the interruption
+        [ -s "$tv" ] || echo "Maximum resident set size (kbytes): 0" >"$tv"
+    else /usr/bin/time -v -o "$tv" timeout --signal=INT --kill-after=120 "$left" \
+        "$bin" train --task classify --data "$train" --valid "$vsub" "${flags[@]}" \
+        --steps "$steps" --eval-every "$eval_every" --save-every-min 5 --out "$ck" --json "${extra[@]}" \
+        >>"$log" 2>>"$log.err" || rc=$?
+    fi
+    local wall; wall=$(python3 -c "import time; print(round(time.time() - $t0 + $before, 1))")
     case $rc in 0) ;; 124|130) cut=true ;; *) echo "lra_row.sh: error: training $t failed (exit $rc): $(tail -1 "$log.err")" >&2; return 1 ;; esac
     local summary done_steps best_valid
-    summary=$(grep '^{' "$log" | tail -1 || true)
+    summary=$(tail -1 "$log" | grep '^{' || true)
     # a cut run prints no summary: the step and the best so far are in its last state
     if [ -z "$summary" ]; then
-        done_steps=$(python3 -c 'import json,struct,sys; r=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",r[:8])[0]; m=json.loads(r[8:8+n])["__metadata__"]; print(m["step"], m.get("best.accuracy","-1"))' "$ck.last")
+        done_steps=$(last_meta "$ck.last" step best.accuracy)
         best_valid=${done_steps#* }; done_steps=${done_steps% *}
     else
         done_steps=$(jget "$summary" steps); best_valid=$(jget "$summary" valid_accuracy)
@@ -91,6 +122,7 @@ accuracy_run() { # task train valid test max_len tokens-flags...
     local which=$ck; [ -s "$ck" ] || which=$ck.last # no validation pass yet: the last state
     local ev; ev=$("$bin" eval --ckpt "$which" --task classify --data "$test" --batch 8 --threads "$threads" --json | tail -1)
     emit "{\"part\":\"accuracy\",\"name\":$(json_str "$name"),\"attn\":$(json_str "$attn"),\"task\":\"$t\",\"test_accuracy\":$(jget "$ev" accuracy),\"test_examples\":$(jget "$ev" examples),\"best_valid_accuracy\":$best_valid,\"valid_examples\":$valid_n,\"steps\":$done_steps,\"steps_budget\":$steps,\"batch\":$batch,\"examples_seen\":$((done_steps * batch)),\"train_examples\":$(count_examples "$train"),\"wall_s\":$wall,\"minutes_budget\":$minutes,\"cut\":$cut,\"peak_rss_mb\":$(( $(peak_kb "$tv") / 1024 )),\"max_len\":$max_len,\"shape\":$(json_str "${shape[*]}"),\"threads\":$threads}"
+    rm -f "$clock"
 }
 
 if [ "$task" = listops ] || [ "$task" = both ]; then
