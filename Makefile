@@ -6,7 +6,7 @@ CC ?= gcc
 VARIANT ?= release
 BLAS ?= auto
 ARCH ?= native
-BUILD := build/$(VARIANT)
+BUILD ?= build/$(VARIANT)
 
 ifeq ($(BLAS),auto)
   HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,0,0,0,0,0,1,0,1,0,0,1);return 0;}\n' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo yes)
@@ -73,20 +73,42 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/liblongctx.a
 CLI := $(BUILD)/longctx
+# The shared library: the same sources compiled with -fPIC into $(BUILD)/pic/ (make $(BUILD)/liblongctx.so,
+# built by `make` in the release variant). MPI stays out of it (dist_none.c) unless SHARED_MPI=1.
+SHARED_MPI ?= 0
+SO_VERSION := 0.1.0
+SO_NAME := liblongctx.so.0
+PIC_SRC := $(filter-out $(if $(filter 1,$(SHARED_MPI)),$(DIST_OFF),src/train/dist_mpi.c),$(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c src/lra/*.c))
+PIC_OBJ := $(PIC_SRC:%.c=$(BUILD)/pic/%.o)
+SO := $(BUILD)/liblongctx.so
+SO_LIBS := $(BLAS_LIBS) $(ZLIB_LIBS) $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS)) -lm
 
-.PHONY: all test check demo bench clean
-all: $(LIB) $(CLI) longctx
+.PHONY: all test check demo bench clean shared
+shared: $(SO)
+all: $(LIB) $(CLI) longctx $(if $(filter release,$(VARIANT)),$(SO))
 
 # ./longctx always points at the release build for convenience.
 longctx: $(CLI)
-	@if [ "$(VARIANT)" = release ]; then ln -sf $(CLI) longctx; fi
+	@if [ "$(BUILD)" = build/release ]; then ln -sf $(CLI) longctx; fi
 
 $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/src/train/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/pic/%.o: %.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (pic)"
+	@$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(BUILD)/src/train/dist_mpi.o $(BUILD)/pic/src/train/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+
+# liblongctx.so -> liblongctx.so.0 -> liblongctx.so.0.1.0 (soname liblongctx.so.0)
+$(SO): $(PIC_OBJ)
+	@echo "  LD  $@"
+	@$(CC) -shared -Wl,-soname,$(SO_NAME) $(LDFLAGS) -o $@.$(SO_VERSION) $^ $(SO_LIBS)
+	@ln -sf liblongctx.so.$(SO_VERSION) $(BUILD)/$(SO_NAME)
+	@ln -sf $(SO_NAME) $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -123,4 +145,4 @@ demo: all
 clean:
 	rm -rf build longctx
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(PIC_OBJ:.o=.d)
