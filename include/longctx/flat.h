@@ -1,0 +1,123 @@
+/* longctx binding API: a small, stable set of calls for language bindings (Python's ctypes, Rust, Julia)
+ * that never need to mirror a C struct. Configurations and training options are opaque handles read and
+ * written field by field, by name, with values as strings; a model's tensors are enumerated (name, shape,
+ * pointer); logits are copied into the caller's buffer; text is generated one byte per call; training
+ * reports progress as an array of doubles whose names are listed here. Every call that returns an
+ * lc_status clears lc_last_error() first and sets it on failure, as the rest of the library does.
+ * The Python package python/longctx is built on this header alone (docs/python.md).
+ * Include it after, or instead of, longctx.h: it includes the parts it needs. */
+#ifndef LONGCTX_FLAT_H
+#define LONGCTX_FLAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "longctx/model.h"
+#include "longctx/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kind of a named value, for a binding to convert the string it reads. */
+typedef enum {
+    LC_VALUE_INT = 0,   /* a decimal integer (int, long, or uint64_t for a seed) */
+    LC_VALUE_FLOAT = 1, /* a decimal floating-point number */
+    LC_VALUE_BOOL = 2,  /* "0" or "1" (set also takes true/false, yes/no, on/off) */
+    LC_VALUE_STRING = 3 /* text: an attention spec, or the name of an enumerated value (norm "pre"/"post",
+                           activation "gelu"/"relu", model "xl"/"vanilla", objective "clm"/"mlm") */
+} lc_value_kind;
+
+/* ---------------------------------------------------------------- configuration by name */
+/* A new configuration holding the defaults (lc_config_default: preset "small"); NULL when out of memory.
+ * Free it with lc_config_free. Any lc_config * may be passed to the calls below. */
+lc_config *lc_config_new(void);
+void lc_config_free(lc_config *cfg);
+/* Name of the i-th field of lc_config (i = 0, 1, ...; the struct's field names: "vocab", "n_layer",
+ * "d_model", ... "extra_tokens"), with its kind through *kind (may be NULL); NULL when i is past the end. */
+const char *lc_config_key(int i, lc_value_kind *kind);
+/* Set one field from text. key is a field name or the CLI flag that sets it, with or without the
+ * leading "--" and with '-' or '_' ("layers", "--seg-len", "seq_len", "share_qk", ...); "untied" sets
+ * tied to the opposite of its value. Nothing else changes (the CLI's derived defaults, e.g. mem_len =
+ * seq_len for xl, are the caller's to apply). LC_ERR_ARG naming the key for an unknown key or a value
+ * that does not parse; the result is not validated (lc_config_validate does that). */
+lc_status lc_config_set_str(lc_config *cfg, const char *key, const char *value);
+/* Write one field as text into buf[cap] (always terminated); LC_ERR_ARG for an unknown key or a buffer
+ * too small (LC_ATTN_SPEC_CHARS always suffices). Same keys as lc_config_set_str. */
+lc_status lc_config_get_str(const lc_config *cfg, const char *key, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------- training options by name */
+/* New options holding lc_train_options_default; NULL when out of memory. Free with lc_train_options_free. */
+lc_train_options *lc_train_options_new(void);
+void lc_train_options_free(lc_train_options *o);
+/* The settable fields: "steps", "stop_after", "batch", "grad_accum", "lr", "min_lr", "warmup",
+ * "weight_decay", "beta1", "beta2", "eps", "clip", "eval_every", "eval_bytes", "seed"; NULL past the end. */
+const char *lc_train_options_key(int i, lc_value_kind *kind);
+/* As lc_config_set_str / lc_config_get_str (CLI spellings like "--min-lr" accepted). Values are not
+ * range-checked here: lc_train and lc_train_step refuse bad ones. */
+lc_status lc_train_options_set_str(lc_train_options *o, const char *key, const char *value);
+lc_status lc_train_options_get_str(const lc_train_options *o, const char *key, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------- a model's tensors */
+/* Tensors of the model: every parameter (in checkpoint order) and then every attention kind's
+ * non-learned state; names are the checkpoint's (docs/checkpoint.md). */
+int lc_model_tensor_count(const lc_model *m);
+/* Name, dimensions (1 or 2) and shape of tensor i, and whether it is trained (has a gradient and AdamW
+ * moments; kind state is not). Any output pointer may be NULL. LC_ERR_ARG when i is out of range. */
+lc_status lc_model_tensor_info(const lc_model *m, int i, const char **name, int *ndim, long shape[2],
+                               int *trained);
+/* Which numbers of a tensor lc_model_tensor_data points at. */
+typedef enum { LC_TENSOR_VALUE = 0, LC_TENSOR_GRAD = 1, LC_TENSOR_ADAM_M = 2, LC_TENSOR_ADAM_V = 3 } lc_tensor_part;
+/* The model's own float32 buffer of tensor i (row-major, lc_model_tensor_info's shape), valid until the
+ * model is freed: writing it changes the model (a forward reads the values as they are then; with XL
+ * memory held in inference form, reset the memory after changing weights). NULL when i is out of range,
+ * or for the gradient and moments of an untrained tensor. */
+float *lc_model_tensor_data(lc_model *m, int i, lc_tensor_part part);
+
+/* ---------------------------------------------------------------- inference */
+/* The model's planned capacity: batch rows, tokens per segment, and (XL) memory rows; lc_model_resize
+ * changes it. Any output pointer may be NULL. */
+void lc_model_capacity(const lc_model *m, int *max_batch, int *seg_len, int *mem_len);
+/* One inference forward (no dropout, no targets) over tokens[B*T] ([B][T], bytes 0..255, or 256 = the
+ * mask symbol of an MLM model), copying the logits into out[B*T*256]. The XL memory is used and
+ * advanced exactly as by lc_model_forward: call lc_model_reset_memory first for a fresh start. */
+lc_status lc_model_forward_logits(lc_model *m, const int *tokens, int B, int T, float *out);
+
+/* Text generation one byte at a time: the same bytes as lc_sample with the same arguments (the same
+ * prompt feeding, sampler and random stream), pulled by the caller instead of pushed to a callback.
+ * The generator uses the model (its XL memory and activations) until it is freed; the model must
+ * outlive it and not be used for anything else meanwhile. */
+typedef struct lc_generator lc_generator;
+lc_status lc_generator_new(lc_model *m, const uint8_t *prompt, size_t prompt_len, float temperature, int top_k,
+                           uint64_t seed, lc_generator **out);
+/* The next byte (0..255) through *byte. */
+lc_status lc_generator_next(lc_generator *g, int *byte);
+void lc_generator_free(lc_generator *g);
+
+/* Bits per byte of the model on one part of a file (`part`, split by `mode` as lc_corpus_load does;
+ * LC_PART_ALL: the whole file), in segments of seg_len (0: the model's) and, for vanilla models, `batch`
+ * segments per pass (0: its capacity). A CLM model is scored by lc_evaluate; an MLM model by
+ * lc_evaluate_mlm with LC_MLM_EVAL_SEED, whose masked-byte accuracy goes to *accuracy (NaN for CLM).
+ * bpc, accuracy and tokens (scored bytes) may be NULL. */
+lc_status lc_evaluate_file(lc_model *m, const char *path, lc_split_mode mode, lc_part part, int seg_len, int batch,
+                           double *bpc, double *accuracy, long *tokens);
+
+/* ---------------------------------------------------------------- training on a file */
+/* Progress of a training step as values[LC_PROGRESS_VALUES], in this order: */
+#define LC_PROGRESS_VALUES 11
+/* Name of progress value i ("step", "steps", "start_step", "loss", "lr", "tokens_per_s", "elapsed_s",
+ * "valid_bpc", "valid_accuracy", "comm_s", "processes": the fields of lc_progress); NULL past the end. */
+const char *lc_progress_key(int i);
+/* Called after every step with its progress (valid_bpc NaN unless a validation pass just ran): return 0
+ * to go on, nonzero to stop (lc_train_file then returns LC_OK at that step). */
+typedef int (*lc_train_callback)(const double *values, int n, void *user);
+/* lc_train on the file at path (read by lc_corpus_load with `mode`; recorded in o->data so a checkpoint
+ * saved with o names it), reporting every step to fn (may be NULL). o's hook is used for the callback
+ * and restored afterwards. */
+lc_status lc_train_file(lc_model *m, const char *path, lc_split_mode mode, lc_train_options *o, lc_train_callback fn,
+                        void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,33 @@
+"""longctx: long-context byte-level Transformers (Transformer-XL, sparse and efficient attention kinds)
+trained and run on the CPU by the C library liblongctx, bound through ctypes.
+
+    import longctx
+    m = longctx.Model.load("model.ckpt")
+    logits = m.logits([[72, 105]])           # float32 [1, 2, 256]
+    print("".join(m.generate("ROMEO:", 200, seed=1)))
+
+The shared library is found through $LONGCTX_LIB, then next to this package, then the build tree
+(build/release/liblongctx.so), then the system (ctypes.util.find_library). Calls release the GIL.
+See docs/python.md.
+"""
+
+from ._lib import library_path
+from .errors import (ArgumentError, FormatError, IOFailure, LongctxError, NumericError, OutOfMemory)
+from .model import MASK_TOKEN, VOCAB, Model
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Model", "LongctxError", "ArgumentError", "IOFailure", "FormatError", "OutOfMemory", "NumericError",
+    "library_path", "load", "create", "VOCAB", "MASK_TOKEN", "__version__",
+]
+
+
+def load(path, **kw):
+    """Model.load(path, **kw)."""
+    return Model.load(path, **kw)
+
+
+def create(config=None, **kw):
+    """Model.create(config, **kw)."""
+    return Model.create(config, **kw)
