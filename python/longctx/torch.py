@@ -27,6 +27,7 @@ The attention is written densely: each head group builds its [queries x keys] ma
 definition (docs/attention.md), so memory is O(T S) per head (queries are processed in chunks to keep
 it bounded); it is a faithful reference, not a fast kernel.
 """
+import copy
 import json
 import math
 import struct
@@ -206,7 +207,7 @@ def parse_attention_spec(spec, n_layer, n_head):
             h0 += g["heads"]
         layers.append(groups)
     if len(layers) == 1:
-        layers = [[dict(g) for g in layers[0]] for _ in range(n_layer)]
+        layers = [copy.deepcopy(layers[0]) for _ in range(n_layer)]
     return layers
 
 
@@ -481,7 +482,7 @@ class Block(nn.Module):
         if kind == "bigbird":
             if M:
                 raise ValueError("bigbird has no memory rows")
-            key = (T, str(dev))
+            key = (gi, T, str(dev))
             if key not in self._bigbird_cache:
                 seed = _seed_mix(_layer_seed(self.owner), gi)
                 self._bigbird_cache[key] = _bigbird_mask(g["opts"], Hg, T, seed, self.causal, dev)

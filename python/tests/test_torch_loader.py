@@ -125,10 +125,15 @@ class AgainstC(unittest.TestCase):
     def _record(self, name, err):
         AgainstC.errors[name] = max(err, AgainstC.errors.get(name, 0.0))
 
-    def check(self, name, config, lengths=None, segments=1, batch=2, seed=1, mask_tokens=False):
+    def check(self, name, config, lengths=None, segments=1, batch=2, seed=1, mask_tokens=False, chunk=None):
         """Checkpoint of `config`; for each length (vanilla) or over `segments` consecutive segments (XL),
-        the torch module's logits in float64 and float32 against the C model's."""
+        the torch module's logits in float64 and float32 against the C model's. chunk: scores per query
+        chunk of the module (small: many chunks, as long sequences would have)."""
         import longctx.torch as lt
+        if chunk:
+            saved = lt._CHUNK_SCORES
+            lt._CHUNK_SCORES = chunk
+            self.addCleanup(setattr, lt, "_CHUNK_SCORES", saved)
         path = os.path.join(self.dir, name.replace(" ", "_") + ".ckpt")
         c = self.cref.make_checkpoint(path, config, seed=seed, batch=batch)
         rng = np.random.default_rng(seed + 7)
@@ -185,6 +190,8 @@ class AgainstC(unittest.TestCase):
         cfg = dict(VANILLA, seg_len=40, attn="bigbird:b=3,r=2")
         self.check("bigbird itc", cfg, lengths=[40, 23])  # the plan depends on the length: both
         self.check("bigbird itc seed", dict(cfg, attn="bigbird:b=4,r=1,seed=5"), lengths=[40])
+        # layer 1 uses layer 0's module, and so its random blocks (the seed is the owner's)
+        self.check("bigbird attn_share", dict(cfg, attn="2xbigbird:b=3,r=1+bigbird:b=2,r=2", share_attn=2))
 
     def test_bigbird_etc(self):
         self.check("bigbird etc", dict(VANILLA, seg_len=30, attn="bigbird:variant=etc,g=2,b=3,r=1",
@@ -216,6 +223,7 @@ class AgainstC(unittest.TestCase):
         self.check("linformer shares", dict(MLM, layers=3, attn="linformer:k=7,share=none;linformer:k=3,share=kv;"
                                                                  "4xlinformer:k=4+window:w=2"), lengths=[20])
         self.check("linformer attn_share", dict(MLM, layers=2, attn="linformer:k=4", share_attn=2))
+        self.check("linformer extra tokens", dict(MLM, attn="linformer:k=6", extra_tokens=2), lengths=[20, 9])
 
     # ---- Transformer-XL: relative positions, memory over consecutive segments
     def test_xl(self):
@@ -232,6 +240,13 @@ class AgainstC(unittest.TestCase):
                                                   attn="window:w=5;strided:s=2;window:w=5;full"), segments=3)
         self.check("xl short memory", dict(XL, mem_len=5), segments=3)
 
+    def test_query_chunks(self):
+        self.check("chunks vanilla", dict(VANILLA, attn="2xwindow:w=2,global=0/5+2xcompressed:w=2,s=3+1xbigbird:b=3,r=1"
+                                                       "+block:b=4"), chunk=700)
+        self.check("chunks mlm", dict(MLM, attn="2xwindow:w=2,global=2+2xcompressed:w=2,s=3+1xstrided:s=2+full"),
+                   chunk=700)
+        self.check("chunks xl", dict(XL, attn="2xfull+window:w=3+1xblock:b=4"), segments=2, chunk=300)
+
     def test_xl_saved_memory(self):
         import longctx.torch as lt
         path = os.path.join(self.dir, "xl_saved.ckpt")
@@ -245,6 +260,30 @@ class AgainstC(unittest.TestCase):
         err = float(np.abs(got.numpy() - want).max() / np.abs(want).max())
         self._record("xl saved memory", err)
         self.assertLess(err, TOL)
+
+    def test_comparison_discriminates(self):
+        """The random checkpoints make the patterns matter: another BigBird plan (option seed), or a
+        sparse kind computed as full attention, is far outside the tolerance."""
+        import longctx.torch as lt
+        cases = [("bigbird:b=3,r=2", lambda g: g["opts"].update(seed=g["opts"]["seed"] + 1)),
+                 ("bigbird:variant=etc,g=2,b=3,r=1", lambda g: g["opts"].update(seed=7)),
+                 ("window:w=3,dil=1/2", lambda g: g.update(kind="full")),
+                 ("compressed:w=2,s=3", lambda g: g.update(kind="full")),
+                 ("strided:s=3", lambda g: g.update(kind="full"))]
+        for attn, mutate in cases:
+            with self.subTest(attn=attn):
+                path = os.path.join(self.dir, "disc.ckpt")
+                self.cref.make_checkpoint(path, dict(VANILLA, seg_len=40, attn=attn))
+                seg = np.random.default_rng(3).integers(0, 256, size=(2, 40))
+                want = self.cref.c_logits(path, [seg])[0]
+                module = lt.load(path, dtype=torch.float64)
+                for blk in module.blocks:
+                    for g in blk.groups:
+                        mutate(g)
+                    blk._bigbird_cache.clear()
+                with torch.no_grad():
+                    got = module(torch.as_tensor(seg)).numpy()
+                self.assertGreater(float(np.abs(got - want).max() / np.abs(want).max()), 1e-2)
 
     # ---- refusals with real checkpoints, and gradients
     def test_lsh_routing_raise(self):
