@@ -30,6 +30,7 @@ it bounded); it is a faithful reference, not a fast kernel.
 import copy
 import json
 import math
+import mmap
 import struct
 import sys
 
@@ -37,7 +38,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["load", "read_checkpoint", "LongctxLM", "UnsupportedAttentionError", "parse_attention_spec"]
+__all__ = ["load", "read_checkpoint", "LongctxLM", "UnsupportedAttentionError", "parse_attention_spec", "bigbird_plan",
+           "sinusoid_table"]
 
 LN_EPS = 1e-5
 VOCAB = 256
@@ -57,7 +59,18 @@ def read_checkpoint(path, with_optimizer=False):
     """(tensors, metadata) of a longctx safetensors file: tensors maps names to float32 CPU tensors
     (``optim.*`` AdamW moments left out unless with_optimizer), metadata the ``__metadata__`` strings."""
     with open(path, "rb") as f:
-        raw = f.read()
+        try:  # the AdamW moments (two thirds of a checkpoint) are never read
+            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # an empty file, or one mmap cannot map
+            raw = f.read()
+    try:
+        return _parse_safetensors(raw, path, with_optimizer)
+    finally:
+        if isinstance(raw, mmap.mmap):
+            raw.close()
+
+
+def _parse_safetensors(raw, path, with_optimizer):
     if len(raw) < 8:
         raise ValueError("%s: not a safetensors file (%d bytes)" % (path, len(raw)))
     (n,) = struct.unpack("<Q", raw[:8])
@@ -79,6 +92,9 @@ def read_checkpoint(path, with_optimizer=False):
             count *= s
         if end - begin != 4 * count or base + end > len(raw):
             raise ValueError("%s: tensor %s: byte range does not match its shape %s" % (path, name, shape))
+        if count == 0:
+            tensors[name] = torch.zeros(shape)
+            continue
         t = torch.frombuffer(bytearray(raw[base + begin:base + end]), dtype=torch.float32)
         if sys.byteorder != "little":
             t = t.byteswap() if hasattr(t, "byteswap") else torch.from_numpy(t.numpy().byteswap())
