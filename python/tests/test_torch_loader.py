@@ -120,7 +120,7 @@ class AgainstC(unittest.TestCase):
         if os.environ.get("LONGCTX_TORCH_REPORT") and cls.errors:
             sys.stderr.write("\nlongctx.torch vs C, max |diff| / max |logit|:\n")
             for name, err in sorted(cls.errors.items()):
-                sys.stderr.write("  %-28s %.2e\n" % (name, err))
+                sys.stderr.write("  %-34s %.2e\n" % (name, err))
 
     def _record(self, name, err):
         AgainstC.errors[name] = max(err, AgainstC.errors.get(name, 0.0))
@@ -139,8 +139,9 @@ class AgainstC(unittest.TestCase):
         rng = np.random.default_rng(seed + 7)
         xl = c["model"] == "xl"
         runs = []  # lists of consecutive segments
-        if xl:
-            runs.append([rng.integers(0, 256, size=(batch, c["seq_len"])) for _ in range(segments)])
+        if xl:  # segments: a count of full segments, or a list of segment lengths
+            sizes = segments if isinstance(segments, list) else [c["seq_len"]] * segments
+            runs.append([rng.integers(0, 256, size=(batch, T)) for T in sizes])
         else:
             for T in lengths or [c["seq_len"]]:
                 top = 257 if mask_tokens else 256
@@ -156,7 +157,8 @@ class AgainstC(unittest.TestCase):
                     if xl:
                         out, memory = out
                         self.assertEqual(len(memory), c["n_layer"])
-                        self.assertEqual(memory[0].shape[1], min(c["mem_len"], (i + 1) * seg.shape[1]))
+                        seen = sum(x.shape[1] for x in segs[:i + 1])
+                        self.assertEqual(memory[0].shape[1], min(c["mem_len"], seen))
                     got = out.double().numpy()
                     self.assertEqual(got.shape, ref.shape)
                     err = float(np.abs(got - ref).max() / np.abs(ref).max())
@@ -239,6 +241,12 @@ class AgainstC(unittest.TestCase):
         self.check("xl qk_share attn_share", dict(XL, layers=4, share_qk=2, share_attn=2,
                                                   attn="window:w=5;strided:s=2;window:w=5;full"), segments=3)
         self.check("xl short memory", dict(XL, mem_len=5), segments=3)
+
+    def test_xl_short_segments(self):
+        """Generation-like calls (a byte or a few at a time against the memory: the C model's decode path)."""
+        for attn in ("full", "window:w=3,dil=1/2", "block:b=4", "strided:s=3", "2xfull+window:w=2+1xblock:b=3"):
+            self.check("xl short segments " + attn.split(":")[0], dict(XL, attn=attn), segments=[5, 1, 1, 3, 12, 1])
+        self.check("xl short segments same_length", dict(XL, same_length=1, clamp_len=4), segments=[4, 1, 2, 12, 1])
 
     def test_query_chunks(self):
         self.check("chunks vanilla", dict(VANILLA, attn="2xwindow:w=2,global=0/5+2xcompressed:w=2,s=3+1xbigbird:b=3,r=1"
