@@ -62,8 +62,14 @@ listops_data() {
     [ -s "$work/listops_test.tsv" ] || "$bin" listops --n 2000 --seed 3 --out "$work/listops_test.tsv" >&2
     [ -s "$work/listops_val.tsv" ] || "$bin" listops --n 2000 --seed 2 --out "$work/listops_val.tsv" >&2
 }
-# the first N examples of a labelled file (header kept): the periodic validation set
-head_examples() { if [[ $1 == *.gz ]]; then zcat "$1"; else cat "$1"; fi | awk -v n="$2" 'NR <= n + 1' >"$3"; }
+# N examples of a labelled file spread evenly over it (every k-th, k = examples / N; header kept): the
+# periodic validation set. Not the first N: data/imdb's files are sorted by label, so the first 500
+# validation reviews are all negative.
+spread_examples() {
+    local total; total=$(count_examples "$1")
+    if [[ $1 == *.gz ]]; then zcat "$1"; else cat "$1"; fi |
+        awk -v n="$2" -v k=$(( total / $2 > 0 ? total / $2 : 1 )) 'NR == 1 { print; next } (NR - 2) % k == 0 && c < n { print; c++ }' >"$3"
+}
 
 # metadata of a safetensors file: the values of the given keys, space-separated ("-1" when absent)
 last_meta() { python3 -c 'import json,struct,sys; f=open(sys.argv[1],"rb"); n=struct.unpack("<Q",f.read(8))[0]; m=json.loads(f.read(n))["__metadata__"]; print(*(m.get(k,"-1") for k in sys.argv[2:]))' "$@"; }
@@ -72,8 +78,8 @@ last_step() { last_meta "$1" step; }
 accuracy_run() { # task train valid test max_len tokens-flags...
     local t=$1 train=$2 valid=$3 test=$4 max_len=$5; shift 5
     local ck="$work/$t-$tag.safetensors" log="$work/$t-$tag.log" tv="$work/$t-$tag.time"
-    local vsub="$work/${t}_valid_$valid_n.tsv" clock="$work/$t-$tag.clock"
-    [ -s "$vsub" ] || head_examples "$valid" "$valid_n" "$vsub"
+    local vsub="$work/${t}_valid_spread_$valid_n.tsv" clock="$work/$t-$tag.clock"
+    [ -s "$vsub" ] || spread_examples "$valid" "$valid_n" "$vsub"
     # A run interrupted before it ended (the session stopped, the machine rebooted) resumes from its last
     # state (saved every 5 minutes), with the time it had already spent counted against --minutes: the
     # clock file holds the seconds of earlier attempts and the start of the current one; an attempt counts
