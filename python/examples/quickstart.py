@@ -6,7 +6,9 @@ into PyTorch (when torch is present) to check it computes the same logits.
     make                                            # build/release/liblongctx.so
     PYTHONPATH=python python3 python/examples/quickstart.py [--steps 300] [--out quickstart.ckpt]
 
-A minute or two on 2 cores for the default 300 steps of 8 x 64 bytes.
+The default 300 steps of 8 x 64 bytes took 3.5 minutes on a loaded 2-core machine (about 700 tokens/s
+beside two training runs) and ended at 3.49 valid bits per byte, with recognisably English-shaped text;
+the PyTorch module's logits matched the C model's to 3e-6.
 """
 
 import argparse
