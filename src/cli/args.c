@@ -23,12 +23,17 @@ int lc_cli_fail(lc_status st) {
     return st == LC_ERR_ARG ? LC_EXIT_USAGE : LC_EXIT_RUNTIME;
 }
 
+void lc_opt_print(FILE *f, const lc_opt *opts, int n) {
+    for (int i = 0; i < n; i++) {
+        if (opts[i].refuse) continue;
+        const char *arg = opts[i].type == OPT_FLAG ? "" : opts[i].type == OPT_STR ? " S" : " N";
+        fprintf(f, "  %s%-*s %s\n", opts[i].name, (int)(22 - strlen(opts[i].name)), arg, opts[i].help);
+    }
+}
+
 static void print_help(const char *cmd, const char *usage, const lc_opt *opts, int n) {
     printf("usage: longctx %s %s\n\n%s options:\n", cmd, usage, cmd);
-    for (int i = 0; i < n; i++) {
-        const char *arg = opts[i].type == OPT_FLAG ? "" : opts[i].type == OPT_STR ? " S" : " N";
-        printf("  %s%-*s %s\n", opts[i].name, (int)(22 - strlen(opts[i].name)), arg, opts[i].help);
-    }
+    lc_opt_print(stdout, opts, n);
     printf("  --help                 this text\n");
 }
 
@@ -36,6 +41,11 @@ lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (strcmp(opts[i].name, name) == 0) return &opts[i];
     return NULL;
+}
+
+void lc_opt_refuse(lc_opt *opts, int n, const char *name, const char *why) {
+    lc_opt *o = lc_opt_get(opts, n, name);
+    if (o) o->refuse = why;
 }
 
 /* A 64-bit unsigned integer in decimal, the whole range (seeds): strtoull alone would accept "-1" as
@@ -95,6 +105,10 @@ int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int a
             if (strlen(opts[k].name) == len && strncmp(opts[k].name, a, len) == 0) o = &opts[k];
         if (!o) {
             lc_cli_error("%s: unknown flag %.*s (see longctx %s --help)", cmd, (int)len, a, cmd);
+            return LC_EXIT_USAGE;
+        }
+        if (o->refuse) {
+            lc_cli_error("%s: %s %s", cmd, o->name, o->refuse);
             return LC_EXIT_USAGE;
         }
         o->seen = 1;

@@ -3,6 +3,7 @@
 #define LC_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "longctx.h"
 
@@ -21,6 +22,8 @@ typedef struct {
     double lo, hi;     /* accepted range for numbers (u64: always 0..2^64-1, lo and hi unused) */
     const char *help;
     int seen;          /* set by the parser */
+    const char *refuse; /* non-NULL: a flag this command does not use: left out of --help, and giving it is a
+                         * usage error "CMD: --flag <refuse>" (lc_opt_refuse) */
 } lc_opt;
 
 /* Parses argv[first..argc) into opts. Returns -1 when parsing succeeded and the command should run,
@@ -28,6 +31,12 @@ typedef struct {
 int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv);
 /* The option named `name` (which must exist in opts). */
 lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name);
+/* Marks the option `name` (which must exist) as one this command does not use: --help leaves it out and
+ * the parser refuses it with "CMD: NAME WHY". Shared tables (model flags, HIBERT's stages) stay whole, so
+ * the code that reads them needs no special case. */
+void lc_opt_refuse(lc_opt *opts, int n, const char *name, const char *why);
+/* The --help lines of opts[0..n) that the command uses (each "  --name ARG  help\n"). */
+void lc_opt_print(FILE *f, const lc_opt *opts, int n);
 
 /* A number formatted for JSON (%.6f, or null when not finite), in a static rotating buffer. */
 const char *lc_json_number(double x);
@@ -66,5 +75,24 @@ typedef struct {
 void lc_progress_init(lc_progress_printer *p, long steps);
 void lc_progress_print(const lc_progress *pr, void *user);
 void lc_progress_done(lc_progress_printer *p);
+
+/* --log FILE of the training commands (progress.c): one JSON line per step, flushed as it goes:
+ * {"step":..,"loss":..,"lr":..,"tokens_per_s":..,"elapsed_s":..} plus, on steps with a validation pass,
+ * the command's validation fields and "valid_seconds". tokens_per_s excludes validation time. */
+typedef struct {
+    FILE *f;
+    const char *path;
+} lc_train_log;
+
+/* Opens `path` (NULL: no log) for command `cmd`: appended to when `append` (a resumed run), else started
+ * empty. -1 on success, else LC_EXIT_RUNTIME after one error line naming --log and the file. */
+int lc_train_log_open(lc_train_log *l, const char *cmd, const char *path, int append);
+/* Writes step p's line; `extra` is "" or more members, each starting with a comma (",\"valid_bpc\":1.5").
+ * A failed write warns once and ends the log (training goes on). */
+void lc_train_log_step(lc_train_log *l, const lc_progress *p, const char *extra);
+void lc_train_log_close(lc_train_log *l);
+/* A number for JSON with 9 significant digits, or null when not finite (static rotating buffer, as
+ * lc_json_number). */
+const char *lc_json_g(double x);
 
 #endif

@@ -1,6 +1,9 @@
-/* Training progress on stderr: a live bar on a terminal, one line per ~5% of the run otherwise. */
+/* Training progress on stderr: a live bar on a terminal, one line per ~5% of the run otherwise; and the
+ * --log FILE of the training commands, one JSON line per step. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -42,4 +45,40 @@ void lc_progress_print(const lc_progress *pr, void *user) {
 
 void lc_progress_done(lc_progress_printer *p) {
     if (p->tty && p->last_printed >= 0) fputc('\n', stderr);
+}
+
+const char *lc_json_g(double x) {
+    static char bufs[4][32];
+    static int next;
+    char *b = bufs[next++ % 4];
+    if (isfinite(x)) snprintf(b, sizeof bufs[0], "%.9g", x);
+    else snprintf(b, sizeof bufs[0], "null");
+    return b;
+}
+
+int lc_train_log_open(lc_train_log *l, const char *cmd, const char *path, int append) {
+    l->f = NULL, l->path = path;
+    if (!path) return -1;
+    if (!(l->f = fopen(path, append ? "a" : "w"))) {
+        lc_cli_error("%s: --log %s: cannot open for writing (%s)", cmd, path, strerror(errno));
+        return LC_EXIT_RUNTIME;
+    }
+    return -1;
+}
+
+void lc_train_log_step(lc_train_log *l, const lc_progress *p, const char *extra) {
+    if (!l->f) return;
+    fprintf(l->f, "{\"step\":%ld,\"loss\":%s,\"lr\":%s,\"tokens_per_s\":%.1f,\"elapsed_s\":%.6f%s}\n", p->step,
+            lc_json_g(p->loss), lc_json_g(p->lr), p->tokens_per_s, p->elapsed_s, extra);
+    if (fflush(l->f) != 0 || ferror(l->f)) {
+        fprintf(stderr, "longctx: warning: --log %s: write failed (%s): the log stops here (training goes on)\n",
+                l->path, strerror(errno));
+        fclose(l->f);
+        l->f = NULL;
+    }
+}
+
+void lc_train_log_close(lc_train_log *l) {
+    if (l->f) fclose(l->f);
+    l->f = NULL;
 }
