@@ -11,7 +11,7 @@ out=docs/bench_longest.jsonl
 : >"$out"
 run() {
     log=$(mktemp)
-    /usr/bin/time -v ./longctx bench train --model vanilla --layers 2 --batch 1 --steps 1 --warmup 0 "$@" >"$log" 2>&1
+    /usr/bin/time -v ./longctx bench train --model vanilla --layers 2 --batch 1 --steps 1 --warmup 0 --json "$@" >"$log" 2>&1
     rss_kb=$(grep "Maximum resident set size" "$log" | awk '{print $NF}')
     json=$(grep '^{"bench":"train"' "$log")
     rm -f "$log"

@@ -14,7 +14,7 @@ out=docs/bench_reversible.jsonl
 for d in $depths; do
     for rev in 0 1; do
         flags=(--model vanilla --attn window:w=128 --layers "$d" --dim 128 --heads 4 --ffn 512 --seg-len "$len"
-               --batch 1 --steps 1 --warmup 0 --ffn-chunk 4096)
+               --batch 1 --steps 1 --warmup 0 --ffn-chunk 4096 --json)
         [ "$rev" = 1 ] && flags+=(--reversible)
         log=$(mktemp)
         /usr/bin/time -v ./longctx bench train "${flags[@]}" >"$log" 2>&1

@@ -14,7 +14,7 @@ make -s >/dev/null
 shape=(--layers 4 --dim 128 --heads 4 --ffn 512 --seg-len 128 --batch 16 "$@")
 lc=() pt=()
 for r in $(seq "$rounds"); do
-    lc+=("$(./longctx bench train --model vanilla "${shape[@]}" --steps 10 --warmup 2 --threads "$threads" | tail -1)")
+    lc+=("$(./longctx bench train --model vanilla "${shape[@]}" --steps 10 --warmup 2 --threads "$threads" --json | tail -1)")
     pt+=("$(/usr/bin/python3 bench/torch_train.py "${shape[@]}" --steps 10 --warmup-steps 2 --threads "$threads" | tail -1)")
 done
 printf '%s\n' "${lc[@]}" "${pt[@]}"

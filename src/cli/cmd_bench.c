@@ -1,4 +1,5 @@
-/* `longctx bench`: benchmarks printed as JSON lines. `bench train` times full training steps
+/* `longctx bench`: benchmarks, printed as a table, or as JSON lines (one per measurement) with --json.
+ * `bench train` times full training steps
  * (forward, backward, AdamW) of a model shape on random bytes: medians of repeated steps.
  * `bench xl-eval` compares Transformer-XL generation with state reuse against a vanilla model that
  * recomputes its window for every byte. `bench attn` (cmd_bench_attn.c) times one attention spec against
@@ -30,15 +31,17 @@ static void step_flops(const lc_config *c, int B, double *linear, double *attent
 }
 
 /* What `bench train` and `bench xl-eval` share: after the command's own n flags in opts, --threads, --json
- * (accepted; the output is JSON lines either way) and the model-shape flags; parses them, applies the
- * shape to cfg and sets the thread count. Returns -1 to go on, else the exit code. */
-static int bench_setup(const char *cmd, lc_opt *opts, int n, int argc, char **argv, lc_config *cfg) {
-    int threads = 0, json = 0;
+ * and the model-shape flags (those named in `unused`, NULL-terminated, refused with `why`); parses them,
+ * applies the shape to cfg and sets the thread count. Returns -1 to go on, else the exit code. */
+static int bench_setup(const char *cmd, lc_opt *opts, int n, int argc, char **argv, lc_config *cfg, int *json,
+                       const char *const *unused, const char *why) {
+    int threads = 0;
     lc_model_flags mf;
     lc_model_flags_init(&mf);
     opts[n++] = (lc_opt){"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0};
-    opts[n++] = (lc_opt){"--json", OPT_FLAG, &json, 0, 0, "JSON lines only", 0};
+    opts[n++] = (lc_opt){"--json", OPT_FLAG, json, 0, 0, "one JSON line per measurement instead of the table", 0};
     n = lc_model_flags_add(&mf, opts, n);
+    for (int i = 0; unused && unused[i]; i++) lc_opt_refuse(opts, n, unused[i], why);
     int rc = lc_parse_opts(cmd, "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     if ((rc = lc_model_flags_apply(&mf, opts, n, cmd, cfg)) >= 0) return rc;
@@ -47,14 +50,14 @@ static int bench_setup(const char *cmd, lc_opt *opts, int n, int argc, char **ar
 }
 
 static int bench_train(int argc, char **argv) {
-    int batch = 16, steps = 10, warmup = 2;
+    int batch = 16, steps = 10, warmup = 2, json = 0;
     lc_opt opts[32] = {
         {"--batch", OPT_INT, &batch, 1, 4096, "sequences per step (default 16)", 0},
         {"--steps", OPT_INT, &steps, 1, 100000, "timed steps (default 10)", 0},
         {"--warmup", OPT_INT, &warmup, 0, 100000, "untimed steps first (default 2)", 0},
     };
     lc_config cfg;
-    int rc = bench_setup("bench train", opts, 3, argc, argv, &cfg);
+    int rc = bench_setup("bench train", opts, 3, argc, argv, &cfg, &json, NULL, NULL);
     if (rc >= 0) return rc;
     lc_model *m;
     lc_status st = lc_model_create(&cfg, batch, 1, &m);
@@ -91,14 +94,27 @@ static int bench_train(int argc, char **argv) {
         double med = ms[steps / 2], lin, att;
         step_flops(&cfg, batch, &lin, &att);
         double tok_s = (double)batch * cfg.seq_len / (med / 1e3);
-        printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"model\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
-               "\"heads\":%d,\"ffn\":%d,\"seg_len\":%d,\"batch\":%d,\"params\":%zu,\"ms_per_step_median\":%.3f,"
-               "\"tokens_per_s\":%.1f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f,"
-               "\"attn\":\"%s\",\"reversible\":%d,\"ffn_chunk\":%d,\"param_bytes\":%zu,\"activation_bytes\":%zu}\n",
-               cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
-               lc_model_num_params(m), med, tok_s, (lin + att) / (med / 1e3) / 1e9, gemm_flops / gemm_s / 1e9,
-               gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,
-               lc_model_param_bytes(m), lc_model_activation_bytes(m));
+        const double step_gflops = (lin + att) / (med / 1e3) / 1e9, gemm_gflops = gemm_flops / gemm_s / 1e9;
+        if (!json) {
+            printf("bench train: %s, %d layers, dim %d, %d heads, ffn %d, attn %s%s%s | batch %d x %d | %.2fM params | "
+                   "gemm %s | %d threads | median of %d steps\n",
+                   cfg.model == LC_MODEL_XL ? "xl" : "vanilla", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
+                   cfg.attn[0] ? cfg.attn : "full", cfg.reversible ? ", reversible" : "", cfg.ffn_chunk ? ", ffn chunks" : "",
+                   batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_get_threads(), steps);
+            printf("%11s %11s %12s %12s %11s %10s %14s\n", "ms/step", "tokens/s", "step GFLOP/s", "gemm GFLOP/s",
+                   "gemm share", "params MB", "activations MB");
+            printf("%11.2f %11.0f %12.2f %12.2f %11.3f %10.1f %14.1f\n", med, tok_s, step_gflops, gemm_gflops,
+                   gemm_s * 1e3 / total, (double)lc_model_param_bytes(m) / 1e6, (double)lc_model_activation_bytes(m) / 1e6);
+        } else {
+            printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"model\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
+                   "\"heads\":%d,\"ffn\":%d,\"seg_len\":%d,\"batch\":%d,\"params\":%zu,\"ms_per_step_median\":%.3f,"
+                   "\"tokens_per_s\":%.1f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f,"
+                   "\"attn\":\"%s\",\"reversible\":%d,\"ffn_chunk\":%d,\"param_bytes\":%zu,\"activation_bytes\":%zu}\n",
+                   cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
+                   lc_model_num_params(m), med, tok_s, step_gflops, gemm_gflops,
+                   gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,
+                   lc_model_param_bytes(m), lc_model_activation_bytes(m));
+        }
     }
     free(ms);
     free(corpus.bytes);
@@ -168,7 +184,9 @@ static lc_status xl_eval_point(const lc_config *shape, int L, int seg, int segme
 
 static int bench_xl_eval(int argc, char **argv) {
     const char *lens = "800,1800,2800,3800";
-    int tokens = 64, reps = 3, seg = 0, segments = 8;
+    int tokens = 64, reps = 3, seg = 0, segments = 8, json = 0;
+    /* both models are built from the shape: these describe one of them, or training */
+    static const char *const unused[] = {"--model", "--mem-len", "--same-length", "--dropout", "--objective", NULL};
     lc_opt opts[32] = {
         {"--attn-len", OPT_STR, &lens, 0, 0, "attention lengths, comma separated (default 800,1800,2800,3800)", 0},
         {"--eval-seg", OPT_INT, &seg, 1, 1 << 20, "XL evaluation segment length (default: the model's --seg-len)", 0},
@@ -177,10 +195,12 @@ static int bench_xl_eval(int argc, char **argv) {
         {"--reps", OPT_INT, &reps, 1, 1000, "vanilla windows timed per length (median; default 3)", 0},
     };
     lc_config cfg;
-    int rc = bench_setup("bench xl-eval", opts, 5, argc, argv, &cfg);
+    int rc = bench_setup("bench xl-eval", opts, 5, argc, argv, &cfg, &json, unused,
+                         "does not apply to bench xl-eval (it times an xl model, memory --attn-len minus --eval-seg, "
+                         "against a vanilla one, forward only)");
     if (rc >= 0) return rc;
     if (seg == 0) seg = cfg.seq_len;
-    for (const char *p = lens; *p;) {
+    for (const char *p = lens; *p;) { /* every length checked before any work */
         char *end;
         long L = strtol(p, &end, 10);
         if (end == p || L < 2 || L > 1 << 20 || (*end && *end != ',')) {
@@ -191,14 +211,31 @@ static int bench_xl_eval(int argc, char **argv) {
             lc_cli_error("bench xl-eval: --attn-len %ld must exceed --eval-seg %d", L, seg);
             return LC_EXIT_USAGE;
         }
+        p = *end ? end + 1 : end;
+    }
+    if (!json) {
+        printf("bench xl-eval: %d layers, dim %d, %d heads, ffn %d, attn %s | xl segments of %d | %d threads | "
+               "ms per predicted byte\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.attn[0] ? cfg.attn : "full",
+               seg, lc_get_threads());
+        printf("%9s %10s %12s %8s %13s %10s\n", "attn len", "xl eval", "vanilla", "speedup", "xl generate", "speedup");
+        fflush(stdout);
+    }
+    for (const char *p = lens; *p;) {
+        char *end;
+        const long L = strtol(p, &end, 10);
         xl_eval_times tm = {0, 0, 0};
         lc_status st = xl_eval_point(&cfg, (int)L, seg, segments, tokens, reps, &tm);
         if (st) return lc_cli_fail(st);
-        printf("{\"attn_len\":%ld,\"xl_ms_per_token\":%.4f,\"vanilla_ms_per_token\":%.3f,\"speedup\":%.1f,"
-               "\"xl_eval_seg\":%d,\"xl_generate_ms_per_token\":%.4f,\"generate_speedup\":%.1f,"
-               "\"layers\":%d,\"dim\":%d,\"threads\":%d}\n",
-               L, tm.xl_ms, tm.van_ms, tm.van_ms / tm.xl_ms, seg, tm.gen_ms, tm.van_ms / tm.gen_ms, cfg.n_layer,
-               cfg.d_model, lc_get_threads());
+        if (!json) {
+            printf("%9ld %10.4f %12.3f %7.1fx %13.4f %9.1fx\n", L, tm.xl_ms, tm.van_ms, tm.van_ms / tm.xl_ms, tm.gen_ms,
+                   tm.van_ms / tm.gen_ms);
+        } else {
+            printf("{\"attn_len\":%ld,\"xl_ms_per_token\":%.4f,\"vanilla_ms_per_token\":%.3f,\"speedup\":%.1f,"
+                   "\"xl_eval_seg\":%d,\"xl_generate_ms_per_token\":%.4f,\"generate_speedup\":%.1f,"
+                   "\"layers\":%d,\"dim\":%d,\"threads\":%d}\n",
+                   L, tm.xl_ms, tm.van_ms, tm.van_ms / tm.xl_ms, seg, tm.gen_ms, tm.van_ms / tm.gen_ms, cfg.n_layer,
+                   cfg.d_model, lc_get_threads());
+        }
         fflush(stdout);
         p = *end ? end + 1 : end;
     }
@@ -211,10 +248,12 @@ int lc_cmd_bench(int argc, char **argv) {
     if (argc >= 1 && strcmp(argv[0], "attn") == 0) return lc_cmd_bench_attn(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "hibert") == 0) return lc_cmd_bench_hibert(argc - 1, argv + 1);
     if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-        puts("usage: longctx bench train [options]     training tokens/s of a model shape (JSON lines)\n"
+        puts("usage: longctx bench train [options]     training tokens/s of a model shape\n"
              "       longctx bench xl-eval [options]   XL state reuse vs vanilla recomputation, ms per byte\n"
              "       longctx bench attn [options]      time and memory of an attention kind against length\n"
-             "       longctx bench hibert [options]    HIBERT sentence-encoder bytes/s next to the LM's tokens/s");
+             "       longctx bench hibert [options]    HIBERT sentence-encoder bytes/s next to the LM's tokens/s\n\n"
+             "Each prints a table; --json prints one JSON line per measurement instead.\n"
+             "`longctx bench NAME --help` lists a benchmark's options.");
         return LC_EXIT_OK;
     }
     lc_cli_error("bench: expected a benchmark name: train, xl-eval, attn or hibert (see longctx bench --help)");

@@ -4,7 +4,8 @@
  * real BBC training documents (packed sentences of their real lengths, each plus its EOS row); the LM
  * trains on fixed-length segments of the same documents' bytes, with as many rows per step as the
  * HIBERT batch has on average. Both stacks of HIBERT take the model-shape flags (the document encoder
- * reads one row per sentence, so it costs about 1/100 of the sentence encoder on BBC). One JSON line. */
+ * reads one row per sentence, so it costs about 1/100 of the sentence encoder on BBC). A one-row table, or
+ * one JSON line with --json. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         {"--steps", OPT_INT, &steps, 1, 100000, "timed steps of each model (default 20)", 0},
         {"--warmup", OPT_INT, &warmup, 0, 100000, "untimed steps of each first (default 2)", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--json", OPT_FLAG, &json, 0, 0, "accepted; the output is one JSON line either way", 0},
+        {"--json", OPT_FLAG, &json, 0, 0, "one JSON line instead of the table", 0},
     };
     int n = lc_model_flags_add(&mf, opts, 6);
     int rc = lc_parse_opts("bench hibert", "[options]", opts, n, argc, argv);
@@ -180,12 +181,21 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         double hm = h_ms[steps / 2], lm = l_ms[steps / 2];
         double rows_s = rows_per_step / (hm / 1e3), bytes_s = (double)(rows_all - eos_all) / steps / (hm / 1e3);
         double lm_tok_s = (double)bm.lm_batch * cfg.seq_len / (lm / 1e3);
-        printf("{\"bench\":\"hibert\",\"threads\":%d,\"layers\":%d,\"dim\":%d,\"heads\":%d,\"ffn\":%d,"
+        if (!json) {
+            printf("bench hibert: %d layers, dim %d, %d heads, ffn %d | HIBERT %d documents (%ld rows) per step, LM batch "
+                   "%d x %d | %d threads | medians of %d interleaved steps\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
+                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_get_threads(), steps);
+            printf("%15s %16s %15s %11s %13s %17s\n", "HIBERT ms/step", "HIBERT bytes/s", "HIBERT rows/s", "LM ms/step",
+                   "LM tokens/s", "LM / HIBERT rows");
+            printf("%15.2f %16.0f %15.0f %11.2f %13.0f %17.3f\n", hm, bytes_s, rows_s, lm, lm_tok_s, lm_tok_s / rows_s);
+        } else {
+            printf("{\"bench\":\"hibert\",\"threads\":%d,\"layers\":%d,\"dim\":%d,\"heads\":%d,\"ffn\":%d,"
                "\"docs_per_step\":%d,\"rows_per_step\":%ld,\"hibert_ms_median\":%.3f,\"hibert_bytes_per_s\":%.1f,"
                "\"hibert_rows_per_s\":%.1f,\"lm_seg_len\":%d,\"lm_batch\":%d,\"lm_ms_median\":%.3f,"
                "\"lm_tokens_per_s\":%.1f,\"lm_over_hibert_rows\":%.3f}\n",
                lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, per, rows_per_step, hm, bytes_s,
                rows_s, cfg.seq_len, bm.lm_batch, lm, lm_tok_s, lm_tok_s / rows_s);
+        }
     }
     free_models(&bm);
     docs_free(&d);
