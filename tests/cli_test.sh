@@ -68,7 +68,7 @@ expect 2 "--seed expects an integer" -- "$bin" sample --ckpt x --seed 12abc
 check "train tiny" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --eval-every 10 \
     --eval-bytes 2000 --out "$tmp/a.ckpt" --json
 tail -1 "$tmp/out" >"$tmp/json"
-check "train --json last line" -- grep -Eq '^\{"valid_bpc":[0-9.]+,"tokens_per_s":[0-9.]+,"steps":20,"params":[0-9]+\}$' "$tmp/json"
+check "train --json last line" -- grep -Eq '^\{"valid_bpc":[0-9.]+,"tokens_per_s":[0-9.]+,"steps":20,"params":[0-9]+,"valid_seconds":[0-9.]+\}$' "$tmp/json"
 check "eval --json" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --json
 tail -1 "$tmp/out" >"$tmp/json"
 check "eval json line" -- grep -Eq '^\{"bpc":[0-9.]+,"tokens":[0-9]+\}$' "$tmp/json"

@@ -16,7 +16,7 @@
 #include "core/timer.h"
 
 typedef struct {
-    const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out, *resume;
+    const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out, *resume, *log;
     int max_len, hidden, threads, json, max_words;
     long min_count, save_every;
     float save_every_min;
@@ -24,16 +24,17 @@ typedef struct {
     lc_model_flags mf;
 } cargs;
 
-/* The shape flags that do not describe a classifier's encoder; with --resume, every flag the checkpoint fixes. */
-static int refuse_flags(const cargs *a, lc_opt *opts, int n) {
+/* The shape flags that do not describe a classifier's encoder: left out of --help, refused by the parser. */
+static void refuse_lm_flags(lc_opt *opts, int n) {
     const char *no[] = {"--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv", "--untied",
                         "--share-qk", "--reversible", "--ffn-chunk", "--extra-tokens", "--objective"};
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        if (lc_opt_get(opts, n, no[i])->seen) {
-            lc_cli_error("train --task classify: %s does not apply to a classifier (its encoder is vanilla and "
-                         "bidirectional; --max-len sets the length)", no[i]);
-            return LC_EXIT_USAGE;
-        }
+        lc_opt_refuse(opts, n, no[i], "does not apply to a classifier (its encoder is vanilla and bidirectional; "
+                                      "--max-len sets the length)");
+}
+
+/* With --resume, every flag the checkpoint fixes is refused. */
+static int refuse_flags(const cargs *a, lc_opt *opts, int n) {
     const char *fixed[] = {"--tokens", "--max-len", "--pool", "--hidden", "--min-count", "--max-words", "--init",
                            "--batch", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed"};
     const char *which = NULL;
@@ -66,6 +67,8 @@ static void epoch_order(long *order, long *keys, const lc_labelled_data *d, int 
 
 typedef struct {
     cargs *a;
+    double valid_s;      /* time spent in validation passes (left out of tokens/s) */
+    lc_train_log log;
     lc_classifier *m;
     lc_labelled_data train, valid;
     int *valid_labels, *pred;
@@ -75,10 +78,12 @@ typedef struct {
 } crun;
 
 static lc_status validate(crun *r, double *acc) {
+    const double t0 = lc_now_seconds();
     long right = 0;
     const lc_cli_texts t = lc_cli_texts_of(&r->valid);
     lc_status st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right);
     *acc = (double)right / (double)r->valid.n;
+    r->valid_s += lc_now_seconds() - t0;
     return st;
 }
 
@@ -114,15 +119,16 @@ static int finish(crun *r, long first, double t0, long rows) {
                 a->out, r->last, r->last);
         return 128 + sig;
     }
-    const double el = lc_now_seconds() - t0, tok_s = rows / (el > 0 ? el : 1e-9);
+    const double el = lc_now_seconds() - t0, train_s = el - r->valid_s, tok_s = rows / (train_s > 0 ? train_s : 1e-9);
     printf("best valid accuracy %.4f at step %ld of %ld over %ld examples (%.0f tokens/s)\n", (double)r->run.best_accuracy,
            r->run.best_step, a->o.steps, r->valid.n, tok_s);
     printf("saved %s (the best checkpoint) and %s (the last state)\n", a->out, r->last);
     if (a->json)
         printf("{\"valid_accuracy\":%s,\"best_step\":%ld,\"steps\":%ld,\"run_steps\":%ld,\"examples\":%ld,"
-               "\"seconds\":%.1f,\"tokens_per_s\":%.1f,\"params\":%zu}\n", lc_json_number(r->run.best_accuracy),
-               r->run.best_step, done, done - first, done * (long)(r->train.n < a->o.batch ? r->train.n : a->o.batch),
-               el, tok_s, lc_classifier_num_params(r->m));
+               "\"seconds\":%.1f,\"valid_seconds\":%.3f,\"tokens_per_s\":%.1f,\"params\":%zu}\n",
+               lc_json_number(r->run.best_accuracy), r->run.best_step, done, done - first,
+               done * (long)(r->train.n < a->o.batch ? r->train.n : a->o.batch), el, r->valid_s, tok_s,
+               lc_classifier_num_params(r->m));
     return LC_EXIT_OK;
 }
 
@@ -159,13 +165,18 @@ static int train_loop(crun *r) {
             break;
         for (int i = 0; i < n; i++) rows += len[i] + 1;
         pos += n;
-        const double el = lc_now_seconds() - t0;
-        lc_progress pr = {step + 1, o->steps, 0, loss, lc_learning_rate(o, step), rows / (el > 0 ? el : 1e-9), el, NAN, NAN};
+        const double el = lc_now_seconds() - t0, train_s = el - r->valid_s; /* earlier validations left out */
+        lc_progress pr = {step + 1, o->steps, first, loss, lc_learning_rate(o, step), rows / (train_s > 0 ? train_s : 1e-9),
+                          el, NAN, NAN};
+        char extra[96] = "";
         if ((o->eval_every > 0 && (step + 1) % o->eval_every == 0) || step + 1 == o->steps) {
+            const double v0 = r->valid_s;
             if ((st = check_point(r, step + 1, &acc, &pp))) break;
             pr.valid_accuracy = acc;
+            snprintf(extra, sizeof extra, ",\"valid_accuracy\":%s,\"valid_seconds\":%.6f", lc_json_g(acc), r->valid_s - v0);
         }
         lc_progress_print(&pr, &pp);
+        lc_train_log_step(&r->log, &pr, extra);
         if (step + 1 < stop && !lc_cli_stop_signal() && lc_cli_save_due(a->save_every, a->save_every_min, step + 1, last_save)) {
             st = save_last(r, acc);
             last_save = lc_now_seconds();
@@ -269,6 +280,7 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
                 a->valid, unseen);
     if (rc < 0 && !a->resume && (st = lc_classifier_create(&c, a->o.batch, 0, a->o.seed, &r.m))) rc = lc_cli_fail(st);
     if (rc < 0 && a->init && (st = lc_classifier_init_from(r.m, a->init))) rc = lc_cli_fail(st);
+    if (rc < 0) rc = lc_train_log_open(&r.log, "train --task classify", a->log, a->resume != NULL);
     if (rc < 0) {
         c = *lc_classifier_config(r.m);
         r.run.opts = a->o, r.run.train_examples = r.train.n;
@@ -280,6 +292,7 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
         lc_cli_catch_stop_signals();
         rc = train_loop(&r);
     }
+    lc_train_log_close(&r.log);
     lc_classifier_free(r.m);
     lc_word_vocab_free(r.vocab);
     free(r.valid_labels), free(r.pred);
@@ -296,7 +309,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
     lc_model_flags_init(&a.mf);
     lc_train_options *o = &a.o;
     lc_opt base[] = {
-        {"--task", OPT_STR, &a.task, 0, 0, "classify", 0},
+        {"--task", OPT_STR, &a.task, 0, 0, "classify (this command)", 0},
         {"--data", OPT_STR, &a.data, 0, 0, "training examples: a labelled TSV file, plain or gzip (required)", 0},
         {"--valid", OPT_STR, &a.valid, 0, 0, "validation examples, same format (required)", 0},
         {"--tokens", OPT_STR, &a.tokens, 0, 0, "bytes (default) or words (vocabulary from --data)", 0},
@@ -319,13 +332,15 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--seed", OPT_U64, &o->seed, 0, 0, "random seed: initialisation, order, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a.threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},
+        {"--log", OPT_STR, &a.log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
     };
     lc_opt opts[64];
     int n = (int)(sizeof base / sizeof *base);
     memcpy(opts, base, sizeof base);
     n = lc_optim_flags_add(o, opts, n);
     n = lc_model_flags_add(&a.mf, opts, n);
-    int rc = lc_parse_opts("train", "--task classify --data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
+    refuse_lm_flags(opts, n);
+    int rc = lc_parse_opts("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!a.data) { lc_cli_error("train --task classify: --data is required (a labelled TSV file)"); return LC_EXIT_USAGE; }

@@ -16,7 +16,7 @@
 #define MAX_SOURCES 16
 
 typedef struct {
-    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act;
+    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act, *log;
     const char *attn[3]; /* --sent-attn, --doc-attn, --dec-attn */
     int n_docs, threads, json, finetune, eval_docs;
     long save_every;
@@ -65,10 +65,23 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save every N steps", 0},
         {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save every M minutes", 0},
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
+        {"--log", OPT_STR, &a->log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
     };
-    const int n = (int)(sizeof base / sizeof base[0]);
+    int n = (int)(sizeof base / sizeof base[0]);
     memcpy(opts, base, sizeof base);
-    return lc_optim_flags_add(o, opts, n);
+    n = lc_optim_flags_add(o, opts, n);
+    /* each stage's own flags: the other stage's help leaves them out and its parser refuses them */
+    static const char *pre_only[] = {"--docs", "--eval-docs", "--dec-layers", "--dec-dim", "--dec-heads", "--dec-ffn",
+                                     "--dec-attn"};
+    static const char *fine_only[] = {"--data", "--labels"};
+    if (a->finetune)
+        for (size_t i = 0; i < sizeof pre_only / sizeof *pre_only; i++)
+            lc_opt_refuse(opts, n, pre_only[i], i < 2 ? "belongs to hibert pretrain"
+                                                      : "belongs to hibert pretrain (fine-tuning does not use the sentence decoder)");
+    else
+        for (size_t i = 0; i < sizeof fine_only / sizeof *fine_only; i++)
+            lc_opt_refuse(opts, n, fine_only[i], "belongs to hibert finetune");
+    return n;
 }
 
 /* The stack attention specs (strings into the config) and the choices. */
@@ -120,6 +133,8 @@ static int check_shape_flags(lc_opt *opts, int n, const lc_hibert_config *want, 
 
 typedef struct {
     hargs *a;
+    double valid_s; /* time spent in validation passes (left out of bytes/s) */
+    lc_train_log log;
     lc_hibert *m;
     lc_hibert_run run;
     lc_hdocs train, valid;
@@ -202,11 +217,21 @@ static int train_loop(trainer *t) {
         for (int k = 0, n = 0; k < h.b.n_docs; n += h.b.n_sents[k], k++)
             for (int j = n; j < n + h.b.n_sents[k]; j++) bytes += h.len[j] + 1;
         const long done = s + 1;
-        lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (lc_now_seconds() - t0 + 1e-9),
-                         lc_now_seconds() - t0, NAN, NAN};
+        const double el = lc_now_seconds() - t0, train_s = el - t->valid_s; /* earlier validations left out */
+        lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (train_s > 0 ? train_s : 1e-9), el,
+                         NAN, NAN};
         const int eval_now = (o->eval_every > 0 && done % o->eval_every == 0) || done == o->steps;
+        char extra[160] = "";
         if (eval_now && t->valid.n_chunks) {
+            const double v0 = lc_now_seconds();
             if ((st = validate(t, &bpb, r))) { rc = lc_cli_fail(st); break; }
+            const double v = lc_now_seconds() - v0;
+            t->valid_s += v;
+            if (a->finetune)
+                snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f",
+                         lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v);
+            else
+                snprintf(extra, sizeof extra, ",\"valid_bpb\":%s,\"valid_seconds\":%.6f", lc_json_g(bpb), v);
             if (!a->finetune) p.valid_bpc = bpb;
             else {
                 const double score = (r[0] + r[1] + r[2]) / 3;
@@ -218,6 +243,7 @@ static int train_loop(trainer *t) {
             }
         }
         lc_progress_print(&p, &pp);
+        lc_train_log_step(&t->log, &p, extra);
         if (lc_cli_stop_signal()) break;
         if (done < o->steps && t->last && lc_cli_save_due(a->save_every, a->save_every_min, done, last_save)) {
             save_to(t, t->last, 0);
@@ -239,15 +265,16 @@ static int train_loop(trainer *t) {
         printf("valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f after %ld steps; best %.2f (mean F1) at step %ld%s%s\n", r[0], r[1],
                r[2], lc_hibert_steps_done(t->m), t->run.best, t->run.best_step, a->out ? " in " : "", a->out ? a->out : "");
         if (a->json)
-            printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"best\":%s,\"best_step\":%ld,\"steps\":%ld,\"params\":%zu}\n",
+            printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"best\":%s,\"best_step\":%ld,\"steps\":%ld,\"params\":%zu,"
+                   "\"bytes_per_s\":%.1f,\"valid_seconds\":%.3f}\n",
                    lc_json_number(r[0]), lc_json_number(r[1]), lc_json_number(r[2]), lc_json_number(t->run.best),
-                   t->run.best_step, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m));
+                   t->run.best_step, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), pp.tokens_per_s, t->valid_s);
     } else {
         printf("valid bits per byte %.4f after %ld steps (%.0f bytes/s)%s%s\n", bpb, lc_hibert_steps_done(t->m), pp.tokens_per_s,
                t->last ? "; saved " : "", t->last ? t->last : "");
         if (a->json)
-            printf("{\"valid_bpb\":%s,\"bytes_per_s\":%.1f,\"steps\":%ld,\"params\":%zu}\n", lc_json_number(bpb), pp.tokens_per_s,
-                   lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m));
+            printf("{\"valid_bpb\":%s,\"bytes_per_s\":%.1f,\"steps\":%ld,\"params\":%zu,\"valid_seconds\":%.3f}\n",
+                   lc_json_number(bpb), pp.tokens_per_s, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), t->valid_s);
     }
     return LC_EXIT_OK;
 }
@@ -273,12 +300,11 @@ static int run(hargs *a, lc_opt *opts, int n) {
     const char *cmd = a->finetune ? "hibert finetune" : "hibert pretrain";
     if (a->init && a->resume) { lc_cli_error("%s: --init and --resume exclude each other", cmd); return LC_EXIT_USAGE; }
     if (!a->out && !a->resume) { lc_cli_error("%s: --out is required", cmd); return LC_EXIT_USAGE; }
-    if (a->finetune ? a->n_docs > 0 : a->data != NULL) {
-        lc_cli_error("%s: %s belongs to hibert %s", cmd, a->finetune ? "--docs" : "--data", a->finetune ? "pretrain" : "finetune");
+    if (a->finetune && a->n_docs > 0) { /* collected before parsing, so not refused by the parser */
+        lc_cli_error("%s: --docs belongs to hibert pretrain", cmd);
         return LC_EXIT_USAGE;
     }
     if (!a->finetune && !a->resume && a->n_docs == 0) { lc_cli_error("%s: --docs is required", cmd); return LC_EXIT_USAGE; }
-    if (!a->finetune && lc_opt_get(opts, n, "--labels")->seen) { lc_cli_error("%s: --labels belongs to hibert finetune", cmd); return LC_EXIT_USAGE; }
     lc_status st;
     if (a->out && (st = lc_checkpoint_check_path(a->out))) return lc_cli_fail(st); /* before any work */
     lc_set_threads(a->threads);
@@ -345,6 +371,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
             st = lc_hibert_init_from(t.m, a->init);
         if (st) rc = lc_cli_fail(st);
     }
+    if (rc < 0) rc = lc_train_log_open(&t.log, cmd, a->log, a->resume != NULL);
     if (rc < 0) {
         if (a->finetune && a->out) {
             snprintf(t.last_buf, sizeof t.last_buf, "%s.last", a->out);
@@ -362,6 +389,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
         if (t.train.latin1 + t.valid.latin1) fprintf(stderr, "%d files were not UTF-8 and were read as Latin-1\n", t.train.latin1 + t.valid.latin1);
         rc = train_loop(&t);
     }
+    lc_train_log_close(&t.log);
     lc_hibert_free(t.m);
     lc_hdocs_free(&t.train), lc_hdocs_free(&t.valid);
     return rc;
@@ -377,25 +405,40 @@ static void hargs_default(hargs *a, int finetune) {
     a->o.batch = 8, a->o.lr = 1e-3f;
 }
 
-/* `longctx hibert --help`: both subcommands, then the options they share. */
-static int help(const char *usage) {
-    hargs a;
-    hargs_default(&a, 0);
-    lc_opt opts[64];
-    char *args[] = {"--help"};
+/* `longctx hibert --help`: both subcommands, the options they share, then each one's own. */
+static int help(void) {
+    hargs pa, fa;
+    hargs_default(&pa, 0), hargs_default(&fa, 1);
+    lc_opt pre[64], fine[64], both[64], own[64];
+    const int n = build_opts(&pa, pre);
+    build_opts(&fa, fine); /* the same table, in the same order */
     printf("HIBERT (docs/hibert.md), three stages chained by --init:\n"
            "  longctx hibert pretrain --docs PATH... --out CKPT   masked-sentence pre-training on documents (a directory\n"
            "                                                     of .txt files, a BBC News root's train split, a .tsv/.tsv.gz)\n"
            "  longctx hibert finetune --data BBC_ROOT --out CKPT  extractive summarization (the best checkpoint by valid\n"
            "                                                     ROUGE in CKPT, the resumable last state in CKPT.last)\n"
            "then `longctx summarize --ckpt CKPT FILE...` and `longctx eval --task summarize --ckpt CKPT --split test`.\n\n");
-    return lc_parse_opts("hibert", usage, opts, build_opts(&a, opts), 1, args);
+    int nb = 0;
+    for (int i = 0; i < n; i++)
+        if (!pre[i].refuse && !fine[i].refuse) both[nb++] = pre[i];
+    printf("options of both stages:\n");
+    lc_opt_print(stdout, both, nb);
+    printf("  --help                 this text (hibert pretrain --help, hibert finetune --help: one stage's)\n");
+    for (int stage = 0; stage < 2; stage++) {
+        const lc_opt *mine = stage ? fine : pre, *other = stage ? pre : fine;
+        int no = 0;
+        for (int i = 0; i < n; i++)
+            if (!mine[i].refuse && other[i].refuse) own[no++] = mine[i];
+        printf("\n%s only:\n", stage ? "finetune" : "pretrain");
+        lc_opt_print(stdout, own, no);
+    }
+    return LC_EXIT_OK;
 }
 
 int lc_cmd_hibert(int argc, char **argv) {
     const char *usage = "pretrain --docs PATH... --out CKPT | finetune --data BBC_ROOT --out CKPT [options]";
     if (argc < 1 || (strcmp(argv[0], "pretrain") && strcmp(argv[0], "finetune"))) {
-        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) return help(usage);
+        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) return help();
         lc_cli_error("hibert: expected pretrain or finetune (usage: longctx hibert %s)", usage);
         return LC_EXIT_USAGE;
     }

@@ -20,7 +20,7 @@
 #define DEFAULT_DATA "data/tinyshakespeare.txt"
 
 typedef struct {
-    const char *data, *out, *resume, *splits, *loss_log;
+    const char *data, *out, *resume, *splits, *loss_log, *log, *task;
     int threads, json;
     long save_every;      /* steps between saves during training (0: none) */
     float save_every_min; /* minutes between saves during training (0: none) */
@@ -46,7 +46,9 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save the checkpoint every N steps (0: at the end only)", 0},
         {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save the checkpoint every M minutes (0: off)", 0},
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
+        {"--log", OPT_STR, &a->log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
         {"--loss-log", OPT_STR, &a->loss_log, 0, 0, "append each step's training loss to this file ('step loss')", 0},
+        {"--task", OPT_STR, &a->task, 0, 0, "classify: train a sequence classifier instead (train --task classify --help)", 0},
     };
     int n = (int)(sizeof base / sizeof base[0]);
     memcpy(opts, base, sizeof base);
@@ -114,6 +116,47 @@ static void warn(const char *fmt, ...) {
 /* Process 0 prints; the others stay quiet unless they fail. */
 static int quiet(void) { return lc_dist_rank() != 0; }
 
+/* Process 0's progress: the bar, the --log lines, and training throughput without validation time.
+ * lc_train validates after measuring a step (p->elapsed_s) and before reporting it, so the time from
+ * lc_train's start (t0) to this call, beyond p->elapsed_s, is that step's validation. t0 is read off the
+ * steps without validation (the call follows the measurement at once); until one is seen, the time just
+ * before lc_train stands in for it (a validation at the first step then also counts lc_train's set-up). */
+typedef struct {
+    lc_progress_printer pp;
+    lc_train_log log;
+    double t0;           /* lc_train's clock start, as inferred */
+    double valid_s;      /* periodic validation so far */
+    double tokens_per_s; /* of the latest step, validation excluded */
+    long run_end;        /* the run's last step: its log line waits for the final validation */
+    lc_progress last;    /* that step, as reported */
+    int mlm;
+} lm_progress;
+
+/* The validation members of a log line: bpc (and MLM accuracy) and the pass's seconds ("" without one). */
+static void valid_fields(char *buf, size_t n, double bpc, double acc, double seconds, int mlm) {
+    if (isnan(bpc)) { buf[0] = 0; return; }
+    snprintf(buf, n, ",\"valid_bpc\":%s%s%s,\"valid_seconds\":%.6f", lc_json_g(bpc), mlm ? ",\"valid_masked_accuracy\":" : "",
+             mlm ? lc_json_g(acc) : "", seconds);
+}
+
+static void lm_progress_print(const lc_progress *p, void *user) {
+    lm_progress *lp = user;
+    const double gap = lc_now_seconds() - p->elapsed_s; /* t0, plus this step's validation if any */
+    const int has_valid = !isnan(p->valid_bpc);
+    if (!has_valid) lp->t0 = gap; /* a step without validation gives t0 */
+    const double v = has_valid && gap > lp->t0 ? gap - lp->t0 : 0;
+    lc_progress q = *p;
+    const double train_s = p->elapsed_s - lp->valid_s; /* this step's own validation comes after elapsed_s */
+    if (train_s > 0) q.tokens_per_s = p->tokens_per_s * p->elapsed_s / train_s;
+    lp->valid_s += v;
+    lp->tokens_per_s = q.tokens_per_s;
+    lc_progress_print(&q, &lp->pp);
+    if (p->step == lp->run_end) { lp->last = q; return; } /* written by finish, with the final validation */
+    char extra[160];
+    valid_fields(extra, sizeof extra, p->valid_bpc, p->valid_accuracy, v, lp->mlm);
+    lc_train_log_step(&lp->log, &q, extra);
+}
+
 /* What the training hook needs: where to save, when it last did, the loss log, the last progress. */
 typedef struct {
     train_args *a;
@@ -153,21 +196,41 @@ static double comm_per_step(const lc_progress *p) {
     return steps > 0 ? p->comm_s / (double)steps : 0;
 }
 
-static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out, FILE *loss_log) {
-    lc_progress_printer pp;
-    lc_progress_init(&pp, a->o.steps);
+static int finish_run(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out, lc_status st, saver *svp,
+                      lm_progress *lp);
+
+static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out, FILE *loss_log,
+                  lc_train_log *log) {
+    lm_progress lp;
+    memset(&lp, 0, sizeof lp);
+    lc_progress_init(&lp.pp, a->o.steps);
+    lp.log = *log;
+    lp.mlm = lc_model_config(m)->objective == LC_OBJECTIVE_MLM;
+    const long start = lc_model_step(m);
+    lp.run_end = a->o.stop_after > 0 && start + a->o.stop_after < a->o.steps ? start + a->o.stop_after : a->o.steps;
+    lp.last.step = -1;
     saver sv = {a, out, lc_now_seconds(), loss_log, {0}, 0};
     a->o.hook = train_hook;
     a->o.hook_user = &sv;
-    lc_status st = lc_train(m, corpus, &a->o, quiet() ? NULL : lc_progress_print, &pp);
+    lp.t0 = lc_now_seconds();
+    lc_status st = lc_train(m, corpus, &a->o, quiet() ? NULL : lm_progress_print, &lp);
     if (sv.loss_log) fclose(sv.loss_log);
-    lc_progress_done(&pp);
+    lc_progress_done(&lp.pp);
+    int rc = finish_run(a, m, corpus, out, st, &sv, &lp);
+    lc_train_log_close(&lp.log);
+    return rc;
+}
+
+static int finish_run(train_args *a, lc_model *m, const lc_corpus *corpus, const char *out, lc_status st, saver *svp,
+                      lm_progress *lp) {
+    const saver sv = *svp;
     if (st) {
         int rc = lc_cli_fail(st);
         if (lc_dist_size() > 1 && st != LC_ERR_NUMERIC) lc_dist_abort(rc); /* others may wait for this one */
         return rc;
     }
     if (sv.stopped_by) {
+        if (lp->last.step >= 0) lc_train_log_step(&lp->log, &lp->last, ""); /* stopped at the run's last step */
         const int sig = sv.stopped_by;
         const char *name = lc_cli_signal_name(sig);
         if (!out) {
@@ -187,12 +250,22 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     long tokens = 0;
     const int mlm = lc_model_config(m)->objective == LC_OBJECTIVE_MLM;
     size_t vb = corpus->begin[LC_PART_VALID], vn = corpus->end[LC_PART_VALID] - vb;
+    const double tv = lc_now_seconds();
     if (vn >= 2 && (st = lc_evaluate_dist(m, corpus->bytes + vb, vn, lc_model_config(m)->seq_len, a->o.batch, &bpc,
-                                          mlm ? &acc : NULL, &tokens)))
+                                          mlm ? &acc : NULL, &tokens))) {
+        if (lp->last.step >= 0) lc_train_log_step(&lp->log, &lp->last, "");
         return lc_cli_fail(st);
+    }
+    const double final_valid_s = lc_now_seconds() - tv;
+    if (lp->last.step >= 0) {
+        char extra[160];
+        valid_fields(extra, sizeof extra, vn >= 2 ? bpc : NAN, acc, final_valid_s, mlm);
+        lc_train_log_step(&lp->log, &lp->last, extra);
+    }
     if (out && (st = lc_checkpoint_save_dist(m, &a->o, out))) return quiet() ? LC_EXIT_RUNTIME : lc_cli_fail(st);
     if (quiet()) return LC_EXIT_OK;
-    tok_s = sv.last.tokens_per_s;
+    tok_s = lp->tokens_per_s;
+    const double valid_s = lp->valid_s + final_valid_s;
     if (lc_dist_size() > 1)
         fprintf(stderr, "data parallel: %d processes, gradient allreduce %.2f ms per step (%.1f%% of the step)\n",
                 lc_dist_size(), 1e3 * comm_per_step(&sv.last),
@@ -206,7 +279,8 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     if (a->json) {
         printf("{\"valid_bpc\":%s,", lc_json_number(bpc));
         if (mlm) printf("\"masked_accuracy\":%s,", lc_json_number(acc));
-        printf("\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu", tok_s, lc_model_step(m), lc_model_num_params(m));
+        printf("\"tokens_per_s\":%.1f,\"steps\":%ld,\"params\":%zu,\"valid_seconds\":%.3f", tok_s, lc_model_step(m),
+               lc_model_num_params(m), valid_s);
         if (lc_dist_size() > 1) /* several processes: how many, and the gradient sum's share */
             printf(",\"processes\":%d,\"allreduce_s_per_step\":%.6f", lc_dist_size(), comm_per_step(&sv.last));
         printf("}\n");
@@ -343,12 +417,17 @@ static int run(train_args *a, lc_opt *opts, int n) {
         lc_cli_error("train: --loss-log %s: cannot open for writing", a->loss_log);
         rc = LC_EXIT_RUNTIME;
     }
+    lc_train_log log = {NULL, NULL};
+    if (rc < 0 && !quiet()) rc = lc_train_log_open(&log, "train", a->log, a->resume != NULL);
     if ((rc = all_ready(rc)) < 0) {
         lc_data_record_set(&a->o.data, a->data, &corpus);
         if (!quiet()) print_summary(m, &a->o);
         if (!quiet()) warn_useless(a, lc_model_step(m), out, lc_opt_get(opts, n, "--stop-after")->seen);
         lc_cli_catch_stop_signals();
-        rc = finish(a, m, &corpus, out, loss_log);
+        rc = finish(a, m, &corpus, out, loss_log, &log);
+    } else {
+        if (loss_log) fclose(loss_log);
+        lc_train_log_close(&log);
     }
     lc_corpus_free(&corpus);
     lc_model_free(m);
@@ -365,7 +444,12 @@ int lc_cmd_train(int argc, char **argv) {
     lc_model_flags_init(&a.mf);
     lc_opt opts[56];
     int n = build_opts(&a, opts);
-    int rc = lc_parse_opts("train", "[options]", opts, n, argc, argv);
+    int rc = lc_parse_opts("train", "[options]   (train --task classify --help: a sequence classifier)", opts, n,
+                           argc, argv);
+    if (rc < 0 && a.task) { /* --task classify went to lc_cmd_train_classify */
+        lc_cli_error("train: --task must be classify, got '%s'", a.task);
+        rc = LC_EXIT_USAGE;
+    }
     if (rc < 0) rc = run(&a, opts, n);
     if (!readiness_shared) all_ready(rc);
     lc_dist_finalize();
