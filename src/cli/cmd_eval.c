@@ -26,7 +26,7 @@ int lc_cmd_eval(int argc, char **argv) {
         {"--same-length", OPT_FLAG, &same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
-        {"--task", OPT_STR, NULL, 0, 0, "summarize: ROUGE of extractive summaries (eval --task summarize --help)", 0},
+        {"--task", OPT_STR, NULL, 0, 0, "summarize or classify: another task (eval --task summarize|classify --help)", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = lc_parse_opts("eval", "--ckpt CKPT [options]", opts, n, argc, argv);

@@ -52,7 +52,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
-    int rc = lc_parse_opts("eval --task summarize", "--method M [--data ROOT] [--split S] [--labels L] [--json]",
+    int rc = lc_parse_opts("eval --task summarize", "(--method M | --ckpt CKPT) [--data ROOT] [--split S] [--labels L] [--json]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!task || strcmp(task, "summarize") != 0) {
