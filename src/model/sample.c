@@ -1,6 +1,7 @@
-/* Text generation: temperature and top-k sampling from the model's next-byte distribution.
- * The vanilla model re-reads a window of its last seq_len bytes for every new byte; Transformer-XL feeds
- * one byte at a time against its cached memory. */
+/* Text generation: temperature and top-k sampling from the model's next-byte distribution, one byte per
+ * lc_generator_next (include/longctx/flat.h: bindings pull bytes) and lc_sample on top of it (pushes them to
+ * a callback). The vanilla model re-reads a window of its last seq_len bytes for every new byte;
+ * Transformer-XL feeds one byte at a time against its cached memory. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +9,27 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "kernels/fastmath.h"
+#include "longctx/flat.h"
 #include "model/lm.h"
 
-/* Draw a byte from logits[256] at the given temperature, keeping the top_k most likely (0: all). */
+/* The text so far (prompt and drawn bytes), how much of it the XL memory has seen, and the sampler. */
+struct lc_generator {
+    lc_model *m;
+    int *ctx;
+    size_t len, cap, fed;
+    float temperature;
+    int top_k;
+    lc_rng rng;
+};
+
+/* A byte from logits[256] at the temperature among the top_k most likely (0: all): lc_sample's rule. */
 static int draw(const float *logits, float temperature, int top_k, lc_rng *rng) {
     int V = 256, best = 0;
     for (int i = 1; i < V; i++)
         if (logits[i] > logits[best]) best = i;
     if (temperature <= 0.0f) return best;
     float cutoff = -INFINITY;
-    if (top_k > 0 && top_k < V) { /* the k-th largest logit */
+    if (top_k > 0 && top_k < V) {
         float sorted[256];
         memcpy(sorted, logits, sizeof sorted);
         for (int i = 0; i < top_k; i++) {
@@ -43,61 +55,80 @@ static int draw(const float *logits, float temperature, int top_k, lc_rng *rng) 
     return best;
 }
 
-/* Transformer-XL: the prompt goes through in segments that fill the memory, then each new byte is one
- * forward of a single token against the memory, so a byte costs the same however long the text is. */
-static lc_status next_logits_xl(lc_model *m, const int *ctx, size_t len, size_t *fed, const float **logits) {
+lc_status lc_generator_new(lc_model *m, const uint8_t *prompt, size_t prompt_len, float temperature, int top_k,
+                           uint64_t seed, lc_generator **out) {
+    lc_clear_error();
+    *out = NULL;
+    if (m->cfg.objective == LC_OBJECTIVE_MLM)
+        return lc_fail(LC_ERR_ARG, "sampling needs a causal model; this one is a masked-LM encoder (objective mlm)");
+    if (!(temperature >= 0.0f)) return lc_fail(LC_ERR_ARG, "temperature must be >= 0");
+    if (top_k < 0 || top_k > 256) return lc_fail(LC_ERR_ARG, "top-k must be 0..256, got %d", top_k);
+    lc_generator *g = calloc(1, sizeof *g);
+    if (!g) return lc_fail(LC_ERR_NOMEM, "out of memory in sampling");
+    g->cap = prompt_len + 256;
+    g->ctx = malloc(sizeof(int) * g->cap);
+    if (!g->ctx) { free(g); return lc_fail(LC_ERR_NOMEM, "out of memory in sampling"); }
+    if (prompt_len == 0) g->ctx[g->len++] = '\n';
+    for (size_t i = 0; i < prompt_len; i++) g->ctx[g->len++] = prompt[i];
+    g->m = m, g->temperature = temperature, g->top_k = top_k;
+    lc_rng_seed(&g->rng, seed);
+    if (m->cfg.model == LC_MODEL_XL) lc_model_reset_memory(m);
+    *out = g;
+    return LC_OK;
+}
+
+lc_status lc_generator_next(lc_generator *g, int *byte) {
+    lc_clear_error();
+    lc_model *m = g->m;
     lc_status st = LC_OK;
-    int T = 0;
-    while (*fed < len && !st) {
-        size_t left = len - *fed;
-        T = left < (size_t)m->cap_T ? (int)left : m->cap_T;
-        st = lc_model_forward(m, ctx + *fed, NULL, 1, T, 0, NULL, NULL);
-        *fed += (size_t)T;
+    const float *logits = NULL;
+    if (m->cfg.model == LC_MODEL_XL) { /* feed what the memory has not seen, a segment at a time */
+        int T = 0;
+        while (g->fed < g->len && !st) {
+            size_t left = g->len - g->fed;
+            T = left < (size_t)m->cap_T ? (int)left : m->cap_T;
+            st = lc_model_forward(m, g->ctx + g->fed, NULL, 1, T, 0, NULL, NULL);
+            g->fed += (size_t)T;
+        }
+        if (!st && T == 0) return lc_fail(LC_ERR_ARG, "the generator's model was used for something else");
+        logits = m->logits + (size_t)(T - 1) * 256;
+    } else { /* the last cap_T bytes as one window */
+        int T = g->len < (size_t)m->cap_T ? (int)g->len : m->cap_T;
+        st = lc_model_forward(m, g->ctx + g->len - (size_t)T, NULL, 1, T, 0, NULL, NULL);
+        logits = m->logits + (size_t)(T - 1) * 256;
     }
-    *logits = m->logits + (size_t)(T - 1) * 256;
-    return st;
+    if (st) return st;
+    if (!lc_all_finite(logits, 256))
+        return lc_fail(LC_ERR_NUMERIC, "sampling: the model's next-byte scores are NaN or infinite (its weights "
+                                       "diverged); nothing was generated from them");
+    int next = draw(logits, g->temperature, g->top_k, &g->rng);
+    if (g->len == g->cap) {
+        size_t cap = g->cap * 2;
+        int *ctx = realloc(g->ctx, sizeof(int) * cap);
+        if (!ctx) return lc_fail(LC_ERR_NOMEM, "out of memory in sampling");
+        g->ctx = ctx, g->cap = cap;
+    }
+    g->ctx[g->len++] = next;
+    *byte = next;
+    return LC_OK;
+}
+
+void lc_generator_free(lc_generator *g) {
+    if (!g) return;
+    free(g->ctx);
+    free(g);
 }
 
 lc_status lc_sample(lc_model *m, const uint8_t *prompt, size_t prompt_len, int n_tokens, float temperature,
                     int top_k, uint64_t seed, lc_emit_fn emit, void *user) {
     lc_clear_error();
-    if (m->cfg.objective == LC_OBJECTIVE_MLM)
-        return lc_fail(LC_ERR_ARG, "sampling needs a causal model; this one is a masked-LM encoder (objective mlm)");
     if (n_tokens < 0) return lc_fail(LC_ERR_ARG, "tokens must be >= 0, got %d", n_tokens);
-    if (!(temperature >= 0.0f)) return lc_fail(LC_ERR_ARG, "temperature must be >= 0");
-    if (top_k < 0 || top_k > 256) return lc_fail(LC_ERR_ARG, "top-k must be 0..256, got %d", top_k);
-    int W = m->cap_T;
-    size_t cap = prompt_len + (size_t)n_tokens + 1;
-    int *ctx = malloc(sizeof(int) * cap);
-    if (!ctx) return lc_fail(LC_ERR_NOMEM, "out of memory in sampling");
-    size_t len = 0;
-    if (prompt_len == 0) ctx[len++] = '\n';
-    for (size_t i = 0; i < prompt_len; i++) ctx[len++] = prompt[i];
-    lc_rng rng;
-    lc_rng_seed(&rng, seed);
-    lc_status st = LC_OK;
-    int xl = m->cfg.model == LC_MODEL_XL;
-    size_t fed = 0;
-    if (xl) lc_model_reset_memory(m);
+    lc_generator *g;
+    lc_status st = lc_generator_new(m, prompt, prompt_len, temperature, top_k, seed, &g);
     for (int i = 0; i < n_tokens && !st; i++) {
-        const float *logits;
-        if (xl) {
-            st = next_logits_xl(m, ctx, len, &fed, &logits);
-        } else {
-            int T = len < (size_t)W ? (int)len : W;
-            st = lc_model_forward(m, ctx + len - (size_t)T, NULL, 1, T, 0, NULL, NULL);
-            logits = m->logits + (size_t)(T - 1) * 256;
-        }
-        if (st) break;
-        if (!lc_all_finite(logits, 256)) { /* diverged weights: no distribution to draw from */
-            st = lc_fail(LC_ERR_NUMERIC, "sampling: the model's next-byte scores are NaN or infinite (its weights "
-                                         "diverged); nothing was generated from them");
-            break;
-        }
-        int next = draw(logits, temperature, top_k, &rng);
-        ctx[len++] = next;
-        emit((uint8_t)next, user);
+        int next;
+        if (!(st = lc_generator_next(g, &next))) emit((uint8_t)next, user);
     }
-    free(ctx);
+    lc_generator_free(g);
     return st;
 }
