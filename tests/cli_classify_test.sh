@@ -73,4 +73,12 @@ cp "$tmp/out" "$tmp/o"
 check "resume: JSON says 20 steps in this run" -- grep -q '"steps":40,"run_steps":20' "$tmp/o"
 check "resume: the same weights and moments as one run" -- same_weights "$tmp/one.st.last" "$tmp/two.st.last"
 expect 2 "has done 40 of its 40 steps" -- "${tr[@]}" --resume "$tmp/two.st.last" --out "$tmp/two.st"
+# a state saved between validations (--save-every, no validation at that step) resumes too: the run is
+# killed outright after its first periodic save, so that save is the last state
+"${tr[@]}" "${tiny[@]}" --tokens words --steps 100000 --eval-every 0 --save-every 1 --out "$tmp/k.st" >/dev/null 2>&1 &
+kpid=$!
+for _ in $(seq 200); do [ -s "$tmp/k.st.last" ] && break; sleep 0.05; done
+kill -9 "$kpid" 2>/dev/null; wait "$kpid" 2>/dev/null
+check "killed between validations: OUT.last written" -- test -s "$tmp/k.st.last"
+check "a state saved between validations resumes" -- "${tr[@]}" --resume "$tmp/k.st.last" --steps 100000 --stop-after 1 --out "$tmp/k.st"
 cli_summary cli_classify_test

@@ -178,7 +178,7 @@ static int train_loop(crun *r) {
         lc_progress_print(&pr, &pp);
         lc_train_log_step(&r->log, &pr, extra);
         if (step + 1 < stop && !lc_cli_stop_signal() && lc_cli_save_due(a->save_every, a->save_every_min, step + 1, last_save)) {
-            st = save_last(r, acc);
+            st = save_last(r, isnan(acc) ? -1 : acc); /* -1: no validation at this step */
             last_save = lc_now_seconds();
         }
     }
