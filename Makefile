@@ -41,8 +41,10 @@ else
   DIST_OFF := src/train/dist_mpi.c
 endif
 
+# -Wno-psabi: the 64-byte vectors of src/kernels/vec.h pass between static inline functions only, so GCC's note
+# that their ABI differs without AVX-512 (an error under -Werror on other CPUs) does not apply
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wshadow \
-  -Wno-unused-parameter -Wno-missing-field-initializers -Iinclude -Isrc -g -ffp-contract=fast -fno-trapping-math
+  -Wno-unused-parameter -Wno-missing-field-initializers -Wno-psabi -Iinclude -Isrc -g -ffp-contract=fast -fno-trapping-math
 OPT := -O3 -march=$(ARCH)
 OMP := -fopenmp
 SAN :=
@@ -73,17 +75,40 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/liblongctx.a
 CLI := $(BUILD)/longctx
-# The shared library: the same sources compiled with -fPIC into $(BUILD)/pic/ (make $(BUILD)/liblongctx.so,
-# built by `make` in the release variant). MPI stays out of it (dist_none.c) unless SHARED_MPI=1.
+# ---- the portable library: liblongctx.so, and everything `make install` installs (docs/install.md) ----
+# The library's sources compiled again into $(PIC)/ with -fPIC for a portable CPU (PORTABLE_ARCH) instead of
+# ARCH; on x86-64 (DISPATCH=1) the hot files (DISPATCH_SRC) are compiled a second time for AVX-512 and the
+# path is chosen at startup by CPUID (src/core/cpu.h; LC_CPU=generic forces the baseline). The .so exports
+# the lc_ names only (tools/exports.map). MPI stays out of it (dist_none.c) unless SHARED_MPI=1.
+# `make` builds $(BUILD)/liblongctx.so in the release variant (also: make shared).
+VERSION := $(shell sed -n 's/^\#define LC_VERSION_STRING "\(.*\)"/\1/p' include/longctx/version.h)
+SO_VERSION := $(VERSION)
+SO_NAME := liblongctx.so.$(firstword $(subst ., ,$(VERSION)))
 SHARED_MPI ?= 0
-SO_VERSION := 0.1.0
-SO_NAME := liblongctx.so.0
-PIC_SRC := $(filter-out $(if $(filter 1,$(SHARED_MPI)),$(DIST_OFF),src/train/dist_mpi.c),$(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/model/*.c src/train/*.c src/summ/*.c src/lra/*.c))
-PIC_OBJ := $(PIC_SRC:%.c=$(BUILD)/pic/%.o)
+IS_X86_64 := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),1,0)
+DISPATCH ?= $(IS_X86_64)
+PORTABLE_ARCH ?= $(if $(filter 1,$(IS_X86_64)),x86-64-v3)
+AVX512_ARCH := -march=x86-64-v4 -mtune=generic
+PIC := $(BUILD)/pic
+PIC_CFLAGS := $(filter-out -march=%,$(CFLAGS)) $(if $(PORTABLE_ARCH),-march=$(PORTABLE_ARCH)) -fPIC \
+  -fno-semantic-interposition $(if $(filter 1,$(DISPATCH)),-DLC_DISPATCH)
+PIC_SRC := $(filter-out $(if $(filter 1,$(SHARED_MPI)),$(DIST_OFF),src/train/dist_mpi.c),$(LIB_SRC) $(DIST_OFF))
+DISPATCH_SRC := $(wildcard src/kernels/*.c) \
+  $(filter-out src/attn/kinds.c src/attn/opts.c src/attn/spec.c src/attn/full_ref.c,$(wildcard src/attn/*.c))
+ifeq ($(DISPATCH),1)
+  HOT_OBJ := $(DISPATCH_SRC:%.c=$(PIC)/%.o)
+  HOT_RAW := $(DISPATCH_SRC:%.c=$(PIC)/raw/%.o)
+  HOT_512 := $(DISPATCH_SRC:%.c=$(PIC)/avx512/%.o)
+  PIC_OBJ := $(filter-out $(HOT_OBJ),$(PIC_SRC:%.c=$(PIC)/%.o)) $(HOT_OBJ) $(HOT_512) $(PIC)/dispatch.o
+else
+  PIC_OBJ := $(PIC_SRC:%.c=$(PIC)/%.o)
+endif
+PIC_LIB := $(PIC)/liblongctx.a
+PIC_CLI := $(PIC)/longctx
 SO := $(BUILD)/liblongctx.so
 SO_LIBS := $(BLAS_LIBS) $(ZLIB_LIBS) $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS)) -lm
 
-.PHONY: all test check demo bench clean shared
+.PHONY: all test check demo bench clean shared install uninstall
 shared: $(SO)
 all: $(LIB) $(CLI) longctx $(if $(filter release,$(VARIANT)),$(SO))
 
@@ -96,19 +121,54 @@ $(BUILD)/%.o: %.c Makefile
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/pic/%.o: %.c Makefile
+$(PIC)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	@echo "  CC  $< (pic)"
-	@$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+	@echo "  CC  $< (portable)"
+	@$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/src/train/dist_mpi.o $(BUILD)/pic/src/train/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/src/train/dist_mpi.o $(PIC)/src/train/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(PIC)/src/train/dist_mpi.o: PIC_CFLAGS += $(MPI_CFLAGS)
+
+ifeq ($(DISPATCH),1)
+# hot files: compiled for the baseline and for AVX-512, then renamed (tools/gen_dispatch.sh)
+$(HOT_RAW): $(PIC)/raw/%.o: %.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (portable)"
+	@$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
+$(PIC)/raw512/%.o: %.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (avx512)"
+	@$(CC) $(PIC_CFLAGS) $(AVX512_ARCH) -MMD -MP -c $< -o $@
+$(PIC)/dispatch.stamp: $(HOT_RAW) tools/gen_dispatch.sh
+	@echo "  GEN $(PIC)/dispatch.c"
+	@bash tools/gen_dispatch.sh $(PIC) nm $(HOT_RAW)
+	@touch $@
+$(PIC)/dispatch.o: $(PIC)/dispatch.stamp
+	@$(CC) $(PIC_CFLAGS) -c $(PIC)/dispatch.c -o $@
+$(HOT_OBJ): $(PIC)/%.o: $(PIC)/raw/%.o $(PIC)/dispatch.stamp
+	@objcopy --redefine-syms=$(PIC)/dispatch.generic.map $< $@
+$(HOT_512): $(PIC)/avx512/%.o: $(PIC)/raw512/%.o $(PIC)/dispatch.stamp
+	@mkdir -p $(dir $@)
+	@objcopy --redefine-syms=$(PIC)/dispatch.avx512.map $< $@
+endif
 
 # liblongctx.so -> liblongctx.so.0 -> liblongctx.so.0.1.0 (soname liblongctx.so.0)
-$(SO): $(PIC_OBJ)
+$(SO): $(PIC_OBJ) tools/exports.map
 	@echo "  LD  $@"
-	@$(CC) -shared -Wl,-soname,$(SO_NAME) $(LDFLAGS) -o $@.$(SO_VERSION) $^ $(SO_LIBS)
+	@$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=tools/exports.map -Wl,-z,noexecstack $(LDFLAGS) \
+	  -o $@.$(SO_VERSION) $(PIC_OBJ) $(SO_LIBS)
 	@ln -sf liblongctx.so.$(SO_VERSION) $(BUILD)/$(SO_NAME)
 	@ln -sf $(SO_NAME) $@
+
+$(PIC_LIB): $(PIC_OBJ)
+	@rm -f $@
+	@echo "  AR  $@"
+	@ar rcs $@ $^
+
+# the installed CLI: portable objects, the library linked in statically
+$(PIC_CLI): $(CLI_SRC:%.c=$(PIC)/%.o) $(PIC_LIB)
+	@echo "  LD  $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(ZLIB_LIBS) $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS)) -lm
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -124,6 +184,14 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/harness.h tests/attn_kit.h
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
+# test_dispatch runs the kernels on both CPU paths: in the release variant it links the portable library
+ifeq ($(VARIANT)$(DISPATCH),release1)
+$(BUILD)/tests/test_dispatch: tests/test_dispatch.c $(PIC_LIB) tests/harness.h
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@ (portable library)"
+	@$(CC) $(CFLAGS) -DLC_TEST_PORTABLE -MMD -MP -o $@ $< $(PIC_LIB) $(LDFLAGS) $(SO_LIBS)
+endif
+
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
@@ -131,6 +199,48 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 test: $(LIB) $(CLI) $(TEST_BIN)
 	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS) $(MPI)
+
+# ---- make install PREFIX=... [DESTDIR=...] (docs/install.md) ----
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# pkg-config: what a static link needs besides the library (the shared one records its own dependencies)
+PC_REQUIRES := $(if $(filter openblas,$(BLAS)),$(if $(shell pkg-config --exists openblas 2>/dev/null && echo y),openblas)) \
+  $(if $(filter yes,$(ZLIB)),$(if $(shell pkg-config --exists zlib 2>/dev/null && echo y),zlib))
+PC_LIBS := $(if $(and $(filter openblas,$(BLAS)),$(filter-out openblas,$(PC_REQUIRES))),-lopenblas) \
+  $(if $(and $(filter yes,$(ZLIB)),$(filter-out zlib,$(PC_REQUIRES))),-lz) \
+  $(if $(filter noomp,$(VARIANT)),,-lgomp) -lpthread -lm $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS))
+
+$(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh
+	@echo "  GEN $@"
+	@bash tools/gen_man.sh $(PIC_CLI) $(VERSION) >$@.tmp && mv $@.tmp $@
+
+install: $(PIC_LIB) $(SO) $(PIC_CLI) $(PIC)/longctx.1
+	@echo "  INSTALL $(DESTDIR)$(PREFIX)"
+	@install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/longctx $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(MANDIR)/man1
+	@install -m 644 include/longctx.h $(DESTDIR)$(INCLUDEDIR)/
+	@install -m 644 include/longctx/*.h $(DESTDIR)$(INCLUDEDIR)/longctx/
+	@install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/
+	@install -m 755 $(SO).$(SO_VERSION) $(DESTDIR)$(LIBDIR)/
+	@ln -sf liblongctx.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	@ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/liblongctx.so
+	@install -m 755 $(PIC_CLI) $(DESTDIR)$(BINDIR)/
+	@install -m 644 $(PIC)/longctx.1 $(DESTDIR)$(MANDIR)/man1/
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: longctx' \
+	  'Description: long-context Transformers trained and run on the CPU' 'Version: $(VERSION)' \
+	  'Requires.private: $(strip $(PC_REQUIRES))' 'Libs: -L$${libdir} -llongctx' \
+	  'Libs.private: $(strip $(PC_LIBS))' 'Cflags: -I$${includedir}' >$(DESTDIR)$(PKGCONFIGDIR)/longctx.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/longctx.h $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(patsubst include/%,%,$(wildcard include/longctx/*.h))) \
+	  $(DESTDIR)$(LIBDIR)/liblongctx.a $(DESTDIR)$(LIBDIR)/liblongctx.so $(DESTDIR)$(LIBDIR)/$(SO_NAME) \
+	  $(DESTDIR)$(LIBDIR)/liblongctx.so.$(SO_VERSION) $(DESTDIR)$(PKGCONFIGDIR)/longctx.pc \
+	  $(DESTDIR)$(BINDIR)/longctx $(DESTDIR)$(MANDIR)/man1/longctx.1
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/longctx
 
 check:
 	@bash tests/check_all.sh
@@ -145,4 +255,5 @@ demo: all
 clean:
 	rm -rf build longctx
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(PIC_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(PIC_SRC:%.c=$(PIC)/%.d) $(CLI_SRC:%.c=$(PIC)/%.d) \
+  $(DISPATCH_SRC:%.c=$(PIC)/raw/%.d) $(DISPATCH_SRC:%.c=$(PIC)/raw512/%.d)

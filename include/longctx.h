@@ -5,7 +5,8 @@
  *   longctx/lra.h      long-range classification data: ListOps, labelled TSV files, tokenization
  *   longctx/hibert.h   HIBERT, the hierarchical document model
  *   longctx/seq2seq.h  the vanilla encoder-decoder Transformer over bytes
- *   longctx/classify.h sequence classification on the encoder (ListOps, Text), its checkpoints */
+ *   longctx/classify.h sequence classification on the encoder (ListOps, Text), its checkpoints
+ *   longctx/version.h  LC_VERSION_*, lc_version(), the CPU code path (lc_cpu_path) */
 #ifndef LONGCTX_H
 #define LONGCTX_H
 
@@ -16,5 +17,6 @@
 #include "longctx/hibert.h"
 #include "longctx/seq2seq.h"
 #include "longctx/classify.h"
+#include "longctx/version.h"
 
 #endif

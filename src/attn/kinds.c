@@ -28,6 +28,24 @@ static const lc_attn_kind *const lc_attn_builtin[] = {
 };
 enum { N_BUILTIN = (int)(sizeof lc_attn_builtin / sizeof lc_attn_builtin[0]) };
 
+#ifdef LC_DISPATCH
+/* A portable build (core/cpu.h) also holds the rows compiled for AVX-512 (the kinds' files built a second
+ * time, their names prefixed lcisa_avx512_); the rows of the path chosen at startup are the ones found. */
+#include "core/cpu.h"
+extern const lc_attn_kind lcisa_avx512_lc_attn_full, lcisa_avx512_lc_attn_bigbird, lcisa_avx512_lc_attn_block,
+    lcisa_avx512_lc_attn_strided, lcisa_avx512_lc_attn_window, lcisa_avx512_lc_attn_compressed,
+    lcisa_avx512_lc_attn_linformer, lcisa_avx512_lc_attn_routing, lcisa_avx512_lc_attn_lsh;
+static const lc_attn_kind *const lc_attn_builtin_avx512[] = {
+    &lcisa_avx512_lc_attn_full,     &lcisa_avx512_lc_attn_bigbird,   &lcisa_avx512_lc_attn_block,
+    &lcisa_avx512_lc_attn_strided,  &lcisa_avx512_lc_attn_window,    &lcisa_avx512_lc_attn_compressed,
+    &lcisa_avx512_lc_attn_linformer, &lcisa_avx512_lc_attn_routing, &lcisa_avx512_lc_attn_lsh,
+};
+_Static_assert(sizeof lc_attn_builtin_avx512 == sizeof lc_attn_builtin, "one AVX-512 row per built-in kind");
+#define BUILTIN_ROW(i) (lc_cpu_level == LC_CPU_AVX512 ? lc_attn_builtin_avx512[i] : lc_attn_builtin[i])
+#else
+#define BUILTIN_ROW(i) lc_attn_builtin[i]
+#endif
+
 static const lc_attn_kind *lc_attn_registered[LC_ATTN_MAX_REGISTERED];
 static int n_registered;
 
@@ -35,7 +53,7 @@ int lc_attn_kind_count(void) { return N_BUILTIN + n_registered; }
 
 const lc_attn_kind *lc_attn_kind_at(int i) {
     if (i < 0 || i >= lc_attn_kind_count()) return NULL;
-    return i < N_BUILTIN ? lc_attn_builtin[i] : lc_attn_registered[i - N_BUILTIN];
+    return i < N_BUILTIN ? BUILTIN_ROW(i) : lc_attn_registered[i - N_BUILTIN];
 }
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {

@@ -20,7 +20,7 @@ static void usage(FILE *f) {
           "  predict  the label a classifier (train --task classify) gives each input line\n"
           "  hibert   HIBERT (docs/hibert.md): pretrain (masked sentences) or finetune (extractive summaries)\n"
           "  summarize  extractive summaries of text files with a fine-tuned HIBERT checkpoint\n\n"
-          "`longctx COMMAND --help` lists a command's options.\n",
+          "`longctx COMMAND --help` lists a command's options; `longctx --version` prints the version.\n",
           f);
 }
 
@@ -32,6 +32,11 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
+        return LC_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
+        /* the library's version and the kernels' code path (a portable build chooses it by CPUID) */
+        printf("longctx %s (kernels: %s)\n", lc_version(), lc_cpu_path());
         return LC_EXIT_OK;
     }
     if (strcmp(cmd, "train") == 0) return lc_cmd_train(argc - 2, argv + 2);

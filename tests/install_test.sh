@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make install` as a user meets it: installs the portable build into a temporary prefix, then checks the
+# exported names (lc_ only), compiles the README's library example (examples/hello.c, which must match the
+# README's "Use the library" block) against the prefix with pkg-config, linked to the shared library (run
+# with LD_LIBRARY_PATH) and to the static one, runs the installed CLI's --version and man page, a DESTDIR
+# install, and make uninstall. Prints "install: N passed, N failed" (tests/check_all.sh adds it up).
+# usage: tests/install_test.sh [make flags...]   (run from the repository root)
+set -u
+passed=0 failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+prefix=$(mktemp -d) work=$(mktemp -d) dest=$(mktemp -d)
+trap 'rm -rf "$prefix" "$work" "$dest"' EXIT
+jobs=$(nproc 2>/dev/null || echo 2)
+
+if ! make -s -j"$jobs" "$@" install PREFIX="$prefix" >"$work/make.log" 2>&1; then
+    cat "$work/make.log"; bad "make install PREFIX=$prefix"; echo "install: $passed passed, $failed failed"; exit 1
+fi
+ok "make install PREFIX=\$tmp"
+for f in include/longctx.h include/longctx/version.h lib/liblongctx.a lib/liblongctx.so lib/liblongctx.so.0 \
+    lib/pkgconfig/longctx.pc bin/longctx share/man/man1/longctx.1; do
+    [ -e "$prefix/$f" ] || bad "installed $f"
+done
+check "soname liblongctx.so.0" sh -c "readelf -d '$prefix/lib/liblongctx.so' | grep -q 'SONAME.*\[liblongctx.so.0\]'"
+check "only lc_ names exported" bash tools/check_exports.sh "$prefix/lib/liblongctx.so"
+
+# the README's example, exactly as examples/hello.c
+awk '/^#+ Use the library/ { sec = 1 } sec && /^```c$/ { code = 1; next } code && /^```$/ { exit } code' README.md >"$work/readme.c"
+check "README's 'Use the library' example is examples/hello.c" cmp -s "$work/readme.c" examples/hello.c
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+if cc -std=c11 -Wall -Werror -o "$work/hello" examples/hello.c $(pkg-config --cflags --libs longctx) 2>"$work/cc.log"; then
+    out=$(LD_LIBRARY_PATH="$prefix/lib" "$work/hello" 2>&1)
+    check "hello (shared library): $out" sh -c "printf '%s' \"\$1\" | grep -q 'loss [0-9.]* nats/byte'" _ "$out"
+else cat "$work/cc.log"; bad "compile hello with pkg-config --cflags --libs longctx"; fi
+libs=$(pkg-config --static --libs longctx | sed 's/-llongctx/-l:liblongctx.a/')
+if cc -std=c11 -Wall -Werror -o "$work/hello_static" examples/hello.c $(pkg-config --cflags longctx) $libs 2>"$work/cc.log"; then
+    out=$(env -u LD_LIBRARY_PATH "$work/hello_static" 2>&1)
+    check "hello (static library): $out" sh -c "printf '%s' \"\$1\" | grep -q 'loss [0-9.]* nats/byte'" _ "$out"
+    check "static hello needs no liblongctx.so" sh -c "! readelf -d '$work/hello_static' | grep -q liblongctx"
+else cat "$work/cc.log"; bad "compile hello with pkg-config --static --libs longctx"; fi
+
+version=$(sed -n 's/^#define LC_VERSION_STRING "\(.*\)"/\1/p' include/longctx/version.h)
+out=$("$prefix/bin/longctx" --version 2>&1)
+check "installed longctx --version: $out" sh -c "printf '%s' \"\$1\" | grep -q '^longctx $version (kernels: '" _ "$out"
+check "man page has every command" sh -c "[ \$(grep -c '^\.SS \"longctx ' '$prefix/share/man/man1/longctx.1') -ge 8 ]"
+check "pkg-config --modversion longctx is $version" sh -c "[ \"\$(pkg-config --modversion longctx)\" = '$version' ]"
+
+# DESTDIR: staged under it, the paths inside (longctx.pc) name the final prefix
+if make -s "$@" install DESTDIR="$dest" PREFIX=/opt/lc >"$work/make.log" 2>&1; then
+    check "make install DESTDIR: staged, longctx.pc says prefix=/opt/lc" \
+        sh -c "[ -x '$dest/opt/lc/bin/longctx' ] && grep -qx 'prefix=/opt/lc' '$dest/opt/lc/lib/pkgconfig/longctx.pc'"
+else cat "$work/make.log"; bad "make install DESTDIR"; fi
+make -s "$@" uninstall PREFIX="$prefix" >"$work/make.log" 2>&1
+left=$(find "$prefix" ! -type d | head -3)
+check "make uninstall leaves no file${left:+ (left: $left)}" test -z "$left"
+echo "install: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
