@@ -62,6 +62,8 @@ PY
 }
 rs=("${tr[@]}" "${tiny[@]}" --tokens words --steps 40 --eval-every 10)
 check "train 40 steps" -- "${rs[@]}" --out "$tmp/one.st"
+cp "$tmp/err" "$tmp/e"
+check "progress: a classifier's loss is not shown as bits per byte" -- grep -q "step 40/40 | loss [0-9.]* | lr" "$tmp/e"
 check "train 20 of 40 steps" -- "${rs[@]}" --stop-after 20 --out "$tmp/two.st"
 check "stopped: OUT.last written" -- test -s "$tmp/two.st.last"
 expect 2 "--lr cannot be combined with --resume" -- "${tr[@]}" --resume "$tmp/two.st.last" --lr 0.1 --out "$tmp/two.st"

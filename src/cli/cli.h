@@ -70,6 +70,7 @@ typedef struct {
     long every;
     long last_printed;
     double tokens_per_s; /* of the latest step */
+    int bits;            /* the loss is a byte-level NLL: also show it in bits per byte (lc_progress_init sets 1) */
 } lc_progress_printer;
 
 void lc_progress_init(lc_progress_printer *p, long steps);

@@ -154,6 +154,7 @@ static int train_loop(crun *r) {
     }
     lc_progress_printer pp;
     lc_progress_init(&pp, o->steps);
+    pp.bits = 0; /* a classification loss (cross-entropy over labels), not bits per byte */
     const double t0 = lc_now_seconds();
     double last_save = t0;
     long rows = 0;

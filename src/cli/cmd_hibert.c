@@ -198,6 +198,7 @@ static int train_loop(trainer *t) {
     lc_train_options *o = &t->run.opts;
     lc_progress_printer pp;
     lc_progress_init(&pp, o->steps);
+    pp.bits = !a->finetune; /* fine-tuning's loss is a sentence-label BCE, not bits per byte */
     int *perm = malloc(sizeof(int) * (size_t)t->train.n_chunks), *idx = malloc(sizeof(int) * (size_t)o->batch);
     if (!perm || !idx) { free(perm), free(idx); lc_cli_error("hibert: out of memory"); return LC_EXIT_RUNTIME; }
     long perm_epoch = -1, bytes = 0;

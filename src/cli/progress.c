@@ -13,6 +13,7 @@ void lc_progress_init(lc_progress_printer *p, long steps) {
     p->every = steps >= 20 ? steps / 20 : 1;
     p->last_printed = -1;
     p->tokens_per_s = 0;
+    p->bits = 1;
 }
 
 static void format_eta(char *buf, size_t n, double s) {
@@ -34,8 +35,9 @@ void lc_progress_print(const lc_progress *pr, void *user) {
     char bar[32];
     for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
     bar[width] = '\0';
-    fprintf(stderr, "%s[%s] step %ld/%ld | loss %.4f | bpc %.3f | lr %.2e | %.0f tok/s | ETA %s", p->tty ? "\r" : "",
-            bar, pr->step, pr->steps, pr->loss, pr->loss / log(2.0), pr->lr, pr->tokens_per_s, eta);
+    fprintf(stderr, "%s[%s] step %ld/%ld | loss %.4f", p->tty ? "\r" : "", bar, pr->step, pr->steps, pr->loss);
+    if (p->bits) fprintf(stderr, " | bpc %.3f", pr->loss / log(2.0));
+    fprintf(stderr, " | lr %.2e | %.0f tok/s | ETA %s", pr->lr, pr->tokens_per_s, eta);
     if (has_valid) fprintf(stderr, " | valid bpc %.4f", pr->valid_bpc);
     if (has_valid && !isnan(pr->valid_accuracy)) fprintf(stderr, " | masked acc %.3f", pr->valid_accuracy);
     if (!p->tty || has_valid) fputc('\n', stderr);
