@@ -146,6 +146,7 @@ $(PIC)/dispatch.stamp: $(HOT_RAW) tools/gen_dispatch.sh
 $(PIC)/dispatch.o: $(PIC)/dispatch.stamp
 	@$(CC) $(PIC_CFLAGS) -c $(PIC)/dispatch.c -o $@
 $(HOT_OBJ): $(PIC)/%.o: $(PIC)/raw/%.o $(PIC)/dispatch.stamp
+	@mkdir -p $(dir $@)
 	@objcopy --redefine-syms=$(PIC)/dispatch.generic.map $< $@
 $(HOT_512): $(PIC)/avx512/%.o: $(PIC)/raw512/%.o $(PIC)/dispatch.stamp
 	@mkdir -p $(dir $@)
