@@ -131,12 +131,15 @@ TEST(resume_is_bit_identical) {
 
 /* The hook sees every step after the update, with the model in its saved state: a checkpoint written
  * from the hook at step 5 equals a run stopped there; a nonzero return stops lc_train (LC_OK) at that
- * step; each process of several reads its own streams of the global layout (lc_stream_batch_part). */
+ * step; validation passes are timed apart (valid_s on their steps only, valid_total_s their sum); each
+ * process of several reads its own streams of the global layout (lc_stream_batch_part). */
 typedef struct {
     long calls, last_step, stop_at;
     int in_order;
     const char *save_at_5;
     const lc_train_options *o;
+    int valid_timed, passes;
+    double valid_sum;
 } hook_log;
 
 static int log_hook(const lc_model *m, const lc_progress *p, void *user) {
@@ -144,6 +147,11 @@ static int log_hook(const lc_model *m, const lc_progress *p, void *user) {
     h->in_order &= p->step == h->last_step + 1 && lc_model_step(m) == p->step && p->loss > 0;
     h->last_step = p->step;
     h->calls++;
+    const int has_valid = !isnan(p->valid_bpc);
+    h->passes += has_valid;
+    h->valid_sum += p->valid_s;
+    h->valid_timed &= (has_valid ? p->valid_s > 0 : p->valid_s == 0) && fabs(p->valid_total_s - h->valid_sum) < 1e-12 &&
+                      p->elapsed_s > p->valid_total_s - p->valid_s;
     if (p->step == 5 && h->save_at_5 && lc_checkpoint_save(m, h->o, h->save_at_5)) CHECK(0, "%s", lc_last_error());
     return p->step == h->stop_at;
 }
@@ -152,12 +160,14 @@ TEST(train_hook_sees_every_step_and_stops) {
     lc_corpus c;
     if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
     lc_train_options o = tiny_options(10);
-    hook_log h = {0, 0, 7, 1, tmp_path("hook5.ckpt"), &o};
-    o.hook = log_hook, o.hook_user = &h;
+    hook_log h = {0, 0, 7, 1, tmp_path("hook5.ckpt"), &o, 1, 0, 0};
+    o.hook = log_hook, o.hook_user = &h, o.eval_every = 3;
     lc_model *a = tiny(3, LC_MODEL_XL), *b = tiny(3, LC_MODEL_XL), *saved = NULL;
     CHECK(lc_train(a, &c, &o, NULL, NULL) == LC_OK, "a stop asked by the hook is not an error: %s", lc_last_error());
     CHECK(a->step == 7 && h.calls == 7 && h.in_order, "stopped at step %ld after %ld calls (in order: %d)", a->step,
           h.calls, h.in_order);
+    CHECK(h.passes == 2 && h.valid_timed, "validation at steps 3 and 6 (%d passes), timed apart (%d)", h.passes,
+          h.valid_timed);
     lc_train_options plain = tiny_options(10);
     plain.stop_after = 5;
     CHECK(lc_train(b, &c, &plain, NULL, NULL) == LC_OK, "%s", lc_last_error());

@@ -104,9 +104,10 @@ lc_status lc_evaluate_file(lc_model *m, const char *path, lc_split_mode mode, lc
 
 /* ---------------------------------------------------------------- training on a file */
 /* Progress of a training step as values[LC_PROGRESS_VALUES], in this order: */
-#define LC_PROGRESS_VALUES 11
+#define LC_PROGRESS_VALUES 13
 /* Name of progress value i ("step", "steps", "start_step", "loss", "lr", "tokens_per_s", "elapsed_s",
- * "valid_bpc", "valid_accuracy", "comm_s", "processes": the fields of lc_progress); NULL past the end. */
+ * "valid_bpc", "valid_accuracy", "comm_s", "processes", "valid_s", "valid_total_s": the fields of
+ * lc_progress); NULL past the end. */
 const char *lc_progress_key(int i);
 /* Called after every step with its progress (valid_bpc NaN unless a validation pass just ran): return 0
  * to go on, nonzero to stop (lc_train_file then returns LC_OK at that step). */

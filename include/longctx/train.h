@@ -120,12 +120,14 @@ typedef struct lc_progress_s {
     long start_step;       /* step this run started from (after a resume) */
     double loss;           /* training loss of this step, nats per byte */
     double lr;
-    double tokens_per_s;   /* training throughput of this run so far */
-    double elapsed_s;      /* wall time of this run so far */
+    double tokens_per_s;   /* training throughput of this run so far, validation time left out */
+    double elapsed_s;      /* wall time of this run so far, up to this step's validation */
     double valid_bpc;      /* after a validation pass; NaN otherwise (MLM: bits per masked byte) */
     double valid_accuracy; /* MLM: masked-byte accuracy of that pass; NaN otherwise */
     double comm_s;         /* time this run spent summing gradients across processes (0 with one) */
     int processes;         /* processes training together (tokens_per_s counts all of them) */
+    double valid_s;        /* seconds of this step's validation pass (0 without one; after elapsed_s) */
+    double valid_total_s;  /* seconds of this run's validation passes so far, this step's included */
 } lc_progress;
 
 typedef void (*lc_progress_fn)(const lc_progress *p, void *user);

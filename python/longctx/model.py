@@ -469,7 +469,9 @@ class Model(object):
         cfg = self.config
         if batch > b or t != cfg["seq_len"]:
             self.resize(max(batch, b), cfg["seq_len"], mlen)
-        keys = [lib().lc_progress_key(i).decode() for i in range(11)]
+        keys = []
+        while lib().lc_progress_key(len(keys)) is not None:
+            keys.append(lib().lc_progress_key(len(keys)).decode())
         history, failure = [], []
 
         def hook(values, count, user):

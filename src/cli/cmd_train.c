@@ -116,15 +116,11 @@ static void warn(const char *fmt, ...) {
 /* Process 0 prints; the others stay quiet unless they fail. */
 static int quiet(void) { return lc_dist_rank() != 0; }
 
-/* Process 0's progress: the bar, the --log lines, and training throughput without validation time.
- * lc_train validates after measuring a step (p->elapsed_s) and before reporting it, so the time from
- * lc_train's start (t0) to this call, beyond p->elapsed_s, is that step's validation. t0 is read off the
- * steps without validation (the call follows the measurement at once); until one is seen, the time just
- * before lc_train stands in for it (a validation at the first step then also counts lc_train's set-up). */
+/* Process 0's progress: the bar, the --log lines, and training throughput without validation time (lc_train
+ * times its validation passes and leaves them out of tokens_per_s). */
 typedef struct {
     lc_progress_printer pp;
     lc_train_log log;
-    double t0;           /* lc_train's clock start, as inferred */
     double valid_s;      /* periodic validation so far */
     double tokens_per_s; /* of the latest step, validation excluded */
     long run_end;        /* the run's last step: its log line waits for the final validation */
@@ -141,20 +137,13 @@ static void valid_fields(char *buf, size_t n, double bpc, double acc, double sec
 
 static void lm_progress_print(const lc_progress *p, void *user) {
     lm_progress *lp = user;
-    const double gap = lc_now_seconds() - p->elapsed_s; /* t0, plus this step's validation if any */
-    const int has_valid = !isnan(p->valid_bpc);
-    if (!has_valid) lp->t0 = gap; /* a step without validation gives t0 */
-    const double v = has_valid && gap > lp->t0 ? gap - lp->t0 : 0;
-    lc_progress q = *p;
-    const double train_s = p->elapsed_s - lp->valid_s; /* this step's own validation comes after elapsed_s */
-    if (train_s > 0) q.tokens_per_s = p->tokens_per_s * p->elapsed_s / train_s;
-    lp->valid_s += v;
-    lp->tokens_per_s = q.tokens_per_s;
-    lc_progress_print(&q, &lp->pp);
-    if (p->step == lp->run_end) { lp->last = q; return; } /* written by finish, with the final validation */
+    lp->valid_s = p->valid_total_s;
+    lp->tokens_per_s = p->tokens_per_s; /* the library leaves validation time out */
+    lc_progress_print(p, &lp->pp);
+    if (p->step == lp->run_end) { lp->last = *p; return; } /* written by finish, with the final validation */
     char extra[160];
-    valid_fields(extra, sizeof extra, p->valid_bpc, p->valid_accuracy, v, lp->mlm);
-    lc_train_log_step(&lp->log, &q, extra);
+    valid_fields(extra, sizeof extra, p->valid_bpc, p->valid_accuracy, p->valid_s, lp->mlm);
+    lc_train_log_step(&lp->log, p, extra);
 }
 
 /* What the training hook needs: where to save, when it last did, the loss log, the last progress. */
@@ -212,7 +201,6 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     saver sv = {a, out, lc_now_seconds(), loss_log, {0}, 0};
     a->o.hook = train_hook;
     a->o.hook_user = &sv;
-    lp.t0 = lc_now_seconds();
     lc_status st = lc_train(m, corpus, &a->o, quiet() ? NULL : lm_progress_print, &lp);
     if (sv.loss_log) fclose(sv.loss_log);
     lc_progress_done(&lp.pp);

@@ -311,7 +311,7 @@ lc_status lc_evaluate_file(lc_model *m, const char *path, lc_split_mode mode, lc
 /* ---------------------------------------------------------------- training on a file */
 static const char *const progress_keys[LC_PROGRESS_VALUES] = {
     "step", "steps", "start_step", "loss", "lr", "tokens_per_s", "elapsed_s", "valid_bpc", "valid_accuracy",
-    "comm_s", "processes"};
+    "comm_s", "processes", "valid_s", "valid_total_s"};
 
 const char *lc_progress_key(int i) { return i >= 0 && i < LC_PROGRESS_VALUES ? progress_keys[i] : NULL; }
 
@@ -324,7 +324,8 @@ static int train_hook(const lc_model *m, const lc_progress *p, void *user) {
     const train_call *c = user;
     const double v[LC_PROGRESS_VALUES] = {(double)p->step,   (double)p->steps,   (double)p->start_step, p->loss,
                                           p->lr,             p->tokens_per_s,    p->elapsed_s,          p->valid_bpc,
-                                          p->valid_accuracy, p->comm_s,          (double)p->processes};
+                                          p->valid_accuracy, p->comm_s,          (double)p->processes,
+                                          p->valid_s,        p->valid_total_s};
     return c->fn(v, LC_PROGRESS_VALUES, c->user);
 }
 

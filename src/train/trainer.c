@@ -150,7 +150,7 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
     if ((st = check_same_parameters(m))) goto done;
     long start = m->step, end = o->steps;
     if (o->stop_after > 0 && start + o->stop_after < end) end = start + o->stop_after;
-    double t0 = lc_now_seconds(), comm_s = 0;
+    double t0 = lc_now_seconds(), comm_s = 0, valid_total_s = 0;
     for (long step = start; step < end && !st; step++) {
         lc_model_zero_grad(m);
         double loss = 0;
@@ -178,9 +178,16 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
         optimizer_step(m, o, step, norm);
         m->step = step + 1;
         lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN,
-                         comm_s, plan.R};
-        p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum * plan.R / p.elapsed_s;
-        if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) st = validate(m, c, o, &p.valid_bpc, &p.valid_accuracy);
+                         comm_s, plan.R, 0, 0};
+        const double train_s = p.elapsed_s - valid_total_s; /* earlier validation passes left out */
+        p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum * plan.R / (train_s > 0 ? train_s : 1e-9);
+        if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) {
+            const double tv = lc_now_seconds();
+            st = validate(m, c, o, &p.valid_bpc, &p.valid_accuracy);
+            p.valid_s = lc_now_seconds() - tv;
+        }
+        valid_total_s += p.valid_s;
+        p.valid_total_s = valid_total_s;
         if (fn && !st) fn(&p, user);
         if (o->hook && !st && o->hook(m, &p, o->hook_user)) break; /* the caller asked to stop here */
     }
