@@ -125,14 +125,19 @@ int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int a
     return -1;
 }
 
-const char *lc_json_number(double x) {
-    static char bufs[4][32];
+/* x printed with fmt, or null when it is not finite, in one of 8 rotating buffers (so a printf may hold
+ * several). */
+static const char *json_format(double x, const char *fmt) {
+    static char bufs[8][32];
     static int next;
-    char *b = bufs[next++ % 4];
-    if (isfinite(x)) snprintf(b, sizeof bufs[0], "%.6f", x);
+    char *b = bufs[next++ % 8];
+    if (isfinite(x)) snprintf(b, sizeof bufs[0], fmt, x);
     else snprintf(b, sizeof bufs[0], "null");
     return b;
 }
+
+const char *lc_json_number(double x) { return json_format(x, "%.6f"); }
+const char *lc_json_g(double x) { return json_format(x, "%.9g"); }
 
 int lc_apply_runtime_lengths(lc_model *m, const char *cmd, int batch, int *seg_len, int mem_len, int clamp_len,
                              int same_length) {

@@ -49,15 +49,6 @@ void lc_progress_done(lc_progress_printer *p) {
     if (p->tty && p->last_printed >= 0) fputc('\n', stderr);
 }
 
-const char *lc_json_g(double x) {
-    static char bufs[4][32];
-    static int next;
-    char *b = bufs[next++ % 4];
-    if (isfinite(x)) snprintf(b, sizeof bufs[0], "%.9g", x);
-    else snprintf(b, sizeof bufs[0], "null");
-    return b;
-}
-
 int lc_train_log_open(lc_train_log *l, const char *cmd, const char *path, int append) {
     l->f = NULL, l->path = path;
     if (!path) return -1;
