@@ -208,6 +208,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# the Python package (python/longctx), where Debian's python3 looks for packages of /usr/local
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 # pkg-config: what a static link needs besides the library (the shared one records its own dependencies)
 PC_REQUIRES := $(if $(filter openblas,$(BLAS)),$(if $(shell pkg-config --exists openblas 2>/dev/null && echo y),openblas)) \
   $(if $(filter yes,$(ZLIB)),$(if $(shell pkg-config --exists zlib 2>/dev/null && echo y),zlib))
@@ -231,6 +233,9 @@ install: $(PIC_LIB) $(SO) $(PIC_CLI) $(PIC)/longctx.1
 	@ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/liblongctx.so
 	@install -m 755 $(PIC_CLI) $(DESTDIR)$(BINDIR)/
 	@install -m 644 $(PIC)/longctx.1 $(DESTDIR)$(MANDIR)/man1/
+	@install -d $(DESTDIR)$(PYTHONDIR)/longctx
+	@install -m 644 python/longctx/*.py $(DESTDIR)$(PYTHONDIR)/longctx/
+	@ln -sf $(LIBDIR)/$(SO_NAME) $(DESTDIR)$(PYTHONDIR)/longctx/liblongctx.so
 	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: longctx' \
 	  'Description: long-context Transformers trained and run on the CPU' 'Version: $(VERSION)' \
 	  'Requires.private: $(strip $(PC_REQUIRES))' 'Libs: -L$${libdir} -llongctx' \
@@ -241,6 +246,7 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/liblongctx.a $(DESTDIR)$(LIBDIR)/liblongctx.so $(DESTDIR)$(LIBDIR)/$(SO_NAME) \
 	  $(DESTDIR)$(LIBDIR)/liblongctx.so.$(SO_VERSION) $(DESTDIR)$(PKGCONFIGDIR)/longctx.pc \
 	  $(DESTDIR)$(BINDIR)/longctx $(DESTDIR)$(MANDIR)/man1/longctx.1
+	rm -rf $(DESTDIR)$(PYTHONDIR)/longctx
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/longctx
 
 check:

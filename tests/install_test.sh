@@ -46,6 +46,14 @@ check "installed longctx --version: $out" sh -c "printf '%s' \"\$1\" | grep -q '
 check "man page has every command" sh -c "[ \$(grep -c '^\.SS \"longctx ' '$prefix/share/man/man1/longctx.1') -ge 8 ]"
 check "pkg-config --modversion longctx is $version" sh -c "[ \"\$(pkg-config --modversion longctx)\" = '$version' ]"
 
+# the Python package: installed beside the library, it loads the installed liblongctx.so
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+    out=$(cd "$work" && PYTHONPATH="$prefix/lib/python3/dist-packages" env -u LONGCTX_LIB /usr/bin/python3 -c \
+        'import longctx; m = longctx.Model.create({"preset": "tiny"}, seed=1); print(longctx.library_path())' 2>&1)
+    check "python3: import longctx from the prefix loads its library ($out)" \
+        sh -c "case \"\$1\" in \"$prefix\"/*) exit 0 ;; *) exit 1 ;; esac" _ "$(readlink -f "$out" 2>/dev/null || echo "$out")"
+else echo "skip python3 import (no numpy)"; fi
+
 # DESTDIR: staged under it, the paths inside (longctx.pc) name the final prefix
 if make -s "$@" install DESTDIR="$dest" PREFIX=/opt/lc >"$work/make.log" 2>&1; then
     check "make install DESTDIR: staged, longctx.pc says prefix=/opt/lc" \
