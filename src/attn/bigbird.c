@@ -418,7 +418,7 @@ static void bb_lanes_of(const bb_layout *L, const bb_tile *tl, bb_lanes *ln) {
     ln->all = tl->global || blocks >= 64 ? BB_ALL : ((uint64_t)1 << blocks) - 1;
 }
 
-static inline lc_vi16 bb_vi_splat(int x) { return (lc_vi16){0} + x; }
+static inline lc_vi16 bb_vi_splat(int x) { return lc_vibroadcast(x); }
 
 /* Lanes of chunk l that see (are seen by) a gathered row with segment mask m at position p:
  * the row's mask bit of the lane's block; causal: lanes_are_queries ? lane >= p : lane <= p. */
@@ -427,9 +427,9 @@ static inline lc_vi16 bb_lane_mask(const bb_lanes *ln, int l, uint64_t m, int p,
     if ((m & ln->all) != ln->all) {
         const lc_vi16 lo = bb_vi_splat((int32_t)(uint32_t)m), hi = bb_vi_splat((int32_t)(uint32_t)(m >> 32));
         const lc_vi16 word = (hi & ln->high[l]) | (lo & ~ln->high[l]);
-        v &= ((word >> ln->shift[l]) & 1) != (lc_vi16){0};
+        v &= lc_vine((word >> ln->shift[l]) & 1, (lc_vi16){0});
     }
-    if (causal) v &= lanes_are_queries ? ln->pos[l] >= bb_vi_splat(p) : ln->pos[l] <= bb_vi_splat(p);
+    if (causal) v &= lanes_are_queries ? lc_vige(ln->pos[l], bb_vi_splat(p)) : lc_vile(ln->pos[l], bb_vi_splat(p));
     return v;
 }
 
@@ -619,7 +619,7 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
             float *p = w->scores + (size_t)i * FULL_TILE_K, *ds = w->dscores + (size_t)i * FULL_TILE_K;
             const float row_lse = i < n_q ? w->row_a[i] : 0.0f, row_delta = i < n_q ? w->row_b[i] : 0.0f;
             for (int l = 0; l < CHUNKS; l++) {
-                lc_v16 prob = lc_vexp(lc_vload(p + 16 * l) - row_lse);
+                lc_v16 prob = lc_vexp(lc_vload(p + 16 * l) - lc_vbroadcast(row_lse));
                 if (i >= n_q)
                     prob = (lc_v16){0};
                 else if (!unmasked)
@@ -628,7 +628,7 @@ static void bb_key_grads_tile(const bb_layout *L, const full_geometry *g, const 
                 else if (n_k < FULL_TILE_K) /* keep the never-stored padding lanes finite */
                     prob = lc_vselect(ln.valid[l], prob, (lc_v16){0});
                 lc_vstore(p + 16 * l, prob);
-                lc_vstore(ds + 16 * l, prob * (lc_vload(ds + 16 * l) - row_delta));
+                lc_vstore(ds + 16 * l, prob * (lc_vload(ds + 16 * l) - lc_vbroadcast(row_delta)));
             }
         }
         /* dv += P^T dout, dk += dS^T (scale q) */

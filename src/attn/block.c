@@ -61,7 +61,7 @@ static void forward_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, con
         for (int j = n; j < lc_round_up(n, 16); j++) score[j] = -INFINITY;
         lc_v16 sum = {0};
         for (int j = 0; j < n; j += 16) {
-            const lc_v16 p = lc_vexp(lc_vload(score + j) - run_max);
+            const lc_v16 p = lc_vexp(lc_vload(score + j) - lc_vbroadcast(run_max));
             lc_vstore(score + j, p);
             sum += p;
         }
@@ -94,8 +94,8 @@ static void query_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, 
         }
         for (int j = n; j < lc_round_up(n, 16); j++) p[j] = -INFINITY, dp[j] = 0;
         for (int j = 0; j < n; j += 16) {
-            const lc_v16 prob = lc_vexp(lc_vload(p + j) - lse);
-            lc_vstore(dp + j, prob * (lc_vload(dp + j) - row_delta));
+            const lc_v16 prob = lc_vexp(lc_vload(p + j) - lc_vbroadcast(lse));
+            lc_vstore(dp + j, prob * (lc_vload(dp + j) - lc_vbroadcast(row_delta)));
         }
         for (int j = 0; j < n; j++) lc_vaxpy(acc, dp[j], lc_view_row(&t->k, b, key0 + j * keys.step, h, D), D);
     }

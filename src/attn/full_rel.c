@@ -92,7 +92,7 @@ static inline __attribute__((always_inline)) void tile_grads(const full_geometry
             for (int l = 0; l < CHUNKS; l++) {
                 float *p = probs + (size_t)j * FULL_TILE_Q + 16 * l, *ds = dscores + (size_t)j * FULL_TILE_Q + 16 * l;
                 const int key = s0 + j;
-                const lc_vi16 seen = keys ? (query_pos[l] >= key) & (first[l] <= key)
+                const lc_vi16 seen = keys ? lc_vige(query_pos[l], lc_vibroadcast(key)) & lc_vile(first[l], lc_vibroadcast(key))
                                             : full_queries_seeing(g, t0, l, key);
                 const lc_v16 prob = lc_vselect(seen, lc_vexp(lc_vload(p) - lse[l]), (lc_v16){0});
                 lc_vstore(p, prob);

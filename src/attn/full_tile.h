@@ -16,24 +16,34 @@
 /* queries x keys per tile; both are 4 vectors, and transposed tiles of either kind share one layout */
 enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
 
-/* 4 rows x (16*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
- * A element (r, k) is a[r*a_rs + k*a_cs], so A may be read transposed; B is row-major. */
+/* Register block of the tile product: 4 rows x FULL_GEMM_NV native vectors (lc_vn, LC_VW floats): 4 x 64
+ * columns in 16 zmm with AVX-512 (of 32), 4 x 24 in 12 ymm with AVX2 (of 16, the other 4 for B and the
+ * broadcast). */
+#if LC_VW == 16
+#define FULL_GEMM_NV 4
+#else
+#define FULL_GEMM_NV 3
+#endif
+
+/* 4 rows x (LC_VW*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
+ * A element (r, k) is a[r*a_rs + k*a_cs], so A may be read transposed; B is row-major. Each element of C
+ * sums over k in order, whatever the block shape, so results do not depend on the vector width. */
 static inline __attribute__((always_inline)) void full_gemm_block(float *c, long ldc, const float *a, long a_rs,
                                                                   long a_cs, const float *b, long ldb, int kdim,
                                                                   int nv, int accumulate) {
-    lc_v16 acc[4][4];
+    lc_vn acc[4][FULL_GEMM_NV];
     for (int i = 0; i < 4; i++)
-        for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? lc_vload(c + i * ldc + 16 * l) : (lc_v16){0};
+        for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? lc_vnload(c + i * ldc + LC_VW * l) : (lc_vn){0};
     for (int k = 0; k < kdim; k++) {
-        lc_v16 brow[4];
-        for (int l = 0; l < nv; l++) brow[l] = lc_vload(b + k * ldb + 16 * l);
+        lc_vn brow[FULL_GEMM_NV];
+        for (int l = 0; l < nv; l++) brow[l] = lc_vnload(b + k * ldb + LC_VW * l);
         for (int i = 0; i < 4; i++) {
-            const float x = a[i * a_rs + k * a_cs];
+            const float x = a[i * a_rs + k * a_cs]; /* x * lc_vn: one broadcast (0 + x would add) */
             for (int l = 0; l < nv; l++) acc[i][l] += x * brow[l];
         }
     }
     for (int i = 0; i < 4; i++)
-        for (int l = 0; l < nv; l++) lc_vstore(c + i * ldc + 16 * l, acc[i][l]);
+        for (int l = 0; l < nv; l++) lc_vnstore(c + i * ldc + LC_VW * l, acc[i][l]);
 }
 
 /* C[rows x ncols] (=|+=) A[rows x kdim] * B[kdim x ncols]; rows a multiple of 4, ncols of 16. */
@@ -43,13 +53,18 @@ static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long
         float *c_rows = c + r * ldc;
         const float *a_rows = a + r * a_rs;
         int j = 0;
-        for (; j + 64 <= ncols; j += 64)
-            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 4, accumulate);
-        if (j + 32 <= ncols) {
-            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 2, accumulate);
-            j += 32;
+        for (; j + LC_VW * FULL_GEMM_NV <= ncols; j += LC_VW * FULL_GEMM_NV)
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, FULL_GEMM_NV, accumulate);
+        /* the rest, fewer than FULL_GEMM_NV vectors (each call with a constant nv, so acc stays in registers) */
+        if (FULL_GEMM_NV > 3 && j + LC_VW * 3 <= ncols) {
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 3, accumulate);
+            j += LC_VW * 3;
         }
-        if (j + 16 <= ncols) full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 1, accumulate);
+        if (j + LC_VW * 2 <= ncols) {
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 2, accumulate);
+            j += LC_VW * 2;
+        }
+        if (j + LC_VW <= ncols) full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 1, accumulate);
     }
 }
 
@@ -286,29 +301,25 @@ static inline int full_query_end(const full_geometry *g, int s0, int n_k) {
 }
 
 /* Lanes of a 16-column chunk starting at column j0 in [first, end): -1, others 0. */
-static inline lc_vi16 full_band_mask(int j0, int first, int end) {
-    const lc_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    return ((lane + j0) < end) & ((lane + j0) >= first);
-}
+static inline lc_vi16 full_band_mask(int j0, int first, int end) { return lc_vlanes_in(j0, first, end); }
 
 /* Transposed tiles (one key per row, 64 queries along the lanes): lanes of the chunk of queries
  * t0 + 16*l .. that see key s (causal: M + t >= s; window W: also M + t <= s + W - 1), -1, others 0. */
 static inline lc_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
-    const lc_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    if (!g->causal) return lane >= 0;
-    const lc_vi16 position = lane + (g->M + t0 + 16 * l);
-    if (!g->window) return position >= s;
-    return (position >= s) & (position <= s + g->window - 1);
+    if (!g->causal) return lc_vibroadcast(-1);
+    const int position = g->M + t0 + 16 * l;
+    if (!g->window) return lc_vlanes_in(position, s, INT32_MAX);
+    return lc_vlanes_in(position, s, s + g->window);
 }
 
 /* One row of a (query, key) tile in backward: P = exp(score - lse) on keys [first, end) (0 elsewhere),
  * stored over the scores; dS = P (dP - Delta) stored over dP. */
 static inline void full_row_probs_and_dscores(float *p, float *ds, int first, int end, float lse, float delta) {
     for (int l = 0; l < FULL_TILE_K / 16; l++) {
-        const lc_v16 prob = lc_vselect(full_band_mask(16 * l, first, end), lc_vexp(lc_vload(p + 16 * l) - lse),
-                                           (lc_v16){0});
+        const lc_v16 prob = lc_vselect(full_band_mask(16 * l, first, end),
+                                       lc_vexp(lc_vload(p + 16 * l) - lc_vbroadcast(lse)), (lc_v16){0});
         lc_vstore(p + 16 * l, prob);
-        lc_vstore(ds + 16 * l, prob * (lc_vload(ds + 16 * l) - delta));
+        lc_vstore(ds + 16 * l, prob * (lc_vload(ds + 16 * l) - lc_vbroadcast(delta)));
     }
 }
 
@@ -376,7 +387,7 @@ static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *t
         const lc_v16 old_max = lc_vload(running_max + 16 * l), new_max = lc_vmax(old_max, tile_max[l]);
         /* A query that has seen no key yet (a window, or a padding lane) keeps max -inf; it is shifted by 0
          * instead, so its probabilities and correction are exp(-inf) = 0, not NaN. */
-        shift[l] = lc_vselect(new_max == lc_vsplat(-INFINITY), lc_vsplat(0.0f), new_max);
+        shift[l] = lc_vselect(lc_vfeq(new_max, lc_vsplat(-INFINITY)), lc_vsplat(0.0f), new_max);
         lc_vstore(correction + 16 * l, lc_vexp(old_max - shift[l]));
         lc_vstore(running_max + 16 * l, new_max);
         sum[l] = (lc_v16){0};

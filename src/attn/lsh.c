@@ -256,7 +256,7 @@ static __attribute__((noinline)) void lsh_prepare(const lsh_plan *g, const lc_at
                 int j0 = 0;
                 for (; j0 + 16 <= half; j0 += 16) {
                     lc_v16 acc = {0};
-                    for (int d = 0; d < D; d++) acc += q[d] * lc_vload(R + (size_t)d * half + j0);
+                    for (int d = 0; d < D; d++) acc += lc_vbroadcast(q[d]) * lc_vload(R + (size_t)d * half + j0);
                     lc_vstore(w.proj + j0, acc);
                 }
                 for (int j = j0; j < half; j++) {
