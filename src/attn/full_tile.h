@@ -55,11 +55,8 @@ static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long
         int j = 0;
         for (; j + LC_VW * FULL_GEMM_NV <= ncols; j += LC_VW * FULL_GEMM_NV)
             full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, FULL_GEMM_NV, accumulate);
-        /* the rest, fewer than FULL_GEMM_NV vectors (each call with a constant nv, so acc stays in registers) */
-        if (FULL_GEMM_NV > 3 && j + LC_VW * 3 <= ncols) {
-            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 3, accumulate);
-            j += LC_VW * 3;
-        }
+        /* the rest (fewer than FULL_GEMM_NV <= 4 vectors) as 2 + 1, each call with a constant nv so that acc
+         * stays in registers; no nv = 3 block: one more copy of the loop made GCC stop inlining full_gemm */
         if (j + LC_VW * 2 <= ncols) {
             full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 2, accumulate);
             j += LC_VW * 2;
