@@ -77,24 +77,18 @@ static inline lc_v16 lc_vload(const float *p) {
     return v;
 }
 static inline void lc_vstore(float *p, lc_v16 v) { memcpy(p, &v, sizeof v); }
+/* one part repeated over the 16 lanes */
+static inline lc_v16 lc_vrepeat(lc_vn part) {
+    lc_vn parts[LC_VPARTS];
+    for (int h = 0; h < LC_VPARTS; h++) parts[h] = part;
+    lc_v16 v;
+    memcpy(&v, parts, sizeof v);
+    return v;
+}
 /* x + 0 in every lane (-0 becomes +0) */
-static inline lc_v16 lc_vsplat(float x) {
-    const lc_vn part = (lc_vn){0} + x;
-    lc_vn parts[LC_VPARTS];
-    for (int h = 0; h < LC_VPARTS; h++) parts[h] = part;
-    lc_v16 v;
-    memcpy(&v, parts, sizeof v);
-    return v;
-}
+static inline lc_v16 lc_vsplat(float x) { return lc_vrepeat((lc_vn){0} + x); }
 /* x in every lane, exactly (what `lc_v16 op scalar` does); one broadcast instruction per part */
-static inline lc_v16 lc_vbroadcast(float x) {
-    const lc_vn part = __builtin_shuffle((lc_vn){x}, (lc_vni){0});
-    lc_vn parts[LC_VPARTS];
-    for (int h = 0; h < LC_VPARTS; h++) parts[h] = part;
-    lc_v16 v;
-    memcpy(&v, parts, sizeof v);
-    return v;
-}
+static inline lc_v16 lc_vbroadcast(float x) { return lc_vrepeat(__builtin_shuffle((lc_vn){x}, (lc_vni){0})); }
 static inline lc_vi16 lc_vibroadcast(int32_t x) {
     const lc_vni part = __builtin_shuffle((lc_vni){x}, (lc_vni){0});
     lc_vni parts[LC_VPARTS];
