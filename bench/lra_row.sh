@@ -7,16 +7,16 @@
 #    best validation accuracy, steps, examples seen, wall time, peak RSS.
 #  - "part":"speed": training steps/s and peak RSS (/usr/bin/time) of the same shape on synthetic byte
 #    examples of exactly 1K, 2K, 3K, 4K tokens, for the spec and for full attention side by side (one run,
-#    alternating), with the ratios spec/full.
+#    alternating spec / full --speed-repeats times per length; medians), with the ratios spec/full.
 # bench/lra_table.py turns the lines into the table. Data: ListOps splits generated into --work by
 # `longctx listops` (seeds 1, 2, 3; --n sets the training size, default 96000); IMDB from data/imdb.
 # usage: bench/lra_row.sh --attn SPEC [--name NAME] [--task listops|text|both|none] [--speed|--no-speed]
 #        [--steps N] [--minutes M] [--n N] [--valid-n N] [--batch B] [--eval-every N] [--work DIR]
-#        [--speed-steps N] [--speed-batch B] [--out FILE.jsonl] [--bin PATH] [--threads T] [-- extra train flags]
+#        [--speed-steps N] [--speed-batch B] [--speed-repeats R] [--out FILE.jsonl] [--bin PATH] [--threads T] [-- extra train flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 attn=""; name=""; task=both; speed=1; steps=800; minutes=60; n=96000; valid_n=500; batch=16; eval_every=200
-work=${TMPDIR:-/tmp}/longctx_lra; out=""; bin=./longctx; threads=0; speed_steps=3; speed_batch=4; extra=()
+work=${TMPDIR:-/tmp}/longctx_lra; out=""; bin=./longctx; threads=0; speed_steps=3; speed_batch=4; speed_repeats=3; extra=()
 # the shape every row shares (docs/lra.md, "The table"): change it for every kind or for none
 shape=(--layers 2 --dim 64 --heads 4 --ffn 128 --dropout 0.1 --lr 0.001 --warmup 100 --weight-decay 0.01)
 while [ $# -gt 0 ]; do
@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --speed-steps) speed_steps=$2; shift 2 ;;
     --speed-batch) speed_batch=$2; shift 2 ;;
+    --speed-repeats) speed_repeats=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "lra_row.sh: error: unknown argument '$1' (see the usage at the top of bench/lra_row.sh)" >&2; exit 2 ;;
     esac
@@ -161,11 +162,16 @@ speed_one() { # spec L -> "steps_per_s peak_mb"
     local s; s=$(grep '^{' "$log" | tail -1)
     python3 -c 'import json,sys; s=json.loads(sys.argv[1]); print(s["run_steps"] / s["seconds"], int(sys.argv[2]) / 1024)' "$s" "$(peak_kb "$tv")"
 }
+median() { python3 -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' "$@"; }
 if [ "$speed" = 1 ]; then
     for L in 1024 2048 3072 4096; do
-        read -r sps mb < <(speed_one "$attn" "$L")
-        read -r fsps fmb < <(speed_one full "$L")
-        emit "$(python3 -c 'import json,sys; a=sys.argv; print(json.dumps({"part":"speed","name":a[1],"attn":a[2],"len":int(a[3]),"steps_per_s":round(float(a[4]),4),"peak_rss_mb":round(float(a[5]),1),"full_steps_per_s":round(float(a[6]),4),"full_peak_rss_mb":round(float(a[7]),1),"speedup":round(float(a[4])/float(a[6]),3),"memory_ratio":round(float(a[5])/float(a[7]),3),"batch":int(a[8]),"steps":int(a[9]),"shape":a[10],"threads":int(a[11])}, separators=(",",":")))' \
-            "$name" "$attn" "$L" "$sps" "$mb" "$fsps" "$fmb" "$speed_batch" "$speed_steps" "${shape[*]}" "$threads")"
+        sps=(); mb=(); fsps=(); fmb=()
+        for _ in $(seq "$speed_repeats"); do # spec and full alternate, so slow spells of a shared machine hit both
+            read -r a b < <(speed_one "$attn" "$L"); sps+=("$a"); mb+=("$b")
+            read -r a b < <(speed_one full "$L"); fsps+=("$a"); fmb+=("$b")
+        done
+        emit "$(python3 -c 'import json,sys; a=sys.argv; print(json.dumps({"part":"speed","name":a[1],"attn":a[2],"len":int(a[3]),"steps_per_s":round(float(a[4]),4),"peak_rss_mb":round(float(a[5]),1),"full_steps_per_s":round(float(a[6]),4),"full_peak_rss_mb":round(float(a[7]),1),"speedup":round(float(a[4])/float(a[6]),3),"memory_ratio":round(float(a[5])/float(a[7]),3),"batch":int(a[8]),"steps":int(a[9]),"repeats":int(a[12]),"shape":a[10],"threads":int(a[11])}, separators=(",",":")))' \
+            "$name" "$attn" "$L" "$(median "${sps[@]}")" "$(median "${mb[@]}")" "$(median "${fsps[@]}")" "$(median "${fmb[@]}")" \
+            "$speed_batch" "$speed_steps" "${shape[*]}" "$threads" "$speed_repeats")"
     done
 fi

@@ -125,7 +125,7 @@ static int finish(crun *r, long first, double t0, long rows) {
     printf("saved %s (the best checkpoint) and %s (the last state)\n", a->out, r->last);
     if (a->json)
         printf("{\"valid_accuracy\":%s,\"best_step\":%ld,\"steps\":%ld,\"run_steps\":%ld,\"examples\":%ld,"
-               "\"seconds\":%.1f,\"valid_seconds\":%.3f,\"tokens_per_s\":%.1f,\"params\":%zu}\n",
+               "\"seconds\":%.3f,\"valid_seconds\":%.3f,\"tokens_per_s\":%.1f,\"params\":%zu}\n",
                lc_json_number(r->run.best_accuracy), r->run.best_step, done, done - first,
                done * (long)(r->train.n < a->o.batch ? r->train.n : a->o.batch), el, r->valid_s, tok_s,
                lc_classifier_num_params(r->m));
