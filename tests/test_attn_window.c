@@ -40,9 +40,11 @@ TEST(fast_is_stable_for_large_scores) {
 }
 
 TEST(window_covering_everything_equals_full_kind) {
-    /* causal, dilation 1, w >= S: the window kind must agree with lc_attn_full */
-    const kit_case cases[] = {{1, 2, 130, 70, 64, 1, {200}}, {2, 3, 65, 0, 16, 1, {65}}, {1, 1, 5, 7, 3, 1, {1000}}};
-    for (size_t i = 0; i < 3; i++) kit_check_same(&kit_window, &kit_full, cases[i], (kit_tol){1e-4, 1e-5, 1e-5, 1e-5}, 1);
+    /* dilation 1, w >= S (causal, or w >= S - 1 bidirectional): the window kind must agree with lc_attn_full */
+    const kit_case cases[] = {{1, 2, 130, 70, 64, 1, {200}}, {2, 3, 65, 0, 16, 1, {65}}, {1, 1, 5, 7, 3, 1, {1000}},
+                              {1, 2, 130, 70, 64, 0, {199}}, {2, 3, 65, 0, 16, 0, {64}}, {1, 1, 5, 7, 3, 0, {1000}}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        kit_check_same(&kit_window, &kit_full, cases[i], (kit_tol){1e-4, 1e-5, 1e-5, 1e-5}, 1);
 }
 
 TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
@@ -50,7 +52,10 @@ TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
     kit_check_determinism(&kit_window, (kit_case){1, 3, 200, 7, 16, 0, {3, 1}});
 }
 
-TEST(unseen_keys_get_zero_gradients) { kit_check_empty_segment(&kit_window, (kit_case){2, 2, 0, 5, 24, 1, {3}}); }
+TEST(unseen_keys_get_zero_gradients) {
+    kit_check_empty_segment(&kit_window, (kit_case){2, 2, 0, 5, 24, 1, {3}});
+    kit_check_empty_segment(&kit_window, (kit_case){2, 2, 0, 5, 24, 0, {3, 1}});
+}
 
 TEST(workspace_does_not_grow_like_t_squared) {
     CHECK(strcmp(lc_attn_window.name, "window") == 0, "name %s", lc_attn_window.name);

@@ -53,7 +53,7 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     (void)opts;
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
-    assert(s->window >= 0 && (s->window == 0 || s->causal)); /* a window needs causal */
+    assert(s->window >= 0); /* bidirectional windows come from the window kind only (full_geometry) */
     assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */
     const full_geometry g = full_geometry_of(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;

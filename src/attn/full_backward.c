@@ -42,7 +42,7 @@ static void query_tile_grads(const full_geometry *g, const lc_attn_tensors *t, c
 void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     (void)opts;
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
-    assert(s->window >= 0 && (s->window == 0 || s->causal)); /* a window needs causal */
+    assert(s->window >= 0); /* bidirectional windows come from the window kind only (full_geometry) */
     assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */
     const full_geometry g = full_geometry_of(s);
     const int nthreads = lc_attn_threads(s);

@@ -37,6 +37,7 @@ static void decode_row(const lc_attn_shape *s, const lc_attn_tensors *t, int b, 
     }
     int hi = s->causal ? M + row : S - 1, lo = 0;
     if (s->window > 0 && M + row - s->window + 1 > lo) lo = M + row - s->window + 1;
+    if (s->window > 0 && !s->causal && M + row + s->window - 1 < hi) hi = M + row + s->window - 1;
     float run_max = -INFINITY, run_sum = 0, score[LC_DECODE_CHUNK];
     const long HD = (long)s->H * D;
     for (int k0 = lo; k0 <= hi; k0 += LC_DECODE_CHUNK) { /* scores of a chunk, then one rescale */

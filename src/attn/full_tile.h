@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "core/threads.h"
 #include "kernels/vec.h"
 
 /* queries x keys per tile; both are 4 vectors, and transposed tiles of either kind share one layout */
@@ -66,7 +67,10 @@ static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long
 }
 
 /* Geometry shared by every pass: S keys, D padded to whole vectors, per-thread tile slices.
- * window is 0 when unlimited (a window >= S is stored as 0: it hides nothing). */
+ * window is 0 when unlimited (a window >= S is stored as 0: it hides nothing). A window W hides the keys
+ * more than W - 1 positions before the query and, when not causal, those more than W - 1 after it (the
+ * bidirectional band of the window kind, src/attn/window.c; the public interface allows a window only
+ * with causal attention, XL's same_length). */
 typedef struct {
     int B, H, T, M, S, D, D_pad, causal, window, relpos;
     float scale;
@@ -270,7 +274,7 @@ static inline void full_load_transposed_bias(float *tile, const lc_view *v, cons
 /* How many keys of the tile starting at key s0 (n_keys of them) query t sees, counting from the tile start:
  * the visible ones are [full_first_visible_key, full_visible_keys). */
 static inline int full_visible_keys(const full_geometry *g, int t, int s0, int n_keys) {
-    if (!g->causal) return n_keys;
+    if (!g->causal) return g->window ? lc_imax(0, lc_imin(n_keys, g->M + t + g->window - s0)) : n_keys;
     return lc_imax(0, lc_imin(n_keys, g->M + t - s0 + 1));
 }
 
@@ -286,12 +290,14 @@ static inline int full_key_tile_begin(const full_geometry *g, int t0) {
 
 /* End (exclusive) of the keys any query of [t0, t0+n) sees. */
 static inline int full_key_end(const full_geometry *g, int t0, int n) {
-    return g->causal ? lc_imin(g->S, g->M + t0 + n) : g->S;
+    if (g->causal) return lc_imin(g->S, g->M + t0 + n);
+    return g->window ? lc_imin(g->S, g->M + t0 + n - 1 + g->window) : g->S;
 }
 
 /* Queries [begin, end) that see some key of [s0, s0 + n_k). */
 static inline int full_query_begin(const full_geometry *g, int s0) {
-    return g->causal ? lc_imax(0, s0 - g->M) : 0;
+    if (g->causal) return lc_imax(0, s0 - g->M);
+    return g->window ? lc_imax(0, s0 - g->M - g->window + 1) : 0;
 }
 static inline int full_query_end(const full_geometry *g, int s0, int n_k) {
     return g->window ? lc_imax(0, lc_imin(g->T, s0 + n_k - 1 + g->window - g->M)) : g->T;
@@ -301,10 +307,11 @@ static inline int full_query_end(const full_geometry *g, int s0, int n_k) {
 static inline lc_vi16 full_band_mask(int j0, int first, int end) { return lc_vlanes_in(j0, first, end); }
 
 /* Transposed tiles (one key per row, 64 queries along the lanes): lanes of the chunk of queries
- * t0 + 16*l .. that see key s (causal: M + t >= s; window W: also M + t <= s + W - 1), -1, others 0. */
+ * t0 + 16*l .. that see key s (causal: M + t >= s; window W: also M + t <= s + W - 1; a bidirectional
+ * window W: |M + t - s| <= W - 1), -1, others 0. */
 static inline lc_vi16 full_queries_seeing(const full_geometry *g, int t0, int l, int s) {
-    if (!g->causal) return lc_vibroadcast(-1);
     const int position = g->M + t0 + 16 * l;
+    if (!g->causal) return g->window ? lc_vlanes_in(position, s - g->window + 1, s + g->window) : lc_vibroadcast(-1);
     if (!g->window) return lc_vlanes_in(position, s, INT32_MAX);
     return lc_vlanes_in(position, s, s + g->window);
 }
@@ -361,7 +368,7 @@ static inline void full_compute_delta(const full_geometry *g, const lc_attn_tens
     const long rows = (long)g->B * g->H * g->T;
     (void)nthreads;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static)
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 4 * LC_CHUNK_ROWS)
 #endif
     for (long i = 0; i < rows; i++) {
         const int h = (int)(i % g->H), query = (int)(i / g->H % g->T), b = (int)(i / g->H / g->T);

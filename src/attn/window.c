@@ -1,27 +1,19 @@
-/* The `window` attention kind (window.h): sliding window with per-head dilation.
+/* The `window` attention kind (window.h): sliding window with per-head dilation, causal or bidirectional.
  *
- * Causal: a head with dilation d splits into d independent problems, one per residue class c = position
- * mod d: keys c, c + d, c + 2d, ... are a strided view (row stride d * st), the queries of the class see
- * only keys of the class, and within it the window is an undilated causal band of w + 1 keys. Each class
- * is handed to the full kind's tiled kernels (online softmax, FlashAttention-2 backward) with B = H = 1,
- * memory M_c = the class's keys before M, and window W = w + 1; lse goes through a contiguous scratch row.
- * When no head is dilated the whole problem is one call of the full kind with window w + 1.
- * Relative positions: the full kind implements them, so an undilated problem just passes tensors.rel on.
- * In a class of dilation d, class distance j is distance j d: the class gets the rows r[0], r[d], r[2d], ...
- * of its head gathered into a contiguous H = 1 tensor (with the head's u and v), and the dr, du, dv the
- * full kind writes for the class go through a scratch and are added into the head's rows (dr of distance
- * j d), classes and batch rows in a fixed order.
- * Global tokens: window_global.c, after the band passes here.
- *
- * Bidirectional (the full kind's window is causal only): each query row streams over its visible keys
- * p + k*d (at most 2w + 1): scores into a per-thread buffer, max, exp, sum, then out = P v / sum; lse saved. Products are
- * vectorized over the head dimension (GCC vector extensions). Rows are independent tasks with a fixed
- * summation order, so the results do not depend on the thread count.
- * Backward (deterministic, no atomics), with Delta_t = dout_t . out_t computed once:
- *   pass 1, one task per query row:  dq_t = scale sum_s dS(t,s) k_s
- *   pass 2, one task per key row:    dv_s = sum_t P(t,s) dout_t,  dk_s = scale sum_t dS(t,s) q_t
- * where the queries that see key s are at positions s + j*d (j = 0..w causal, -w..w bidirectional) and
- * P = exp(scale q.k - lse), dS = P (dout.v - Delta) are recomputed. */
+ * A head with dilation d splits into d independent problems, one per residue class c = position mod d:
+ * keys c, c + d, c + 2d, ... are a strided view (row stride d * st), the queries of the class see only keys
+ * of the class, and within it the window is an undilated band of w keys on each side (causal: before the
+ * query only). Each class is handed to the full kind's tiled kernels (online softmax, FlashAttention-2
+ * backward: forward and backward tiled and vectorized, every row summed by one task in a fixed order)
+ * with B = H = 1, memory M_c = the class's keys before M, and window W = w + 1 (the full kind's tiles
+ * treat a window without causal as the band |query - key| <= W - 1); lse goes through a contiguous
+ * scratch row. When no head is dilated the whole problem is one call of the full kind with window w + 1.
+ * Relative positions (causal only): the full kind implements them, so an undilated problem just passes
+ * tensors.rel on. In a class of dilation d, class distance j is distance j d: the class gets the rows
+ * r[0], r[d], r[2d], ... of its head gathered into a contiguous H = 1 tensor (with the head's u and v),
+ * and the dr, du, dv the full kind writes for the class go through a scratch and are added into the
+ * head's rows (dr of distance j d), classes and batch rows in a fixed order.
+ * Global tokens: window_global.c, after the band pass here. */
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
@@ -82,38 +74,7 @@ const lc_attn_kind lc_attn_window = {
 };
 
 
-typedef struct {
-    int B, H, T, M, S, D, causal, w;
-    float scale;
-    const int *dil;
-    long max_keys;     /* visible keys per query at most */
-    size_t thread_floats;
-} win_geometry;
-
-static win_geometry win_geometry_of(const lc_attn_shape *s, const void *opts) {
-    const lc_attn_window_opts *o = opts;
-    assert(o && o->w >= 1);
-    win_geometry g = {s->B, s->H, s->T, s->M, s->M + s->T, s->D, s->causal, o->w, s->scale, o->dilation, 0, 0};
-    long k = s->causal ? (long)o->w + 1 : 2L * o->w + 1;
-    g.max_keys = k < g.S ? k : g.S;
-    if (g.max_keys < 1) g.max_keys = 1;
-    g.thread_floats = lc_round16((size_t)g.max_keys) + 2 * lc_round16((size_t)g.D);
-    return g;
-}
-
-static inline int win_dilation(const win_geometry *g, int h) { return g->dil[h] > 0 ? g->dil[h] : 1; }
-
-static inline long floordiv(long a, long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-/* Range [*lo, *hi] of k such that position `p + k*d` is in [first, last] and k in [kmin, kmax]. */
-static inline void k_range(long p, long d, long kmin, long kmax, long first, long last, long *lo, long *hi) {
-    long a = -floordiv(p - first, d); /* smallest k with p + k d >= first: ceil((first - p) / d) */
-    long b = floordiv(last - p, d);
-    *lo = a > kmin ? a : kmin;
-    *hi = b < kmax ? b : kmax;
-}
-
-/* ---- causal: one full-kind problem per (batch, head, residue class) ---- */
+/* ---- the band: one full-kind problem per (batch, head, residue class) ---- */
 
 typedef struct {
     lc_attn_shape s; /* B = H = 1 */
@@ -129,7 +90,7 @@ static win_class class_of(const lc_attn_shape *s, int w, int d, int c) {
     k.n = c < S ? (int)((S - c + d - 1) / d) : 0;
     long m = s->M > c ? (s->M - c + d - 1) / d : 0; /* class keys before M: the class's memory */
     if (m > k.n) m = k.n;
-    const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, 1, s->scale, w + 1, s->relpos};
+    const lc_attn_shape sub = {1, 1, (int)(k.n - m), (int)m, s->D, s->causal, s->scale, w + 1, s->relpos};
     k.s = sub;
     k.s.threads = s->threads;
     k.first_key = c;
@@ -160,7 +121,7 @@ static int all_undilated(const lc_attn_shape *s, const lc_attn_window_opts *o) {
     return 1;
 }
 
-/* Without dilation the whole causal problem is the full kind with window w + 1: one call. */
+/* Without dilation the whole problem is the full kind with window w + 1: one call. */
 static lc_attn_shape undilated_shape(const lc_attn_shape *s, const lc_attn_window_opts *o) {
     lc_attn_shape r = *s;
     r.window = o->w + 1;
@@ -188,9 +149,9 @@ static size_t rel_scratch(const lc_attn_shape *s) {
     return s->relpos ? 2 * lc_round16((size_t)(s->M + s->T) * s->D) + 2 * lc_round16((size_t)s->D) : 0;
 }
 
-/* Workspace of the causal path: the largest full-kind workspace over the classes, then T lse floats and
- * the relative-position scratch. */
-static size_t causal_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
+/* Workspace of the band: the largest full-kind workspace over the classes, then T lse floats and the
+ * relative-position scratch. */
+static size_t band_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
     if (all_undilated(s, o)) {
         const lc_attn_shape u = undilated_shape(s, o);
         return lc_attn_full_workspace(&u, NULL);
@@ -222,7 +183,7 @@ static void add_class_rel_grads(const lc_attn_relpos *rel, const lc_attn_relpos 
     for (int e = 0; e < D; e++) rel->du[(long)h * D + e] += c->du[e], rel->dv[(long)h * D + e] += c->dv[e];
 }
 
-static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
+static void band_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, const lc_attn_tensors *t,
                         float *work, int backward) {
     if (all_undilated(s, o)) {
         const lc_attn_shape u = undilated_shape(s, o);
@@ -269,13 +230,7 @@ static void causal_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, co
 /* The band passes and the global-token passes run one after the other, so they share the workspace. */
 size_t lc_attn_window_workspace(const lc_attn_shape *s, const void *opts) {
     const int nthreads = lc_attn_threads(s);
-    size_t band;
-    if (s->causal) {
-        band = causal_workspace(s, opts, nthreads);
-    } else {
-        const win_geometry g = win_geometry_of(s, opts);
-        band = 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
-    }
+    const size_t band = band_workspace(s, opts, nthreads);
     const size_t global = lc_attn_window_global_workspace(s);
     return band > global ? band : global;
 }
@@ -290,141 +245,10 @@ static void check_args(const lc_attn_shape *s, const void *opts, const lc_attn_t
     (void)o, (void)t, (void)s;
 }
 
-static void forward_row(const win_geometry *g, const lc_attn_tensors *t, int b, int h, int row, float *work) {
-    const int D = g->D;
-    const long d = win_dilation(g, h), p = (long)g->M + row;
-    long lo, hi;
-    k_range(p, d, -g->w, g->causal ? 0 : g->w, 0, g->S - 1, &lo, &hi);
-    float *scores = work, *acc = work + lc_round16((size_t)g->max_keys);
-    const float *q = lc_view_row(&t->q, b, row, h, D);
-    float max = -INFINITY;
-    for (long k = lo; k <= hi; k++) {
-        const float sc = g->scale * lc_vdot(q, lc_view_row(&t->k, b, (int)(p + k * d), h, D), D);
-        scores[k - lo] = sc;
-        max = sc > max ? sc : max;
-    }
-    const int n = (int)(hi - lo + 1);
-    float sum = 0;
-    for (int j = 0; j < n; j++) scores[j] = lc_expf(scores[j] - max);
-    for (int j = 0; j < n; j++) sum += scores[j];
-    memset(acc, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n; j++) lc_vaxpy(acc, scores[j], lc_view_row(&t->v, b, (int)(p + (lo + j) * d), h, D), D);
-    float *out = lc_view_row(&t->out, b, row, h, D);
-    const float inv = 1.0f / sum; /* every query sees itself */
-    for (int e = 0; e < D; e++) out[e] = acc[e] * inv;
-    t->lse[((long)b * g->H + h) * g->T + row] = max + logf(sum);
-}
-
-static void bidirectional_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
-    const win_geometry g = win_geometry_of(s, opts);
-    const long rows = (long)g.B * g.H * g.T;
-    if (rows == 0) return;
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(static, 64)
-#endif
-    for (long i = 0; i < rows; i++) {
-        const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-        forward_row(&g, t, b, h, row, work + 16 + (size_t)lc_thread_id() * g.thread_floats);
-    }
-}
-
-/* pass 1: dq of one query row */
-static void dq_row(const win_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h, int row,
-                   float *acc) {
-    const int D = g->D;
-    const long d = win_dilation(g, h), p = (long)g->M + row, r = ((long)b * g->H + h) * g->T + row;
-    long lo, hi;
-    k_range(p, d, -g->w, g->causal ? 0 : g->w, 0, g->S - 1, &lo, &hi);
-    const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
-    const float lse = t->lse[r], dl = delta[r];
-    memset(acc, 0, sizeof(float) * (size_t)D);
-    for (long k = lo; k <= hi; k++) {
-        const int key = (int)(p + k * d);
-        const float *kr = lc_view_row(&t->k, b, key, h, D);
-        const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - lse);
-        const float ds = prob * (lc_vdot(dout, lc_view_row(&t->v, b, key, h, D), D) - dl);
-        lc_vaxpy(acc, ds, kr, D);
-    }
-    float *dq = lc_view_row(&t->dq, b, row, h, D);
-    for (int e = 0; e < D; e++) dq[e] = g->scale * acc[e];
-}
-
-/* pass 2: dk and dv of one key row (all S rows, zero when no query sees the key) */
-static void dkv_row(const win_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h, int key,
-                    float *acc_k, float *acc_v) {
-    const int D = g->D;
-    const long d = win_dilation(g, h);
-    long lo, hi; /* query positions key + j d, j in [0, w] causal or [-w, w], within [M, S) */
-    k_range(key, d, g->causal ? 0 : -g->w, g->w, g->M, g->S - 1, &lo, &hi);
-    const float *kr = lc_view_row(&t->k, b, key, h, D), *vr = lc_view_row(&t->v, b, key, h, D);
-    memset(acc_k, 0, sizeof(float) * (size_t)D);
-    memset(acc_v, 0, sizeof(float) * (size_t)D);
-    const long r0 = ((long)b * g->H + h) * g->T;
-    for (long j = lo; j <= hi; j++) {
-        const int row = (int)(key + j * d - g->M);
-        const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
-        const float prob = lc_expf(g->scale * lc_vdot(q, kr, D) - t->lse[r0 + row]);
-        const float ds = prob * (lc_vdot(dout, vr, D) - delta[r0 + row]);
-        lc_vaxpy(acc_v, prob, dout, D);
-        lc_vaxpy(acc_k, ds, q, D);
-    }
-    float *dk = lc_view_row(&t->dk, b, key, h, D), *dv = lc_view_row(&t->dv, b, key, h, D);
-    for (int e = 0; e < D; e++) dk[e] = g->scale * acc_k[e], dv[e] = acc_v[e];
-}
-
-static void bidirectional_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t,
-                                   float *work) {
-    const win_geometry g = win_geometry_of(s, opts);
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-    float *base = work + 16, *delta = base + (size_t)nthreads * g.thread_floats;
-    const long rows = (long)g.B * g.H * g.T, keys = (long)g.B * g.H * g.S;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nthreads)
-#endif
-    {
-        float *mine = base + (size_t)lc_thread_id() * g.thread_floats;
-        float *acc_a = mine + lc_round16((size_t)g.max_keys), *acc_b = acc_a + lc_round16((size_t)g.D);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (long i = 0; i < rows; i++) {
-            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-            const float *dout = lc_view_row(&t->dout, b, row, h, g.D), *out = lc_view_row(&t->out, b, row, h, g.D);
-            double sum = 0;
-            for (int e = 0; e < g.D; e++) sum += (double)dout[e] * out[e];
-            delta[i] = (float)sum;
-        }
-        /* the implicit barrier of omp for: delta is complete */
-#ifdef _OPENMP
-#pragma omp for schedule(static, 64)
-#endif
-        for (long i = 0; i < rows; i++) {
-            const int row = (int)(i % g.T), h = (int)(i / g.T % g.H), b = (int)(i / g.T / g.H);
-            dq_row(&g, t, delta, b, h, row, acc_a);
-        }
-#ifdef _OPENMP
-#pragma omp for schedule(static, 64)
-#endif
-        for (long i = 0; i < keys; i++) {
-            const int key = (int)(i % g.S), h = (int)(i / g.S % g.H), b = (int)(i / g.S / g.H);
-            dkv_row(&g, t, delta, b, h, key, acc_a, acc_b);
-        }
-    }
-}
-
-/* The band (causal: by residue classes through the full kind; bidirectional: row by row), then the
- * global rows (window_global.c). */
+/* The band (by residue classes through the full kind), then the global rows (window_global.c). */
 static void window_run(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work, int backward) {
     check_args(s, opts, t);
-    if (s->causal)
-        causal_pass(s, opts, t, work, backward);
-    else if (backward)
-        bidirectional_backward(s, opts, t, work);
-    else
-        bidirectional_forward(s, opts, t, work);
+    band_pass(s, opts, t, work, backward);
     if (t->global && backward)
         lc_attn_window_global_backward(s, opts, t, work);
     else if (t->global)
