@@ -143,7 +143,7 @@ static int run(kit_params *k, const lc_attn_layer *layer, lc_norm norm, const la
     memset(&c, 0, sizeof c);
     const int packed = L->n_seq > 1;
     c.self = kit_ctx(k, layer, 1, norm, 1, L->N, packed ? L->n_seq : 0, L->len);
-    c.self.attn_work_floats = lc_block_packed_workspace(&c.self, L->N, max_len);
+    c.self.attn_work_floats = lc_block_packed_workspace(&c.self, L->N, max_len, 0);
     c.enc = enc, c.N_enc = L->N_enc, c.C_enc = CE;
     c.n_pairs = L->n_pairs, c.q_start = L->q_start, c.q_len = L->q_len, c.kv_start = L->kv_start, c.kv_len = L->kv_len;
     c.cross_work_floats = lc_decoder_cross_workspace(max_kv, c.self.threads);
@@ -390,7 +390,7 @@ TEST(decoder_checks) {
     lc_decoder_ctx c;
     memset(&c, 0, sizeof c);
     c.self = kit_ctx(&k, &layer, 1, LC_NORM_PRE, 1, L->N, L->n_seq, L->len);
-    c.self.attn_work_floats = lc_block_packed_workspace(&c.self, L->N, 4);
+    c.self.attn_work_floats = lc_block_packed_workspace(&c.self, L->N, 4, 0);
     c.enc = P.enc, c.N_enc = L->N_enc, c.C_enc = CE;
     c.n_pairs = L->n_pairs, c.q_start = L->q_start, c.q_len = L->q_len, c.kv_start = L->kv_start, c.kv_len = L->kv_len;
     c.cross_work_floats = lc_decoder_cross_workspace(4, c.self.threads);

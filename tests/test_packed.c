@@ -31,14 +31,14 @@ static void result_free(result *r) {
 }
 
 /* One forward and backward of rows x[B*T] (packed when n_seq > 0) with d out = dy; the outputs, input
- * gradient and weight gradients go to r at row r0. The workspace is planned for at most max_rows rows of
- * length max_len (packed) or for the call's own shape. Returns lc_block_check_attention's result. */
+ * gradient and weight gradients go to r at row r0. The workspace is planned for at most N rows in at most
+ * n_seq sequences of length max_len (packed) or for the call's own shape. Returns lc_block_check_attention's result. */
 static int run(kit_params *k, const lc_attn_layer *layer, int causal, lc_norm norm, int B, int T, int n_seq,
                const int *seq_len, const float *x, const float *dy, result *r, long r0, int max_len) {
     lc_block_ctx c = kit_ctx(k, layer, causal, norm, B, T, n_seq, seq_len);
     const int N = B * T;
     if (n_seq) {
-        c.attn_work_floats = lc_block_packed_workspace(&c, N, max_len);
+        c.attn_work_floats = lc_block_packed_workspace(&c, N, max_len, n_seq); /* planned for n_seq at most */
     } else {
         lc_attn_shape s = {B, H, T, 0, C / H, causal, 1.0f / sqrtf((float)(C / H)), 0, 0, c.threads};
         c.attn_work_floats = lc_attn_layer_workspace(layer, &s);
@@ -209,7 +209,7 @@ TEST(packed_refusals) {
     kit_params_init(&k, C, H, F, 0, 0, 5);
     const int len[] = {4, 4, 2, 6};
     lc_block_ctx c = kit_ctx(&k, &layer, 1, LC_NORM_PRE, 1, 16, 4, len);
-    const size_t ws = lc_block_packed_workspace(&c, 16, 6);
+    const size_t ws = lc_block_packed_workspace(&c, 16, 6, 0);
     c.attn_work_floats = ws;
     char err[512];
     CHECK(lc_block_check_attention(&c, err, sizeof err) == 0, "%s", err);
@@ -226,14 +226,14 @@ TEST(packed_refusals) {
     bad = c, bad.attn_work_floats = 0;
     refused(&bad, "attn_work_floats");
     /* the largest group (two sequences of 4) needs more than a workspace planned for one of 4 */
-    bad = c, bad.attn_work_floats = lc_block_packed_workspace(&c, 4, 4);
+    bad = c, bad.attn_work_floats = lc_block_packed_workspace(&c, 4, 4, 0);
     refused(&bad, "too small for 2 sequences of 4 rows");
     /* a group the kind refuses: the 2-row sequence */
     if (lc_attn_kind_register(&min3) == 0) {
         lc_attn_layer l3;
         if (parse("packtest-min3", &l3) == 0) {
             bad = c, bad.layer = &l3;
-            bad.attn_work_floats = lc_block_packed_workspace(&bad, 16, 6);
+            bad.attn_work_floats = lc_block_packed_workspace(&bad, 16, 6, 0);
             CHECK(bad.attn_work_floats > 0, "planned nothing");
             refused(&bad, "packed sequences of 2 rows: packtest-min3");
             const int ok[] = {4, 4, 8};
@@ -246,6 +246,23 @@ TEST(packed_refusals) {
     kit_params_free(&k);
 }
 
+/* A kind that keeps floats per sequence (linformer: dK', dV' of every sequence and head) is planned for
+ * the most sequences a batch can hold, not for max_rows one-row sequences. */
+TEST(packed_workspace_is_planned_for_at_most_max_seqs) {
+    lc_attn_layer layer;
+    if (parse("linformer:k=8", &layer)) return;
+    kit_params k;
+    kit_params_init(&k, C, H, F, 0, 0, 5);
+    const int len[] = {4, 4, 2, 6};
+    lc_block_ctx c = kit_ctx(&k, &layer, 0, LC_NORM_PRE, 1, 16, 4, len);
+    const size_t capped = lc_block_packed_workspace(&c, 16, 6, 4), open = lc_block_packed_workspace(&c, 16, 6, 0);
+    CHECK(capped > 0 && capped < open, "planned %zu floats for 4 sequences, %zu for any count", capped, open);
+    c.attn_work_floats = capped;
+    char err[512];
+    CHECK(lc_block_check_attention(&c, err, sizeof err) == 0, "4 sequences in a workspace planned for 4: %s", err);
+    kit_params_free(&k);
+}
+
 int main(void) {
     RUN(packed_full);
     RUN(packed_window);
@@ -255,5 +272,6 @@ int main(void) {
     RUN(packed_encoder_sorted_sentences);
     RUN(packed_equal_lengths_bit_identical);
     RUN(packed_refusals);
+    RUN(packed_workspace_is_planned_for_at_most_max_seqs);
     return test_summary("test_packed");
 }

@@ -53,7 +53,7 @@ static lc_decoder_ctx dec_ctx(const lc_dec_stack *d, const lc_pass_env *e, int l
 }
 
 size_t lc_dec_stack_workspace(const lc_dec_stack *d, int threads) {
-    return lc_stack_workspace(&d->cfg, d->layers, d->max_rows, d->max_len, 1, threads);
+    return lc_stack_workspace(&d->cfg, d->layers, d->max_rows, d->max_len, d->max_seqs, 1, threads);
 }
 
 lc_status lc_dec_stack_plan_cross(lc_dec_stack *d, int max_kv_len, int threads) {

@@ -91,22 +91,22 @@ static lc_block_ctx stack_ctx(const lc_enc_stack *st, const lc_pass_env *e, int 
     return lc_stack_block_ctx(&v, e, l, train);
 }
 
-size_t lc_stack_workspace(const lc_config *c, const lc_attn_layer *layers, int max_rows, int max_len, int causal,
-                          int threads) {
+size_t lc_stack_workspace(const lc_config *c, const lc_attn_layer *layers, int max_rows, int max_len, int max_seqs,
+                          int causal, int threads) {
     size_t work = 1;
     for (int l = 0; l < c->n_layer; l++) {
         lc_block_ctx x;
         memset(&x, 0, sizeof x);
         x.B = 1, x.T = max_rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
         x.layer = &layers[l], x.causal = causal, x.threads = threads;
-        const size_t need = lc_block_packed_workspace(&x, max_rows, max_len);
+        const size_t need = lc_block_packed_workspace(&x, max_rows, max_len, max_seqs);
         work = need > work ? need : work;
     }
     return work;
 }
 
 size_t lc_enc_stack_workspace(const lc_enc_stack *st, int threads) {
-    return lc_stack_workspace(&st->cfg, st->layers, st->max_rows, st->max_len, 0, threads);
+    return lc_stack_workspace(&st->cfg, st->layers, st->max_rows, st->max_len, st->max_seqs, 0, threads);
 }
 
 lc_status lc_enc_stack_check(const lc_enc_stack *st, const lc_pass_env *e) {

@@ -78,9 +78,10 @@ lc_status lc_enc_stack_init(lc_enc_stack *st, const lc_config *c, const char *wh
                             int max_seqs);
 void lc_enc_stack_free(lc_enc_stack *st);
 /* Attention workspace floats that layers[0 .. c->n_layer) need for any packing of at most max_rows rows in
- * sequences of at most max_len rows (causal or not) with `threads` threads; the stack's own below. */
-size_t lc_stack_workspace(const lc_config *c, const lc_attn_layer *layers, int max_rows, int max_len, int causal,
-                          int threads);
+ * at most max_seqs sequences (0: no limit) of at most max_len rows (causal or not) with `threads` threads;
+ * the stack's own below. */
+size_t lc_stack_workspace(const lc_config *c, const lc_attn_layer *layers, int max_rows, int max_len, int max_seqs,
+                          int causal, int threads);
 size_t lc_enc_stack_workspace(const lc_enc_stack *st, int threads);
 /* The run-time checks of every layer against the current packing (message names st->what). */
 lc_status lc_enc_stack_check(const lc_enc_stack *st, const lc_pass_env *e);

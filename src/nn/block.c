@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "kernels/kernels.h"
 #include "nn/nn.h"
 
@@ -21,7 +22,7 @@ static int rows_s(const lc_block_ctx *c) { return c->M + c->T; }
 /* cat[b] = [mem[b] ; x[b]] */
 static void fill_cat(const lc_block_ctx *c, float *cat, const float *x) {
     long C = c->C, S = rows_s(c);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
     for (int b = 0; b < c->B; b++) {
         memcpy(cat + b * S * C, c->mem + b * c->mem_stride, sizeof(float) * (size_t)(c->M * C));
         memcpy(cat + (b * S + c->M) * C, x + b * c->T * C, sizeof(float) * (size_t)(c->T * C));
@@ -31,7 +32,7 @@ static void fill_cat(const lc_block_ctx *c, float *cat, const float *x) {
 /* dx[b, t] += dcat[b, M + t]: the segment rows' share of a gradient over concat(memory, segment). */
 static void add_segment_rows(const lc_block_ctx *c, float *dx, const float *dcat) {
     long C = c->C, S = rows_s(c), T = c->T;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
     for (int b = 0; b < c->B; b++)
         for (long i = 0; i < T * C; i++) dx[b * T * C + i] += dcat[(b * S + c->M) * C + i];
 }
@@ -165,13 +166,16 @@ int lc_block_check_attention(const lc_block_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
-size_t lc_block_packed_workspace(const lc_block_ctx *c, int max_rows, int max_len) {
+size_t lc_block_packed_workspace(const lc_block_ctx *c, int max_rows, int max_len, int max_seqs) {
     lc_attn_shape s = attn_shape(c);
     s.M = 0, s.window = 0, s.relpos = 0;
     size_t most = 0;
-    /* Kinds' workspaces grow with B at a given T, so B = max_rows / T is the largest at that length. */
+    /* Kinds' workspaces grow with B at a given T, so B = max_rows / T (at most max_seqs) is the largest at
+     * that length. The cap matters: a kind that keeps a few k x D floats per sequence (linformer's dK', dV')
+     * would otherwise be planned for max_rows one-row sequences (537 MB for 4 sequences of 1,025 rows). */
     for (int T = 1; T <= max_len && T <= max_rows; T++) {
         s.B = max_rows / T, s.T = T;
+        if (max_seqs > 0 && s.B > max_seqs) s.B = max_seqs;
         char err[384];
         if (lc_attn_layer_check(c->layer, &s, err, sizeof err)) continue; /* refused: never runs */
         const size_t n = lc_attn_layer_workspace(c->layer, &s);
@@ -284,7 +288,7 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
     if (c->kv) {
         lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * C);
         long T = c->T, row0 = c->kv_start + c->M;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS)
         for (long bt = 0; bt < N; bt++) {
             long b = bt / T, tt = bt % T;
             memcpy(c->kv + b * c->kv_stride + (row0 + tt) * 2 * C, a->qkv + bt * 3 * C + C, sizeof(float) * 2 * C);

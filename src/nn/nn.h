@@ -109,7 +109,7 @@ typedef struct {
  * sequences of at most max_len rows needs with c's layer, heads, width and direction: the most any
  * sequence group (B_g, T_g) with B_g T_g <= max_rows and T_g <= max_len the layer's kinds accept can
  * ask for. What a planner that knows only its limits allocates for c->attn_work. */
-size_t lc_block_packed_workspace(const lc_block_ctx *c, int max_rows, int max_len);
+size_t lc_block_packed_workspace(const lc_block_ctx *c, int max_rows, int max_len, int max_seqs);
 
 /* Whether every head group of the layer runs the attention shape of this context (its B, T, M, causal,
  * window, relpos; global positions cut to those < T; the key/value cache needs LC_ATTN_CAP_DECODE):
