@@ -117,6 +117,9 @@ accuracy_run() { # task train valid test max_len tokens-flags...
     fi
     local wall; wall=$(python3 -c "import time; print(round(time.time() - $t0 + $before, 1))")
     case $rc in 0) ;; 124|130) cut=true ;; *) echo "lra_row.sh: error: training $t failed (exit $rc): $(tail -1 "$log.err")" >&2; return 1 ;; esac
+    # training is over: if scoring the test split is interrupted, the rerun must count the training time
+    # only (its clock: the seconds spent, and a start no later than the last state's time)
+    if [ -s "$ck.last" ]; then touch "$ck.last"; echo "${wall%.*} $(stat -c %Y "$ck.last")" >"$clock"; fi
     local summary done_steps best_valid
     summary=$(tail -1 "$log" | grep '^{' || true)
     # a cut run prints no summary: the step and the best so far are in its last state
