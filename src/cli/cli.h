@@ -11,6 +11,9 @@ enum { LC_EXIT_OK = 0, LC_EXIT_RUNTIME = 1, LC_EXIT_USAGE = 2 };
 
 /* Print "longctx: error: <message>" on stderr; returns the exit code for a status. */
 int lc_cli_fail(lc_status st);
+/* Before anything else in main: a short OpenMP spin before idle threads sleep, unless the user set one
+ * (may execute the CLI again once; src/cli/wait_policy.c). */
+void lc_cli_wait_policy(char **argv);
 void lc_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 typedef enum { OPT_INT, OPT_LONG, OPT_FLOAT, OPT_STR, OPT_FLAG, OPT_U64 } lc_opt_type;

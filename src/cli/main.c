@@ -25,6 +25,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    lc_cli_wait_policy(argv);
     if (argc < 2) {
         usage(stderr);
         return LC_EXIT_USAGE;

@@ -3,6 +3,7 @@
  * residual sum of two tensors. */
 #include <math.h>
 
+#include "core/threads.h"
 #include "kernels/fastmath.h"
 #include "kernels/kernels.h"
 
@@ -25,14 +26,14 @@ static inline float lc_gelu_grad(float x) {
 
 void lc_gelu_forward(float *out, const float *inp, size_t n) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) out[i] = lc_gelu(inp[i]);
 }
 
 void lc_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) dinp[i] += lc_gelu_grad(inp[i]) * dout[i];
 }
@@ -55,14 +56,14 @@ void lc_gelu_backward_ref(double *dinp, const double *inp, const double *dout, s
 
 void lc_relu_forward(float *out, const float *inp, size_t n) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0 ? inp[i] : 0.0f;
 }
 
 void lc_relu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) dinp[i] += inp[i] > 0 ? dout[i] : 0.0f;
 }
@@ -76,6 +77,6 @@ void lc_relu_backward_ref(double *dinp, const double *inp, const double *dout, s
 }
 
 void lc_add(float *out, const float *a, const float *b, long n) {
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
     for (long i = 0; i < n; i++) out[i] = a[i] + b[i];
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "kernels/kernels.h"
 
 #define LC_PARALLEL_MIN 32768
@@ -15,7 +16,7 @@ static void lc_dropout_apply(float *dst, const float *src, size_t n, float p, ui
     }
     float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) dst[i] = lc_hash_uniform(seed, i) >= p ? src[i] * scale : 0.0f;
 }

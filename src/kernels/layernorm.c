@@ -3,6 +3,7 @@
  * so the result is independent of the schedule), and double references. */
 #include <math.h>
 
+#include "core/threads.h"
 #include "kernels/kernels.h"
 
 #define LC_LANES 8          /* independent partial sums: lets the compiler vectorize without reassociating */
@@ -47,7 +48,7 @@ static void lc_layernorm_row(float *out, float *mean_out, float *rstd_out, const
 void lc_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
                           int n, int c, float eps) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * c > 16384)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS) if ((long)n * c > 16384)
 #endif
     for (int r = 0; r < n; r++)
         lc_layernorm_row(out + (size_t)r * c, &mean[r], &rstd[r], inp + (size_t)r * c, w, b, c, eps);
@@ -81,7 +82,7 @@ static void lc_layernorm_param_grads(float *dw, float *db, const float *dout, co
                                      const float *rstd, int n, int c) {
     int chunks = (c + LC_CHANNEL_CHUNK - 1) / LC_CHANNEL_CHUNK;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * c > 16384)
+#pragma omp parallel for schedule(dynamic, 1) if ((long)n * c > 16384)
 #endif
     for (int ch = 0; ch < chunks; ch++) {
         int i0 = ch * LC_CHANNEL_CHUNK, width = c - i0 < LC_CHANNEL_CHUNK ? c - i0 : LC_CHANNEL_CHUNK;
@@ -104,7 +105,7 @@ void lc_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                            const float *mean, const float *rstd, int n, int c) {
     if (dinp) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * c > 16384)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS) if ((long)n * c > 16384)
 #endif
         for (int r = 0; r < n; r++)
             lc_layernorm_row_backward(dinp + (size_t)r * c, dout + (size_t)r * c, inp + (size_t)r * c, w, mean[r],

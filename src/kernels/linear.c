@@ -1,5 +1,6 @@
 /* Linear layer y = x W^T + b (PyTorch nn.Linear layout W[out, in]): forward and backward through lc_gemm,
  * the bias broadcast and the bias gradient (a column sum) parallel over channels, and double references. */
+#include "core/threads.h"
 #include "kernels/kernels.h"
 
 #define LC_CHANNEL_CHUNK 64 /* channels per parallel work item in the bias gradient */
@@ -7,7 +8,7 @@
 /* out[r, :] = b for every row (rows are independent). */
 static void lc_fill_rows_with_bias(float *out, const float *b, int n, int out_dim) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * out_dim > 16384)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS) if ((long)n * out_dim > 16384)
 #endif
     for (int r = 0; r < n; r++)
         for (int o = 0; o < out_dim; o++) out[(size_t)r * out_dim + o] = b[o];
@@ -27,7 +28,7 @@ void lc_linear_forward(float *out, const float *inp, const float *w, const float
 static void lc_bias_grad(float *db, const float *dout, int n, int out_dim) {
     int chunks = (out_dim + LC_CHANNEL_CHUNK - 1) / LC_CHANNEL_CHUNK;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * out_dim > 16384)
+#pragma omp parallel for schedule(dynamic, 1) if ((long)n * out_dim > 16384)
 #endif
     for (int ch = 0; ch < chunks; ch++) {
         int o0 = ch * LC_CHANNEL_CHUNK, width = out_dim - o0 < LC_CHANNEL_CHUNK ? out_dim - o0 : LC_CHANNEL_CHUNK;

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/status.h"
+#include "core/threads.h"
 #include "kernels/kernels.h"
 
 #define LC_PARALLEL_MIN 32768
@@ -22,7 +23,7 @@ void lc_adamw_update(float *params, const float *grads, float *m, float *v, size
     float decay = (float)(1.0 - (double)lr * weight_decay);
     float m_weight = (float)(1.0 - beta1), v_weight = (float)(1.0 - beta2);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) {
         float g = grads[i];
@@ -55,7 +56,7 @@ double lc_sum_squares(const float *x, size_t n) {
     size_t chunks = (n + chunk - 1) / chunk;
     double partial[LC_MAX_CHUNKS];
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, 1) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t c = 0; c < chunks; c++) {
         size_t start = c * chunk, len = n - start < chunk ? n - start : chunk;
@@ -68,7 +69,7 @@ double lc_sum_squares(const float *x, size_t n) {
 
 void lc_scale(float *x, size_t n, float s) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS) if (n > LC_PARALLEL_MIN)
 #endif
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <math.h>
 
+#include "core/threads.h"
 #include "kernels/fastmath.h"
 #include "kernels/kernels.h"
 
@@ -20,7 +21,7 @@ static float lc_row_logsumexp(const float *x, int V) {
 
 double lc_xent_forward(float *losses, float *lse, const float *logits, const int *targets, int n, int V) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * V > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS) if ((long)n * V > LC_PARALLEL_MIN)
 #endif
     for (int r = 0; r < n; r++) {
         const float *x = logits + (size_t)r * V;
@@ -37,7 +38,7 @@ double lc_xent_forward(float *losses, float *lse, const float *logits, const int
 void lc_xent_backward(float *dlogits, const float *logits, const float *lse, const int *targets, int n, int V,
                       float scale) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if ((long)n * V > LC_PARALLEL_MIN)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS) if ((long)n * V > LC_PARALLEL_MIN)
 #endif
     for (int r = 0; r < n; r++) {
         const float *x = logits + (size_t)r * V;

@@ -151,7 +151,7 @@ int lc_model_memory_rows(const lc_model *m) { return m->mem_rows; }
  * masks) right before its backward, so activations are kept for one layer only. */
 
 static void axpy(float *y, float a, const float *x, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS)
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
@@ -177,7 +177,7 @@ static void reversible_forward(lc_model *m, int train) {
         memcpy(m->rev_x2[c->n_layer], y2, sizeof(float) * NC);
     }
     float *out = m->res[c->n_layer];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_FLOATS)
     for (size_t i = 0; i < NC; i++) out[i] = 0.5f * (y1[i] + y2[i]);
 }
 

@@ -1,10 +1,11 @@
 /* Byte embedding plus learned absolute positions: forward, backward and double references. */
 #include <string.h>
 
+#include "core/threads.h"
 #include "nn/nn.h"
 
 void lc_embedding_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int T, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS)
     for (long r = 0; r < (long)B * T; r++) {
         const float *e = wte + (long)tokens[r] * C;
         const float *p = wpe ? wpe + (r % T) * C : NULL;
@@ -17,7 +18,7 @@ void lc_embedding_forward(float *out, const int *tokens, const float *wte, const
  * order over rows and splits only the channels between threads. */
 void lc_embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int T, int C) {
     long n = (long)B * T;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
     for (int c = 0; c < C; c++) {
         for (long r = 0; r < n; r++) {
             float d = dout[r * C + c];

@@ -1,0 +1,33 @@
+/* How long the CLI's idle OpenMP threads spin before they sleep (issue 13: training on a busy machine).
+ *
+ * GNU libgomp lets a thread that waits at a barrier, or for the next parallel region, spin for
+ * GOMP_SPINCOUNT iterations (300,000 by default: milliseconds on these CPUs) before it sleeps on a futex.
+ * On an idle machine that saves the wake-up latency; on a busy one the spinning thread burns the time
+ * slice its descheduled partner needs, and a 2-thread step took longer than a 1-thread one. A short spin
+ * (LC_GOMP_SPINCOUNT) keeps the idle-machine speed and lets waiting threads give their core away
+ * (docs/benchmarks.md, "Training on a busy machine").
+ *
+ * libgomp reads the setting once, in its constructor, before main() runs, and the C library rebuilds the
+ * environment after an executable's .preinit_array, so the only way in is the environment the process
+ * starts with: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set (a user's own setting wins), the CLI
+ * sets GOMP_SPINCOUNT and executes itself again, once (the variable is then set). If that exec fails, the
+ * command runs on with libgomp's default. The library itself never does this (a library must not change
+ * its host's environment); docs/benchmarks.md gives library users the setting. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#ifndef LC_GOMP_SPINCOUNT
+#define LC_GOMP_SPINCOUNT "10000"
+#endif
+
+void lc_cli_wait_policy(char **argv) {
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("GOMP_SPINCOUNT", LC_GOMP_SPINCOUNT, 0) != 0) return;
+    execv("/proc/self/exe", argv); /* returns only on failure: run on as we are */
+#else
+    (void)argv; /* not libgomp: nothing to set */
+#endif
+}
