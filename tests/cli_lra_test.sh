@@ -71,4 +71,15 @@ else
     echo "note: python3 not found: the Python check of the generated rows was skipped"
 fi
 
+# the shipped ListOps model (docs/lra.md) reads any file in the ListOps format: ours, and the one the
+# independent Python implementation wrote (tests/reference/listops_ref.py)
+ship=models/listops-best.safetensors
+for f in "$tmp/a.tsv" tests/fixtures/listops_ref.tsv; do
+    n=$(($(wc -l <"$f") - 1))
+    check "$ship scores $(basename "$f")" -- "$bin" eval --ckpt "$ship" --task classify --data "$f" --json
+    tail -1 "$tmp/out" >"$tmp/ship.json"
+    check "$ship on $(basename "$f"): accuracy over $n examples" -- \
+        grep -Eq "^\{\"accuracy\":[0-9.]+,\"examples\":$n\}$" "$tmp/ship.json"
+done
+
 cli_summary cli_lra_test
