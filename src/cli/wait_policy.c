@@ -12,7 +12,8 @@
  * starts with: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set (a user's own setting wins), the CLI
  * sets GOMP_SPINCOUNT and executes itself again, once (the variable is then set). If that exec fails, the
  * command runs on with libgomp's default. The library itself never does this (a library must not change
- * its host's environment); docs/benchmarks.md gives library users the setting. */
+ * its host's environment); docs/benchmarks.md gives library users the setting. Tools that follow a process
+ * but not its exec (valgrind without --trace-children=yes) need the variable set beforehand. */
 #include <stdlib.h>
 #include <unistd.h>
 
