@@ -202,13 +202,21 @@ static int refused(lc_block_ctx *c, const char *want) {
     return rc;
 }
 
+/* A block context for the spec's layer over 16 rows packed as four sequences of 4, 4, 2 and 6 rows, with
+ * k's weights (initialised here; the caller frees them). Returns the spec parse's result. */
+static const int four_seqs[] = {4, 4, 2, 6};
+static int four_sequence_ctx(const char *spec, int causal, lc_attn_layer *layer, kit_params *k, lc_block_ctx *c) {
+    if (parse(spec, layer)) return -1;
+    kit_params_init(k, C, H, F, 0, 0, 5);
+    *c = kit_ctx(k, layer, causal, LC_NORM_PRE, 1, 16, 4, four_seqs);
+    return 0;
+}
+
 TEST(packed_refusals) {
     lc_attn_layer layer;
-    if (parse("full", &layer)) return;
     kit_params k;
-    kit_params_init(&k, C, H, F, 0, 0, 5);
-    const int len[] = {4, 4, 2, 6};
-    lc_block_ctx c = kit_ctx(&k, &layer, 1, LC_NORM_PRE, 1, 16, 4, len);
+    lc_block_ctx c;
+    if (four_sequence_ctx("full", 1, &layer, &k, &c)) return;
     const size_t ws = lc_block_packed_workspace(&c, 16, 6, 0);
     c.attn_work_floats = ws;
     char err[512];
@@ -250,11 +258,9 @@ TEST(packed_refusals) {
  * the most sequences a batch can hold, not for max_rows one-row sequences. */
 TEST(packed_workspace_is_planned_for_at_most_max_seqs) {
     lc_attn_layer layer;
-    if (parse("linformer:k=8", &layer)) return;
     kit_params k;
-    kit_params_init(&k, C, H, F, 0, 0, 5);
-    const int len[] = {4, 4, 2, 6};
-    lc_block_ctx c = kit_ctx(&k, &layer, 0, LC_NORM_PRE, 1, 16, 4, len);
+    lc_block_ctx c;
+    if (four_sequence_ctx("linformer:k=8", 0, &layer, &k, &c)) return;
     const size_t capped = lc_block_packed_workspace(&c, 16, 6, 4), open = lc_block_packed_workspace(&c, 16, 6, 0);
     CHECK(capped > 0 && capped < open, "planned %zu floats for 4 sequences, %zu for any count", capped, open);
     c.attn_work_floats = capped;
