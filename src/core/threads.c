@@ -72,7 +72,11 @@ int lc_threads_available(void) {
         const long p = sysconf(_SC_NPROCESSORS_ONLN);
         n = p > 0 ? (int)p : 1;
     }
-    const int limit = cgroup_cpu_limit();
+    /* the cgroup files are read once (models ask at every pass); -1: not read yet. Threads that race here
+     * read the same files and store the same value. */
+    static int limit_cached = -1;
+    int limit = __atomic_load_n(&limit_cached, __ATOMIC_RELAXED);
+    if (limit < 0) __atomic_store_n(&limit_cached, limit = cgroup_cpu_limit(), __ATOMIC_RELAXED);
     return limit > 0 && limit < n ? limit : n;
 #else
     return 1;
