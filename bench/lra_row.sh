@@ -5,17 +5,22 @@
 #    IMDB, --max-len 4000) for --steps steps, stopped by SIGINT if it passes --minutes (then "cut":true),
 #    then `eval --json` of the best checkpoint (by validation accuracy) on the test split: test accuracy,
 #    best validation accuracy, steps, examples seen, wall time, peak RSS.
+#    With --budget-minutes M instead of --steps, every kind gets the same time, not the same steps: a
+#    calibration run of --calib-steps steps (64: one chunk of length-sorted batches, so a fair sample of the
+#    lengths) times the kind on the task's real data, and the run gets the steps that fit in M minutes with
+#    its validation passes (10 of them, every steps/10), a multiple of 100; --minutes defaults to 1.15 M as
+#    the backstop. The steps are kept in WORK/TASK-NAME.budget, so a resumed run keeps them.
 #  - "part":"speed": training steps/s and peak RSS (/usr/bin/time) of the same shape on synthetic byte
 #    examples of exactly 1K, 2K, 3K, 4K tokens, for the spec and for full attention side by side (one run,
 #    alternating spec / full --speed-repeats times per length; medians), with the ratios spec/full.
 # bench/lra_table.py turns the lines into the table. Data: ListOps splits generated into --work by
 # `longctx listops` (seeds 1, 2, 3; --n sets the training size, default 96000); IMDB from data/imdb.
 # usage: bench/lra_row.sh --attn SPEC [--name NAME] [--task listops|text|both|none] [--speed|--no-speed]
-#        [--steps N] [--minutes M] [--n N] [--valid-n N] [--batch B] [--eval-every N] [--work DIR]
+#        [--steps N | --budget-minutes M [--calib-steps N]] [--minutes M] [--n N] [--valid-n N] [--batch B] [--eval-every N] [--work DIR]
 #        [--speed-steps N] [--speed-batch B] [--speed-repeats R] [--out FILE.jsonl] [--bin PATH] [--threads T] [-- extra train flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-attn=""; name=""; task=both; speed=1; steps=800; minutes=60; n=96000; valid_n=500; batch=16; eval_every=200
+attn=""; name=""; task=both; speed=1; steps=800; minutes=""; budget=""; calib_steps=64; n=96000; valid_n=500; batch=16; eval_every=200
 work=${TMPDIR:-/tmp}/longctx_lra; out=""; bin=./longctx; threads=0; speed_steps=3; speed_batch=4; speed_repeats=3; extra=()
 # the shape every row shares (docs/lra.md, "The table"): change it for every kind or for none
 shape=(--layers 2 --dim 64 --heads 4 --ffn 128 --dropout 0.1 --lr 0.001 --warmup 100 --weight-decay 0.01)
@@ -28,6 +33,8 @@ while [ $# -gt 0 ]; do
     --no-speed) speed=0; shift ;;
     --steps) steps=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
+    --budget-minutes) budget=$2; shift 2 ;;
+    --calib-steps) calib_steps=$2; shift 2 ;;
     --n) n=$2; shift 2 ;;
     --valid-n) valid_n=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
@@ -47,6 +54,7 @@ done
 case $task in listops|text|both|none) ;; *) echo "lra_row.sh: error: --task must be listops, text, both or none" >&2; exit 2 ;; esac
 [ -x "$bin" ] || { echo "lra_row.sh: error: --bin $bin is not an executable (run make)" >&2; exit 2; }
 [ -n "$name" ] || name=$attn
+if [ -n "$minutes" ]; then :; elif [ -n "$budget" ]; then minutes=$(( (budget * 115 + 99) / 100 )); else minutes=60; fi
 mkdir -p "$work"
 tag=$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.=-' '_')
 emit() { echo "$1"; [ -z "$out" ] || echo "$1" >>"$out"; }
@@ -81,6 +89,25 @@ accuracy_run() { # task train valid test max_len tokens-flags...
     local ck="$work/$t-$tag.safetensors" log="$work/$t-$tag.log" tv="$work/$t-$tag.time"
     local vsub="$work/${t}_valid_spread_$valid_n.tsv" clock="$work/$t-$tag.clock"
     [ -s "$vsub" ] || spread_examples "$valid" "$valid_n" "$vsub"
+    local budget_file="$work/$t-$tag.budget" calib_s=0 s_per_step=0
+    if [ -n "$budget" ]; then # the same minutes for every kind: the steps that fit, from a calibration
+        # run made before the clock starts (a resumed run reads the steps it was given)
+        if ! { [ -s "$clock" ] && [ -s "$ck.last" ] && [ -s "$budget_file" ]; }; then
+            local cl="$work/calib-$t-$tag.log" cs
+            "$bin" train --task classify --data "$train" --valid "$vsub" --max-len "$max_len" "$@" "${common[@]}" \
+                --batch "$batch" --steps "$calib_steps" --warmup 0 --eval-every 0 --out "$work/calib-$t-$tag.safetensors" \
+                --json "${extra[@]}" >"$cl" 2>"$cl.err" ||
+                { echo "lra_row.sh: error: calibration of $t failed: $(tail -1 "$cl.err")" >&2; return 1; }
+            cs=$(grep '^{' "$cl" | tail -1)
+            # steps * s + 11 validation passes of valid_n / batch forward-only batches (about a third of a step)
+            python3 -c 'import json,sys; s=json.loads(sys.argv[1]); t=s["seconds"]/s["run_steps"]; b,v,n=map(int,sys.argv[2:5])
+n_steps=int((b*60/t - 11*v/(3*n))//100*100); n_steps=max(n_steps,100); print(n_steps, n_steps//10, round(t,4), s["seconds"])' \
+                "$cs" "$budget" "$valid_n" "$batch" >"$budget_file"
+            rm -f "$work/calib-$t-$tag.safetensors" "$work/calib-$t-$tag.safetensors.last"
+        fi
+        read -r steps eval_every s_per_step calib_s <"$budget_file"
+        echo "lra_row.sh: $t of $name: $s_per_step s per step -> $steps steps in $budget minutes" >&2
+    fi
     # A run interrupted before it ended (the session stopped, the machine rebooted) resumes from its last
     # state (saved every 5 minutes), with the time it had already spent counted against --minutes: the
     # clock file holds the seconds of earlier attempts and the start of the current one; an attempt counts
@@ -131,8 +158,8 @@ accuracy_run() { # task train valid test max_len tokens-flags...
     fi
     local which=$ck; [ -s "$ck" ] || which=$ck.last # no validation pass yet: the last state
     local ev; ev=$("$bin" eval --ckpt "$which" --task classify --data "$test" --batch 8 --threads "$threads" --json | tail -1)
-    emit "{\"part\":\"accuracy\",\"name\":$(json_str "$name"),\"attn\":$(json_str "$attn"),\"task\":\"$t\",\"test_accuracy\":$(jget "$ev" accuracy),\"test_examples\":$(jget "$ev" examples),\"best_valid_accuracy\":$best_valid,\"valid_examples\":$valid_n,\"steps\":$done_steps,\"steps_budget\":$steps,\"batch\":$batch,\"examples_seen\":$((done_steps * batch)),\"train_examples\":$(count_examples "$train"),\"wall_s\":$wall,\"minutes_budget\":$minutes,\"cut\":$cut,\"peak_rss_mb\":$(( $(peak_kb "$tv") / 1024 )),\"max_len\":$max_len,\"shape\":$(json_str "${shape[*]}"),\"threads\":$threads}"
-    rm -f "$clock"
+    emit "{\"part\":\"accuracy\",\"name\":$(json_str "$name"),\"attn\":$(json_str "$attn"),\"task\":\"$t\",\"test_accuracy\":$(jget "$ev" accuracy),\"test_examples\":$(jget "$ev" examples),\"best_valid_accuracy\":$best_valid,\"valid_examples\":$valid_n,\"steps\":$done_steps,\"steps_budget\":$steps,\"batch\":$batch,\"examples_seen\":$((done_steps * batch)),\"train_examples\":$(count_examples "$train"),\"wall_s\":$wall,\"minutes_budget\":$minutes,\"budget_minutes\":${budget:-null},\"calib_s_per_step\":$s_per_step,\"calib_s\":$calib_s,\"cut\":$cut,\"peak_rss_mb\":$(( $(peak_kb "$tv") / 1024 )),\"max_len\":$max_len,\"shape\":$(json_str "${shape[*]}"),\"threads\":$threads}"
+    rm -f "$clock" "$budget_file"
 }
 
 if [ "$task" = listops ] || [ "$task" = both ]; then
