@@ -109,8 +109,9 @@ SO := $(BUILD)/liblongctx.so
 SO_LIBS := $(BLAS_LIBS) $(ZLIB_LIBS) $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS)) -lm
 
 .PHONY: all test check demo bench clean shared install uninstall
-shared: $(SO)
+# plain `make` builds everything (the CLI, ./longctx, the library, the .so): `all` must stay the first rule
 all: $(LIB) $(CLI) longctx $(if $(filter release,$(VARIANT)),$(SO))
+shared: $(SO)
 
 # ./longctx always points at the release build for convenience.
 longctx: $(CLI)

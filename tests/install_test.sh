@@ -18,6 +18,8 @@ if ! make -s -j"$jobs" "$@" install PREFIX="$prefix" >"$work/make.log" 2>&1; the
     cat "$work/make.log"; bad "make install PREFIX=$prefix"; echo "install: $passed passed, $failed failed"; exit 1
 fi
 ok "make install PREFIX=\$tmp"
+# plain `make` (what the README and docs say to run first) must build the CLI, not only the .so
+check "plain make's default goal is 'all'" sh -c "make -pnq -f Makefile 2>/dev/null | grep -qx '.DEFAULT_GOAL := all'"
 for f in include/longctx.h include/longctx/version.h lib/liblongctx.a lib/liblongctx.so lib/liblongctx.so.0 \
     lib/pkgconfig/longctx.pc bin/longctx share/man/man1/longctx.1; do
     [ -e "$prefix/$f" ] || bad "installed $f"
