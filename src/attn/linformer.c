@@ -1,17 +1,21 @@
 /* The `linformer` attention kind (linformer.h): sequence-axis projections of keys and values, then dense
  * softmax attention over the k projected rows.
  *
- * Every product is an lc_gemm call made outside parallel regions (BLAS when built with it; lc_gemm
- * threads internally and its results do not depend on the thread count). Heads are processed one after
- * another; per head:
- *   forward:  K' = E_S K, V' = F_S V (k x D); per block of <= 512 query rows:
- *             Sc = scale Q K'^T, row softmax (lse saved), out = P V'
- *   backward: K', V' recomputed; per block: Sc and P again, dP = dout V'^T, dS = P (dP - Delta) with
- *             Delta = rowsum(dout * out); dq = scale dS K' (written), dK' += scale dS^T Q, dV' += P^T dout;
- *             then dk = E_S^T dK', dv = F_S^T dV' (written) and dE_S^T += K dK'^T, dF_S^T += V dV'^T
- *             (accumulated into dparams, heads and batches in order b, h, keys before values).
- * The row-wise softmax steps run in parallel over rows; each row is one task with a fixed order, so
- * results are identical for any thread count. */
+ * Every product is an lc_gemm call (BLAS when built with it; lc_gemm's results do not depend on the thread
+ * count nor on whether it is called inside a parallel region). Per pass:
+ *   projections: K' = E_S K, V' = F_S V (k x D per head). When the heads share E and F (share=headwise,
+ *             kv) one product per sequence computes all its heads (N = H*D columns: a row of K holds the
+ *             heads side by side), so E is packed once per sequence, not once per head; share=none: one
+ *             product per (sequence, head).
+ *   per (sequence, head), per block of <= 512 query rows:
+ *     forward:  Sc = scale Q K'^T, row softmax (lse saved), out = P V'
+ *     backward: Sc and P again, dP = dout V'^T, dS = P (dP - Delta) with Delta = rowsum(dout * out);
+ *               dq = scale dS K' (written), dK' += scale dS^T Q, dV' += P^T dout
+ *   backward, then: dk = E_S^T dK', dv = F_S^T dV' (written; per sequence or per head as the projections)
+ *             and dE_S^T += K dK'^T, dF_S^T += V dV'^T accumulated into dparams in the order b, head group,
+ *             keys before values (shared: one product per sequence, the sum over heads its inner dimension).
+ * Tasks (sequences or heads) run in parallel; each sums in a fixed order, so results are identical for
+ * any thread count. */
 #include "attn/linformer.h"
 
 #include <assert.h>
@@ -101,37 +105,40 @@ void lc_attn_linformer_param_init(float *params, const void *opts, int H, int D,
 
 static int block_rows(const lc_attn_shape *s) { return s->T < LIN_BLOCK_ROWS ? (s->T > 0 ? s->T : 1) : LIN_BLOCK_ROWS; }
 
-/* Layout: per thread K', V' (k x D each) and two blocks of rows x k (scores / P, dP / dS); then per
- * (sequence, head) dK', dV' (k x D each), kept for the parameter gradients. Heads are the unit of work:
- * one task per (sequence, head) with serial products inside, so a pass is one parallel region (many
- * small parallel products made every barrier a stall whenever another job shared the cores). */
+/* Layout: per thread two blocks of rows x k (scores / P, dP / dS); then per sequence K', V', dK', dV' of
+ * all its heads, each k x H*D with head h in columns h*D .. h*D+D-1 (the layout of a row of t->k). When
+ * the heads share E (or F) the projections of a sequence are then one product over all its heads: a
+ * product per head repacked the whole k x S matrix E for D columns of output. */
 static size_t per_thread_floats(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
-    const size_t kd = lc_round16((size_t)o->k * (size_t)s->D), blk = lc_round16((size_t)block_rows(s) * (size_t)o->k);
-    return 2 * kd + 2 * blk;
+    return 2 * lc_round16((size_t)block_rows(s) * (size_t)o->k);
+}
+
+static size_t per_sequence_floats(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
+    return 4 * lc_round16((size_t)o->k * (size_t)s->H * (size_t)s->D);
 }
 
 size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts) {
-    const int nthreads = lc_attn_threads(s);
     const lc_attn_linformer_opts *o = opts;
-    const size_t kd = lc_round16((size_t)o->k * (size_t)s->D);
-    return (size_t)nthreads * per_thread_floats(s, o) + (size_t)s->B * (size_t)s->H * 2 * kd;
+    return (size_t)lc_attn_threads(s) * per_thread_floats(s, o) + (size_t)s->B * per_sequence_floats(s, o);
 }
 
 typedef struct {
-    int K, P, rows;
+    int K, P, rows, ld; /* ld: row stride of kp, vp, dkp, dvp (H * D) */
     float *kp, *vp, *dkp, *dvp, *sc, *dp;
 } lin_work;
 
-/* The scratch of thread `thread` and the dK', dV' of head bh = b * H + h. */
-static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts *o, float *work, int nthreads,
-                            int thread, long bh) {
+/* The scratch of thread `thread` (negative: none) and K', V', dK', dV' of head h of sequence b (h = 0: the
+ * sequence's matrices of all heads). */
+static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts *o, float *work, int thread, int b,
+                            int h) {
     lin_work w;
-    w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s);
-    const size_t kd = lc_round16((size_t)o->k * (size_t)s->D), blk = lc_round16((size_t)w.rows * (size_t)o->k);
-    float *mine = work + (size_t)thread * per_thread_floats(s, o);
-    w.kp = mine, w.vp = mine + kd, w.sc = mine + 2 * kd, w.dp = w.sc + blk;
-    float *grads = work + (size_t)nthreads * per_thread_floats(s, o) + (size_t)bh * 2 * kd;
-    w.dkp = grads, w.dvp = grads + kd;
+    w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s), w.ld = s->H * s->D;
+    const size_t blk = lc_round16((size_t)w.rows * (size_t)o->k), khd = per_sequence_floats(s, o) / 4;
+    float *mine = thread >= 0 ? work + (size_t)thread * per_thread_floats(s, o) : NULL;
+    w.sc = mine, w.dp = mine ? mine + blk : NULL;
+    float *seq = work + (size_t)lc_attn_threads(s) * per_thread_floats(s, o) + (size_t)b * per_sequence_floats(s, o) +
+                 (size_t)h * s->D;
+    w.kp = seq, w.vp = seq + khd, w.dkp = seq + 2 * khd, w.dvp = seq + 3 * khd;
     return w;
 }
 
@@ -142,14 +149,63 @@ static void check_args(const lc_attn_shape *s, const lc_attn_linformer_opts *o, 
     (void)s, (void)o, (void)t;
 }
 
-/* K' = E_S K and V' = F_S V of head h of sequence b. */
-static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t,
-                    const lin_work *w, int b, int h) {
-    const int S = s->T, D = s->D, ld = w->P * w->K;
-    const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h) * w->K;
-    const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h) * w->K;
-    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, h, D), (int)t->k.st, 0.0f, w->kp, D);
-    lc_gemm(LC_TRANS, LC_NO_TRANS, w->K, D, S, 1.0f, F, ld, lc_view_row(&t->v, b, 0, h, D), (int)t->v.st, 0.0f, w->vp, D);
+/* Shared projections (headwise, kv): one product per sequence covers its H heads (N = H*D columns);
+ * share=none: one per (sequence, head), each head with its own E, F. */
+static int heads_per_product(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
+    return o->share == LC_LINFORMER_SHARE_NONE ? 1 : s->H;
+}
+
+/* K' = E_S K, V' = F_S V of heads_per_product heads from head h0 of sequence b. */
+static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t, float *work,
+                    int b, int h0) {
+    const lin_work w = lin_work_of(s, o, work, -1, b, h0);
+    const int S = s->T, D = s->D, N = heads_per_product(s, o) * D, ld = w.P * w.K;
+    const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h0) * w.K;
+    const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h0) * w.K;
+    lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, N, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, h0, D), (int)t->k.st, 0.0f, w.kp,
+            w.ld);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, N, S, 1.0f, F, ld, lc_view_row(&t->v, b, 0, h0, D), (int)t->v.st, 0.0f, w.vp,
+            w.ld);
+}
+
+/* dK = E_S dK', dV = F_S dV' of the heads from h0 of sequence b, once all their row blocks are done. */
+static void expand(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t, float *work,
+                   int b, int h0) {
+    const lin_work w = lin_work_of(s, o, work, -1, b, h0);
+    const int S = s->T, D = s->D, N = heads_per_product(s, o) * D, ld = w.P * w.K;
+    const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h0) * w.K;
+    const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h0) * w.K;
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, N, w.K, 1.0f, E, ld, w.dkp, w.ld, 0.0f, lc_view_row(&t->dk, b, 0, h0, D),
+            (int)t->dk.st);
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, N, w.K, 1.0f, F, ld, w.dvp, w.ld, 0.0f, lc_view_row(&t->dv, b, 0, h0, D),
+            (int)t->dv.st);
+}
+
+/* All projection (expand = 0) or expansion (expand = 1) tasks of a pass. With at least as many tasks as
+ * threads, one task per thread at a time (serial products inside); otherwise the tasks in order, each
+ * product split over the threads by lc_gemm (same bits either way: lc_gemm's do not depend on the thread
+ * count nor on the parallel region). */
+static void run_products(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t,
+                         float *work, int expansion) {
+    const int nthreads = lc_attn_threads(s), per = heads_per_product(s, o), groups = s->H / per;
+    const long tasks = (long)s->B * groups;
+    (void)nthreads;
+    if (tasks >= nthreads) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1) if (nthreads > 1)
+#endif
+        for (long i = 0; i < tasks; i++) {
+            const int b = (int)(i / groups), h0 = (int)(i % groups) * per;
+            if (expansion) expand(s, o, t, work, b, h0);
+            else project(s, o, t, work, b, h0);
+        }
+    } else {
+        for (long i = 0; i < tasks; i++) {
+            const int b = (int)(i / groups), h0 = (int)(i % groups) * per;
+            if (expansion) expand(s, o, t, work, b, h0);
+            else project(s, o, t, work, b, h0);
+        }
+    }
 }
 
 /* In place: row i of sc (n rows of K) becomes softmax; lse written. */
@@ -172,10 +228,10 @@ static void forward_block(const lc_attn_shape *s, const lc_attn_tensors *t, cons
                           int n) {
     const int D = s->D, K = w->K;
     float *lse = t->lse + ((long)b * s->H + h) * s->T;
-    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, lc_view_row(&t->q, b, r0, h, D), (int)t->q.st, w->kp, D, 0.0f,
-            w->sc, K);
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, lc_view_row(&t->q, b, r0, h, D), (int)t->q.st, w->kp, w->ld,
+            0.0f, w->sc, K);
     softmax_rows(w->sc, n, K, lse + r0);
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w->sc, K, w->vp, D, 0.0f, lc_view_row(&t->out, b, r0, h, D),
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w->sc, K, w->vp, w->ld, 0.0f, lc_view_row(&t->out, b, r0, h, D),
             (int)t->out.st);
 }
 
@@ -202,48 +258,37 @@ static void backward_block(const lc_attn_shape *s, const lc_attn_tensors *t, con
     const int D = s->D, K = w->K;
     const float *q = lc_view_row(&t->q, b, r0, h, D), *dout = lc_view_row(&t->dout, b, r0, h, D);
     const float beta = r0 == 0 ? 0.0f : 1.0f;
-    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, q, (int)t->q.st, w->kp, D, 0.0f, w->sc, K);
-    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, 1.0f, dout, (int)t->dout.st, w->vp, D, 0.0f, w->dp, K);
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, q, (int)t->q.st, w->kp, w->ld, 0.0f, w->sc, K);
+    lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, 1.0f, dout, (int)t->dout.st, w->vp, w->ld, 0.0f, w->dp, K);
     backward_rows(s, t, b, h, r0, n, K, w->sc, w->dp);
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w->dp, K, w->kp, D, 0.0f, lc_view_row(&t->dq, b, r0, h, D),
-            (int)t->dq.st);
-    lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, s->scale, w->dp, K, q, (int)t->q.st, beta, w->dkp, D);
-    lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, 1.0f, w->sc, K, dout, (int)t->dout.st, beta, w->dvp, D);
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, s->scale, w->dp, K, w->kp, w->ld, 0.0f,
+            lc_view_row(&t->dq, b, r0, h, D), (int)t->dq.st);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, s->scale, w->dp, K, q, (int)t->q.st, beta, w->dkp, w->ld);
+    lc_gemm(LC_TRANS, LC_NO_TRANS, K, D, n, 1.0f, w->sc, K, dout, (int)t->dout.st, beta, w->dvp, w->ld);
 }
 
-/* dK = E_S dK', dV = F_S dV' of head h of sequence b, once all its row blocks are done. */
-static void backward_keys(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t,
-                          const lin_work *w, int b, int h) {
-    const int D = s->D, K = w->K, S = s->T, ld = w->P * K;
-    const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
-    const float *E = t->params + (size_t)pk * K, *F = t->params + (size_t)pv * K;
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, E, ld, w->dkp, D, 0.0f, lc_view_row(&t->dk, b, 0, h, D),
-            (int)t->dk.st);
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, D, K, 1.0f, F, ld, w->dvp, D, 0.0f, lc_view_row(&t->dv, b, 0, h, D),
-            (int)t->dv.st);
-}
-
-/* Both passes: one task per (sequence, head) projects K' and V' into its thread's scratch, then walks the
- * rows in blocks; backward then writes the head's dk, dv. Inlined with a constant `backward`. */
+/* Both passes: the projections K', V' of every sequence first (run_products), then one task per
+ * (sequence, head) walks the rows in blocks with its thread's scratch; backward then writes dk, dv.
+ * Inlined with a constant `backward`. */
 static inline __attribute__((always_inline)) void run_heads(const lc_attn_shape *s, const lc_attn_linformer_opts *o,
                                                             const lc_attn_tensors *t, float *work, int backward) {
     const int nthreads = lc_attn_threads(s);
     const long heads = (long)s->B * s->H;
     (void)nthreads;
+    run_products(s, o, t, work, 0);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
     for (long bh = 0; bh < heads; bh++) {
         const int b = (int)(bh / s->H), h = (int)(bh % s->H);
-        const lin_work w = lin_work_of(s, o, work, nthreads, lc_thread_id(), bh);
-        project(s, o, t, &w, b, h);
+        const lin_work w = lin_work_of(s, o, work, lc_thread_id(), b, h);
         for (int r0 = 0; r0 < s->T; r0 += w.rows) {
             const int n = s->T - r0 < w.rows ? s->T - r0 : w.rows;
             if (backward) backward_block(s, t, &w, b, h, r0, n);
             else forward_block(s, t, &w, b, h, r0, n);
         }
-        if (backward) backward_keys(s, o, t, &w, b, h);
     }
+    if (backward) run_products(s, o, t, work, 1);
 }
 
 void lc_attn_linformer_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
@@ -259,18 +304,19 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
     if (s->T == 0) return;
     run_heads(s, o, t, work, 1);
     const int D = s->D, K = o->k, S = s->T, ld = lc_attn_linformer_projections(o, s->H) * K,
-              nthreads = lc_attn_threads(s);
-    const long heads = (long)s->B * s->H;
-    /* dE^T += K dK'^T, dF^T += V dV'^T: heads may share a projection, so in head order, one after another */
-    for (long bh = 0; bh < heads && t->dparams; bh++) {
-        const int b = (int)(bh / s->H), h = (int)(bh % s->H);
-        const lin_work w = lin_work_of(s, o, work, nthreads, 0, bh);
-        const int pk = lc_attn_linformer_key_proj(o, h), pv = lc_attn_linformer_value_proj(o, h);
-        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, lc_view_row(&t->k, b, 0, h, D), (int)t->k.st, w.dkp, D, 1.0f,
-                t->dparams + (size_t)pk * K, ld);
-        lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, D, 1.0f, lc_view_row(&t->v, b, 0, h, D), (int)t->v.st, w.dvp, D, 1.0f,
-                t->dparams + (size_t)pv * K, ld);
-    }
+              per = heads_per_product(s, o), N = per * D;
+    /* dE^T += K dK'^T, dF^T += V dV'^T: projections may be shared, so one product after another, in the
+     * order b, head group, keys before values (shared: one product per sequence, summing over the heads
+     * through its inner dimension H*D); each product split over the threads by lc_gemm */
+    for (int b = 0; b < s->B && t->dparams; b++)
+        for (int h0 = 0; h0 < s->H; h0 += per) {
+            const lin_work w = lin_work_of(s, o, work, -1, b, h0);
+            const int pk = lc_attn_linformer_key_proj(o, h0), pv = lc_attn_linformer_value_proj(o, h0);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, N, 1.0f, lc_view_row(&t->k, b, 0, h0, D), (int)t->k.st, w.dkp, w.ld,
+                    1.0f, t->dparams + (size_t)pk * K, ld);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, N, 1.0f, lc_view_row(&t->v, b, 0, h0, D), (int)t->v.st, w.dvp, w.ld,
+                    1.0f, t->dparams + (size_t)pv * K, ld);
+        }
 }
 
 const lc_attn_kind lc_attn_linformer = {
