@@ -41,6 +41,39 @@ const char *lc_gemm_backend(void);
 void lc_gemm_profile(int enable);
 void lc_gemm_profile_totals(double *flops, double *seconds);
 
+/* ---- bf16 matrix products (src/kernels/gemm_bf16.c) ----
+ * lc_gemm_bf16 has lc_gemm's contract, but every element of A and B is first rounded to bf16
+ * (lc_bf16_from_f32) and the products are summed in fp32. Two code paths, chosen at run time:
+ *   "avx512bf16": packed panels and a vdpbf16ps register-tiled kernel, where the CPU (CPUID leaf 7.1
+ *                 EAX bit 5) and the OS (XCR0 zmm state) allow it;
+ *   "portable":   the same packing and blocking with plain fp32 vector code, everywhere else.
+ * Both sum each element in vdpbf16ps's order (per K pair the odd product, then the even one, each
+ * rounded; from zero for each 512-deep K slice, then C = alpha * sum + beta * C in one rounding), so they
+ * agree bit for bit except where a product or sum is subnormal (vdpbf16ps flushes those to zero).
+ * Threads take independent blocks of C; results do not depend on the thread count.
+ * The environment variable LC_BF16=off (or portable) makes the portable path the default; auto (or
+ * unset) takes the best path. */
+void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc);
+/* The path lc_gemm_bf16 takes now: "avx512bf16" or "portable". */
+const char *lc_gemm_bf16_backend(void);
+/* force != 0: the portable path from now on; 0: back to the default (CPU and LC_BF16). */
+void lc_gemm_bf16_force_portable(int force);
+/* The default path as the CPU and LC_BF16 decide it now (re-reads the environment; the first value other
+ * than off, portable, auto or on gets a one-line warning on stderr); 1 = avx512bf16, 0 = portable. */
+int lc_gemm_bf16_choose(void);
+/* Whether this CPU and OS run the avx512bf16 path, and this build has it (0 on other architectures, and
+ * in the generic half of a portable build, whose path is the baseline's). */
+int lc_cpu_has_avx512_bf16(void);
+/* Tests: while refuse != 0 the packing buffers count as unallocatable (stack panels, the same results). */
+void lc_gemm_bf16_refuse_pack_buffers(int refuse);
+/* bf16 rounding as vcvtne2ps2bf16 does it: nearest, ties to even; subnormals to a zero of their sign;
+ * NaN stays NaN (quieted); values past the largest bf16 round to infinity. */
+uint16_t lc_bf16_from_f32(float x);
+float lc_bf16_to_f32(uint16_t h);
+/* dst[i] = lc_bf16_from_f32(src[i]) on the path lc_gemm_bf16 takes (vcvtne2ps2bf16 on avx512bf16). */
+void lc_bf16_round(uint16_t *dst, const float *src, size_t n);
+
 /* ---- linear layer: out[n,o] = inp[n,i] W[o,i]^T + b[o] (b may be NULL) ---- */
 void lc_linear_forward(float *out, const float *inp, const float *w, const float *b, int n, int in_dim, int out_dim);
 /* dinp[n,i] += dout W; dw[o,i] += dout^T inp; db[o] += sum over rows of dout. */
