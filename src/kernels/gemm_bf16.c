@@ -312,12 +312,22 @@ static void lc_bf16_task_stack(const lc_bf16_args *g, int i0, int m, int j0, int
     }
 }
 
-/* Rows per task: as many MC blocks as possible while leaving about four tasks per thread. */
-static int lc_bf16_task_rows(int M, int N, int threads) {
-    const int m_blocks = (M + MC - 1) / MC, n_blocks = (N + NT - 1) / NT;
-    int m_chunks = (4 * threads + n_blocks - 1) / n_blocks;
+/* The task shape: rows, as many MC blocks as possible while leaving about four tasks per thread (one
+ * thread: one task per NT columns, so B is packed once), and columns, NT unless that still leaves fewer
+ * (a 512 x 512 weight gradient is three row blocks): then narrower, in NR steps (each task packs its own
+ * A). Any shape gives the same bits. */
+static void lc_bf16_task_shape(int M, int N, int threads, int *rows, int *cols) {
+    const int m_blocks = (M + MC - 1) / MC, n_blocks = (N + NT - 1) / NT, want = threads > 1 ? 4 * threads : 1;
+    int m_chunks = (want + n_blocks - 1) / n_blocks;
     if (m_chunks > m_blocks) m_chunks = m_blocks;
-    return (m_blocks + m_chunks - 1) / m_chunks * MC;
+    *rows = (m_blocks + m_chunks - 1) / m_chunks * MC;
+    *cols = NT;
+    const int m_tasks = (M + *rows - 1) / *rows;
+    if (threads > 1 && m_tasks * n_blocks < want) {
+        const int n_tasks = (want + m_tasks - 1) / m_tasks, c = (N + n_tasks - 1) / n_tasks;
+        *cols = (c + NR - 1) / NR * NR;
+        if (*cols > NT) *cols = NT;
+    }
 }
 
 #define LC_BF16_A_WORDS ((size_t)MC * KP)
@@ -362,14 +372,15 @@ void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, co
 #endif
     {
         uint32_t *a_pack = lc_bf16_thread_buffer(), *b_pack = a_pack ? a_pack + LC_BF16_A_WORDS : NULL;
-        const int rows = lc_bf16_task_rows(M, N, threads);
-        const int m_tasks = (M + rows - 1) / rows, n_tasks = (N + NT - 1) / NT;
+        int rows, cols;
+        lc_bf16_task_shape(M, N, threads, &rows, &cols);
+        const int m_tasks = (M + rows - 1) / rows, n_tasks = (N + cols - 1) / cols;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (int t = 0; t < m_tasks * n_tasks; t++) {
-            const int i0 = t / n_tasks * rows, j0 = t % n_tasks * NT;
-            const int m = M - i0 < rows ? M - i0 : rows, nt = N - j0 < NT ? N - j0 : NT;
+            const int i0 = t / n_tasks * rows, j0 = t % n_tasks * cols;
+            const int m = M - i0 < rows ? M - i0 : rows, nt = N - j0 < cols ? N - j0 : cols;
             if (a_pack) lc_bf16_task(&g, a_pack, b_pack, i0, m, j0, nt);
             else lc_bf16_task_stack(&g, i0, m, j0, nt);
         }

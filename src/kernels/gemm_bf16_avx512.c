@@ -43,8 +43,12 @@ static inline __m512i lc_convert_run(const float *src, int n) {
 
 /* Prefetch distances, in rows of the source read one after the other (a converted row of 256 floats takes
  * about 50 ns, a line from memory about twice that). */
-#define LC_AHEAD_RUNS 3  /* K-contiguous rows of 1 KB */
+#ifndef LC_AHEAD_RUNS
+#define LC_AHEAD_RUNS 3 /* K-contiguous rows of 2 KB */
+#endif
+#ifndef LC_AHEAD_PAIRS
 #define LC_AHEAD_PAIRS 8 /* pair rows of the strided layouts */
+#endif
 
 static void lc_bf16x_pack_a(uint32_t *panel, lc_trans ta, const float *A, int lda, int i0, int rows, int k0, int kc,
                             int ahead) {
