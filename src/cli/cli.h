@@ -64,6 +64,7 @@ int lc_cmd_sample(int argc, char **argv);
 int lc_cmd_bench(int argc, char **argv);
 int lc_cmd_bench_attn(int argc, char **argv); /* bench attn (cmd_bench_attn.c) */
 int lc_cmd_bench_hibert(int argc, char **argv); /* bench hibert (cmd_bench_hibert.c) */
+int lc_cmd_bench_gemm(int argc, char **argv);   /* bench gemm (cmd_bench_gemm.c) */
 int lc_cmd_hibert(int argc, char **argv);     /* hibert pretrain|finetune (cmd_hibert.c) */
 int lc_cmd_summarize(int argc, char **argv);  /* summarize (cmd_summarize.c) */
 

@@ -3,7 +3,8 @@
  * (forward, backward, AdamW) of a model shape on random bytes: medians of repeated steps.
  * `bench xl-eval` compares Transformer-XL generation with state reuse against a vanilla model that
  * recomputes its window for every byte. `bench attn` (cmd_bench_attn.c) times one attention spec against
- * sequence length; `bench hibert` (cmd_bench_hibert.c) HIBERT's sentence encoder against the LM. */
+ * sequence length; `bench hibert` (cmd_bench_hibert.c) HIBERT's sentence encoder against the LM; `bench gemm`
+ * (cmd_bench_gemm.c) fp32 against bf16 matrix products at a model's linear-layer shapes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,15 +253,17 @@ int lc_cmd_bench(int argc, char **argv) {
     if (argc >= 1 && strcmp(argv[0], "xl-eval") == 0) return bench_xl_eval(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "attn") == 0) return lc_cmd_bench_attn(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "hibert") == 0) return lc_cmd_bench_hibert(argc - 1, argv + 1);
+    if (argc >= 1 && strcmp(argv[0], "gemm") == 0) return lc_cmd_bench_gemm(argc - 1, argv + 1);
     if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
         puts("usage: longctx bench train [options]     training tokens/s of a model shape\n"
              "       longctx bench xl-eval [options]   XL state reuse vs vanilla recomputation, ms per byte\n"
              "       longctx bench attn [options]      time and memory of an attention kind against length\n"
-             "       longctx bench hibert [options]    HIBERT sentence-encoder bytes/s next to the LM's tokens/s\n\n"
+             "       longctx bench hibert [options]    HIBERT sentence-encoder bytes/s next to the LM's tokens/s\n"
+             "       longctx bench gemm [options]      fp32 vs bf16 matrix products at a model's linear-layer shapes\n\n"
              "Each prints a table; --json prints one JSON line per measurement instead.\n"
              "`longctx bench NAME --help` lists a benchmark's options.");
         return LC_EXIT_OK;
     }
-    lc_cli_error("bench: expected a benchmark name: train, xl-eval, attn or hibert (see longctx bench --help)");
+    lc_cli_error("bench: expected a benchmark name: train, xl-eval, attn, hibert or gemm (see longctx bench --help)");
     return LC_EXIT_USAGE;
 }
