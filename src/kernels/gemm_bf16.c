@@ -20,6 +20,7 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+#include <pthread.h>
 #endif
 #if LC_BF16_AVX512
 #include <cpuid.h>
@@ -337,12 +338,28 @@ static _Atomic int lc_bf16_pack_refused;
 
 void lc_gemm_bf16_refuse_pack_buffers(int refuse) { atomic_store(&lc_bf16_pack_refused, refuse != 0); }
 
+#ifdef _OPENMP
+/* Frees a thread's buffers when it ends: OpenMP retires threads when a team shrinks, and a _Thread_local
+ * pointer alone would lose them (LeakSanitizer saw it). */
+static pthread_key_t lc_bf16_key;
+static pthread_once_t lc_bf16_key_once = PTHREAD_ONCE_INIT;
+static int lc_bf16_key_made;
+
+static void lc_bf16_make_key(void) { lc_bf16_key_made = pthread_key_create(&lc_bf16_key, lc_free) == 0; }
+#endif
+
 /* The calling thread's packing buffers (A block, then B block: 704 KB), kept for the thread's lifetime;
  * NULL when they cannot be allocated (retried next time). */
 static uint32_t *lc_bf16_thread_buffer(void) {
     static _Thread_local uint32_t *buffer;
     if (atomic_load_explicit(&lc_bf16_pack_refused, memory_order_relaxed)) return NULL;
-    if (!buffer) buffer = lc_alloc_aligned((LC_BF16_A_WORDS + LC_BF16_B_WORDS) * sizeof(uint32_t));
+    if (!buffer) {
+        buffer = lc_alloc_aligned((LC_BF16_A_WORDS + LC_BF16_B_WORDS) * sizeof(uint32_t));
+#ifdef _OPENMP
+        pthread_once(&lc_bf16_key_once, lc_bf16_make_key);
+        if (buffer && lc_bf16_key_made) pthread_setspecific(lc_bf16_key, buffer);
+#endif
+    }
     return buffer;
 }
 
