@@ -4,7 +4,8 @@
  * views, for every sharing mode, inputs shorter than n, more than one block of query rows and k > T, with
  * dE, dF accumulated onto existing values (and nothing added beyond column T); k = T with identity
  * projections is full bidirectional attention (forward and gradients); the sharing modes' sizes; the
- * initialisation; bit-identical results across repeats and thread counts; layerwise aliasing; option and
+ * initialisation; bit-identical results across repeats and thread counts; values in a buffer of their own
+ * (share=kv's separate products) against the fused views (one product); layerwise aliasing; option and
  * shape errors; the workspace; parity with the PyTorch fixture tests/fixtures/linformer_attn.safetensors
  * (tests/reference/make_linformer_fixture.py). */
 #include "attn/linformer.h"
@@ -276,6 +277,55 @@ TEST(layerwise_sharing_accumulates_into_one_gradient) {
     kit_problem_free(a), kit_problem_free(b);
 }
 
+/* got within rtol 2e-4 and atol 1e-5 of the largest |want| (sentinels and NaN excluded from the scale). */
+static void close_to(const char *what, size_t ci, const float *got, const float *want, size_t n) {
+    double scale = 0;
+    for (size_t i = 0; i < n; i++)
+        if (want[i] != KIT_SENTINEL && fabs(want[i]) > scale) scale = fabs(want[i]);
+    char label[64];
+    snprintf(label, sizeof label, "case %zu %s", ci, what);
+    CHECK_CLOSE(label, got, want, n, 2e-4, 1e-5 * scale);
+}
+
+TEST(keys_and_values_apart_match_side_by_side) {
+    /* The kit's fused views put v right after k (share=kv then projects keys and values in one product);
+     * with v and dv in a buffer of their own (a layer of several head groups) each has its own product.
+     * Same results up to rounding, for kv and (always separate products) headwise. */
+    const kit_case cases[] = {LIN(2, 3, 70, 16, 24, KV, 80), LIN(2, 2, 530, 8, 16, KV, 530),
+                              LIN(2, 3, 70, 16, 24, HEADWISE, 80)};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        kit_problem *a = kit_problem_new(&linformer, &cases[ci], 2), *b = kit_problem_new(&linformer, &cases[ci], 2);
+        const int B = a->c.B, T = a->c.T;
+        const long HD = (long)a->c.H * a->c.D, row = HD + 3;
+        memcpy(b->qkv, a->qkv, a->qkv_n * sizeof(float)), memcpy(b->dout, a->dout, a->out_n * sizeof(float));
+        memcpy(b->params, a->params, a->params_n * sizeof(float));
+        memcpy(b->dparams, a->dparams, a->params_n * sizeof(float));
+        float *v = kit_calloc((size_t)B * T * row, sizeof(float)), *dv = kit_floats((size_t)B * T * row, KIT_SENTINEL);
+        float *want = kit_calloc((size_t)B * T * HD, sizeof(float)), *got = kit_calloc((size_t)B * T * HD, sizeof(float));
+        for (int bt = 0; bt < B * T; bt++) memcpy(v + bt * row, a->qkv + bt * a->row + 2 * HD, HD * sizeof(float));
+        b->t.v = kit_view(v, T * row, row), b->t.dv = kit_view(dv, T * row, row);
+        kit_run(a), kit_run(b);
+        for (int bt = 0; bt < B * T; bt++) {
+            memcpy(want + bt * HD, a->grad + bt * a->row + 2 * HD, HD * sizeof(float));
+            memcpy(got + bt * HD, dv + bt * row, HD * sizeof(float));
+        }
+        /* within rounding: the two orders of summation differ by what the fast path's own error against
+         * the double reference is allowed (fast_matches_reference: rtol 1e-4, atol 5e-6 of the values'
+         * scale), twice */
+        close_to("out", ci, b->out, a->out, a->out_n);
+        close_to("lse", ci, b->lse, a->lse, a->nl);
+        close_to("dv", ci, got, want, (size_t)B * T * HD);
+        for (int bt = 0; bt < B * T; bt++) /* b wrote no v columns: take a's, so the whole buffers compare */
+            memcpy(b->grad + bt * b->row + 2 * HD, a->grad + bt * a->row + 2 * HD, HD * sizeof(float));
+        close_to("dq dk", ci, b->grad, a->grad, a->qkv_n);
+        /* dE sums K dK'^T over heads, keys and values, and sequences: compared as accumulated */
+        for (size_t i = 0; i < a->params_n; i++) a->dparams[i] -= a->dparams0[i], b->dparams[i] -= b->dparams0[i];
+        close_to("dparams", ci, b->dparams, a->dparams, a->params_n);
+        free(v), free(dv), free(want), free(got);
+        kit_problem_free(a), kit_problem_free(b);
+    }
+}
+
 TEST(bad_options_and_shapes_are_rejected) {
     char err[256];
     lc_attn_linformer_opts o;
@@ -412,6 +462,7 @@ int main(void) {
     RUN(init_is_xavier_uniform_and_seeded);
     RUN(runs_are_bit_identical_across_repeats_and_thread_counts);
     RUN(layerwise_sharing_accumulates_into_one_gradient);
+    RUN(keys_and_values_apart_match_side_by_side);
     RUN(bad_options_and_shapes_are_rejected);
     RUN(workspace_is_independent_of_length_beyond_a_block);
     RUN(matches_pytorch_fixture);

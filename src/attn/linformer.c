@@ -5,15 +5,21 @@
  * count nor on whether it is called inside a parallel region). Per pass:
  *   projections: K' = E_S K, V' = F_S V (k x D per head). When the heads share E and F (share=headwise,
  *             kv) one product per sequence computes all its heads (N = H*D columns: a row of K holds the
- *             heads side by side), so E is packed once per sequence, not once per head; share=none: one
- *             product per (sequence, head).
+ *             heads side by side), so E is packed once per sequence, not once per head; share=kv with the
+ *             values right after the keys in a row (the fused qkv buffer of a one-group layer): one product
+ *             E_S [K | V] for both (N = 2*H*D); share=none: one product per (sequence, head).
  *   per (sequence, head), per block of <= 512 query rows:
- *     forward:  Sc = scale Q K'^T, row softmax (lse saved), out = P V'
+ *     forward:  Sc = scale Q K'^T, row softmax (lse saved), out = P V' (P left unnormalized, the row's
+ *               1 / sum applied to its D outputs instead of its k probabilities)
  *     backward: Sc and P again, dP = dout V'^T, dS = P (dP - Delta) with Delta = rowsum(dout * out);
  *               dq = scale dS K' (written), dK' += scale dS^T Q, dV' += P^T dout
  *   backward, then: dk = E_S^T dK', dv = F_S^T dV' (written; per sequence or per head as the projections)
  *             and dE_S^T += K dK'^T, dF_S^T += V dV'^T accumulated into dparams in the order b, head group,
- *             keys before values (shared: one product per sequence, the sum over heads its inner dimension).
+ *             keys before values (shared: one product per sequence, the sum over heads its inner dimension;
+ *             share=kv side by side: dE_S^T += [K | V] [dK' | dV']^T, one product).
+ * Backward recomputes K', V' (one product per sequence, about a tenth of the kind's time at 4K tokens,
+ * k = 256): the attention interface keeps no per-layer state from forward to backward besides lse, and
+ * the workspace is shared by every layer.
  * Tasks (sequences or heads) run in parallel; each sums in a fixed order, so results are identical for
  * any thread count. */
 #include "attn/linformer.h"
@@ -105,16 +111,18 @@ void lc_attn_linformer_param_init(float *params, const void *opts, int H, int D,
 
 static int block_rows(const lc_attn_shape *s) { return s->T < LIN_BLOCK_ROWS ? (s->T > 0 ? s->T : 1) : LIN_BLOCK_ROWS; }
 
-/* Layout: per thread two blocks of rows x k (scores / P, dP / dS); then per sequence K', V', dK', dV' of
- * all its heads, each k x H*D with head h in columns h*D .. h*D+D-1 (the layout of a row of t->k). When
- * the heads share E (or F) the projections of a sequence are then one product over all its heads: a
- * product per head repacked the whole k x S matrix E for D columns of output. */
+/* Layout: per thread two blocks of rows x k (scores / P, dP / dS); then per sequence X = [K' | V'] and
+ * dX = [dK' | dV'] of all its heads, each k x 2*H*D: K' of head h in columns h*D .. h*D+D-1 (the layout of a
+ * row of t->k), V' of head h at H*D + h*D (the layout of a row of [t->k | t->v] when the fused qkv buffer
+ * has them side by side). When the heads share E (or F) the projections of a sequence are then one
+ * product over all its heads (a product per head repacked the whole k x S matrix E for D columns of
+ * output), and with share=kv and side-by-side keys and values one product over keys and values. */
 static size_t per_thread_floats(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
     return 2 * lc_round16((size_t)block_rows(s) * (size_t)o->k);
 }
 
 static size_t per_sequence_floats(const lc_attn_shape *s, const lc_attn_linformer_opts *o) {
-    return 4 * lc_round16((size_t)o->k * (size_t)s->H * (size_t)s->D);
+    return 2 * lc_round16(2 * (size_t)o->k * (size_t)s->H * (size_t)s->D);
 }
 
 size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts) {
@@ -123,22 +131,23 @@ size_t lc_attn_linformer_workspace(const lc_attn_shape *s, const void *opts) {
 }
 
 typedef struct {
-    int K, P, rows, ld; /* ld: row stride of kp, vp, dkp, dvp (H * D) */
+    int K, P, rows, ld; /* ld: row stride of kp, vp, dkp, dvp (2 * H * D) */
     float *kp, *vp, *dkp, *dvp, *sc, *dp;
 } lin_work;
 
 /* The scratch of thread `thread` (negative: none) and K', V', dK', dV' of head h of sequence b (h = 0: the
- * sequence's matrices of all heads). */
+ * sequence's matrices of all heads; kp and vp, dkp and dvp are then the halves of X, dX). */
 static lin_work lin_work_of(const lc_attn_shape *s, const lc_attn_linformer_opts *o, float *work, int thread, int b,
                             int h) {
     lin_work w;
-    w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s), w.ld = s->H * s->D;
-    const size_t blk = lc_round16((size_t)w.rows * (size_t)o->k), khd = per_sequence_floats(s, o) / 4;
+    const size_t HD = (size_t)s->H * s->D;
+    w.K = o->k, w.P = lc_attn_linformer_projections(o, s->H), w.rows = block_rows(s), w.ld = 2 * (int)HD;
+    const size_t blk = lc_round16((size_t)w.rows * (size_t)o->k), half = per_sequence_floats(s, o) / 2;
     float *mine = thread >= 0 ? work + (size_t)thread * per_thread_floats(s, o) : NULL;
     w.sc = mine, w.dp = mine ? mine + blk : NULL;
     float *seq = work + (size_t)lc_attn_threads(s) * per_thread_floats(s, o) + (size_t)b * per_sequence_floats(s, o) +
                  (size_t)h * s->D;
-    w.kp = seq, w.vp = seq + khd, w.dkp = seq + 2 * khd, w.dvp = seq + 3 * khd;
+    w.kp = seq, w.vp = seq + HD, w.dkp = seq + half, w.dvp = seq + half + HD;
     return w;
 }
 
@@ -155,6 +164,17 @@ static int heads_per_product(const lc_attn_shape *s, const lc_attn_linformer_opt
     return o->share == LC_LINFORMER_SHARE_NONE ? 1 : s->H;
 }
 
+/* Whether values sit right after keys in every row (v = k + H*D columns, same strides), as in the fused
+ * qkv buffer of a layer with one head group: [K | V] is then one S x 2HD matrix. */
+static int side_by_side(const lc_attn_shape *s, const lc_view *k, const lc_view *v) {
+    return k->p && v->p == k->p + (long)s->H * s->D && v->st == k->st && v->sb == k->sb;
+}
+
+/* share=kv with side-by-side inputs: one product E_S [K | V] for keys and values of all heads. */
+static int kv_fused(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_view *k, const lc_view *v) {
+    return o->share == LC_LINFORMER_SHARE_KV && side_by_side(s, k, v);
+}
+
 /* K' = E_S K, V' = F_S V of heads_per_product heads from head h0 of sequence b. */
 static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t, float *work,
                     int b, int h0) {
@@ -162,6 +182,11 @@ static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, con
     const int S = s->T, D = s->D, N = heads_per_product(s, o) * D, ld = w.P * w.K;
     const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h0) * w.K;
     const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h0) * w.K;
+    if (kv_fused(s, o, &t->k, &t->v)) { /* [K' | V'] = E_S [K | V] (E = F) */
+        lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, 2 * N, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, 0, D), (int)t->k.st, 0.0f,
+                w.kp, w.ld);
+        return;
+    }
     lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, N, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, h0, D), (int)t->k.st, 0.0f, w.kp,
             w.ld);
     lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, N, S, 1.0f, F, ld, lc_view_row(&t->v, b, 0, h0, D), (int)t->v.st, 0.0f, w.vp,
@@ -175,6 +200,11 @@ static void expand(const lc_attn_shape *s, const lc_attn_linformer_opts *o, cons
     const int S = s->T, D = s->D, N = heads_per_product(s, o) * D, ld = w.P * w.K;
     const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h0) * w.K;
     const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h0) * w.K;
+    if (kv_fused(s, o, &t->dk, &t->dv)) { /* [dK | dV] = E_S [dK' | dV'] */
+        lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, 2 * N, w.K, 1.0f, E, ld, w.dkp, w.ld, 0.0f,
+                lc_view_row(&t->dk, b, 0, 0, D), (int)t->dk.st);
+        return;
+    }
     lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, N, w.K, 1.0f, E, ld, w.dkp, w.ld, 0.0f, lc_view_row(&t->dk, b, 0, h0, D),
             (int)t->dk.st);
     lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, N, w.K, 1.0f, F, ld, w.dvp, w.ld, 0.0f, lc_view_row(&t->dv, b, 0, h0, D),
@@ -208,31 +238,72 @@ static void run_products(const lc_attn_shape *s, const lc_attn_linformer_opts *o
     }
 }
 
-/* In place: row i of sc (n rows of K) becomes softmax; lse written. */
-static void softmax_rows(float *sc, int n, int K, float *lse) {
+/* The row passes over the k scores are explicit vector loops (lc_vn): without -ffast-math GCC keeps a max
+ * or a float sum over a row scalar (one dependent vmaxss / vaddss per score: most of the softmax time).
+ * Lanes reduce in a fixed order, so results do not depend on the thread count. */
+
+/* Largest of r[0..K). */
+static inline float row_max(const float *r, int K) {
+    float m = -INFINITY;
+    int j = 0;
+    if (K >= LC_VW) {
+        lc_vn acc = lc_vnload(r);
+        for (j = LC_VW; j + LC_VW <= K; j += LC_VW) {
+            const lc_vn x = lc_vnload(r + j);
+            acc = lc_vnselect(x > acc, x, acc);
+        }
+        float l[LC_VW];
+        memcpy(l, &acc, sizeof l);
+        for (int i = 0; i < LC_VW; i++) m = l[i] > m ? l[i] : m;
+    }
+    for (; j < K; j++) m = r[j] > m ? r[j] : m;
+    return m;
+}
+
+/* r[j] = exp(r[j] - max) in place; returns their sum. */
+static inline float row_exp_sum(float *r, int K, float max) {
+    const lc_vn mv = (lc_vn){0} + max;
+    lc_vn acc = (lc_vn){0};
+    int j = 0;
+    for (; j + LC_VW <= K; j += LC_VW) {
+        const lc_vn e = lc_vnexp(lc_vnload(r + j) - mv);
+        lc_vnstore(r + j, e);
+        acc += e;
+    }
+    float l[LC_VW], sum = 0;
+    memcpy(l, &acc, sizeof l);
+    for (int i = 0; i < LC_VW; i++) sum += l[i];
+    for (; j < K; j++) sum += r[j] = lc_expf(r[j] - max);
+    return sum;
+}
+
+/* In place: row i of sc (n rows of K scores) becomes exp(score - max), unnormalized; lse written and
+ * inv[i] = 1 / (the row's sum), which the caller applies to the D outputs of the row instead of the K
+ * probabilities. */
+static void softmax_rows(float *sc, int n, int K, float *lse, float *inv) {
     for (int i = 0; i < n; i++) {
         float *r = sc + (size_t)i * K;
-        float max = -INFINITY;
-        for (int j = 0; j < K; j++) max = r[j] > max ? r[j] : max;
-        float sum = 0;
-        for (int j = 0; j < K; j++) r[j] = lc_expf(r[j] - max);
-        for (int j = 0; j < K; j++) sum += r[j];
-        const float inv = 1.0f / sum;
-        for (int j = 0; j < K; j++) r[j] *= inv;
+        const float max = row_max(r, K), sum = row_exp_sum(r, K, max);
+        inv[i] = 1.0f / sum;
         lse[i] = max + logf(sum);
     }
 }
 
-/* Forward of rows r0 .. r0+n-1 of head h of sequence b: out = softmax(scale Q K'^T) V', lse written. */
+/* Forward of rows r0 .. r0+n-1 of head h of sequence b: out = softmax(scale Q K'^T) V', lse written. The
+ * thread's dP block (unused in forward) holds the rows' 1 / sum. */
 static void forward_block(const lc_attn_shape *s, const lc_attn_tensors *t, const lin_work *w, int b, int h, int r0,
                           int n) {
     const int D = s->D, K = w->K;
-    float *lse = t->lse + ((long)b * s->H + h) * s->T;
+    float *lse = t->lse + ((long)b * s->H + h) * s->T, *inv = w->dp;
     lc_gemm(LC_NO_TRANS, LC_TRANS, n, K, D, s->scale, lc_view_row(&t->q, b, r0, h, D), (int)t->q.st, w->kp, w->ld,
             0.0f, w->sc, K);
-    softmax_rows(w->sc, n, K, lse + r0);
+    softmax_rows(w->sc, n, K, lse + r0, inv);
     lc_gemm(LC_NO_TRANS, LC_NO_TRANS, n, D, K, 1.0f, w->sc, K, w->vp, w->ld, 0.0f, lc_view_row(&t->out, b, r0, h, D),
             (int)t->out.st);
+    for (int i = 0; i < n; i++) {
+        float *o = lc_view_row(&t->out, b, r0 + i, h, D);
+        for (int e = 0; e < D; e++) o[e] *= inv[i];
+    }
 }
 
 /* sc: scores in, P out; dp: dP in, dS out. */
@@ -246,8 +317,17 @@ static void backward_rows(const lc_attn_shape *s, const lc_attn_tensors *t, int 
         for (int e = 0; e < D; e++) acc += (double)dout[e] * out[e];
         const float delta = (float)acc, l = lse[i];
         float *p = sc + (size_t)i * K, *d = dp + (size_t)i * K;
-        for (int j = 0; j < K; j++) p[j] = lc_expf(p[j] - l);
-        for (int j = 0; j < K; j++) d[j] = p[j] * (d[j] - delta);
+        const lc_vn lv = (lc_vn){0} + l, dv = (lc_vn){0} + delta;
+        int j = 0;
+        for (; j + LC_VW <= K; j += LC_VW) {
+            const lc_vn pj = lc_vnexp(lc_vnload(p + j) - lv);
+            lc_vnstore(p + j, pj);
+            lc_vnstore(d + j, pj * (lc_vnload(d + j) - dv));
+        }
+        for (; j < K; j++) {
+            p[j] = lc_expf(p[j] - l);
+            d[j] = p[j] * (d[j] - delta);
+        }
     }
 }
 
@@ -307,15 +387,18 @@ void lc_attn_linformer_backward(const lc_attn_shape *s, const void *opts, const 
               per = heads_per_product(s, o), N = per * D;
     /* dE^T += K dK'^T, dF^T += V dV'^T: projections may be shared, so one product after another, in the
      * order b, head group, keys before values (shared: one product per sequence, summing over the heads
-     * through its inner dimension H*D); each product split over the threads by lc_gemm */
+     * through its inner dimension H*D; share=kv with side-by-side keys and values: dE^T += [K | V]
+     * [dK' | dV']^T, one product over keys and values); each product split over the threads by lc_gemm */
+    const int fused = kv_fused(s, o, &t->k, &t->v);
     for (int b = 0; b < s->B && t->dparams; b++)
         for (int h0 = 0; h0 < s->H; h0 += per) {
             const lin_work w = lin_work_of(s, o, work, -1, b, h0);
             const int pk = lc_attn_linformer_key_proj(o, h0), pv = lc_attn_linformer_value_proj(o, h0);
-            lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, N, 1.0f, lc_view_row(&t->k, b, 0, h0, D), (int)t->k.st, w.dkp, w.ld,
-                    1.0f, t->dparams + (size_t)pk * K, ld);
-            lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, N, 1.0f, lc_view_row(&t->v, b, 0, h0, D), (int)t->v.st, w.dvp, w.ld,
-                    1.0f, t->dparams + (size_t)pv * K, ld);
+            lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, fused ? 2 * N : N, 1.0f, lc_view_row(&t->k, b, 0, h0, D),
+                    (int)t->k.st, w.dkp, w.ld, 1.0f, t->dparams + (size_t)pk * K, ld);
+            if (!fused)
+                lc_gemm(LC_NO_TRANS, LC_TRANS, S, K, N, 1.0f, lc_view_row(&t->v, b, 0, h0, D), (int)t->v.st, w.dvp,
+                        w.ld, 1.0f, t->dparams + (size_t)pv * K, ld);
         }
 }
 

@@ -24,7 +24,8 @@
  * Forward writes out and lse (as the full kind). Backward writes dq, dk = E^T dK', dv = F^T dV' and
  * ACCUMULATES dE, dF into dparams (same layout). Cost O(S k D) per head for the projections and
  * O(T k D) for the attention, all through lc_gemm (shared projections: one product per sequence for all
- * heads); workspace O(threads * 512 k + B * 4 k H D) floats: per thread one block of at most 512 query
+ * heads; share=kv with values beside keys in the row, as in a fused qkv buffer: one for keys and values);
+ * workspace O(threads * 512 k + B * 4 k H D) floats: per thread one block of at most 512 query
  * rows of scores, per sequence the projected keys and values of all heads and their gradients. */
 #ifndef LC_ATTN_LINFORMER_H
 #define LC_ATTN_LINFORMER_H
