@@ -336,14 +336,13 @@ static float *lc_thread_pack_buffer(void) {
     return buffer;
 }
 
-static int lc_gemm_thread_count(const lc_gemm_args *g) {
+int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread) {
 #ifdef _OPENMP
-    double flops = 2.0 * g->M * g->N * g->K;
-    int max = omp_get_max_threads();
-    int useful = (int)(flops / 2e6) + 1; /* below ~2 MFLOP a second thread costs more than it saves */
+    const double flops = 2.0 * M * N * K;
+    const int max = omp_get_max_threads(), useful = (int)(flops / flops_per_thread) + 1;
     return useful < max ? useful : max;
 #else
-    (void)g;
+    (void)M, (void)N, (void)K, (void)flops_per_thread;
     return 1;
 #endif
 }
@@ -360,7 +359,7 @@ void lc_gemm_builtin(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha,
         return;
     }
     lc_gemm_args g = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
-    int threads = lc_gemm_thread_count(&g);
+    int threads = lc_gemm_useful_threads(g.M, g.N, g.K, 2e6); /* below ~2 MFLOP a second thread costs more than it saves */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif

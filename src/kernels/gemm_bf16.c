@@ -363,16 +363,6 @@ static uint32_t *lc_bf16_thread_buffer(void) {
     return buffer;
 }
 
-static int lc_bf16_thread_count(const lc_bf16_args *g) {
-#ifdef _OPENMP
-    const double flops = 2.0 * g->M * g->N * g->K;
-    const int max = omp_get_max_threads(), useful = (int)(flops / 4e6) + 1; /* twice gemm.c's: twice the rate */
-    return useful < max ? useful : max;
-#else
-    (void)g;
-    return 1;
-#endif
-}
 
 void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc) {
@@ -383,7 +373,7 @@ void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, co
         return;
     }
     const lc_bf16_args g = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, lc_bf16_path()};
-    const int threads = lc_bf16_thread_count(&g);
+    const int threads = lc_gemm_useful_threads(g.M, g.N, g.K, 4e6); /* twice gemm.c's: twice the rate */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif

@@ -36,6 +36,9 @@ void lc_gemm_ref(lc_trans ta, lc_trans tb, int M, int N, int K, double alpha, co
                  const double *B, int ldb, double beta, double *C, int ldc);
 /* "openblas" or "builtin". */
 const char *lc_gemm_backend(void);
+/* Threads worth using for an M x N x K product: one per flops_per_thread flops (2MNK), at most the
+ * OpenMP maximum; 1 without OpenMP. lc_gemm_builtin and lc_gemm_bf16 size their teams with it. */
+int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread);
 /* Benchmark accounting: while enabled, lc_gemm calls made outside parallel regions add their
  * floating-point operations (2 M N K) and wall time to running totals. */
 void lc_gemm_profile(int enable);
