@@ -86,6 +86,21 @@ check "train 10 of 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --st
 check "resume to 20" -- "$bin" train --resume "$tmp/half.ckpt" --data "$tmp/small.txt" --out "$tmp/b.ckpt"
 check "resumed checkpoint equals uninterrupted one" -- cmp -s "$tmp/a.ckpt" "$tmp/b.ckpt"
 expect 2 "--dim cannot be combined with --resume" -- "$bin" train --resume "$tmp/half.ckpt" --dim 32
+# --precision bf16: recorded in the checkpoint, kept by --resume (bit for bit), changeable at resume and eval
+expect 2 "--precision must be fp32 or bf16, got 'fp16'" -- "$bin" train --precision fp16
+check "train bf16 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --eval-every 10 \
+    --eval-bytes 2000 --precision bf16 --out "$tmp/bf.ckpt"
+check "bf16 recorded in the checkpoint" -- grep -aq '"precision":"bf16"' "$tmp/bf.ckpt"
+check "train bf16 10 of 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --stop-after 10 \
+    --eval-every 10 --eval-bytes 2000 --precision bf16 --out "$tmp/bfhalf.ckpt"
+check "resume bf16 to 20" -- "$bin" train --resume "$tmp/bfhalf.ckpt" --data "$tmp/small.txt" --out "$tmp/bf2.ckpt"
+check "resumed bf16 checkpoint equals the uninterrupted one" -- cmp -s "$tmp/bf.ckpt" "$tmp/bf2.ckpt"
+check "resume with --precision fp32" -- "$bin" train --resume "$tmp/bfhalf.ckpt" --data "$tmp/small.txt" \
+    --precision fp32 --out "$tmp/bf3.ckpt"
+check "fp32 recorded after the switch" -- grep -aq '"precision":"fp32"' "$tmp/bf3.ckpt"
+check "eval --precision bf16" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --precision bf16 --json
+expect 2 "eval: --precision must be fp32 or bf16" -- "$bin" eval --ckpt "$tmp/a.ckpt" --precision half
+expect 2 "--precision is for language models only" -- "$bin" train --task classify --precision bf16
 # a seed of 2^64-1 trains, saves, resumes (the checkpoint keeps it) and samples
 check "train --seed 2^64-1" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 2 --stop-after 1 \
     --eval-every 0 --eval-bytes 500 --seed 18446744073709551615 --out "$tmp/seed.ckpt"

@@ -31,7 +31,7 @@ TEST(config_keys_round_trip_and_aliases) {
         CHECK(lc_config_set_str(c, key, buf) == LC_OK, "set %s back to '%s': %s", key, buf, lc_last_error());
         CHECK(strcmp(lc_last_error(), "") == 0, "a success clears the message");
     }
-    CHECK(n == 22, "22 config fields listed, got %d", n);
+    CHECK(n == 23, "23 config fields listed, got %d", n);
     lc_config_default(c);
     lc_config d;
     lc_config_default(&d);
@@ -47,6 +47,8 @@ TEST(config_keys_round_trip_and_aliases) {
     CHECK(lc_config_set_str(c, "attn", "window:w=8") == LC_OK && strcmp(c->attn, "window:w=8") == 0, "spec");
     CHECK(lc_config_get_str(c, "dropout", buf, sizeof buf) == LC_OK && strcmp(buf, "0.25") == 0, "float reads back");
     CHECK(lc_config_get_str(c, "model", buf, sizeof buf) == LC_OK && strcmp(buf, "vanilla") == 0, "enum reads name");
+    CHECK(lc_config_set_str(c, "precision", "bf16") == LC_OK && c->precision == LC_PRECISION_BF16, "precision");
+    CHECK(lc_config_get_str(c, "precision", buf, sizeof buf) == LC_OK && strcmp(buf, "bf16") == 0, "precision reads");
     /* refusals name the key and change nothing */
     lc_config before = *c;
     CHECK(lc_config_set_str(c, "bogus", "1") == LC_ERR_ARG && strstr(lc_last_error(), "bogus") &&
@@ -57,6 +59,8 @@ TEST(config_keys_round_trip_and_aliases) {
     CHECK(lc_config_set_str(c, "dropout", "") == LC_ERR_ARG, "empty float");
     CHECK(lc_config_set_str(c, "tied", "maybe") == LC_ERR_ARG, "bad bool");
     CHECK(lc_config_set_str(c, "norm", "mid") == LC_ERR_ARG && strstr(lc_last_error(), "pre or post"), "bad enum");
+    CHECK(lc_config_set_str(c, "precision", "fp16") == LC_ERR_ARG && strstr(lc_last_error(), "fp32 or bf16"),
+          "bad precision");
     CHECK(lc_config_set_str(c, "layers", NULL) == LC_ERR_ARG, "no value");
     char big[LC_ATTN_SPEC_CHARS + 8];
     memset(big, 'a', sizeof big - 1), big[sizeof big - 1] = 0;
@@ -64,7 +68,7 @@ TEST(config_keys_round_trip_and_aliases) {
     CHECK(memcmp(&before, c, sizeof before) == 0, "failed sets change nothing");
     CHECK(lc_config_get_str(c, "attn", buf, 4) == LC_ERR_ARG, "small buffer refused");
     CHECK(lc_config_get_str(c, "nope", buf, sizeof buf) == LC_ERR_ARG, "get unknown key");
-    CHECK(lc_config_key(-1, NULL) == NULL && lc_config_key(22, NULL) == NULL, "past the end");
+    CHECK(lc_config_key(-1, NULL) == NULL && lc_config_key(23, NULL) == NULL, "past the end");
     lc_config_free(c);
 }
 

@@ -39,6 +39,14 @@ typedef enum {
     LC_OBJECTIVE_MLM = 1  /* masked language model (bidirectional encoder): BERT-style byte masking */
 } lc_objective;
 
+/* How the matrix products of the linear layers and the output projection run. Weights, gradients,
+ * optimizer state and every other op stay fp32 either way. */
+typedef enum {
+    LC_PRECISION_FP32 = 0, /* fp32 inputs, fp32 sums */
+    LC_PRECISION_BF16 = 1  /* inputs rounded to bf16, fp32 sums: AVX512_BF16 kernels where the CPU has them,
+                              fp32 products elsewhere (LC_BF16=portable emulates them: slow, for tests) */
+} lc_precision;
+
 /* Characters of an attention spec string, terminator included. */
 #define LC_ATTN_SPEC_CHARS 512
 /* The masked-LM mask symbol: the byte embedding has one extra row for it (tokens 0..256). */
@@ -74,6 +82,7 @@ typedef struct {
     int extra_tokens;   /* learned tokens put in front of every sequence (BigBird ETC's global tokens; with
                            global=G or bigbird:variant=etc,g=G they are the global positions); never scored.
                            Needs model vanilla */
+    lc_precision precision; /* of the linear layers' products (a run setting: changes no tensor) */
 } lc_config;
 
 /* The defaults of the "small" preset. */
@@ -100,6 +109,9 @@ size_t lc_model_num_params(const lc_model *m);
  * on the thread count: every sum is taken in one fixed order. */
 lc_status lc_model_set_threads(lc_model *m, int threads);
 int lc_model_threads(const lc_model *m);
+/* The precision of the linear layers' products from now on (cfg.precision; a checkpoint saved later records
+ * it). Changes no tensor: a model trained in one precision runs in the other. */
+lc_status lc_model_set_precision(lc_model *m, lc_precision p);
 /* Bytes held by parameters+gradients+optimizer state, and by activations and workspaces. */
 size_t lc_model_param_bytes(const lc_model *m);
 size_t lc_model_activation_bytes(const lc_model *m);

@@ -103,20 +103,24 @@ static int bench_train(int argc, char **argv) {
         const double step_gflops = (lin + att) / (med / 1e3) / 1e9, gemm_gflops = gemm_flops / gemm_s / 1e9;
         if (!json) {
             printf("bench train: %s, %d layers, dim %d, %d heads, ffn %d, attn %s%s%s | batch %d x %d | %.2fM params | "
-                   "gemm %s | %d threads | median of %d steps\n",
+                   "gemm %s%s | %d threads | median of %d steps\n",
                    cfg.model == LC_MODEL_XL ? "xl" : "vanilla", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
                    cfg.attn[0] ? cfg.attn : "full", cfg.reversible ? ", reversible" : "", cfg.ffn_chunk ? ", ffn chunks" : "",
-                   batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_get_threads(), steps);
+                   batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_precision_note(&cfg),
+                   lc_get_threads(), steps);
             printf("%11s %11s %11s %12s %12s %11s %10s %14s\n", "ms/step", "tokens/s", "CPU ms/step", "step GFLOP/s",
                    "gemm GFLOP/s", "gemm share", "params MB", "activations MB");
             printf("%11.2f %11.0f %11.2f %12.2f %12.2f %11.3f %10.1f %14.1f\n", med, tok_s, cpu_med, step_gflops, gemm_gflops,
                    gemm_s * 1e3 / total, (double)lc_model_param_bytes(m) / 1e6, (double)lc_model_activation_bytes(m) / 1e6);
         } else {
-            printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"model\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
+            printf("{\"bench\":\"train\",\"impl\":\"longctx\",\"model\":\"%s\",\"gemm\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,"
                    "\"heads\":%d,\"ffn\":%d,\"seg_len\":%d,\"batch\":%d,\"params\":%zu,\"ms_per_step_median\":%.3f,"
                    "\"tokens_per_s\":%.1f,\"cpu_ms_per_step_median\":%.3f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f,"
                    "\"attn\":\"%s\",\"reversible\":%d,\"ffn_chunk\":%d,\"param_bytes\":%zu,\"activation_bytes\":%zu}\n",
-                   cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
+                   cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(),
+                   cfg.precision != LC_PRECISION_BF16 || !lc_bf16_products_active() ? "fp32"
+                   : strcmp(lc_gemm_bf16_backend(), "portable") ? "bf16/avx512bf16" : "bf16/portable",
+                   lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
                    lc_model_num_params(m), med, tok_s, cpu_med, step_gflops, gemm_gflops,
                    gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,
                    lc_model_param_bytes(m), lc_model_activation_bytes(m));

@@ -131,6 +131,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         {"--json", OPT_FLAG, &json, 0, 0, "one JSON line instead of the table", 0},
     };
     int n = lc_model_flags_add(&mf, opts, 6);
+    lc_opt_refuse(opts, n, "--precision", "is for language models only (HIBERT's products run in fp32)");
     int rc = lc_parse_opts("bench hibert", "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     lc_config cfg;

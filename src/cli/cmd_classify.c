@@ -31,6 +31,7 @@ static void refuse_lm_flags(lc_opt *opts, int n) {
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         lc_opt_refuse(opts, n, no[i], "does not apply to a classifier (its encoder is vanilla and bidirectional; "
                                       "--max-len sets the length)");
+    lc_opt_refuse(opts, n, "--precision", "is for language models only (the classifier's products run in fp32)");
 }
 
 /* With --resume, every flag the checkpoint fixes is refused. */

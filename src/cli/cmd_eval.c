@@ -4,6 +4,7 @@
 
 #include "cli/classify_cli.h"
 #include "cli/cli.h"
+#include "cli/model_flags.h"
 #include "core/threads.h"
 
 int lc_cmd_eval_summary(int argc, char **argv); /* --task summarize (cmd_eval_summary.c) */
@@ -12,7 +13,7 @@ int lc_cmd_eval(int argc, char **argv) {
     if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_eval_classify(argc, argv);
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--task") == 0 || strncmp(argv[i], "--task=", 7) == 0) return lc_cmd_eval_summary(argc, argv);
-    const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto";
+    const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto", *precision = NULL;
     int seg_len = 0, batch = 8, threads = 0, json = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to evaluate (required)", 0},
@@ -25,6 +26,7 @@ int lc_cmd_eval(int argc, char **argv) {
         {"--clamp-len", OPT_INT, &clamp_len, 0, 1 << 24, "xl: clamp relative distances (default: as trained)", 0},
         {"--same-length", OPT_FLAG, &same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--precision", OPT_STR, &precision, 0, 0, "linear layers' products: fp32 or bf16 (default: the checkpoint's)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
         {"--task", OPT_STR, NULL, 0, 0, "summarize or classify: another task (eval --task summarize|classify --help)", 0},
     };
@@ -47,7 +49,8 @@ int lc_cmd_eval(int argc, char **argv) {
     lc_model *m;
     lc_status st = lc_checkpoint_load(ckpt, batch, &m, NULL);
     if (st) return lc_cli_fail(st);
-    if ((rc = lc_apply_runtime_lengths(m, "eval", batch, &seg_len, mem_len, clamp_len, same_length)) >= 0) {
+    if ((rc = lc_apply_precision_flag(m, "eval", precision)) >= 0 ||
+        (rc = lc_apply_runtime_lengths(m, "eval", batch, &seg_len, mem_len, clamp_len, same_length)) >= 0) {
         lc_model_free(m);
         return rc;
     }

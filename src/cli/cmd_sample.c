@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/model_flags.h"
 #include "core/threads.h"
 
 static void emit_byte(uint8_t b, void *user) {
@@ -77,7 +78,7 @@ static lc_status interactive(lc_model *m, int tokens, float temperature, int top
 }
 
 int lc_cmd_sample(int argc, char **argv) {
-    const char *ckpt = NULL, *prompt = "", *prompt_file = NULL;
+    const char *ckpt = NULL, *prompt = "", *prompt_file = NULL, *precision = NULL;
     int tokens = 500, top_k = 0, threads = 0, seg_len = 0, mem_len = -1, clamp_len = -1, same_length = 0, inter = 0;
     float temperature = 0.8f;
     uint64_t seed = 1;
@@ -91,6 +92,7 @@ int lc_cmd_sample(int argc, char **argv) {
         {"--top-k", OPT_INT, &top_k, 0, 256, "sample among the k most likely bytes (0: all)", 0},
         {"--seed", OPT_U64, &seed, 0, 0, "random seed, 0..2^64-1 (default 1; --interactive: seed + i for prompt i)", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
+        {"--precision", OPT_STR, &precision, 0, 0, "linear layers' products: fp32 or bf16 (default: the checkpoint's)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "segment for reading the prompt (vanilla: the context window)", 0},
         {"--mem-len", OPT_INT, &mem_len, 0, 1 << 24, "xl: memory rows per layer (default: as trained)", 0},
         {"--clamp-len", OPT_INT, &clamp_len, 0, 1 << 24, "xl: clamp relative distances (default: as trained)", 0},
@@ -116,7 +118,8 @@ int lc_cmd_sample(int argc, char **argv) {
     lc_model *m;
     lc_status st = lc_checkpoint_load(ckpt, 1, &m, NULL);
     if (st) { free(file_text); return lc_cli_fail(st); }
-    if ((rc = lc_apply_runtime_lengths(m, "sample", 1, &seg_len, mem_len, clamp_len, same_length)) >= 0) {
+    if ((rc = lc_apply_precision_flag(m, "sample", precision)) >= 0 ||
+        (rc = lc_apply_runtime_lengths(m, "sample", 1, &seg_len, mem_len, clamp_len, same_length)) >= 0) {
         lc_model_free(m);
         free(file_text);
         return rc;

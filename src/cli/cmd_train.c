@@ -94,12 +94,12 @@ static void print_summary(const lc_model *m, const lc_train_options *o) {
     fprintf(stderr,
             "model: %s, %d layers, dim %d, %d heads, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
             "%s"
-            "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d threads\n"
+            "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d threads%s\n"
             "training: %ld steps from step %ld, batch %d x %d, lr %.2g%s\n",
             c->model == LC_MODEL_XL ? "xl" : "vanilla", c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
             c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
             (double)lc_model_num_params(m) / 1e6, xl, (double)lc_model_param_bytes(m) / 1e6,
-            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), o->steps,
+            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), lc_precision_note(c), o->steps,
             lc_model_step(m), o->batch, c->seq_len, (double)o->lr, procs);
 }
 
@@ -363,8 +363,9 @@ static int run(train_args *a, lc_opt *opts, int n) {
     lc_data_record rec;
     memset(&rec, 0, sizeof rec);
     lc_config cfg;
+    int rc;
     if (a->resume) {
-        int rc = check_resume_flags(opts, n);
+        rc = check_resume_flags(opts, n);
         if (rc >= 0) return rc;
         lc_train_options saved;
         if ((st = lc_checkpoint_load_dist(a->resume, &m, &saved))) return lc_cli_fail(st); /* this process's share */
@@ -374,6 +375,12 @@ static int run(train_args *a, lc_opt *opts, int n) {
         saved.stop_after = a->o.stop_after;
         a->o = saved;
         rec = saved.data;
+        lc_precision prec = lc_model_config(m)->precision;
+        rc = lc_model_flags_precision(&a->mf, "train", &prec);
+        if (rc >= 0 || (st = lc_model_set_precision(m, prec))) {
+            lc_model_free(m);
+            return rc >= 0 ? rc : lc_cli_fail(st);
+        }
         cfg = *lc_model_config(m);
         if (rec.path[0]) {
             mode = (lc_split_mode)rec.split; /* the split is part of the run, as --splits cannot change */
@@ -384,10 +391,10 @@ static int run(train_args *a, lc_opt *opts, int n) {
             return LC_EXIT_USAGE;
         }
     } else {
-        int rc = lc_model_flags_apply(&a->mf, opts, n, "train", &cfg);
+        rc = lc_model_flags_apply(&a->mf, opts, n, "train", &cfg);
         if (rc >= 0) return rc;
     }
-    int rc = check_out_is_not_data(out, a->data);
+    rc = check_out_is_not_data(out, a->data);
     if (rc >= 0) {
         lc_model_free(m);
         return rc;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli/model_flags.h"
+#include "kernels/kernels.h"
 
 void lc_model_flags_init(lc_model_flags *f) {
     memset(f, 0, sizeof *f);
@@ -32,10 +33,41 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
         {"--ffn-chunk", OPT_INT, &f->ffn_chunk, 0, 1 << 30, "feed-forward over chunks of N rows (0: all at once)", 0},
         {"--extra-tokens", OPT_INT, &f->extra_tokens, 0, 65536, "learned tokens in front of every sequence (ETC globals)", 0},
         {"--objective", OPT_STR, &f->objective, 0, 0, "clm (default: causal LM) or mlm (bidirectional encoder, masked LM)", 0},
+        {"--precision", OPT_STR, &f->precision, 0, 0, "linear layers' products: fp32 (default) or bf16 (AVX512_BF16 CPUs)", 0},
     };
     int k = (int)(sizeof add / sizeof add[0]);
     memcpy(opts + n, add, sizeof add);
     return n + k;
+}
+
+static int parse_precision(const char *cmd, const char *value, lc_precision *p) {
+    if (!value) return -1;
+    if (strcmp(value, "fp32") == 0) *p = LC_PRECISION_FP32;
+    else if (strcmp(value, "bf16") == 0) *p = LC_PRECISION_BF16;
+    else {
+        lc_cli_error("%s: --precision must be fp32 or bf16, got '%s'", cmd, value);
+        return LC_EXIT_USAGE;
+    }
+    return -1;
+}
+
+int lc_model_flags_precision(const lc_model_flags *f, const char *cmd, lc_precision *p) {
+    return parse_precision(cmd, f->precision, p);
+}
+
+int lc_apply_precision_flag(lc_model *m, const char *cmd, const char *value) {
+    lc_precision p = lc_model_config(m)->precision;
+    int rc = parse_precision(cmd, value, &p);
+    if (rc >= 0) return rc;
+    lc_status st = lc_model_set_precision(m, p);
+    return st ? lc_cli_fail(st) : -1;
+}
+
+const char *lc_precision_note(const lc_config *cfg) {
+    if (cfg->precision != LC_PRECISION_BF16) return "";
+    if (!lc_bf16_products_active()) return " | bf16 asked: fp32 products (no AVX512_BF16 here, or LC_BF16=off)";
+    return strcmp(lc_gemm_bf16_backend(), "avx512bf16") == 0 ? " | bf16 products (avx512bf16)"
+                                                               : " | bf16 products (portable: emulated, slow)";
 }
 
 static int seen(lc_opt *opts, int n, const char *name) { return lc_opt_get(opts, n, name)->seen; }
@@ -54,6 +86,8 @@ int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const cha
         lc_cli_error("%s: --preset: %s", cmd, lc_last_error());
         return LC_EXIT_USAGE;
     }
+    int rc = lc_model_flags_precision(f, cmd, &cfg->precision);
+    if (rc >= 0) return rc;
     if (seen(opts, n, "--layers")) cfg->n_layer = f->layers;
     if (seen(opts, n, "--dim")) cfg->d_model = f->dim;
     if (seen(opts, n, "--heads")) cfg->n_head = f->heads;

@@ -4,10 +4,10 @@
 
 #include "cli/cli.h"
 
-#define LC_MODEL_FLAG_COUNT 22
+#define LC_MODEL_FLAG_COUNT 23
 
 typedef struct {
-    const char *preset, *norm, *activation, *model, *attn, *objective;
+    const char *preset, *norm, *activation, *model, *attn, *objective, *precision;
     int layers, dim, heads, ffn, seg_len, untied, share_qk, share_attn, reversible, ffn_chunk, extra_tokens;
     int mem_len, clamp_len, same_length, shared_uv;
     float dropout;
@@ -18,7 +18,16 @@ void lc_model_flags_init(lc_model_flags *f);
 int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n);
 /* Builds cfg from the preset and the flags given; -1 on success, else an exit code (error printed). */
 int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const char *cmd, lc_config *cfg);
-/* 1 when any model flag was given (its name in *which). */
+/* --precision (not a shape flag: a resumed or loaded model takes it too): -1 with *p set (unchanged when the
+ * flag was not given), else an exit code (error printed). */
+int lc_model_flags_precision(const lc_model_flags *f, const char *cmd, lc_precision *p);
+/* eval and sample: a loaded model takes --precision VALUE (NULL: keeps the checkpoint's); -1 on success, else
+ * an exit code (error printed). */
+int lc_apply_precision_flag(lc_model *m, const char *cmd, const char *value);
+/* "" at fp32; at bf16 ", bf16 products" and how they run (the vector kernel, the portable emulation, or
+ * fp32 where the CPU has no AVX512_BF16), for the lines that describe a run. */
+const char *lc_precision_note(const lc_config *cfg);
+/* 1 when any model-shape flag was given (its name in *which); --precision is not one. */
 int lc_model_flags_any(lc_opt *opts, int n, const char **which);
 
 #endif

@@ -454,6 +454,13 @@ void lc_gemm_profile(int enable) {
     lc_profile_flops = lc_profile_seconds = 0;
 }
 
+int lc_gemm_profiling(void) { return lc_profile_on; }
+
+void lc_gemm_profile_add(double flops, double seconds) {
+    lc_profile_flops += flops;
+    lc_profile_seconds += seconds;
+}
+
 void lc_gemm_profile_totals(double *flops, double *seconds) {
     *flops = lc_profile_flops;
     *seconds = lc_profile_seconds;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/table.h"
+#include "core/timer.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/kernels.h"
 
@@ -229,10 +230,35 @@ int lc_gemm_bf16_choose(void) {
 
 static _Atomic int lc_bf16_default = -1; /* lc_gemm_bf16_choose's answer, taken at first use */
 static _Atomic int lc_bf16_forced;
+static _Atomic int lc_bf16_products = -1; /* lc_bf16_products_active's answer, taken at first use */
 
 void lc_gemm_bf16_force_portable(int force) {
     atomic_store(&lc_bf16_forced, force != 0);
-    if (!force) atomic_store(&lc_bf16_default, -1); /* the environment is read again */
+    if (!force) { /* the environment is read again */
+        atomic_store(&lc_bf16_default, -1);
+        atomic_store(&lc_bf16_products, -1);
+    }
+}
+
+int lc_bf16_products_active(void) {
+    if (atomic_load_explicit(&lc_bf16_forced, memory_order_relaxed)) return 1;
+    int on = atomic_load_explicit(&lc_bf16_products, memory_order_relaxed);
+    if (on < 0) {
+        const char *env = getenv("LC_BF16");
+        on = env && !strcmp(env, "portable") ? 1 : env && !strcmp(env, "off") ? 0 : lc_gemm_bf16_choose();
+        atomic_store(&lc_bf16_products, on);
+    }
+    return on;
+}
+
+void lc_gemm_at_precision(lc_precision p, lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (p == LC_PRECISION_BF16 && lc_bf16_products_active()) {
+        const double t0 = lc_gemm_profiling() ? lc_now_seconds() : 0;
+        lc_gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (t0 > 0) lc_gemm_profile_add(2.0 * M * N * K, lc_now_seconds() - t0);
+    } else
+        lc_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 static const lc_bf16_ops *lc_bf16_path(void) {

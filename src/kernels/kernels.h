@@ -39,10 +39,13 @@ const char *lc_gemm_backend(void);
 /* Threads worth using for an M x N x K product: one per flops_per_thread flops (2MNK), at most the
  * OpenMP maximum; 1 without OpenMP. lc_gemm_builtin and lc_gemm_bf16 size their teams with it. */
 int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread);
-/* Benchmark accounting: while enabled, lc_gemm calls made outside parallel regions add their
- * floating-point operations (2 M N K) and wall time to running totals. */
+/* Benchmark accounting: while enabled, lc_gemm calls (and lc_gemm_at_precision's bf16 ones) made outside
+ * parallel regions add their floating-point operations (2 M N K) and wall time to running totals. */
 void lc_gemm_profile(int enable);
 void lc_gemm_profile_totals(double *flops, double *seconds);
+/* For the other products (lc_gemm_at_precision's bf16 ones): whether accounting is on, and add to it. */
+int lc_gemm_profiling(void);
+void lc_gemm_profile_add(double flops, double seconds);
 
 /* ---- bf16 matrix products (src/kernels/gemm_bf16.c) ----
  * lc_gemm_bf16 has lc_gemm's contract, but every element of A and B is first rounded to bf16
@@ -77,11 +80,24 @@ float lc_bf16_to_f32(uint16_t h);
 /* dst[i] = lc_bf16_from_f32(src[i]) on the path lc_gemm_bf16 takes (vcvtne2ps2bf16 on avx512bf16). */
 void lc_bf16_round(uint16_t *dst, const float *src, size_t n);
 
+/* Whether products asked for at LC_PRECISION_BF16 run in bf16 now: 1 where the avx512bf16 path is the
+ * default, with LC_BF16=portable (the portable path: emulated, slow, for tests) or while
+ * lc_gemm_bf16_force_portable is on; 0 with LC_BF16=off or on a CPU without AVX512_BF16 (fp32 there). */
+int lc_bf16_products_active(void);
+/* lc_gemm_bf16 when p is LC_PRECISION_BF16 and lc_bf16_products_active(), else lc_gemm. */
+void lc_gemm_at_precision(lc_precision p, lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
 /* ---- linear layer: out[n,o] = inp[n,i] W[o,i]^T + b[o] (b may be NULL) ---- */
 void lc_linear_forward(float *out, const float *inp, const float *w, const float *b, int n, int in_dim, int out_dim);
 /* dinp[n,i] += dout W; dw[o,i] += dout^T inp; db[o] += sum over rows of dout. */
 void lc_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w, int n,
                         int in_dim, int out_dim);
+/* The same at a precision: its matrix products through lc_gemm_at_precision (bias and its gradient in fp32). */
+void lc_linear_forward_at(lc_precision p, float *out, const float *inp, const float *w, const float *b, int n,
+                          int in_dim, int out_dim);
+void lc_linear_backward_at(lc_precision p, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, int n, int in_dim, int out_dim);
 void lc_linear_forward_ref(double *out, const double *inp, const double *w, const double *b, int n, int in_dim,
                            int out_dim);
 void lc_linear_backward_ref(double *dinp, double *dw, double *db, const double *dout, const double *inp,

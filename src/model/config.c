@@ -87,6 +87,8 @@ lc_status lc_config_validate(const lc_config *c) {
         return lc_fail(LC_ERR_ARG, "extra-tokens must be 0..65536, got %d", c->extra_tokens);
     if (c->extra_tokens && c->model != LC_MODEL_VANILLA)
         return lc_fail(LC_ERR_ARG, "extra-tokens need --model vanilla (no memory)");
+    if (c->precision != LC_PRECISION_FP32 && c->precision != LC_PRECISION_BF16)
+        return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
     if (c->ffn_chunk < 0) return lc_fail(LC_ERR_ARG, "ffn-chunk must be >= 0, got %d", c->ffn_chunk);
     if (!memchr(c->attn, 0, sizeof c->attn)) return lc_fail(LC_ERR_ARG, "attn spec is not terminated");
     lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c->n_layer);

@@ -16,7 +16,7 @@
 #include "model/lm.h"
 
 /* ---------------------------------------------------------------- named fields */
-typedef enum { F_INT, F_LONG, F_U64, F_FLOAT, F_BOOL, F_SPEC, F_NORM, F_ACT, F_MODEL, F_OBJ } field_type;
+typedef enum { F_INT, F_LONG, F_U64, F_FLOAT, F_BOOL, F_SPEC, F_NORM, F_ACT, F_MODEL, F_OBJ, F_PREC } field_type;
 
 typedef struct {
     const char *name;  /* the struct field */
@@ -34,7 +34,7 @@ static const field config_fields[] = {
     CFG(clamp_len, NULL, F_INT),       CFG(same_length, NULL, F_BOOL),     CFG(shared_uv, NULL, F_BOOL),
     CFG(attn, NULL, F_SPEC),           CFG(qk_share, "share_qk", F_INT),   CFG(attn_share, "share_attn", F_INT),
     CFG(objective, NULL, F_OBJ),       CFG(reversible, NULL, F_BOOL),      CFG(ffn_chunk, NULL, F_INT),
-    CFG(extra_tokens, NULL, F_INT),
+    CFG(extra_tokens, NULL, F_INT),    CFG(precision, NULL, F_PREC),
 };
 #define OPT(n, t) {#n, NULL, t, offsetof(lc_train_options, n)}
 static const field option_fields[] = {
@@ -48,7 +48,8 @@ static const field option_fields[] = {
 
 /* The names of the enumerated fields' values, by value. */
 static const char *const norm_names[] = {"pre", "post"}, *const act_names[] = {"gelu", "relu"},
-                         *const model_names[] = {"vanilla", "xl"}, *const obj_names[] = {"clm", "mlm"};
+                         *const model_names[] = {"vanilla", "xl"}, *const obj_names[] = {"clm", "mlm"},
+                         *const prec_names[] = {"fp32", "bf16"};
 
 static const char *const *enum_names(field_type t) {
     switch (t) {
@@ -56,6 +57,7 @@ static const char *const *enum_names(field_type t) {
     case F_ACT: return act_names;
     case F_MODEL: return model_names;
     case F_OBJ: return obj_names;
+    case F_PREC: return prec_names;
     default: return NULL;
     }
 }

@@ -195,6 +195,13 @@ lc_status lc_model_set_threads(lc_model *m, int threads) {
 
 int lc_model_threads(const lc_model *m) { return m->threads; }
 
+lc_status lc_model_set_precision(lc_model *m, lc_precision p) {
+    lc_clear_error();
+    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    m->cfg.precision = p;
+    return LC_OK;
+}
+
 /* Every layer's head groups must accept the shapes the model will run (lengths, memory, positions). */
 static lc_status check_attention(const lc_model *m) {
     const lc_config *c = &m->cfg;

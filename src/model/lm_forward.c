@@ -28,6 +28,7 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
     ctx.attn_work = m->attn_work, ctx.tmp = m->tmp;
     ctx.threads = m->threads;
     ctx.ffn_chunk = c->ffn_chunk;
+    ctx.precision = c->precision;
     ctx.rel_scratch = m->rel_scratch;
     ctx.M = M;
     ctx.mem = M > 0 ? m->mem[layer] : NULL;
@@ -114,7 +115,8 @@ static void enter_kv_mode(lc_model *m) {
             lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, a->cat, w->ln1_w, w->ln1_b, B * M, C, LC_LN_EPS);
             in = a->norm1;
         }
-        lc_linear_forward(a->qkv, in, w->qkv_w + (size_t)C * C, w->qkv_b ? w->qkv_b + C : NULL, B * M, C, 2 * C);
+        lc_linear_forward_at(c->precision, a->qkv, in, w->qkv_w + (size_t)C * C, w->qkv_b ? w->qkv_b + C : NULL, B * M,
+                             C, 2 * C);
         for (int b = 0; b < B; b++)
             memcpy(m->kv[l] + (size_t)b * m->kv_rows * 2 * C, a->qkv + (size_t)b * M * 2 * C,
                    sizeof(float) * (size_t)M * 2 * C);
@@ -294,7 +296,7 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     if (c->norm == LC_NORM_PRE)
         lc_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res[c->n_layer], m->lnf_w, m->lnf_b, (int)NN, C,
                              LC_LN_EPS);
-    lc_linear_forward(m->logits, head_input(m), m->head, NULL, (int)N, C, V);
+    lc_linear_forward_at(m->cfg.precision, m->logits, head_input(m), m->head, NULL, (int)N, C, V);
     if (targets) {
         double sum = lc_xent_forward(m->losses, m->lse, m->logits, targets, (int)N, V);
         long n = 0;
@@ -322,11 +324,12 @@ lc_status lc_model_backward(lc_model *m, float loss_scale) {
     float *dh = c->norm == LC_NORM_PRE ? m->scratch.d_norm : m->dres;
     if (G) {
         memset(m->d_head_in, 0, sizeof(float) * (size_t)N_out * C);
-        lc_linear_backward(m->d_head_in, m->g_head, NULL, m->dlogits, m->head_in, m->head, N_out, C, V);
+        lc_linear_backward_at(m->cfg.precision, m->d_head_in, m->g_head, NULL, m->dlogits, m->head_in, m->head, N_out,
+                              C, V);
         scatter_head_grad(m, dh);
     } else {
         memset(dh, 0, NC * sizeof *dh);
-        lc_linear_backward(dh, m->g_head, NULL, m->dlogits, final_hidden(m), m->head, N, C, V);
+        lc_linear_backward_at(m->cfg.precision, dh, m->g_head, NULL, m->dlogits, final_hidden(m), m->head, N, C, V);
     }
     if (c->norm == LC_NORM_PRE) {
         memset(m->dres, 0, NC * sizeof *m->dres);

@@ -286,7 +286,7 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
     int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
     lc_attn_tensors t;
     if (c->kv) {
-        lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * C);
+        lc_linear_forward_at(c->precision, a->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * C);
         long T = c->T, row0 = c->kv_start + c->M;
 #pragma omp parallel for schedule(dynamic, LC_CHUNK_ROWS)
         for (long bt = 0; bt < N; bt++) {
@@ -299,12 +299,12 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
         t.v = (lc_view){c->kv + (long)c->kv_start * 2 * C + C, c->kv_stride, 2 * C};
         t.out = (lc_view){a->att, T * C, C};
     } else {
-        lc_linear_forward(a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
+        lc_linear_forward_at(c->precision, a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
         t = attn_views(c, a->qkv, a->att);
     }
     lc_attn_relpos rel;
     if (c->relpos) {
-        if (c->r_rows) lc_linear_forward(a->r, c->sinus, w->r_w, NULL, c->r_rows, C, C);
+        if (c->r_rows) lc_linear_forward_at(c->precision, a->r, c->sinus, w->r_w, NULL, c->r_rows, C, C);
         memset(&rel, 0, sizeof rel);
         rel.r = a->r, rel.u = w->u, rel.v = w->v;
         t.rel = &rel;
@@ -312,11 +312,11 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
     t.lse = a->lse;
     lc_attn_global glob;
     if (w->qkvg_w) { /* global tokens: their own projection of every row (no key/value cache here) */
-        lc_linear_forward(a->qkvg, in, w->qkvg_w, w->qkvg_b, BS, C, 3 * C);
+        lc_linear_forward_at(c->precision, a->qkvg, in, w->qkvg_w, w->qkvg_b, BS, C, 3 * C);
         glob = global_views(c, a, NULL);
     }
     run_groups(c, w, NULL, &t, w->qkvg_w ? &glob : NULL);
-    lc_linear_forward(c->tmp, a->att, w->proj_w, w->proj_b, N, C, C);
+    lc_linear_forward_at(c->precision, c->tmp, a->att, w->proj_w, w->proj_b, N, C, C);
     lc_dropout_forward(c->tmp, c->tmp, (size_t)N * C, drop_p(c), site_seed(c, SITE_ATTN_OUT));
 }
 
@@ -336,9 +336,9 @@ static void ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const
     int N = c->B * c->T, C = c->C, F = c->F, K = ffn_rows(c);
     for (int r0 = 0; r0 < N; r0 += K) {
         const int n = N - r0 < K ? N - r0 : K;
-        lc_linear_forward(a->fc1, in + (size_t)r0 * C, w->fc1_w, w->fc1_b, n, C, F);
+        lc_linear_forward_at(c->precision, a->fc1, in + (size_t)r0 * C, w->fc1_w, w->fc1_b, n, C, F);
         activation_forward(c, a->act, a->fc1, (size_t)n * F);
-        lc_linear_forward(c->tmp + (size_t)r0 * C, a->act, w->fc2_w, w->fc2_b, n, F, C);
+        lc_linear_forward_at(c->precision, c->tmp + (size_t)r0 * C, a->act, w->fc2_w, w->fc2_b, n, F, C);
     }
     lc_dropout_forward(c->tmp, c->tmp, (size_t)N * C, drop_p(c), site_seed(c, SITE_FFN_OUT));
 }
@@ -381,17 +381,18 @@ static void ffn_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_bl
         const int n = N - r0 < K ? N - r0 : K;
         const float *x = in + (size_t)r0 * C;
         if (K < N) {
-            lc_linear_forward(a->fc1, x, w->fc1_w, w->fc1_b, n, C, F);
+            lc_linear_forward_at(c->precision, a->fc1, x, w->fc1_w, w->fc1_b, n, C, F);
             activation_forward(c, a->act, a->fc1, (size_t)n * F);
         }
         memset(s->d_act, 0, sizeof(float) * (size_t)n * F);
-        lc_linear_backward(s->d_act, g->fc2_w, g->fc2_b, s->d_tmp + (size_t)r0 * C, a->act, w->fc2_w, n, F, C);
+        lc_linear_backward_at(c->precision, s->d_act, g->fc2_w, g->fc2_b, s->d_tmp + (size_t)r0 * C, a->act, w->fc2_w,
+                              n, F, C);
         memset(s->d_fc1, 0, sizeof(float) * (size_t)n * F);
         if (c->activation == LC_ACT_GELU)
             lc_gelu_backward(s->d_fc1, a->fc1, s->d_act, (size_t)n * F);
         else
             lc_relu_backward(s->d_fc1, a->fc1, s->d_act, (size_t)n * F);
-        lc_linear_backward(din + (size_t)r0 * C, g->fc1_w, g->fc1_b, s->d_fc1, x, w->fc1_w, n, C, F);
+        lc_linear_backward_at(c->precision, din + (size_t)r0 * C, g->fc1_w, g->fc1_b, s->d_fc1, x, w->fc1_w, n, C, F);
     }
 }
 
@@ -407,7 +408,7 @@ static void attention_backward(const lc_block_ctx *c, const lc_block_weights *w,
     int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
     lc_dropout_backward(s->d_tmp, dsum, (size_t)N * C, drop_p(c), site_seed(c, SITE_ATTN_OUT));
     memset(s->d_att, 0, sizeof(float) * (size_t)N * C);
-    lc_linear_backward(s->d_att, g->proj_w, g->proj_b, s->d_tmp, a->att, w->proj_w, N, C, C);
+    lc_linear_backward_at(c->precision, s->d_att, g->proj_w, g->proj_b, s->d_tmp, a->att, w->proj_w, N, C, C);
     lc_attn_tensors t = attn_views(c, a->qkv, a->att);
     long S = rows_s(c);
     if (c->M > 0) memset(s->d_qkv, 0, sizeof(float) * (size_t)BS * 3 * C); /* memory rows get no dq */
@@ -429,13 +430,14 @@ static void attention_backward(const lc_block_ctx *c, const lc_block_weights *w,
         glob = global_views(c, a, s);
     }
     run_groups(c, w, g, &t, w->qkvg_w ? &glob : NULL);
-    if (w->qkvg_w) lc_linear_backward(din, g->qkvg_w, g->qkvg_b, s->d_qkvg, in, w->qkvg_w, BS, C, 3 * C);
+    if (w->qkvg_w)
+        lc_linear_backward_at(c->precision, din, g->qkvg_w, g->qkvg_b, s->d_qkvg, in, w->qkvg_w, BS, C, 3 * C);
     if (c->relpos) {
         add_vec(g->u, s->d_u, C);
         add_vec(g->v, s->d_v, C);
-        lc_linear_backward(NULL, g->r_w, NULL, s->d_r, c->sinus, w->r_w, (int)S, C, C);
+        lc_linear_backward_at(c->precision, NULL, g->r_w, NULL, s->d_r, c->sinus, w->r_w, (int)S, C, C);
     }
-    lc_linear_backward(din, g->qkv_w, g->qkv_b, s->d_qkv, in, w->qkv_w, BS, C, 3 * C);
+    lc_linear_backward_at(c->precision, din, g->qkv_w, g->qkv_b, s->d_qkv, in, w->qkv_w, BS, C, 3 * C);
 }
 
 void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,

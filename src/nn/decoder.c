@@ -80,12 +80,12 @@ int lc_decoder_check(const lc_decoder_ctx *c, char *err, size_t errlen) {
 static void cross_sublayer(const lc_decoder_ctx *c, const lc_decoder_weights *w, const lc_decoder_acts *a,
                            const float *in) {
     const int N = rows_of(c), C = c->self.C;
-    lc_linear_forward(a->cq, in, w->cq_w, w->cq_b, N, C, C);
-    lc_linear_forward(a->ckv, c->enc, w->ckv_w, w->ckv_b, c->N_enc, c->C_enc, 2 * C);
+    lc_linear_forward_at(c->self.precision, a->cq, in, w->cq_w, w->cq_b, N, C, C);
+    lc_linear_forward_at(c->self.precision, a->ckv, c->enc, w->ckv_w, w->ckv_b, c->N_enc, c->C_enc, 2 * C);
     const lc_cross_shape s = cross_shape(c);
     const lc_cross_tensors t = cross_views(c, a, NULL, NULL);
     lc_cross_forward(&s, &t, c->cross_work);
-    lc_linear_forward(c->self.tmp, a->catt, w->cproj_w, w->cproj_b, N, C, C);
+    lc_linear_forward_at(c->self.precision, c->self.tmp, a->catt, w->cproj_w, w->cproj_b, N, C, C);
     lc_dropout_forward(c->self.tmp, c->self.tmp, (size_t)N * C, drop_p(c), cross_seed(c));
 }
 
@@ -98,13 +98,14 @@ static void cross_backward(const lc_decoder_ctx *c, const lc_decoder_weights *w,
     float *d_tmp = s->self.d_tmp, *d_catt = s->self.d_att;
     lc_dropout_backward(d_tmp, dsum, (size_t)N * C, drop_p(c), cross_seed(c));
     memset(d_catt, 0, sizeof(float) * (size_t)N * C);
-    lc_linear_backward(d_catt, g->cproj_w, g->cproj_b, d_tmp, a->catt, w->cproj_w, N, C, C);
+    lc_linear_backward_at(c->self.precision, d_catt, g->cproj_w, g->cproj_b, d_tmp, a->catt, w->cproj_w, N, C, C);
     memset(s->d_ckv, 0, sizeof(float) * (size_t)c->N_enc * 2 * C); /* rows no pair reads stay 0 */
     const lc_cross_shape cs = cross_shape(c);
     const lc_cross_tensors t = cross_views(c, a, s, d_catt);
     lc_cross_backward(&cs, &t, c->cross_work);
-    lc_linear_backward(din, g->cq_w, g->cq_b, s->d_cq, in, w->cq_w, N, C, C);
-    lc_linear_backward(d_enc, g->ckv_w, g->ckv_b, s->d_ckv, c->enc, w->ckv_w, c->N_enc, c->C_enc, 2 * C);
+    lc_linear_backward_at(c->self.precision, din, g->cq_w, g->cq_b, s->d_cq, in, w->cq_w, N, C, C);
+    lc_linear_backward_at(c->self.precision, d_enc, g->ckv_w, g->ckv_b, s->d_ckv, c->enc, w->ckv_w, c->N_enc, c->C_enc,
+                          2 * C);
 }
 
 void lc_decoder_forward(const lc_decoder_ctx *c, const lc_decoder_weights *w, const lc_decoder_acts *a,

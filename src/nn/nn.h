@@ -76,6 +76,7 @@ typedef struct {
     int threads;      /* the model's compute plan: threads of the attention kinds (and of every region) */
     float *rel_scratch; /* XL with several head groups: [2 S C] for a group's r and dr columns */
     int ffn_chunk;    /* rows per feed-forward chunk (0: all N rows at once); fc1/act/d_fc1/d_act hold one chunk */
+    lc_precision precision; /* of the linear layers' products (lc_linear_forward_at) */
     float *tmp;       /* [N, C] forward scratch */
     int M;            /* memory rows in front of the segment (0: none) */
     const float *mem; /* [B, M, C] memory of this layer when M > 0 */

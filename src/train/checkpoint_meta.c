@@ -14,10 +14,12 @@
 #include "core/status.h"
 
 _Static_assert(sizeof(lc_model_kind) == sizeof(int) && sizeof(lc_norm) == sizeof(int) &&
-                   sizeof(lc_activation) == sizeof(int) && sizeof(lc_objective) == sizeof(int),
+                   sizeof(lc_activation) == sizeof(int) && sizeof(lc_objective) == sizeof(int) &&
+                   sizeof(lc_precision) == sizeof(int),
                "choice fields are read and written as int");
 _Static_assert(LC_MODEL_VANILLA == 0 && LC_MODEL_XL == 1 && LC_NORM_PRE == 0 && LC_NORM_POST == 1 &&
-                   LC_ACT_GELU == 0 && LC_ACT_RELU == 1 && LC_OBJECTIVE_CLM == 0 && LC_OBJECTIVE_MLM == 1,
+                   LC_ACT_GELU == 0 && LC_ACT_RELU == 1 && LC_OBJECTIVE_CLM == 0 && LC_OBJECTIVE_MLM == 1 &&
+                   LC_PRECISION_FP32 == 0 && LC_PRECISION_BF16 == 1,
                "choice names are listed in enum order");
 
 #define CFG(f) offsetof(lc_ckpt_meta, cfg.f)
@@ -48,6 +50,7 @@ static const meta_key keys[] = {
     BOOL("reversible", CFG(reversible), 0),
     INT("ffn_chunk", CFG(ffn_chunk), 0, 1 << 30, 0),
     INT("extra_tokens", CFG(extra_tokens), 0, 65536, 0),
+    CHOICE("precision", CFG(precision), "fp32|bf16", 0),
     INT("mem_len", CFG(mem_len), 0, 1 << 24, REQUIRED | XL_ONLY),
     INT("clamp_len", CFG(clamp_len), 0, 1 << 24, REQUIRED | XL_ONLY),
     BOOL("same_length", CFG(same_length), REQUIRED | XL_ONLY),

@@ -129,10 +129,12 @@ _SUPPORTED = {
     "attn_share": lambda v: v in ("0", "1"),
     "reversible": lambda v: v == "0",
     "extra_tokens": lambda v: v == "0",
+    "precision": lambda v: v == "fp32",
 }
 _WHAT = {"attn": "attention kinds other than full", "objective": "the masked-LM encoder",
          "qk_share": "tied query/key projections", "attn_share": "attention shared across layers",
-         "reversible": "reversible layers", "extra_tokens": "extra (global) tokens"}
+         "reversible": "reversible layers", "extra_tokens": "extra (global) tokens",
+         "precision": "bf16 products"}
 # Keys that do not change the model's function: shape and behaviour keys the references read, the
 # chunking of the feed-forward rows, training state and options, and the fixtures' own notes.
 _NEUTRAL = {"model", "n_layer", "d_model", "n_head", "d_ff", "seq_len", "norm", "activation", "tied", "dropout",
