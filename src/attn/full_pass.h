@@ -23,14 +23,16 @@ typedef void (*full_row_keys_fn)(const void *ctx, int t, int s0, int n_k, int *f
 
 /* Query tile [t0, t0 + 64) against the keys [key_begin, key_end), tiles of min(64, key_limit - s0) keys:
  * online softmax (FlashAttention), out = P v / sum and lse written. With prefetch, the next key tile is
- * requested while this one is computed. */
-static inline __attribute__((always_inline)) void full_forward_tile(const full_geometry *g, const lc_attn_tensors *t,
-                                                                    int b, int h, int t0, int key_begin, int key_end,
-                                                                    int key_limit, int prefetch,
-                                                                    full_seeing_fn seeing, const void *ctx,
-                                                                    full_tiles *w) {
+ * requested while this one is computed. The tile's lanes are worked in groups of 16 queries: a tile of
+ * fewer queries (the last of a sequence whose length is not a multiple of 64, e.g. an 80-byte XL
+ * evaluation segment: 64 + 16) computes only the groups it has. */
+static inline __attribute__((always_inline)) void full_forward_chunks(const full_geometry *g,
+                                                                      const lc_attn_tensors *t, int b, int h, int t0,
+                                                                      int key_begin, int key_end, int key_limit,
+                                                                      int prefetch, full_seeing_fn seeing,
+                                                                      const void *ctx, int chunks, full_tiles *w) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
-    const int n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4), dp = g->D_pad;
+    const int n_q = lc_imin(FULL_TILE_Q, g->T - t0), rows = lc_round_up(n_q, 4), dp = g->D_pad, lanes = 16 * chunks;
     float correction[FULL_TILE_Q];
     const lc_attn_relpos *rel = t->rel;
     full_forward_begin(g, t, b, h, t0, n_q, w);
@@ -43,28 +45,43 @@ static inline __attribute__((always_inline)) void full_forward_tile(const full_g
             const int n_next = lc_imin(FULL_TILE_K, g->S - s0 - FULL_TILE_K);
             full_prefetch_rows(&t->k, g, b, h, s0 + FULL_TILE_K, n_next);
             full_prefetch_rows(&t->v, g, b, h, s0 + FULL_TILE_K, n_next);
+            if (rel) /* the next tile's new block of distances: [c0 - 128, c0 - 64) for its c0 = this c0 - 64 */
+                full_rel_prefetch_r(rel, g, h, g->M + t0 - s0 - 2 * FULL_TILE_K, FULL_TILE_K);
         }
         /* scores^T = k (scale q)^T: one key per row, queries along the lanes */
-        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D,
-                  FULL_TILE_Q, 0);
+        full_gemm(w->scores, FULL_TILE_Q, k_rows, k_ld, 1, w->q_tile, FULL_TILE_Q, lc_round_up(n_k, 4), g->D, lanes,
+                  0);
         if (rel) {
-            full_rel_slide(g, rel, h, g->M + t0 - s0, s0 == key_begin, w);
-            full_rel_add_positions(w->scores, w->rel_pos, n_k);
+            full_rel_slide_lanes(g, rel, h, g->M + t0 - s0, s0 == key_begin, lanes, w);
+            full_rel_add_positions_lanes(w->scores, w->rel_pos, n_k, chunks);
         }
         /* hidden entries to -inf, then this tile's step of the online softmax */
         lc_v16 tile_max[CHUNKS];
-        for (int l = 0; l < CHUNKS; l++) tile_max[l] = lc_vsplat(-INFINITY);
+        for (int l = 0; l < chunks; l++) tile_max[l] = lc_vsplat(-INFINITY);
         for (int j = 0; j < n_k; j++)
-            for (int l = 0; l < CHUNKS; l++) {
+            for (int l = 0; l < chunks; l++) {
                 float *p = w->scores + (size_t)j * FULL_TILE_Q + 16 * l;
                 const lc_v16 masked = lc_vselect(seeing(ctx, t0, l, s0 + j), lc_vload(p), lc_vsplat(-INFINITY));
                 lc_vstore(p, masked);
                 tile_max[l] = lc_vmax(tile_max[l], masked);
             }
-        full_softmax_update(w->scores, n_k, tile_max, w->row_a, w->row_b, correction);
+        full_softmax_update_lanes(w->scores, n_k, chunks, tile_max, w->row_a, w->row_b, correction);
         full_accumulate_pv(w, correction, rows, n_k, dp);
     }
     full_store_outputs(g, t, w, b, h, t0, n_q);
+}
+
+static inline __attribute__((always_inline)) void full_forward_tile(const full_geometry *g, const lc_attn_tensors *t,
+                                                                    int b, int h, int t0, int key_begin, int key_end,
+                                                                    int key_limit, int prefetch,
+                                                                    full_seeing_fn seeing, const void *ctx,
+                                                                    full_tiles *w) {
+    const int chunks = (lc_imin(FULL_TILE_Q, g->T - t0) + 15) / 16;
+    if (chunks == FULL_TILE_Q / 16) /* a whole tile: the lane loops with a constant count */
+        full_forward_chunks(g, t, b, h, t0, key_begin, key_end, key_limit, prefetch, seeing, ctx, FULL_TILE_Q / 16,
+                            w);
+    else
+        full_forward_chunks(g, t, b, h, t0, key_begin, key_end, key_limit, prefetch, seeing, ctx, chunks, w);
 }
 
 /* dk and dv of the key tile [s0, s0 + n_k), summed over the query tiles [query_begin, query_end) (tiles of

@@ -382,12 +382,14 @@ static inline void full_compute_delta(const full_geometry *g, const lc_attn_tens
 /* The online-softmax step shared by the tiled kinds, after a kind has masked its key tile: scores_t
  * (key-major, queries along the lanes; hidden entries -inf) has per-query maxima tile_max. Its entries
  * become exp(score - new running max); running max and sum are updated, and `correction` receives the
- * factor by which each query's output accumulator must be scaled before this tile is added. */
-static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *tile_max, float *running_max,
-                                       float *running_sum, float *correction) {
+ * factor by which each query's output accumulator must be scaled before this tile is added. Only the
+ * first `chunks` groups of 16 lanes (<= FULL_TILE_Q / 16) are touched: a tile of fewer queries does less. */
+static inline __attribute__((always_inline)) void full_softmax_update_lanes(float *scores_t, int n_k, int chunks,
+                                                                            const lc_v16 *tile_max, float *running_max,
+                                                                            float *running_sum, float *correction) {
     enum { CHUNKS = FULL_TILE_Q / 16 };
     lc_v16 shift[CHUNKS], sum[CHUNKS];
-    for (int l = 0; l < CHUNKS; l++) {
+    for (int l = 0; l < chunks; l++) {
         const lc_v16 old_max = lc_vload(running_max + 16 * l), new_max = lc_vmax(old_max, tile_max[l]);
         /* A query that has seen no key yet (a window, or a padding lane) keeps max -inf; it is shifted by 0
          * instead, so its probabilities and correction are exp(-inf) = 0, not NaN. */
@@ -397,15 +399,21 @@ static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *t
         sum[l] = (lc_v16){0};
     }
     for (int j = 0; j < n_k; j++)
-        for (int l = 0; l < CHUNKS; l++) {
+        for (int l = 0; l < chunks; l++) {
             float *p = scores_t + (size_t)j * FULL_TILE_Q + 16 * l;
             const lc_v16 prob = lc_vexp(lc_vload(p) - shift[l]);
             lc_vstore(p, prob);
             sum[l] += prob;
         }
-    for (int l = 0; l < CHUNKS; l++)
+    for (int l = 0; l < chunks; l++)
         lc_vstore(running_sum + 16 * l,
                     lc_vload(running_sum + 16 * l) * lc_vload(correction + 16 * l) + sum[l]);
+}
+
+/* full_softmax_update_lanes over all FULL_TILE_Q lanes. */
+static inline void full_softmax_update(float *scores_t, int n_k, const lc_v16 *tile_max, float *running_max,
+                                       float *running_sum, float *correction) {
+    full_softmax_update_lanes(scores_t, n_k, FULL_TILE_Q / 16, tile_max, running_max, running_sum, correction);
 }
 
 /* Start of a forward query tile [t0, t0 + n_q): scale q (with relative positions scale (q + u) for the
