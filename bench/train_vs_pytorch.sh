@@ -3,6 +3,7 @@
 # (bench/torch_train.py, tests/reference/lm_ref.py),
 # on the same threads, side by side: the two alternate for ROUNDS rounds and the medians are compared.
 # usage: bench/train_vs_pytorch.sh [THREADS] [ROUNDS] [-- extra model flags for both, e.g. --layers 4]
+# LONGCTX_FLAGS="--precision bf16" adds flags to longctx's side only (PyTorch stays fp32).
 # Needs Debian's python3-torch. OpenBLAS's core-type override is removed for this command only, so
 # both sides use the AVX-512 kernels.
 set -euo pipefail
@@ -14,7 +15,8 @@ make -s >/dev/null
 shape=(--layers 4 --dim 128 --heads 4 --ffn 512 --seg-len 128 --batch 16 "$@")
 lc=() pt=()
 for r in $(seq "$rounds"); do
-    lc+=("$(./longctx bench train --model vanilla "${shape[@]}" --steps 10 --warmup 2 --threads "$threads" --json | tail -1)")
+    # shellcheck disable=SC2086
+    lc+=("$(./longctx bench train --model vanilla "${shape[@]}" ${LONGCTX_FLAGS:-} --steps 10 --warmup 2 --threads "$threads" --json | tail -1)")
     pt+=("$(/usr/bin/python3 bench/torch_train.py "${shape[@]}" --steps 10 --warmup-steps 2 --threads "$threads" | tail -1)")
 done
 printf '%s\n' "${lc[@]}" "${pt[@]}"

@@ -27,6 +27,14 @@ void lc_cli_wait_policy(char **argv) {
 #if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
     if (setenv("GOMP_SPINCOUNT", LC_GOMP_SPINCOUNT, 0) != 0) return;
+    /* The executable's own path, not /proc/self/exe: the process name (comm, what ps -c, pgrep and top
+     * show) is the name exec was given, so the link would rename every run "exe". */
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        execv(self, argv);
+    }
     execv("/proc/self/exe", argv); /* returns only on failure: run on as we are */
 #else
     (void)argv; /* not libgomp: nothing to set */
