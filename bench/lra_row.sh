@@ -9,18 +9,21 @@
 #    calibration run of --calib-steps steps (64: one chunk of length-sorted batches, so a fair sample of the
 #    lengths) times the kind on the task's real data, and the run gets the steps that fit in M minutes with
 #    its validation passes (10 of them, every steps/10), a multiple of 100; --minutes defaults to 1.15 M as
-#    the backstop. The steps are kept in WORK/TASK-NAME.budget, so a resumed run keeps them.
+#    the backstop. The steps are kept in WORK/TASK-NAME.budget until the row ends, so a resumed run keeps
+#    them. --calibrate-only writes that file and stops (no training, no speed part): calibrate every kind
+#    one at a time on an idle machine, then run the rows with --minutes large enough that load cannot cut
+#    them, and they train to the steps an idle machine fits in the budget.
 #  - "part":"speed": training steps/s and peak RSS (/usr/bin/time) of the same shape on synthetic byte
 #    examples of exactly 1K, 2K, 3K, 4K tokens, for the spec and for full attention side by side (one run,
 #    alternating spec / full --speed-repeats times per length; medians), with the ratios spec/full.
 # bench/lra_table.py turns the lines into the table. Data: ListOps splits generated into --work by
 # `longctx listops` (seeds 1, 2, 3; --n sets the training size, default 96000); IMDB from data/imdb.
 # usage: bench/lra_row.sh --attn SPEC [--name NAME] [--task listops|text|both|none] [--speed|--no-speed]
-#        [--steps N | --budget-minutes M [--calib-steps N]] [--minutes M] [--n N] [--valid-n N] [--batch B] [--eval-every N] [--work DIR]
+#        [--steps N | --budget-minutes M [--calib-steps N] [--calibrate-only]] [--minutes M] [--n N] [--valid-n N] [--batch B] [--eval-every N] [--work DIR]
 #        [--speed-steps N] [--speed-batch B] [--speed-repeats R] [--out FILE.jsonl] [--bin PATH] [--threads T] [-- extra train flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-attn=""; name=""; task=both; speed=1; steps=800; minutes=""; budget=""; calib_steps=64; n=96000; valid_n=500; batch=16; eval_every=200
+attn=""; name=""; task=both; speed=1; steps=800; minutes=""; budget=""; calib_steps=64; calib_only=0; n=96000; valid_n=500; batch=16; eval_every=200
 work=${TMPDIR:-/tmp}/longctx_lra; out=""; bin=./longctx; threads=0; speed_steps=3; speed_batch=4; speed_repeats=3; extra=()
 # the shape every row shares (docs/lra.md, "The table"): change it for every kind or for none
 shape=(--layers 2 --dim 64 --heads 4 --ffn 128 --dropout 0.1 --lr 0.001 --warmup 100 --weight-decay 0.01)
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     --minutes) minutes=$2; shift 2 ;;
     --budget-minutes) budget=$2; shift 2 ;;
     --calib-steps) calib_steps=$2; shift 2 ;;
+    --calibrate-only) calib_only=1; speed=0; shift ;;
     --n) n=$2; shift 2 ;;
     --valid-n) valid_n=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
@@ -54,6 +58,7 @@ done
 case $task in listops|text|both|none) ;; *) echo "lra_row.sh: error: --task must be listops, text, both or none" >&2; exit 2 ;; esac
 [ -x "$bin" ] || { echo "lra_row.sh: error: --bin $bin is not an executable (run make)" >&2; exit 2; }
 [ -n "$name" ] || name=$attn
+[ "$calib_only" = 0 ] || [ -n "$budget" ] || { echo "lra_row.sh: error: --calibrate-only needs --budget-minutes" >&2; exit 2; }
 if [ -n "$minutes" ]; then :; elif [ -n "$budget" ]; then minutes=$(( (budget * 115 + 99) / 100 )); else minutes=60; fi
 mkdir -p "$work"
 tag=$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.=-' '_')
@@ -92,7 +97,7 @@ accuracy_run() { # task train valid test max_len tokens-flags...
     local budget_file="$work/$t-$tag.budget" calib_s=0 s_per_step=0
     if [ -n "$budget" ]; then # the same minutes for every kind: the steps that fit, from a calibration
         # run made before the clock starts (a resumed run reads the steps it was given)
-        if ! { [ -s "$clock" ] && [ -s "$ck.last" ] && [ -s "$budget_file" ]; }; then
+        if [ "$calib_only" = 1 ] || ! [ -s "$budget_file" ]; then
             local cl="$work/calib-$t-$tag.log" cs
             "$bin" train --task classify --data "$train" --valid "$vsub" --max-len "$max_len" "$@" "${common[@]}" \
                 --batch "$batch" --steps "$calib_steps" --warmup 0 --eval-every 0 --out "$work/calib-$t-$tag.safetensors" \
@@ -107,6 +112,7 @@ n_steps=int((b*60/t - 11*v/(3*n))//100*100); n_steps=max(n_steps,100); print(n_s
         fi
         read -r steps eval_every s_per_step calib_s <"$budget_file"
         echo "lra_row.sh: $t of $name: $s_per_step s per step -> $steps steps in $budget minutes" >&2
+        [ "$calib_only" = 0 ] || return 0
     fi
     # A run interrupted before it ended (the session stopped, the machine rebooted) resumes from its last
     # state (saved every 5 minutes), with the time it had already spent counted against --minutes: the
