@@ -118,8 +118,7 @@ static int bench_train(int argc, char **argv) {
                    "\"tokens_per_s\":%.1f,\"cpu_ms_per_step_median\":%.3f,\"step_gflops\":%.2f,\"gemm_gflops\":%.2f,\"gemm_time_share\":%.3f,"
                    "\"attn\":\"%s\",\"reversible\":%d,\"ffn_chunk\":%d,\"param_bytes\":%zu,\"activation_bytes\":%zu}\n",
                    cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(),
-                   cfg.precision != LC_PRECISION_BF16 || !lc_bf16_products_active() ? "fp32"
-                   : strcmp(lc_gemm_bf16_backend(), "portable") ? "bf16/avx512bf16" : "bf16/portable",
+                   lc_precision_path(cfg.precision),
                    lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
                    lc_model_num_params(m), med, tok_s, cpu_med, step_gflops, gemm_gflops,
                    gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,

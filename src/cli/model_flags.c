@@ -65,9 +65,9 @@ int lc_apply_precision_flag(lc_model *m, const char *cmd, const char *value) {
 
 const char *lc_precision_note(const lc_config *cfg) {
     if (cfg->precision != LC_PRECISION_BF16) return "";
-    if (!lc_bf16_products_active()) return " | bf16 asked: fp32 products (no AVX512_BF16 here, or LC_BF16=off)";
-    return strcmp(lc_gemm_bf16_backend(), "avx512bf16") == 0 ? " | bf16 products (avx512bf16)"
-                                                               : " | bf16 products (portable: emulated, slow)";
+    const char *path = lc_precision_path(cfg->precision);
+    if (!strcmp(path, "fp32")) return " | bf16 asked: fp32 products (no AVX512_BF16 here, or LC_BF16=off)";
+    return !strcmp(path, "bf16/portable") ? " | bf16 products (portable: emulated, slow)" : " | bf16 products (avx512bf16)";
 }
 
 static int seen(lc_opt *opts, int n, const char *name) { return lc_opt_get(opts, n, name)->seen; }

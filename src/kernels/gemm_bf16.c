@@ -216,17 +216,22 @@ int lc_cpu_has_avx512_bf16(void) {
 #endif
 }
 
-int lc_gemm_bf16_choose(void) {
-    const int best = lc_cpu_has_avx512_bf16();
+/* LC_BF16 as a mode: off, portable, or (auto, on, unset, and anything else after a one-line warning) the
+ * best path the CPU has. */
+enum { LC_BF16_OFF, LC_BF16_PORTABLE, LC_BF16_BEST };
+static int lc_bf16_env_mode(void) {
     const char *env = getenv("LC_BF16");
-    if (!env || !*env || !strcmp(env, "auto") || !strcmp(env, "on")) return best;
-    if (!strcmp(env, "off") || !strcmp(env, "portable")) return 0;
+    if (!env || !*env || !strcmp(env, "auto") || !strcmp(env, "on")) return LC_BF16_BEST;
+    if (!strcmp(env, "off")) return LC_BF16_OFF;
+    if (!strcmp(env, "portable")) return LC_BF16_PORTABLE;
     static _Atomic int warned;
     if (!atomic_exchange(&warned, 1))
         fprintf(stderr, "longctx: warning: LC_BF16=%s is not off, portable, auto or on; using %s\n", env,
-            best ? "avx512bf16" : "portable");
-    return best;
+            lc_cpu_has_avx512_bf16() ? "avx512bf16" : "portable");
+    return LC_BF16_BEST;
 }
+
+int lc_gemm_bf16_choose(void) { return lc_bf16_env_mode() == LC_BF16_BEST && lc_cpu_has_avx512_bf16(); }
 
 static _Atomic int lc_bf16_default = -1; /* lc_gemm_bf16_choose's answer, taken at first use */
 static _Atomic int lc_bf16_forced;
@@ -244,8 +249,8 @@ int lc_bf16_products_active(void) {
     if (atomic_load_explicit(&lc_bf16_forced, memory_order_relaxed)) return 1;
     int on = atomic_load_explicit(&lc_bf16_products, memory_order_relaxed);
     if (on < 0) {
-        const char *env = getenv("LC_BF16");
-        on = env && !strcmp(env, "portable") ? 1 : env && !strcmp(env, "off") ? 0 : lc_gemm_bf16_choose();
+        const int mode = lc_bf16_env_mode();
+        on = mode == LC_BF16_PORTABLE || (mode == LC_BF16_BEST && lc_cpu_has_avx512_bf16());
         atomic_store(&lc_bf16_products, on);
     }
     return on;
@@ -253,11 +258,9 @@ int lc_bf16_products_active(void) {
 
 void lc_gemm_at_precision(lc_precision p, lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A,
                           int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    if (p == LC_PRECISION_BF16 && lc_bf16_products_active()) {
-        const double t0 = lc_gemm_profiling() ? lc_now_seconds() : 0;
+    if (p == LC_PRECISION_BF16 && lc_bf16_products_active())
         lc_gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        if (t0 > 0) lc_gemm_profile_add(2.0 * M * N * K, lc_now_seconds() - t0);
-    } else
+    else
         lc_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -269,6 +272,11 @@ static const lc_bf16_ops *lc_bf16_path(void) {
 }
 
 const char *lc_gemm_bf16_backend(void) { return lc_bf16_path() == &lc_bf16_portable ? "portable" : "avx512bf16"; }
+
+const char *lc_precision_path(lc_precision p) {
+    if (p != LC_PRECISION_BF16 || !lc_bf16_products_active()) return "fp32";
+    return lc_bf16_path() == &lc_bf16_portable ? "bf16/portable" : "bf16/avx512bf16";
+}
 
 void lc_bf16_round(uint16_t *dst, const float *src, size_t n) { lc_bf16_path()->round(dst, src, n); }
 
@@ -390,8 +398,8 @@ static uint32_t *lc_bf16_thread_buffer(void) {
 }
 
 
-void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, int ldb, float beta, float *C, int ldc) {
+static void lc_gemm_bf16_run(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                             const float *B, int ldb, float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0) { /* C = beta * C; beta == 0 writes zeros */
         for (int i = 0; i < M; i++)
@@ -418,4 +426,15 @@ void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, co
             else lc_bf16_task_stack(&g, i0, m, j0, nt);
         }
     }
+}
+
+void lc_gemm_bf16(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc) {
+    if (!lc_gemm_profiling()) { /* lc_gemm's benchmark accounting counts these products too */
+        lc_gemm_bf16_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const double t0 = lc_now_seconds();
+    lc_gemm_bf16_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    lc_gemm_profile_add(2.0 * M * N * K, lc_now_seconds() - t0);
 }

@@ -39,11 +39,11 @@ const char *lc_gemm_backend(void);
 /* Threads worth using for an M x N x K product: one per flops_per_thread flops (2MNK), at most the
  * OpenMP maximum; 1 without OpenMP. lc_gemm_builtin and lc_gemm_bf16 size their teams with it. */
 int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread);
-/* Benchmark accounting: while enabled, lc_gemm calls (and lc_gemm_at_precision's bf16 ones) made outside
- * parallel regions add their floating-point operations (2 M N K) and wall time to running totals. */
+/* Benchmark accounting: while enabled, lc_gemm and lc_gemm_bf16 calls made outside parallel regions add
+ * their floating-point operations (2 M N K) and wall time to running totals. */
 void lc_gemm_profile(int enable);
 void lc_gemm_profile_totals(double *flops, double *seconds);
-/* For the other products (lc_gemm_at_precision's bf16 ones): whether accounting is on, and add to it. */
+/* For lc_gemm_bf16 (gemm_bf16.c): whether accounting is on, and add to it. */
 int lc_gemm_profiling(void);
 void lc_gemm_profile_add(double flops, double seconds);
 
@@ -87,6 +87,8 @@ int lc_bf16_products_active(void);
 /* lc_gemm_bf16 when p is LC_PRECISION_BF16 and lc_bf16_products_active(), else lc_gemm. */
 void lc_gemm_at_precision(lc_precision p, lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A,
                           int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* How lc_gemm_at_precision's products at p run now: "fp32", "bf16/avx512bf16" or "bf16/portable". */
+const char *lc_precision_path(lc_precision p);
 
 /* ---- linear layer: out[n,o] = inp[n,i] W[o,i]^T + b[o] (b may be NULL) ---- */
 void lc_linear_forward(float *out, const float *inp, const float *w, const float *b, int n, int in_dim, int out_dim);
