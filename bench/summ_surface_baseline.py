@@ -8,7 +8,14 @@ contained labels; evaluated like `longctx eval --task summarize`: the top k scor
 number of contained reference sentences) in document order, ROUGE-1/2/L F1 averaged over documents.
 It reads the corpus with the same rules as src/summ (sentence rule, split, Latin-1 fallback) and scores
 with its own ROUGE (tokens [a-z0-9]+ after lower-casing; ROUGE-L one LCS over the whole sequences).
-Needs numpy: /usr/bin/python3 bench/summ_surface_baseline.py [BBC_ROOT]
+
+Two more rows explain what the labels reward (docs/hibert.md, "Why the gap"):
+  --centrality   adds 3 content features: mean cosine similarity of the sentence's word counts to the other
+                 sentences' (LexRank's graph degree), mean document frequency of its words over the
+                 document's largest, cosine similarity to the title's words;
+  --frequency    no training: score a sentence by the mean document frequency (over the largest) of its
+                 words outside a short stop list, the classic word-frequency summarizer.
+Needs numpy: /usr/bin/python3 bench/summ_surface_baseline.py [--centrality | --frequency] [BBC_ROOT]
 """
 import collections
 import os
@@ -17,7 +24,11 @@ import sys
 
 import numpy as np
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else "data/bbc-news-summary"
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+CENTRALITY, FREQUENCY = "--centrality" in sys.argv, "--frequency" in sys.argv
+ROOT = ARGS[0] if ARGS else "data/bbc-news-summary"
+STOP = set("the a an of to in and or is are was were be been for on at by with from that this it its as he she they "
+           "we i you his her their our but not have has had will would said says".split())
 
 
 def read(path):
@@ -61,7 +72,33 @@ def lcs_f1(c, r):
     return 2 * prev[-1] / (len(c) + len(r))
 
 
-def features(sents):
+def cosine(a, b):
+    num = sum(v * b[w] for w, v in a.items() if w in b)
+    den = np.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
+    return num / den if den else 0.0
+
+
+def frequency_scores(sents):
+    """Mean document frequency (over the largest) of the sentence's words outside STOP."""
+    words = [[w for w in tokens(s) if w not in STOP] for s in sents]
+    tf = collections.Counter(w for ws in words for w in ws)
+    top = max(tf.values()) if tf else 1
+    return np.array([np.mean([tf[w] / top for w in ws]) if ws else 0.0 for ws in words])
+
+
+def centrality(sents, title):
+    bags = [collections.Counter(tokens(s)) for s in sents]
+    tf = collections.Counter(w for s in sents for w in tokens(s))
+    top, tb = max(tf.values()) if tf else 1, collections.Counter(tokens(title))
+    rows = []
+    for j, b in enumerate(bags):
+        others = [cosine(b, c) for k, c in enumerate(bags) if k != j]
+        freq = np.mean([tf[w] for w in b.elements()]) / top if b else 0.0
+        rows.append([np.mean(others) if others else 0.0, freq, cosine(b, tb)])
+    return np.array(rows)
+
+
+def features(sents, title):
     n, rows = len(sents), []
     for j, s in enumerate(sents):
         w = len(s.split())
@@ -69,7 +106,7 @@ def features(sents):
         f += [float(lo <= w < hi) for lo, hi in [(0, 10), (10, 15), (15, 20), (20, 25), (25, 30), (30, 40), (40, 1 << 30)]]
         f += [float('"' in s), float(s.startswith('"')), float(" said" in s), float(bool(re.search(r"\d", s)))]
         rows.append(f)
-    return np.array(rows)
+    return np.concatenate([np.array(rows), centrality(sents, title)], 1) if CENTRALITY else np.array(rows)
 
 
 def main():
@@ -78,22 +115,27 @@ def main():
     docs = []
     for i, p in enumerate(paths):
         article, ref = read(f"{ROOT}/articles/{p}"), read(f"{ROOT}/summaries/{p}")
-        sents = sentences(article.split("\n", 1)[1] if "\n" in article else "")
-        docs.append((i % 10, sents, ref, np.array([float(s in ref) for s in sents])))
+        title, body = article.split("\n", 1) if "\n" in article else (article, "")
+        sents = sentences(body)
+        docs.append((i % 10, sents, ref, np.array([float(s in ref) for s in sents]), features(sents, title)))
     train = [d for d in docs if d[0] not in (0, 5)]
-    x = np.concatenate([features(d[1]) for d in train])
+    x = np.concatenate([d[4] for d in train])
     y = np.concatenate([d[3] for d in train])
-    w = np.zeros(x.shape[1])
-    for _ in range(3000):
-        w -= 0.5 * x.T @ (1 / (1 + np.exp(-x @ w)) - y) / len(y)
-    p = 1 / (1 + np.exp(-x @ w))
-    print(f"train BCE {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.4f} (label entropy "
-          f"{-(y.mean() * np.log(y.mean()) + (1 - y.mean()) * np.log(1 - y.mean())):.4f})")
+    mu, sd = x[:, 1:].mean(0), x[:, 1:].std(0) + 1e-9  # standardized (the constant column kept)
+    norm = lambda f: np.concatenate([f[:, :1], (f[:, 1:] - mu) / sd], 1)
+    w, xn = np.zeros(x.shape[1]), norm(x)
+    for _ in range(0 if FREQUENCY else 3000):
+        w -= 0.5 * xn.T @ (1 / (1 + np.exp(-xn @ w)) - y) / len(y)
+    if not FREQUENCY:
+        p = 1 / (1 + np.exp(-xn @ w))
+        print(f"train BCE {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.4f} (label entropy "
+              f"{-(y.mean() * np.log(y.mean()) + (1 - y.mean()) * np.log(1 - y.mean())):.4f})")
     for part, name in [(5, "valid"), (0, "test")]:
         scores = []
-        for _, sents, ref, lab in (d for d in docs if d[0] == part):
+        for _, sents, ref, lab, f in (d for d in docs if d[0] == part):
             k = int(lab.sum())
-            top = sorted(np.argsort(-(features(sents) @ w), kind="stable")[:k])
+            score = frequency_scores(sents) if FREQUENCY else norm(f) @ w
+            top = sorted(np.argsort(-score, kind="stable")[:k])
             c, r = tokens(" ".join(sents[j] for j in top)), tokens(ref)
             scores.append((ngram_f1(c, r, 1), ngram_f1(c, r, 2), lcs_f1(c, r)))
         r1, r2, rl = 100 * np.mean(scores, axis=0)
