@@ -73,6 +73,16 @@ expect 1 "not the training file" -- "$bin" train --task classify --data "$tmp/va
 check "resume to 40" -- "${tr[@]}" --resume "$tmp/two.st.last" --out "$tmp/two.st" --threads 1 --json
 cp "$tmp/out" "$tmp/o"
 check "resume: JSON says 20 steps in this run" -- grep -q '"steps":40,"run_steps":20' "$tmp/o"
+
+# --precision bf16: recorded in the checkpoint, kept by --resume unless given again, refused when unknown
+expect 2 "train: --precision must be fp32 or bf16, got 'half'" -- "${rs[@]}" --precision half --out "$tmp/h.st"
+check "train --precision bf16" -- "${rs[@]}" --precision bf16 --stop-after 20 --out "$tmp/bf.st"
+check "bf16 recorded" -- grep -aq '"precision":"bf16"' "$tmp/bf.st.last"
+check "resume a bf16 run" -- "${tr[@]}" --resume "$tmp/bf.st.last" --out "$tmp/bf.st"
+check "bf16 kept by --resume" -- grep -aq '"precision":"bf16"' "$tmp/bf.st.last"
+check "resume with --precision fp32" -- "${tr[@]}" --resume "$tmp/bf.st.last" --precision fp32 --steps 41 --out "$tmp/bf.st"
+check "fp32 recorded after the switch" -- grep -aq '"precision":"fp32"' "$tmp/bf.st.last"
+check "eval a checkpoint of the bf16 run" -- "$bin" eval --ckpt "$tmp/bf.st" --task classify --data "$tmp/valid.tsv" --json
 check "resume: the same weights and moments as one run" -- same_weights "$tmp/one.st.last" "$tmp/two.st.last"
 expect 2 "has done 40 of its 40 steps" -- "${tr[@]}" --resume "$tmp/two.st.last" --out "$tmp/two.st"
 # a state saved between validations (--save-every, no validation at that step) resumes too: the run is

@@ -73,6 +73,13 @@ check "finetune --init" -- "${ft[@]}" --init "$tmp/pre.st" --steps 6 --eval-ever
 keep ft
 check "finetune: JSON last line" -- grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"best"' <(tail -1 "$tmp/ft.out")
 check "finetune plans no decoder" -- grep -q ", 0 decoder rows" "$tmp/ft.err"
+expect 2 "hibert finetune: --precision must be fp32 or bf16, got 'half'" -- "${ft[@]}" --precision half --out "$tmp/x.st"
+check "finetune --precision bf16" -- "${ft[@]}" --init "$tmp/pre.st" --precision bf16 --steps 2 --eval-every 2 \
+    --out "$tmp/bf.st"
+check "bf16 recorded" -- grep -aq '"precision":"bf16"' "$tmp/bf.st.last"
+check "pretrain --precision bf16" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 \
+    --precision bf16 --out "$tmp/prebf.st"
+check "summarize with a bf16 checkpoint" -- "$bin" summarize --ckpt "$tmp/bf.st" --sentences 2 --threads 1 "$tmp/a.txt"
 check "summarize" -- "$bin" summarize --ckpt "$tmp/ft.st" --sentences 2 --threads 1 "$tmp/a.txt"
 keep sum
 check "summarize prints two of the sentences" -- test "$(grep -o 'The [a-z]* of item 40' "$tmp/sum.out" | wc -l)" -eq 2

@@ -100,7 +100,6 @@ check "resume with --precision fp32" -- "$bin" train --resume "$tmp/bfhalf.ckpt"
 check "fp32 recorded after the switch" -- grep -aq '"precision":"fp32"' "$tmp/bf3.ckpt"
 check "eval --precision bf16" -- "$bin" eval --ckpt "$tmp/a.ckpt" --data "$tmp/small.txt" --precision bf16 --json
 expect 2 "eval: --precision must be fp32 or bf16" -- "$bin" eval --ckpt "$tmp/a.ckpt" --precision half
-expect 2 "--precision is for language models only" -- "$bin" train --task classify --precision bf16
 # a seed of 2^64-1 trains, saves, resumes (the checkpoint keeps it) and samples
 check "train --seed 2^64-1" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 2 --stop-after 1 \
     --eval-every 0 --eval-bytes 500 --seed 18446744073709551615 --out "$tmp/seed.ckpt"

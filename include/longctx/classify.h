@@ -36,6 +36,7 @@ typedef struct {
     int n_classes;                  /* >= 2 */
     int d_hidden;                   /* the head's hidden width (0: d_model) */
     lc_pool pool;
+    lc_precision precision;         /* the encoder's linear layers' products (a run setting: changes no tensor) */
 } lc_classify_config;
 
 /* The defaults: 2 layers of width 128, 4 heads, d_ff 512, pre-LN, GELU, no dropout, full attention,
@@ -66,6 +67,9 @@ lc_status lc_classifier_create(const lc_classify_config *c, int max_batch, long 
                                lc_classifier **out);
 void lc_classifier_free(lc_classifier *m);
 const lc_classify_config *lc_classifier_config(const lc_classifier *m);
+/* The precision of the encoder's linear layers' products from now on (cfg.precision, recorded by a later
+ * save), as lc_model_set_precision; the classification head's two small products stay fp32. */
+lc_status lc_classifier_set_precision(lc_classifier *m, lc_precision p);
 size_t lc_classifier_num_params(const lc_classifier *m);
 size_t lc_classifier_param_bytes(const lc_classifier *m);      /* parameters, gradients, AdamW moments */
 size_t lc_classifier_activation_bytes(const lc_classifier *m); /* activations and attention workspace */

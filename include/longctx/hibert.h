@@ -40,6 +40,7 @@ typedef struct {
     lc_norm norm;         /* pre-LN (with a final LayerNorm per stack) or post-LN, both stacks */
     lc_activation activation;
     float dropout;        /* on the embeddings and the sublayer outputs of both stacks (training only) */
+    lc_precision precision; /* the three stacks' linear layers' products (a run setting: changes no tensor) */
 } lc_hibert_config;
 
 /* The defaults: both encoders 2 layers of width 128, 4 heads, d_ff 512, full attention; the decoder 1 layer
@@ -80,6 +81,10 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
                            lc_hibert **out);
 void lc_hibert_free(lc_hibert *m);
 const lc_hibert_config *lc_hibert_get_config(const lc_hibert *m);
+/* The precision of the linear layers' products of the sentence encoder, document encoder and sentence
+ * decoder from now on (cfg.precision, recorded by a later save), as lc_model_set_precision; the document
+ * projection, the extraction head and the decoder's output projection stay fp32. */
+lc_status lc_hibert_set_precision(lc_hibert *m, lc_precision p);
 size_t lc_hibert_num_params(const lc_hibert *m);
 size_t lc_hibert_param_bytes(const lc_hibert *m);      /* parameters, gradients, AdamW moments */
 size_t lc_hibert_activation_bytes(const lc_hibert *m); /* activations, scratch and attention workspace */

@@ -106,7 +106,7 @@ static int bench_train(int argc, char **argv) {
                    "gemm %s%s | %d threads | median of %d steps\n",
                    cfg.model == LC_MODEL_XL ? "xl" : "vanilla", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
                    cfg.attn[0] ? cfg.attn : "full", cfg.reversible ? ", reversible" : "", cfg.ffn_chunk ? ", ffn chunks" : "",
-                   batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_precision_note(&cfg),
+                   batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_precision_note(cfg.precision),
                    lc_get_threads(), steps);
             printf("%11s %11s %11s %12s %12s %11s %10s %14s\n", "ms/step", "tokens/s", "CPU ms/step", "step GFLOP/s",
                    "gemm GFLOP/s", "gemm share", "params MB", "activations MB");

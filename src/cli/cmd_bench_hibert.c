@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "kernels/kernels.h"
 
 typedef struct {
     lc_document *docs;
@@ -80,7 +81,7 @@ static lc_status build_models(const lc_config *shape, const doc_set *d, int per,
     lc_hibert_stack s = {shape->n_layer, shape->d_model, shape->n_head, shape->d_ff, ""};
     snprintf(s.attn, sizeof s.attn, "%s", shape->attn);
     hc.sent = hc.doc = s;
-    hc.norm = shape->norm, hc.activation = shape->activation;
+    hc.norm = shape->norm, hc.activation = shape->activation, hc.precision = shape->precision;
     int max_sents = 1;
     long max_bytes = 0, total = 0;
     for (int i = 0; i < d->n; i++) {
@@ -131,7 +132,6 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         {"--json", OPT_FLAG, &json, 0, 0, "one JSON line instead of the table", 0},
     };
     int n = lc_model_flags_add(&mf, opts, 6);
-    lc_opt_refuse(opts, n, "--precision", "is for language models only (HIBERT's products run in fp32)");
     int rc = lc_parse_opts("bench hibert", "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     lc_config cfg;
@@ -184,17 +184,18 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         double lm_tok_s = (double)bm.lm_batch * cfg.seq_len / (lm / 1e3);
         if (!json) {
             printf("bench hibert: %d layers, dim %d, %d heads, ffn %d | HIBERT %d documents (%ld rows) per step, LM batch "
-                   "%d x %d | %d threads | medians of %d interleaved steps\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
-                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_get_threads(), steps);
+                   "%d x %d | %d threads%s | medians of %d interleaved steps\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
+                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_get_threads(), lc_precision_note(cfg.precision), steps);
             printf("%15s %16s %15s %11s %13s %17s\n", "HIBERT ms/step", "HIBERT bytes/s", "HIBERT rows/s", "LM ms/step",
                    "LM tokens/s", "LM / HIBERT rows");
             printf("%15.2f %16.0f %15.0f %11.2f %13.0f %17.3f\n", hm, bytes_s, rows_s, lm, lm_tok_s, lm_tok_s / rows_s);
         } else {
-            printf("{\"bench\":\"hibert\",\"threads\":%d,\"layers\":%d,\"dim\":%d,\"heads\":%d,\"ffn\":%d,"
+            printf("{\"bench\":\"hibert\",\"precision\":\"%s\",\"threads\":%d,\"layers\":%d,\"dim\":%d,\"heads\":%d,\"ffn\":%d,"
                "\"docs_per_step\":%d,\"rows_per_step\":%ld,\"hibert_ms_median\":%.3f,\"hibert_bytes_per_s\":%.1f,"
                "\"hibert_rows_per_s\":%.1f,\"lm_seg_len\":%d,\"lm_batch\":%d,\"lm_ms_median\":%.3f,"
                "\"lm_tokens_per_s\":%.1f,\"lm_over_hibert_rows\":%.3f}\n",
-               lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, per, rows_per_step, hm, bytes_s,
+               lc_precision_path(cfg.precision), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, per,
+               rows_per_step, hm, bytes_s,
                rows_s, cfg.seq_len, bm.lm_batch, lm, lm_tok_s, lm_tok_s / rows_s);
         }
     }

@@ -31,7 +31,6 @@ static void refuse_lm_flags(lc_opt *opts, int n) {
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         lc_opt_refuse(opts, n, no[i], "does not apply to a classifier (its encoder is vanilla and bidirectional; "
                                       "--max-len sets the length)");
-    lc_opt_refuse(opts, n, "--precision", "is for language models only (the classifier's products run in fp32)");
 }
 
 /* With --resume, every flag the checkpoint fixes is refused. */
@@ -198,7 +197,7 @@ static int build_config(cargs *a, lc_opt *opts, int n, crun *r, lc_classify_conf
     lc_classify_config_default(c);
     c->n_layer = shape.n_layer, c->d_model = shape.d_model, c->n_head = shape.n_head, c->d_ff = shape.d_ff;
     c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout;
-    c->attn_share = shape.attn_share;
+    c->attn_share = shape.attn_share, c->precision = shape.precision;
     memcpy(c->attn, shape.attn, sizeof c->attn);
     lc_status st;
     if ((st = lc_tokens_parse(a->tokens, &c->tokens)) || (st = lc_pool_parse(a->pool, &c->pool))) return lc_cli_fail(st);
@@ -238,6 +237,10 @@ static int resume(crun *r, lc_opt *opts, int n) {
     if (lc_opt_get(opts, n, "--steps")->seen) a->o.steps = steps;
     if (lc_opt_get(opts, n, "--eval-every")->seen) a->o.eval_every = eval_every;
     a->o.stop_after = stop_after;
+    lc_precision prec = lc_classifier_config(r->m)->precision; /* the checkpoint's, unless --precision is given */
+    int rc = lc_model_flags_precision(&a->mf, "train", &prec);
+    if (rc >= 0) return rc;
+    if ((st = lc_classifier_set_precision(r->m, prec))) return lc_cli_fail(st);
     if (lc_classifier_steps_done(r->m) >= a->o.steps) {
         lc_cli_error("train: %s has done %ld of its %ld steps: give a larger --steps to continue", a->resume,
                      lc_classifier_steps_done(r->m), a->o.steps);
@@ -287,10 +290,10 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
         c = *lc_classifier_config(r.m);
         r.run.opts = a->o, r.run.train_examples = r.train.n;
         fprintf(stderr, "classify: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
-                        "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d threads%s\n",
+                        "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d threads%s%s\n",
                 c.n_layer, c.d_model, c.n_head, c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
                 lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
-                a->resume ? " | resumed" : "");
+                lc_precision_note(c.precision), a->resume ? " | resumed" : "");
         lc_cli_catch_stop_signals();
         rc = train_loop(&r);
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/hibert_cli.h"
+#include "cli/model_flags.h"
 #include "cli/optim_flags.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -16,7 +17,7 @@
 #define MAX_SOURCES 16
 
 typedef struct {
-    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act, *log;
+    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act, *log, *precision;
     const char *attn[3]; /* --sent-attn, --doc-attn, --dec-attn */
     int n_docs, threads, json, finetune, eval_docs;
     long save_every;
@@ -56,6 +57,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--norm", OPT_STR, &a->norm, 0, 0, "pre (default) or post", 0},
         {"--activation", OPT_STR, &a->act, 0, 0, "gelu (default) or relu", 0},
         {"--dropout", OPT_FLOAT, &c->dropout, 0, 0.99, "dropout (default 0)", 0},
+        {"--precision", OPT_STR, &a->precision, 0, 0, "linear layers' products: fp32 or bf16 (AVX512_BF16 CPUs; default fp32, with --init or --resume the checkpoint's)", 0},
         {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps (default 2000)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 4096, "documents (chunks) per batch (default 8)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validations (default 250; 0: end only)", 0},
@@ -351,11 +353,12 @@ static int run(hargs *a, lc_opt *opts, int n) {
             free(abs);
         }
     }
+    int rc = lc_precision_flag(cmd, a->precision, &a->cfg.precision);
+    if (rc >= 0) return rc;
     if ((st = lc_hibert_config_validate(&a->cfg))) return lc_cli_fail(st);
     /* a model of the shape first (its max_sents cuts documents), then the plan for the data */
     const lc_hibert_limits tiny = {1, 1, 1, 0, 1};
     if ((st = lc_hibert_create(&a->cfg, &tiny, t.run.opts.seed, &t.m))) return lc_cli_fail(st);
-    int rc = -1;
     if ((st = load_data(&t, t.run.data))) rc = lc_cli_fail(st);
     if (rc < 0 && t.train.n_chunks == 0) { lc_cli_error("%s: no training documents in %s", cmd, t.run.data); rc = LC_EXIT_RUNTIME; }
     if (rc < 0 && a->resume && t.run.data_hash && (t.run.data_hash != t.train.hash || t.run.data_docs != t.train.n_chunks)) {
@@ -367,8 +370,9 @@ static int run(hargs *a, lc_opt *opts, int n) {
         t.run.limits = lc_hdocs_limits(&t.train, &t.valid, t.run.opts.batch, &a->cfg, !a->finetune);
         lc_hibert_free(t.m);
         t.m = NULL;
-        if (a->resume) st = lc_hibert_load(a->resume, &t.run.limits, &t.m, NULL);
-        else if (!(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init)
+        if (a->resume && !(st = lc_hibert_load(a->resume, &t.run.limits, &t.m, NULL)))
+            st = lc_hibert_set_precision(t.m, a->cfg.precision);
+        else if (!a->resume && !(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init)
             st = lc_hibert_init_from(t.m, a->init);
         if (st) rc = lc_cli_fail(st);
     }
@@ -382,11 +386,12 @@ static int run(hargs *a, lc_opt *opts, int n) {
         }
         if (a->resume && !a->out) t.last = a->resume;
         fprintf(stderr, "hibert %s: %d+%d+%d layers, dims %d/%d/%d | %.2fM params | %d train documents (%d chunks), %d held out | "
-                        "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d threads\n", a->finetune ? "finetune" : "pretrain",
+                        "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d threads%s\n", a->finetune ? "finetune" : "pretrain",
                 a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
                 a->cfg.dec.d_model, (double)lc_hibert_num_params(t.m) / 1e6, t.train.n_docs, t.train.n_chunks,
                 t.valid.n_docs, t.run.opts.batch, t.run.limits.max_sents, t.run.limits.max_bytes,
-                t.run.limits.no_decoder ? 0 : t.run.limits.max_dec_rows, lc_get_threads());
+                t.run.limits.no_decoder ? 0 : t.run.limits.max_dec_rows, lc_get_threads(),
+                lc_precision_note(a->cfg.precision));
         if (t.train.latin1 + t.valid.latin1) fprintf(stderr, "%d files were not UTF-8 and were read as Latin-1\n", t.train.latin1 + t.valid.latin1);
         rc = train_loop(&t);
     }

@@ -99,7 +99,7 @@ static void print_summary(const lc_model *m, const lc_train_options *o) {
             c->model == LC_MODEL_XL ? "xl" : "vanilla", c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
             c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
             (double)lc_model_num_params(m) / 1e6, xl, (double)lc_model_param_bytes(m) / 1e6,
-            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), lc_precision_note(c), o->steps,
+            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), lc_precision_note(c->precision), o->steps,
             lc_model_step(m), o->batch, c->seq_len, (double)o->lr, procs);
 }
 

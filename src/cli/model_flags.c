@@ -40,7 +40,7 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
     return n + k;
 }
 
-static int parse_precision(const char *cmd, const char *value, lc_precision *p) {
+int lc_precision_flag(const char *cmd, const char *value, lc_precision *p) {
     if (!value) return -1;
     if (strcmp(value, "fp32") == 0) *p = LC_PRECISION_FP32;
     else if (strcmp(value, "bf16") == 0) *p = LC_PRECISION_BF16;
@@ -52,20 +52,20 @@ static int parse_precision(const char *cmd, const char *value, lc_precision *p) 
 }
 
 int lc_model_flags_precision(const lc_model_flags *f, const char *cmd, lc_precision *p) {
-    return parse_precision(cmd, f->precision, p);
+    return lc_precision_flag(cmd, f->precision, p);
 }
 
 int lc_apply_precision_flag(lc_model *m, const char *cmd, const char *value) {
     lc_precision p = lc_model_config(m)->precision;
-    int rc = parse_precision(cmd, value, &p);
+    int rc = lc_precision_flag(cmd, value, &p);
     if (rc >= 0) return rc;
     lc_status st = lc_model_set_precision(m, p);
     return st ? lc_cli_fail(st) : -1;
 }
 
-const char *lc_precision_note(const lc_config *cfg) {
-    if (cfg->precision != LC_PRECISION_BF16) return "";
-    const char *path = lc_precision_path(cfg->precision);
+const char *lc_precision_note(lc_precision p) {
+    if (p != LC_PRECISION_BF16) return "";
+    const char *path = lc_precision_path(p);
     if (!strcmp(path, "fp32")) return " | bf16 asked: fp32 products (no AVX512_BF16 here, or LC_BF16=off)";
     return !strcmp(path, "bf16/portable") ? " | bf16 products (portable: emulated, slow)" : " | bf16 products (avx512bf16)";
 }

@@ -18,6 +18,9 @@ void lc_model_flags_init(lc_model_flags *f);
 int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n);
 /* Builds cfg from the preset and the flags given; -1 on success, else an exit code (error printed). */
 int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const char *cmd, lc_config *cfg);
+/* The value of a --precision flag (NULL: not given): -1 with *p set (unchanged for NULL), else an exit code
+ * (error printed, naming cmd). */
+int lc_precision_flag(const char *cmd, const char *value, lc_precision *p);
 /* --precision (not a shape flag: a resumed or loaded model takes it too): -1 with *p set (unchanged when the
  * flag was not given), else an exit code (error printed). */
 int lc_model_flags_precision(const lc_model_flags *f, const char *cmd, lc_precision *p);
@@ -26,7 +29,7 @@ int lc_model_flags_precision(const lc_model_flags *f, const char *cmd, lc_precis
 int lc_apply_precision_flag(lc_model *m, const char *cmd, const char *value);
 /* "" at fp32; at bf16 ", bf16 products" and how they run (the vector kernel, the portable emulation, or
  * fp32 where the CPU has no AVX512_BF16), for the lines that describe a run. */
-const char *lc_precision_note(const lc_config *cfg);
+const char *lc_precision_note(lc_precision p);
 /* 1 when any model-shape flag was given (its name in *which); --precision is not one. */
 int lc_model_flags_any(lc_opt *opts, int n, const char **which);
 

@@ -39,6 +39,7 @@ lc_config lc_classify_encoder_config(const lc_classify_config *h) {
     memcpy(s.attn, h->attn, sizeof s.attn);
     lc_config c = lc_stack_config(&s, h->norm, h->activation, h->dropout, h->max_len + 1, LC_OBJECTIVE_MLM);
     c.attn_share = h->attn_share;
+    c.precision = h->precision;
     return c;
 }
 
@@ -251,6 +252,13 @@ void lc_classifier_free(lc_classifier *m) {
 }
 
 const lc_classify_config *lc_classifier_config(const lc_classifier *m) { return &m->cfg; }
+
+lc_status lc_classifier_set_precision(lc_classifier *m, lc_precision p) {
+    lc_clear_error();
+    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    m->cfg.precision = m->st.cfg.precision = p;
+    return LC_OK;
+}
 size_t lc_classifier_param_bytes(const lc_classifier *m) { return 4 * m->ptab.total * sizeof(float); }
 size_t lc_classifier_activation_bytes(const lc_classifier *m) { return (m->atab.total + m->attn_work_floats) * sizeof(float); }
 long lc_classifier_steps_done(const lc_classifier *m) { return m->step; }

@@ -74,6 +74,7 @@ lc_block_ctx lc_stack_block_ctx(const lc_stack_view *v, const lc_pass_env *e, in
     memset(&x, 0, sizeof x);
     x.B = 1, x.T = v->rows, x.C = c->d_model, x.H = c->n_head, x.F = c->d_ff;
     x.norm = c->norm, x.activation = c->activation, x.dropout = c->dropout, x.train = train;
+    x.precision = c->precision;
     x.seed = lc_seed_mix(e->step_seed, v->block_stream + (uint64_t)l);
     x.layer = &v->layers[l], x.causal = v->causal;
     x.attn_seed = lc_seed_mix(v->attn_stream, (uint64_t)l); /* fixed per layer */

@@ -28,7 +28,9 @@ void lc_hibert_config_default(lc_hibert_config *c) {
 }
 
 static lc_config stack_config(const lc_hibert_config *h, const lc_hibert_stack *s, int max_len) {
-    return lc_stack_config(s, h->norm, h->activation, h->dropout, max_len, LC_OBJECTIVE_MLM);
+    lc_config c = lc_stack_config(s, h->norm, h->activation, h->dropout, max_len, LC_OBJECTIVE_MLM);
+    c.precision = h->precision;
+    return c;
 }
 
 lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
@@ -36,6 +38,8 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
         return lc_fail(LC_ERR_ARG, "max-sent-len must be 1..1048576, got %d", h->max_sent_len);
     if (h->max_sents < 1 || h->max_sents > 1 << 20)
         return lc_fail(LC_ERR_ARG, "max-sents must be 1..1048576, got %d", h->max_sents);
+    if (h->precision != LC_PRECISION_FP32 && h->precision != LC_PRECISION_BF16)
+        return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
     const lc_hibert_stack *s[3] = {&h->sent, &h->doc, &h->dec};
     const char *what[3] = {"sentence encoder", "document encoder", "sentence decoder"};
     const int len[3] = {h->max_sent_len + 1, h->max_sents, h->max_sent_len + 1};
@@ -226,6 +230,14 @@ void lc_hibert_free(lc_hibert *m) {
 }
 
 const lc_hibert_config *lc_hibert_get_config(const lc_hibert *m) { return &m->cfg; }
+
+lc_status lc_hibert_set_precision(lc_hibert *m, lc_precision p) {
+    lc_clear_error();
+    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    m->cfg.precision = m->st[LC_HIER_SENT].cfg.precision = m->st[LC_HIER_DOC].cfg.precision = p;
+    m->dec.s.cfg.precision = p;
+    return LC_OK;
+}
 long lc_hibert_steps_done(const lc_hibert *m) { return m->step; }
 size_t lc_hibert_param_bytes(const lc_hibert *m) { return 4 * m->ptab.total * sizeof(float); }
 size_t lc_hibert_activation_bytes(const lc_hibert *m) { return (m->atab.total + m->attn_work_floats) * sizeof(float); }

@@ -43,6 +43,7 @@ static const meta_key keys[] = {
     INT("n_classes", CFG(n_classes), 2, LC_MAX_LABELS, REQUIRED),
     INT("d_hidden", CFG(d_hidden), 0, 65536, REQUIRED),
     CHOICE("pool", CFG(pool), "cls|mean", REQUIRED),
+    CHOICE("precision", CFG(precision), "fp32|bf16", 0),
     LONG("step", offsetof(cmeta, step), 0, 1LL << 62, REQUIRED),
     U64("seed", offsetof(cmeta, seed), REQUIRED),
     {"valid_accuracy", T_FLOAT, offsetof(cmeta, run.valid_accuracy), 0, 0, -1, 1, 0, NULL, 0},

@@ -43,6 +43,7 @@ static const meta_key keys[] = {
     CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
     CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
     FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
+    CHOICE("precision", CFG(precision), "fp32|bf16", 0),
     LONG("step", offsetof(hmeta, step), 0, 1LL << 62, REQUIRED),
     U64("seed", offsetof(hmeta, seed), REQUIRED),
     INT("limits.max_docs", RUN(limits.max_docs), 1, 1 << 20, REQUIRED),
