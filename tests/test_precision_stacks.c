@@ -26,6 +26,24 @@ static const char *use_path(int p) {
     return lc_gemm_bf16_backend();
 }
 
+/* LC_BF16=off for a while (bf16 products then run in fp32), and back to what the environment had. */
+static char saved_env[32];
+static int had_env;
+
+static void bf16_env_off(void) {
+    const char *v = getenv("LC_BF16");
+    had_env = v != NULL;
+    if (v) snprintf(saved_env, sizeof saved_env, "%s", v);
+    setenv("LC_BF16", "off", 1);
+    lc_gemm_bf16_force_portable(0); /* the environment is read again */
+}
+
+static void bf16_env_restore(void) {
+    if (had_env) setenv("LC_BF16", saved_env, 1);
+    else unsetenv("LC_BF16");
+    lc_gemm_bf16_force_portable(0);
+}
+
 /* |g16 - g32| / |g32| over a whole gradient buffer. */
 static double relative_gap(const float *g16, const float *g32, size_t n) {
     double diff = 0, norm = 0;
@@ -94,16 +112,11 @@ TEST(classifier_near_fp32_and_fp32_bits_when_off) {
         CHECK(lrel < 0.01 && rel < 0.05 && rel > 0, "%s: loss off by %.3g, gradient by %.3g", name, lrel, rel);
     }
     /* bf16 asked where it cannot run: the fp32 products, bit for bit */
-    const char *saved = getenv("LC_BF16");
-    char keep[32] = "";
-    if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    setenv("LC_BF16", "off", 1);
-    lc_gemm_bf16_force_portable(0);
+    bf16_env_off();
     if (!classify_pass(m16, &data, &l16))
         CHECK(l16 == l32 && !memcmp(m16->grads, m32->grads, m32->ptab.total * sizeof(float)),
               "LC_BF16=off: the bf16 classifier differs from fp32");
-    if (saved) setenv("LC_BF16", keep, 1);
-    else unsetenv("LC_BF16");
+    bf16_env_restore();
 done:
     lc_gemm_bf16_force_portable(0);
     lc_classifier_free(m32), lc_classifier_free(m16);
@@ -204,16 +217,11 @@ TEST(hibert_near_fp32_and_fp32_bits_when_off) {
             CHECK(lrel < 0.01 && rel < 0.05 && rel > 0, "%s %s: loss off by %.3g, gradient by %.3g",
                   pretrain ? "pretrain" : "extract", name, lrel, rel);
         }
-        const char *saved = getenv("LC_BF16");
-        char keep[32] = "";
-        if (saved) snprintf(keep, sizeof keep, "%s", saved);
-        setenv("LC_BF16", "off", 1);
-        lc_gemm_bf16_force_portable(0);
+        bf16_env_off();
         if (!hibert_pass(m16, &data, pretrain, &l16))
             CHECK(l16 == l32 && !memcmp(m16->grads, g32, n * sizeof *g32), "LC_BF16=off: bf16 HIBERT (%s) differs "
                   "from fp32", pretrain ? "pretrain" : "extract");
-        if (saved) setenv("LC_BF16", keep, 1);
-        else unsetenv("LC_BF16");
+        bf16_env_restore();
     }
     lc_gemm_bf16_force_portable(0);
     free(g32);

@@ -255,7 +255,8 @@ const lc_classify_config *lc_classifier_config(const lc_classifier *m) { return 
 
 lc_status lc_classifier_set_precision(lc_classifier *m, lc_precision p) {
     lc_clear_error();
-    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    lc_status st = lc_precision_check(p);
+    if (st) return st;
     m->cfg.precision = m->st.cfg.precision = p;
     return LC_OK;
 }

@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "longctx.h"
 #include "model/lm.h"
+#include "model/stacks.h"
 
 typedef struct {
     const char *name;
@@ -50,6 +51,11 @@ lc_status lc_config_preset(lc_config *cfg, const char *name) {
     return lc_fail(LC_ERR_ARG, "unknown preset '%s' (known: tiny, small, base)", name);
 }
 
+lc_status lc_precision_check(lc_precision p) {
+    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    return LC_OK;
+}
+
 lc_status lc_config_validate(const lc_config *c) {
     lc_clear_error();
     if (c->vocab != 256) return lc_fail(LC_ERR_ARG, "vocab must be 256 (bytes), got %d", c->vocab);
@@ -87,8 +93,7 @@ lc_status lc_config_validate(const lc_config *c) {
         return lc_fail(LC_ERR_ARG, "extra-tokens must be 0..65536, got %d", c->extra_tokens);
     if (c->extra_tokens && c->model != LC_MODEL_VANILLA)
         return lc_fail(LC_ERR_ARG, "extra-tokens need --model vanilla (no memory)");
-    if (c->precision != LC_PRECISION_FP32 && c->precision != LC_PRECISION_BF16)
-        return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    if (lc_precision_check(c->precision)) return LC_ERR_ARG;
     if (c->ffn_chunk < 0) return lc_fail(LC_ERR_ARG, "ffn-chunk must be >= 0, got %d", c->ffn_chunk);
     if (!memchr(c->attn, 0, sizeof c->attn)) return lc_fail(LC_ERR_ARG, "attn spec is not terminated");
     lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c->n_layer);

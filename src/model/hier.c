@@ -38,14 +38,14 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
         return lc_fail(LC_ERR_ARG, "max-sent-len must be 1..1048576, got %d", h->max_sent_len);
     if (h->max_sents < 1 || h->max_sents > 1 << 20)
         return lc_fail(LC_ERR_ARG, "max-sents must be 1..1048576, got %d", h->max_sents);
-    if (h->precision != LC_PRECISION_FP32 && h->precision != LC_PRECISION_BF16)
-        return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    lc_status st = lc_precision_check(h->precision);
+    if (st) return st;
     const lc_hibert_stack *s[3] = {&h->sent, &h->doc, &h->dec};
     const char *what[3] = {"sentence encoder", "document encoder", "sentence decoder"};
     const int len[3] = {h->max_sent_len + 1, h->max_sents, h->max_sent_len + 1};
     for (int i = 0; i < 3; i++) {
-        lc_status st = lc_stack_validate(s[i], what[i], h->norm, h->activation, h->dropout, len[i],
-                                         i == 2 ? LC_OBJECTIVE_CLM : LC_OBJECTIVE_MLM);
+        st = lc_stack_validate(s[i], what[i], h->norm, h->activation, h->dropout, len[i],
+                               i == 2 ? LC_OBJECTIVE_CLM : LC_OBJECTIVE_MLM);
         if (st) return st;
     }
     return LC_OK;
@@ -233,7 +233,8 @@ const lc_hibert_config *lc_hibert_get_config(const lc_hibert *m) { return &m->cf
 
 lc_status lc_hibert_set_precision(lc_hibert *m, lc_precision p) {
     lc_clear_error();
-    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    lc_status st = lc_precision_check(p);
+    if (st) return st;
     m->cfg.precision = m->st[LC_HIER_SENT].cfg.precision = m->st[LC_HIER_DOC].cfg.precision = p;
     m->dec.s.cfg.precision = p;
     return LC_OK;

@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "kernels/kernels.h"
+#include "model/stacks.h"
 
 /* ---------------------------------------------------------------- planning helpers */
 
@@ -197,7 +198,8 @@ int lc_model_threads(const lc_model *m) { return m->threads; }
 
 lc_status lc_model_set_precision(lc_model *m, lc_precision p) {
     lc_clear_error();
-    if (p != LC_PRECISION_FP32 && p != LC_PRECISION_BF16) return lc_fail(LC_ERR_ARG, "precision must be fp32 or bf16");
+    lc_status st = lc_precision_check(p);
+    if (st) return st;
     m->cfg.precision = p;
     return LC_OK;
 }

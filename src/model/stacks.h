@@ -22,6 +22,9 @@ typedef struct {
     int threads;
 } lc_pass_env;
 
+/* LC_OK for fp32 and bf16, else LC_ERR_ARG "precision must be fp32 or bf16" (model/config.c): the one check of
+ * every config's precision and of the models' set_precision. */
+lc_status lc_precision_check(lc_precision p);
 /* A stack's shape (lc_hibert_stack: layers, width, heads, feed-forward, attention spec; "" is full) as a
  * vanilla config over sequences of up to max_len rows: LC_OBJECTIVE_MLM bidirectional, CLM causal. */
 lc_config lc_stack_config(const lc_hibert_stack *s, lc_norm norm, lc_activation activation, float dropout,
