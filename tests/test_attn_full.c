@@ -42,6 +42,8 @@ TEST(fast_matches_reference_across_shapes) {
         {2, 2, 64, 70, 16, 0}, {1, 2, 65, 7, 64, 1}, {2, 1, 130, 70, 24, 1}, {1, 3, 130, 0, 64, 0},
         {1, 1, 65, 70, 3, 0}, {2, 2, 130, 7, 16, 1}, {1, 1, 64, 0, 64, 1},  {1, 1, 5, 70, 64, 1},
         {1, 2, 130, 0, 40, 1}, {1, 1, 70, 3, 80, 1},
+        /* 8 heads or more at 2 threads: the one-pass backward (one task per head, full_backward.c) */
+        {2, 4, 130, 70, 24, 1}, {4, 2, 64, 0, 32, 1}, {2, 4, 130, 0, 40, 0}, {8, 1, 5, 3, 16, 1},
         /* one or two queries take the decode path (full_decode.c) */
         {2, 3, 2, 70, 64, 1}, {1, 2, 2, 200, 3, 0}, {3, 1, 1, 130, 24, 1}, {1, 2, 2, 0, 16, 1},
     };
@@ -58,6 +60,10 @@ TEST(fast_is_stable_for_large_scores) {
 
 TEST(runs_are_bit_identical_across_repeats_and_thread_counts) {
     kit_check_determinism(&kit_full, (kit_case){2, 3, 130, 70, 24, 1});
+    /* 8 heads: one pass per head at 1 and 2 threads, the two passes at 3 (fewer than 4 heads a thread):
+     * the same sums in the same order, so the same bits */
+    kit_check_determinism(&kit_full, (kit_case){2, 4, 130, 70, 24, 1});
+    kit_check_determinism(&kit_full, (kit_case){4, 2, 100, 0, 40, 0});
 }
 
 TEST(empty_segment_writes_zero_memory_gradients) { kit_check_empty_segment(&kit_full, (kit_case){2, 2, 0, 5, 24, 1}); }

@@ -293,7 +293,7 @@ static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, con
     const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
     const lc_attn_progression first = block_queries_of(c, s0), last = block_queries_of(c, s0 + n_k - 1);
     const int query_begin = first.first, query_end = last.count ? last.first + last.count : first.first;
-    full_key_tile_grads(g, t, delta, b, h, s0, query_begin, query_end, query_end, 0, block_row_keys, c, w);
+    full_key_tile_grads(g, t, delta, b, h, s0, query_begin, query_end, query_end, 0, block_row_keys, c, w, NULL);
 }
 
 /* dq of a query tile, over the keys its queries see. */

@@ -38,6 +38,8 @@ size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts) {
     (void)opts;
     const full_geometry g = full_geometry_of(s);
     const size_t delta = (size_t)g.B * g.H * g.T; /* backward's Delta = rowsum(dout * out) */
+    const size_t dq_floats = full_one_pass_dq_floats(&g, nthreads); /* the one-pass backward's dq per thread */
+    if (dq_floats) return 16 + (size_t)nthreads * g.thread_floats + (delta + 15) / 16 * 16 + nthreads * dq_floats;
     return 16 + (size_t)nthreads * g.thread_floats + delta;
 }
 

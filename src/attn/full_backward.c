@@ -4,11 +4,15 @@
  *   pass 1, one task per (batch, head, key tile):   dv = P^T dout,  dk = scale dS^T q
  *   pass 2, one task per (batch, head, query tile): dq = scale dS k
  * Every output row is owned by one task that sums in a fixed order, so results are bit-identical for
- * any thread count. Scores and dP are computed in both passes: 7 tile products where 5 would do with
- * atomics or per-thread copies of dq. A window restricts both passes to the tiles that meet the band.
+ * any thread count. Scores and dP are computed in both passes: 7 tile products per (query, key) tile.
+ * Short sequences with many heads (the training step's usual case: T = 128, B*H = 64) take one task per
+ * (batch, head) instead, which keeps the head's dq in its workspace and adds dS k to it in pass 1: 5
+ * products, and the same sums in the same order, so the same bits as the two passes.
+ * A window restricts both passes to the tiles that meet the band.
  * With relative positions the backward is full_rel.c instead (one pass per head). */
 #include <assert.h>
 #include <math.h>
+#include <string.h>
 
 #include "attn/attn.h"
 #include "attn/full_pass.h"
@@ -28,7 +32,25 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
     const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
     const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
     full_key_tile_grads(g, t, delta, b, h, s0, first_query / FULL_TILE_Q * FULL_TILE_Q, query_end, g->T, 1,
-                        full_row_keys, g, w);
+                        full_row_keys, g, w, NULL);
+}
+
+/* The one-pass backward of a (batch, head): pass 1 over every key tile with the head's dq accumulated in
+ * dq_acc (q_tiles x 64 rows of D_pad), then dq = scale * dq_acc. */
+static void head_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
+                       full_tiles *w, float *dq_acc) {
+    const int dp = g->D_pad;
+    memset(dq_acc, 0, sizeof(float) * (size_t)g->q_tiles * FULL_TILE_Q * dp);
+    for (int k_tile = 0; k_tile < g->k_tiles; k_tile++) {
+        const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
+        const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
+        full_key_tile_grads(g, t, delta, b, h, s0, first_query / FULL_TILE_Q * FULL_TILE_Q, query_end, g->T, 1,
+                            full_row_keys, g, w, dq_acc);
+    }
+    for (int i = 0; i < g->T; i++) {
+        float *dq = lc_view_row(&t->dq, b, i, h, g->D);
+        for (int d = 0; d < g->D; d++) dq[d] = g->scale * dq_acc[(size_t)i * dp + d];
+    }
 }
 
 /* Pass 2: dq of a query tile, over the key tiles it sees. */
@@ -59,6 +81,19 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
      * in increasing order, as in causal mode the first ones see the most queries; pass 1 (dq): query tiles
      * in decreasing order, as the last ones see the most keys. */
     const long heads = (long)g.B * g.H;
+    const size_t dq_floats = full_one_pass_dq_floats(&g, nthreads);
+    if (dq_floats) {
+        float *dq_base = full_one_pass_dq_base(base, &g, nthreads);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+        for (long head = 0; head < heads; head++) {
+            full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+            head_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), &w,
+                       dq_base + (size_t)lc_thread_id() * dq_floats);
+        }
+        return;
+    }
     for (int pass = 0; pass < 2; pass++) {
         const long per_head = pass ? g.q_tiles : g.k_tiles, tasks = heads * per_head;
 #ifdef _OPENMP

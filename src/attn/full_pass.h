@@ -86,16 +86,19 @@ static inline __attribute__((always_inline)) void full_forward_tile(const full_g
 
 /* dk and dv of the key tile [s0, s0 + n_k), summed over the query tiles [query_begin, query_end) (tiles of
  * min(64, query_limit - t0) queries). Tiles are query-major here (row i = query t0 + i, keys along the
- * lanes): k^T and v^T are loaded once per task, and each query tile brings scale*q and dout as rows. */
+ * lanes): k^T and v^T are loaded once per task, and each query tile brings scale*q and dout as rows.
+ * With dq_acc (the head's one-pass backward, full_backward.c), dq_acc rows t0 .. also get dS k: k is
+ * loaded as rows too (into w->q_acc, which this pass does not otherwise use). */
 static inline __attribute__((always_inline)) void full_key_tile_grads(const full_geometry *g,
                                                                       const lc_attn_tensors *t, const float *delta,
                                                                       int b, int h, int s0, int query_begin,
                                                                       int query_end, int query_limit, int prefetch,
                                                                       full_row_keys_fn row_keys, const void *ctx,
-                                                                      full_tiles *w) {
+                                                                      full_tiles *w, float *dq_acc) {
     const int n_k = lc_imin(FULL_TILE_K, g->S - s0), key_rows = lc_round_up(n_k, 4), dp = g->D_pad;
     full_load_transposed(w->key_a, &t->k, g, b, h, s0, n_k, 1.0f);
     full_load_transposed(w->key_b, &t->v, g, b, h, s0, n_k, 1.0f);
+    if (dq_acc) full_load_rows(w->q_acc, &t->k, g, b, h, s0, n_k, 1.0f);
     memset(w->dk_acc, 0, sizeof(float) * (size_t)key_rows * dp);
     memset(w->dv_acc, 0, sizeof(float) * (size_t)key_rows * dp);
     for (int t0 = query_begin; t0 < query_end; t0 += FULL_TILE_Q) {
@@ -119,6 +122,9 @@ static inline __attribute__((always_inline)) void full_key_tile_grads(const full
         /* dv += P^T dout, dk += dS^T (scale q): A read transposed from the query-major tiles */
         full_gemm(w->dv_acc, dp, w->scores, 1, FULL_TILE_K, w->dout_tile, dp, key_rows, n_q, dp, 1);
         full_gemm(w->dk_acc, dp, w->dscores, 1, FULL_TILE_K, w->q_tile, dp, key_rows, n_q, dp, 1);
+        /* dq += dS k, in the key-tile order of full_query_tile_grads, so the sums are the same */
+        if (dq_acc)
+            full_gemm(dq_acc + (size_t)t0 * dp, dp, w->dscores, FULL_TILE_K, 1, w->q_acc, dp, rows, n_k, dp, 1);
     }
     full_store_key_grads(t, g, w, b, h, s0, n_k);
 }

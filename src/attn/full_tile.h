@@ -26,43 +26,55 @@ enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
 #define FULL_GEMM_NV 3
 #endif
 
-/* 4 rows x (LC_VW*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
+/* rows (4 or 8) x (LC_VW*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
  * A element (r, k) is a[r*a_rs + k*a_cs], so A may be read transposed; B is row-major. Each element of C
- * sums over k in order, whatever the block shape, so results do not depend on the vector width. */
+ * sums over k in order, whatever the block shape, so results do not depend on the vector width or on
+ * the block's rows. */
 static inline __attribute__((always_inline)) void full_gemm_block(float *c, long ldc, const float *a, long a_rs,
                                                                   long a_cs, const float *b, long ldb, int kdim,
-                                                                  int nv, int accumulate) {
-    lc_vn acc[4][FULL_GEMM_NV];
-    for (int i = 0; i < 4; i++)
+                                                                  int rows, int nv, int accumulate) {
+    lc_vn acc[8][FULL_GEMM_NV];
+    for (int i = 0; i < rows; i++)
         for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? lc_vnload(c + i * ldc + LC_VW * l) : (lc_vn){0};
     for (int k = 0; k < kdim; k++) {
         lc_vn brow[FULL_GEMM_NV];
         for (int l = 0; l < nv; l++) brow[l] = lc_vnload(b + k * ldb + LC_VW * l);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < rows; i++) {
             const float x = a[i * a_rs + k * a_cs]; /* x * lc_vn: one broadcast (0 + x would add) */
             for (int l = 0; l < nv; l++) acc[i][l] += x * brow[l];
         }
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < rows; i++)
         for (int l = 0; l < nv; l++) lc_vnstore(c + i * ldc + LC_VW * l, acc[i][l]);
 }
 
-/* C[rows x ncols] (=|+=) A[rows x kdim] * B[kdim x ncols]; rows a multiple of 4, ncols of 16. */
+/* C[rows x ncols] (=|+=) A[rows x kdim] * B[kdim x ncols]; rows a multiple of 4, ncols of 16.
+ * Products with at most 2 vectors of columns (a head of 32 floats with AVX-512: P v and the gradients'
+ * dS k, dS^T q, P^T dout) take 8 rows per block, 16 accumulators instead of 8, so that each loaded row
+ * of B serves twice as many fused multiply-adds. */
 static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b, long ldb,
                              int rows, int kdim, int ncols, int accumulate) {
+    if (LC_VW == 16 && ncols == 2 * LC_VW) {
+        int r = 0;
+        for (; r + 8 <= rows; r += 8)
+            full_gemm_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_cs, b, ldb, kdim, 8, 2, accumulate);
+        if (r < rows) full_gemm_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_cs, b, ldb, kdim, 4, 2, accumulate);
+        return;
+    }
     for (int r = 0; r < rows; r += 4) {
         float *c_rows = c + r * ldc;
         const float *a_rows = a + r * a_rs;
         int j = 0;
         for (; j + LC_VW * FULL_GEMM_NV <= ncols; j += LC_VW * FULL_GEMM_NV)
-            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, FULL_GEMM_NV, accumulate);
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 4, FULL_GEMM_NV, accumulate);
         /* the rest (fewer than FULL_GEMM_NV <= 4 vectors) as 2 + 1, each call with a constant nv so that acc
          * stays in registers; no nv = 3 block: one more copy of the loop made GCC stop inlining full_gemm */
         if (j + LC_VW * 2 <= ncols) {
-            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 2, accumulate);
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 4, 2, accumulate);
             j += LC_VW * 2;
         }
-        if (j + LC_VW <= ncols) full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 1, accumulate);
+        if (j + LC_VW <= ncols)
+            full_gemm_block(c_rows + j, ldc, a_rows, a_rs, a_cs, b + j, ldb, kdim, 4, 1, accumulate);
     }
 }
 
@@ -178,6 +190,23 @@ static inline full_tiles full_tiles_for_thread(float *base, const full_geometry 
 
 static inline float *full_delta_of(float *base, const full_geometry *g, int nthreads) {
     return base + (size_t)nthreads * g->thread_floats;
+}
+
+/* The full kind's backward runs one task per (batch, head) when there are enough heads to keep the
+ * threads busy (4 per thread) and the head's dq fits in FULL_ONE_PASS_MAX_FLOATS (128 KiB: T <= 1024 at
+ * D = 32, 512 at D = 64); each thread then needs one head's dq (q_tiles x 64 rows of D_pad), returned
+ * here; 0: the two passes (full_backward.c). Relative positions have their own backward (full_rel.c). */
+enum { FULL_ONE_PASS_MAX_FLOATS = 32768 };
+static inline size_t full_one_pass_dq_floats(const full_geometry *g, int nthreads) {
+    const size_t floats = (size_t)g->q_tiles * FULL_TILE_Q * g->D_pad;
+    if (g->relpos || (long)g->B * g->H < 4L * nthreads || floats > FULL_ONE_PASS_MAX_FLOATS) return 0;
+    return floats;
+}
+
+/* The threads' dq accumulators of the one-pass backward: after Delta, from a multiple of 16 floats. */
+static inline float *full_one_pass_dq_base(float *base, const full_geometry *g, int nthreads) {
+    const size_t delta = (size_t)g->B * g->H * g->T;
+    return full_delta_of(base, g, nthreads) + (delta + 15) / 16 * 16;
 }
 
 /* Backward: the rows' lse and Delta (backward's rowsum(dout * out), [B*H*T]) for queries [t0, t0+n_q) into
