@@ -26,14 +26,14 @@ enum { FULL_TILE_Q = 64, FULL_TILE_K = 64 };
 #define FULL_GEMM_NV 3
 #endif
 
-/* rows (4 or 8) x (LC_VW*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
+/* rows (4, 8 or 16) x (LC_VW*nv) columns of C = (accumulate ? C : 0) + A * B, the block kept in registers.
  * A element (r, k) is a[r*a_rs + k*a_cs], so A may be read transposed; B is row-major. Each element of C
  * sums over k in order, whatever the block shape, so results do not depend on the vector width or on
  * the block's rows. */
 static inline __attribute__((always_inline)) void full_gemm_block(float *c, long ldc, const float *a, long a_rs,
                                                                   long a_cs, const float *b, long ldb, int kdim,
                                                                   int rows, int nv, int accumulate) {
-    lc_vn acc[8][FULL_GEMM_NV];
+    lc_vn acc[16][FULL_GEMM_NV];
     for (int i = 0; i < rows; i++)
         for (int l = 0; l < nv; l++) acc[i][l] = accumulate ? lc_vnload(c + i * ldc + LC_VW * l) : (lc_vn){0};
     for (int k = 0; k < kdim; k++) {
@@ -49,11 +49,23 @@ static inline __attribute__((always_inline)) void full_gemm_block(float *c, long
 }
 
 /* C[rows x ncols] (=|+=) A[rows x kdim] * B[kdim x ncols]; rows a multiple of 4, ncols of 16.
- * Products with at most 2 vectors of columns (a head of 32 floats with AVX-512: P v and the gradients'
- * dS k, dS^T q, P^T dout) take 8 rows per block, 16 accumulators instead of 8, so that each loaded row
- * of B serves twice as many fused multiply-adds. */
+ * Products one or two vectors wide (a head of 16 or 32 floats with AVX-512: P v and the gradients'
+ * dS k, dS^T q, P^T dout) take 16 or 8 rows per block, 16 accumulators where 4 rows would give 4 or 8:
+ * enough independent sums to hide the latency of the fused multiply-add, and each loaded row of B serves
+ * more of them. */
 static inline void full_gemm(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b, long ldb,
                              int rows, int kdim, int ncols, int accumulate) {
+    if (LC_VW == 16 && ncols == LC_VW) {
+        int r = 0;
+        for (; r + 16 <= rows; r += 16)
+            full_gemm_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_cs, b, ldb, kdim, 16, 1, accumulate);
+        if (r + 8 <= rows) {
+            full_gemm_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_cs, b, ldb, kdim, 8, 1, accumulate);
+            r += 8;
+        }
+        if (r < rows) full_gemm_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_cs, b, ldb, kdim, 4, 1, accumulate);
+        return;
+    }
     if (LC_VW == 16 && ncols == 2 * LC_VW) {
         int r = 0;
         for (; r + 8 <= rows; r += 8)
