@@ -63,7 +63,8 @@ TEST(workspace_does_not_grow_like_t_squared) {
               lc_attn_window.workspace_floats == lc_attn_window_workspace,
           "table row points elsewhere");
     /* Beyond a fixed per-thread part, at most H floats per token (row statistics), in both modes and
-     * with dilation. */
+     * with dilation. (At T = 1,024 and D = 64 the full kind's one-pass backward, src/attn/full_tile.h,
+     * adds one head's dq per thread: 2 x 65,536 floats, within the bound checked below.) */
     for (int causal = 0; causal <= 1; causal++)
         for (int dilated = 0; dilated <= 1; dilated++) {
             lc_attn_window_opts o;
@@ -73,7 +74,8 @@ TEST(workspace_does_not_grow_like_t_squared) {
             const size_t a = lc_attn_window_workspace(&small, &o), b = lc_attn_window_workspace(&large, &o);
             CHECK(b >= a && b - a <= (size_t)8 * (65536 - 1024), "causal %d dilated %d: workspace %zu -> %zu floats",
                   causal, dilated, a, b);
-            CHECK(a < (size_t)128 * 1024, "causal %d dilated %d: workspace %zu floats at T = 1024", causal, dilated, a);
+            CHECK(a < (size_t)(128 + 2 * 64) * 1024, "causal %d dilated %d: workspace %zu floats at T = 1024", causal,
+                  dilated, a);
         }
 }
 

@@ -5,9 +5,9 @@
  *   pass 2, one task per (batch, head, query tile): dq = scale dS k
  * Every output row is owned by one task that sums in a fixed order, so results are bit-identical for
  * any thread count. Scores and dP are computed in both passes: 7 tile products per (query, key) tile.
- * Short sequences with many heads (the training step's usual case: T = 128, B*H = 64) take one task per
- * (batch, head) instead, which keeps the head's dq in its workspace and adds dS k to it in pass 1: 5
- * products, and the same sums in the same order, so the same bits as the two passes.
+ * With enough heads to share out (4 per thread; the training step's usual case: B*H = 64) each task
+ * takes a whole (batch, head) instead, keeps the head's dq in its workspace and adds dS k to it in pass
+ * 1: 5 products, and the same sums in the same order, so the same bits as the two passes.
  * A window restricts both passes to the tiles that meet the band.
  * With relative positions the backward is full_rel.c instead (one pass per head). */
 #include <assert.h>

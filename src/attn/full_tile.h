@@ -205,10 +205,11 @@ static inline float *full_delta_of(float *base, const full_geometry *g, int nthr
 }
 
 /* The full kind's backward runs one task per (batch, head) when there are enough heads to keep the
- * threads busy (4 per thread) and the head's dq fits in FULL_ONE_PASS_MAX_FLOATS (128 KiB: T <= 1024 at
- * D = 32, 512 at D = 64); each thread then needs one head's dq (q_tiles x 64 rows of D_pad), returned
- * here; 0: the two passes (full_backward.c). Relative positions have their own backward (full_rel.c). */
-enum { FULL_ONE_PASS_MAX_FLOATS = 32768 };
+ * threads busy (4 per thread) and the head's dq fits in FULL_ONE_PASS_MAX_FLOATS (256 KiB: T <= 4,096 at
+ * D = 16, LRA's longest inputs; 2,048 at D = 32; 1,024 at D = 64); each thread then needs one head's dq
+ * (q_tiles x 64 rows of D_pad), returned here; 0: the two passes (full_backward.c), whose workspace does
+ * not grow with T. Relative positions have their own backward (full_rel.c). */
+enum { FULL_ONE_PASS_MAX_FLOATS = 65536 };
 static inline size_t full_one_pass_dq_floats(const full_geometry *g, int nthreads) {
     const size_t floats = (size_t)g->q_tiles * FULL_TILE_Q * g->D_pad;
     if (g->relpos || (long)g->B * g->H < 4L * nthreads || floats > FULL_ONE_PASS_MAX_FLOATS) return 0;
