@@ -943,7 +943,9 @@ KIT_FN void kit_suite_rel_only_causal(void) {
     kit_problem_free(p);
 }
 
-/* O(B H T + threads x tile): never a T x S matrix, whatever the parameter or the memory */
+/* O(B H T + threads x tile): never a T x S matrix, whatever the parameter or the memory. The tile part
+ * includes, per thread, up to one head's dq for the one-pass backward of the full and block kinds:
+ * at most 65,536 + 4 x 64 floats (FULL_ONE_PASS_MAX_FLOATS, src/attn/full_tile.h). */
 KIT_FN void kit_suite_workspace(void) {
     const int params[] = {1, 3, 64, 256, 100000}, Ts[] = {1024, 16384}, Ms[] = {0, 100000};
     unsigned char opts[LC_ATTN_OPTS_BYTES];
@@ -954,7 +956,7 @@ KIT_FN void kit_suite_workspace(void) {
                 kit_suite->opts(&c, opts);
                 lc_attn_shape s = {1, 8, Ts[it], Ms[im], 64, 1, 0.125f, 0, 0, 2};
                 const size_t floats = kit_suite->kind->workspace_floats(&s, opts);
-                const size_t bound = (size_t)s.B * s.H * s.T + 2 * (size_t)s.T + 2 * 64 * 1024;
+                const size_t bound = (size_t)s.B * s.H * s.T + 2 * (size_t)s.T + 2 * 64 * 1024 + 2 * (65536 + 4 * 64 + 16);
                 CHECK(floats <= bound, "T %d M %d param %d: %zu floats > %zu", c.T, c.M, c.p[0], floats, bound);
                 /* relative positions add per thread a few tiles and one head's dr, dk, dv (S rows each), and
                  * may gather the r rows a pattern needs: O(B H T + (threads + H) S D) */

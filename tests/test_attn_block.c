@@ -45,6 +45,14 @@ TEST(block_covering_all_keys_is_full_causal_attention_with_relative_positions) {
     kit_check_same(&block, &kit_full, (kit_case){1, 3, 65, 70, 16, 1, {1000}, 1}, tol, 1);
 }
 
+/* 8 heads: the one-pass backward (one task per head) at 1 and 2 threads, the two passes at 3; block
+ * sizes that put query tiles off the 64 grid, with memory, both modes: the same bits everywhere. */
+TEST(one_pass_backward_gives_the_two_passes_bits) {
+    kit_check_determinism(&block, (kit_case){2, 4, 130, 70, 24, 1, {37}});
+    kit_check_determinism(&block, (kit_case){4, 2, 128, 0, 16, 0, {64}});
+    kit_check_determinism(&block, (kit_case){2, 4, 100, 7, 32, 0, {50}});
+}
+
 TEST(kind_row_is_block) { CHECK(strcmp(lc_attn_block.name, "block") == 0, "name %s", lc_attn_block.name); }
 
 int main(void) {
@@ -53,6 +61,7 @@ int main(void) {
     RUN(block_covering_all_keys_is_full_bidirectional_attention);
     RUN(block_one_keeps_two_keys_causal_and_one_key_bidirectional);
     RUN(block_covering_all_keys_is_full_causal_attention_with_relative_positions);
+    RUN(one_pass_backward_gives_the_two_passes_bits);
     RUN(kind_row_is_block);
     return test_summary("test_attn_block");
 }

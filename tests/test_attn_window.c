@@ -64,7 +64,7 @@ TEST(workspace_does_not_grow_like_t_squared) {
           "table row points elsewhere");
     /* Beyond a fixed per-thread part, at most H floats per token (row statistics), in both modes and
      * with dilation. (At T = 1,024 and D = 64 the full kind's one-pass backward, src/attn/full_tile.h,
-     * adds one head's dq per thread: 2 x 65,536 floats, within the bound checked below.) */
+     * adds one head's dq per thread: 2 x (65,536 + 256) floats, within the bound checked below.) */
     for (int causal = 0; causal <= 1; causal++)
         for (int dilated = 0; dilated <= 1; dilated++) {
             lc_attn_window_opts o;

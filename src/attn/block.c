@@ -287,13 +287,23 @@ static void block_forward_tile(const block_ctx *c, const full_geometry *g, const
     full_forward_tile(g, t, b, h, t0, key_begin, key_end, key_end, 0, block_seeing, c, w);
 }
 
-/* dk, dv of a key tile, over the queries that see some key of it. */
+/* dk, dv of a key tile, over the queries that see some key of it; with dq_acc (one pass per head) the
+ * queries' dS k too. */
 static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
-                                 const float *delta, int b, int h, int k_tile, full_tiles *w) {
+                                 const float *delta, int b, int h, int k_tile, full_tiles *w, float *dq_acc) {
     const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
     const lc_attn_progression first = block_queries_of(c, s0), last = block_queries_of(c, s0 + n_k - 1);
     const int query_begin = first.first, query_end = last.count ? last.first + last.count : first.first;
-    full_key_tile_grads(g, t, delta, b, h, s0, query_begin, query_end, query_end, 0, block_row_keys, c, w, NULL);
+    full_key_tile_grads(g, t, delta, b, h, s0, query_begin, query_end, query_end, 0, block_row_keys, c, w, dq_acc);
+}
+
+/* The one-pass backward of a (batch, head), as the full kind's (full_backward.c): the key tiles in order,
+ * dq summed in dq_acc in the order of block_query_tile_grads, so the same bits as the two passes. */
+static void block_head_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
+                             const float *delta, int b, int h, full_tiles *w, float *dq_acc, size_t dq_floats) {
+    memset(dq_acc, 0, sizeof(float) * dq_floats);
+    for (int k_tile = 0; k_tile < g->k_tiles; k_tile++) block_key_tile_grads(c, g, t, delta, b, h, k_tile, w, dq_acc);
+    full_store_dq(g, t, b, h, dq_acc);
 }
 
 /* dq of a query tile, over the keys its queries see. */
@@ -309,7 +319,9 @@ static size_t block_workspace(const lc_attn_shape *s, const void *opts) {
     const int nthreads = lc_attn_threads(s);
     (void)opts;
     const full_geometry g = block_geometry(s);
-    return 16 + (size_t)nthreads * g.thread_floats + (size_t)g.B * g.H * g.T;
+    const size_t delta = (size_t)g.B * g.H * g.T, dq_floats = full_one_pass_dq_floats(&g, nthreads);
+    if (dq_floats) return 16 + (size_t)nthreads * g.thread_floats + (delta + 15) / 16 * 16 + nthreads * dq_floats;
+    return 16 + (size_t)nthreads * g.thread_floats + delta;
 }
 
 /* Checks for the tiled passes: the progression engine's, with relative positions allowed when causal. */
@@ -364,13 +376,26 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
         return;
     }
     const long heads = (long)g.B * g.H, key_tasks = heads * g.k_tiles, query_tasks = heads * g.q_tiles;
+    const size_t dq_floats = full_one_pass_dq_floats(&g, nthreads);
+    if (dq_floats) { /* enough heads to share out: one task per head, 5 tile products instead of 7 */
+        float *dq_base = full_one_pass_dq_base(base, &g, nthreads);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+        for (long head = 0; head < heads; head++) {
+            full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
+            block_head_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), &w,
+                             dq_base + (size_t)lc_thread_id() * dq_floats, dq_floats);
+        }
+        return;
+    }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif
     for (long task = 0; task < key_tasks; task++) { /* tile by tile, all heads together (as forward) */
         full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
         const long head = task % heads;
-        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
+        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w, NULL);
     }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)

@@ -36,21 +36,17 @@ static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, con
 }
 
 /* The one-pass backward of a (batch, head): pass 1 over every key tile with the head's dq accumulated in
- * dq_acc (q_tiles x 64 rows of D_pad), then dq = scale * dq_acc. */
+ * dq_acc (dq_floats of them), then dq = scale * dq_acc. */
 static void head_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
-                       full_tiles *w, float *dq_acc) {
-    const int dp = g->D_pad;
-    memset(dq_acc, 0, sizeof(float) * (size_t)g->q_tiles * FULL_TILE_Q * dp);
+                       full_tiles *w, float *dq_acc, size_t dq_floats) {
+    memset(dq_acc, 0, sizeof(float) * dq_floats);
     for (int k_tile = 0; k_tile < g->k_tiles; k_tile++) {
         const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
         const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
         full_key_tile_grads(g, t, delta, b, h, s0, first_query / FULL_TILE_Q * FULL_TILE_Q, query_end, g->T, 1,
                             full_row_keys, g, w, dq_acc);
     }
-    for (int i = 0; i < g->T; i++) {
-        float *dq = lc_view_row(&t->dq, b, i, h, g->D);
-        for (int d = 0; d < g->D; d++) dq[d] = g->scale * dq_acc[(size_t)i * dp + d];
-    }
+    full_store_dq(g, t, b, h, dq_acc);
 }
 
 /* Pass 2: dq of a query tile, over the key tiles it sees. */
@@ -90,7 +86,7 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
         for (long head = 0; head < heads; head++) {
             full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
             head_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), &w,
-                       dq_base + (size_t)lc_thread_id() * dq_floats);
+                       dq_base + (size_t)lc_thread_id() * dq_floats, dq_floats);
         }
         return;
     }

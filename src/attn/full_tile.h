@@ -207,13 +207,22 @@ static inline float *full_delta_of(float *base, const full_geometry *g, int nthr
 /* The full kind's backward runs one task per (batch, head) when there are enough heads to keep the
  * threads busy (4 per thread) and the head's dq fits in FULL_ONE_PASS_MAX_FLOATS (256 KiB: T <= 4,096 at
  * D = 16, LRA's longest inputs; 2,048 at D = 32; 1,024 at D = 64); each thread then needs one head's dq
- * (q_tiles x 64 rows of D_pad), returned here; 0: the two passes (full_backward.c), whose workspace does
+ * (q_tiles x 64 + 4 rows of D_pad), returned here; 0: the two passes (full_backward.c), whose workspace does
  * not grow with T. Relative positions have their own backward (full_rel.c). */
-enum { FULL_ONE_PASS_MAX_FLOATS = 65536 };
+enum { FULL_ONE_PASS_MAX_FLOATS = 65536 + 4 * 64 };
 static inline size_t full_one_pass_dq_floats(const full_geometry *g, int nthreads) {
-    const size_t floats = (size_t)g->q_tiles * FULL_TILE_Q * g->D_pad;
+    /* 4 rows more: the block kind's query tiles start anywhere, and a product writes up to 3 rows past T */
+    const size_t floats = ((size_t)g->q_tiles * FULL_TILE_Q + 4) * g->D_pad;
     if (g->relpos || (long)g->B * g->H < 4L * nthreads || floats > FULL_ONE_PASS_MAX_FLOATS) return 0;
     return floats;
+}
+
+/* The one-pass backward's end for a (batch, head): dq = scale * the accumulator's first T rows. */
+static inline void full_store_dq(const full_geometry *g, const lc_attn_tensors *t, int b, int h, const float *dq_acc) {
+    for (int i = 0; i < g->T; i++) {
+        float *dq = lc_view_row(&t->dq, b, i, h, g->D);
+        for (int d = 0; d < g->D; d++) dq[d] = g->scale * dq_acc[(size_t)i * g->D_pad + d];
+    }
 }
 
 /* The threads' dq accumulators of the one-pass backward: after Delta, from a multiple of 16 floats. */
