@@ -297,13 +297,11 @@ static void block_key_tile_grads(const block_ctx *c, const full_geometry *g, con
     full_key_tile_grads(g, t, delta, b, h, s0, query_begin, query_end, query_end, 0, block_row_keys, c, w, dq_acc);
 }
 
-/* The one-pass backward of a (batch, head), as the full kind's (full_backward.c): the key tiles in order,
- * dq summed in dq_acc in the order of block_query_tile_grads, so the same bits as the two passes. */
-static void block_head_grads(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t,
-                             const float *delta, int b, int h, full_tiles *w, float *dq_acc, size_t dq_floats) {
-    memset(dq_acc, 0, sizeof(float) * dq_floats);
+/* The one-pass backward's keys of a (batch, head), as the full kind's (full_one_pass_backward): the key
+ * tiles in order, dq summed in the order of block_query_tile_grads, so the same bits as the two passes. */
+static void block_head_keys(const void *c, const full_geometry *g, const lc_attn_tensors *t, const float *delta,
+                            int b, int h, full_tiles *w, float *dq_acc) {
     for (int k_tile = 0; k_tile < g->k_tiles; k_tile++) block_key_tile_grads(c, g, t, delta, b, h, k_tile, w, dq_acc);
-    full_store_dq(g, t, b, h, dq_acc);
 }
 
 /* dq of a query tile, over the keys its queries see. */
@@ -376,19 +374,8 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
         return;
     }
     const long heads = (long)g.B * g.H, key_tasks = heads * g.k_tiles, query_tasks = heads * g.q_tiles;
-    const size_t dq_floats = full_one_pass_dq_floats(&g, nthreads);
-    if (dq_floats) { /* enough heads to share out: one task per head, 5 tile products instead of 7 */
-        float *dq_base = full_one_pass_dq_base(base, &g, nthreads);
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-        for (long head = 0; head < heads; head++) {
-            full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-            block_head_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), &w,
-                             dq_base + (size_t)lc_thread_id() * dq_floats, dq_floats);
-        }
-        return;
-    }
+    /* enough heads to share out: one task per head, 5 tile products instead of 7 */
+    if (full_one_pass_backward(&g, t, delta, base, nthreads, block_head_keys, &c)) return;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
 #endif

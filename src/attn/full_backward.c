@@ -12,7 +12,6 @@
  * With relative positions the backward is full_rel.c instead (one pass per head). */
 #include <assert.h>
 #include <math.h>
-#include <string.h>
 
 #include "attn/attn.h"
 #include "attn/full_pass.h"
@@ -26,27 +25,20 @@ static void full_row_keys(const void *g, int t, int s0, int n_k, int *first, int
 }
 
 /* Pass 1: dk and dv of a key tile, over every query tile that sees it (causal: query t sees key s0 once
- * M + t >= s0; window W: until M + t - W + 1 > s0 + n_k - 1). */
+ * M + t >= s0; window W: until M + t - W + 1 > s0 + n_k - 1); with dq_acc (one pass per head) dq too. */
 static void key_tile_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
-                           int k_tile, full_tiles *w) {
+                           int k_tile, full_tiles *w, float *dq_acc) {
     const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
     const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
     full_key_tile_grads(g, t, delta, b, h, s0, first_query / FULL_TILE_Q * FULL_TILE_Q, query_end, g->T, 1,
-                        full_row_keys, g, w, NULL);
+                        full_row_keys, g, w, dq_acc);
 }
 
-/* The one-pass backward of a (batch, head): pass 1 over every key tile with the head's dq accumulated in
- * dq_acc (dq_floats of them), then dq = scale * dq_acc. */
-static void head_grads(const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b, int h,
-                       full_tiles *w, float *dq_acc, size_t dq_floats) {
-    memset(dq_acc, 0, sizeof(float) * dq_floats);
-    for (int k_tile = 0; k_tile < g->k_tiles; k_tile++) {
-        const int s0 = k_tile * FULL_TILE_K, n_k = lc_imin(FULL_TILE_K, g->S - s0);
-        const int first_query = full_query_begin(g, s0), query_end = full_query_end(g, s0, n_k);
-        full_key_tile_grads(g, t, delta, b, h, s0, first_query / FULL_TILE_Q * FULL_TILE_Q, query_end, g->T, 1,
-                            full_row_keys, g, w, dq_acc);
-    }
-    full_store_dq(g, t, b, h, dq_acc);
+/* The one-pass backward's keys of a (batch, head): every key tile in order (full_one_pass_backward). */
+static void head_keys(const void *ctx, const full_geometry *g, const lc_attn_tensors *t, const float *delta, int b,
+                      int h, full_tiles *w, float *dq_acc) {
+    (void)ctx;
+    for (int k_tile = 0; k_tile < g->k_tiles; k_tile++) key_tile_grads(g, t, delta, b, h, k_tile, w, dq_acc);
 }
 
 /* Pass 2: dq of a query tile, over the key tiles it sees. */
@@ -76,20 +68,8 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
      * tile with all heads of a tile together, as in the forward pass (full.c). Pass 0 (dk, dv): key tiles
      * in increasing order, as in causal mode the first ones see the most queries; pass 1 (dq): query tiles
      * in decreasing order, as the last ones see the most keys. */
+    if (full_one_pass_backward(&g, t, delta, base, nthreads, head_keys, NULL)) return;
     const long heads = (long)g.B * g.H;
-    const size_t dq_floats = full_one_pass_dq_floats(&g, nthreads);
-    if (dq_floats) {
-        float *dq_base = full_one_pass_dq_base(base, &g, nthreads);
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-        for (long head = 0; head < heads; head++) {
-            full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-            head_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), &w,
-                       dq_base + (size_t)lc_thread_id() * dq_floats, dq_floats);
-        }
-        return;
-    }
     for (int pass = 0; pass < 2; pass++) {
         const long per_head = pass ? g.q_tiles : g.k_tiles, tasks = heads * per_head;
 #ifdef _OPENMP
@@ -102,7 +82,7 @@ void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_at
             if (pass)
                 query_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)i, &w);
             else
-                key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)i, &w);
+                key_tile_grads(&g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)i, &w, NULL);
         }
     }
 }
