@@ -108,6 +108,15 @@ PIC_CLI := $(PIC)/longctx
 SO := $(BUILD)/liblongctx.so
 SO_LIBS := $(BLAS_LIBS) $(ZLIB_LIBS) $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS)) -lm
 
+# The flags a build used, kept in $(FLAGS_STAMP) and rewritten only when they change (OpenBLAS or MPI
+# installed since the last build, another CC, EXTRA_CFLAGS): every object depends on it, so such a
+# change rebuilds what it affects instead of linking stale objects.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW := $(CC) $(CFLAGS) $(PIC_CFLAGS) $(MPI_CFLAGS) | $(LDFLAGS) $(LDLIBS)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+  $(shell mkdir -p $(BUILD) && { [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || printf '%s' '$(FLAGS_NOW)' >$(FLAGS_STAMP); })
+endif
+
 .PHONY: all test check demo bench clean shared install uninstall
 # plain `make` builds everything (the CLI, ./longctx, the library, the .so): `all` must stay the first rule
 all: $(LIB) $(CLI) longctx $(if $(filter release,$(VARIANT)),$(SO))
@@ -117,12 +126,12 @@ shared: $(SO)
 longctx: $(CLI)
 	@if [ "$(BUILD)" = build/release ]; then ln -sf $(CLI) longctx; fi
 
-$(BUILD)/%.o: %.c Makefile
+$(BUILD)/%.o: %.c Makefile $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(PIC)/%.o: %.c Makefile
+$(PIC)/%.o: %.c Makefile $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $< (portable)"
 	@$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
@@ -132,11 +141,11 @@ $(PIC)/src/train/dist_mpi.o: PIC_CFLAGS += $(MPI_CFLAGS)
 
 ifeq ($(DISPATCH),1)
 # hot files: compiled for the baseline and for AVX-512, then renamed (tools/gen_dispatch.sh)
-$(HOT_RAW): $(PIC)/raw/%.o: %.c Makefile
+$(HOT_RAW): $(PIC)/raw/%.o: %.c Makefile $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $< (portable)"
 	@$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
-$(PIC)/raw512/%.o: %.c Makefile
+$(PIC)/raw512/%.o: %.c Makefile $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $< (avx512)"
 	@$(CC) $(PIC_CFLAGS) $(AVX512_ARCH) -MMD -MP -c $< -o $@
