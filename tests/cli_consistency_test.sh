@@ -126,8 +126,16 @@ check "train --log" -- "$bin" train "${lm[@]}" --steps 6 --eval-every 2 --eval-b
 cp "$tmp/out" "$tmp/lm.out"
 check "train --log: one JSON line per step" -- test "$(json_lines "$tmp/lm.jsonl")" -eq 6 -a "$(wc -l <"$tmp/lm.jsonl")" -eq 6
 check "train --log: the fields of a step" -- grep -Eq '^\{"step":1,"loss":[0-9.e+-]+,"lr":[0-9.e+-]+,"tokens_per_s":[0-9.]+,"elapsed_s":[0-9.]+\}$' "$tmp/lm.jsonl"
-check "train --log: validation on steps 2, 4 and 6 (the final pass)" -- test "$(grep -c '"valid_bpc":[0-9.]*,"valid_seconds":' "$tmp/lm.jsonl")" -eq 3 -a \
+check "train --log: validation on steps 2, 4 and 6 (the final pass)" -- test "$(grep -c '"valid_bpc":[0-9.]*,"valid_bytes":[0-9]*,"valid_seconds":' "$tmp/lm.jsonl")" -eq 3 -a \
     -n "$(grep '^{"step":6,.*"valid_bpc"' "$tmp/lm.jsonl")"
+# valid_bytes: what each pass read; --eval-bytes cuts the periodic passes only, the final one reads the whole split
+split_bytes=$(grep -o '"valid_bytes":[0-9]*' "$tmp/lm.jsonl" | sort -u)
+check "train --log: valid_bytes is the whole split with --eval-bytes 0" -- test "$(printf '%s\n' "$split_bytes" | wc -l)" -eq 1 \
+    -a "${split_bytes#*:}" -gt 64
+check "train --log --eval-bytes 64" -- "$bin" train "${lm[@]}" --steps 4 --eval-every 2 --eval-bytes 64 --log "$tmp/lm64.jsonl"
+check "train --log: a periodic pass reads --eval-bytes, the final one the split" -- test \
+    "$(grep '^{"step":2,' "$tmp/lm64.jsonl" | grep -o '"valid_bytes":[0-9]*')" = '"valid_bytes":64' -a \
+    "$(grep '^{"step":4,' "$tmp/lm64.jsonl" | grep -o '"valid_bytes":[0-9]*')" = "$split_bytes"
 # step k: tokens_per_s x (elapsed_s - the validation seconds of earlier steps) = k x batch x seg-len
 check "train: tokens/s leaves validation out" -- awk -F'[:,]' '
     { gsub(/[{}]/, ""); for (i = 1; i < NF; i++) v[$i] = $(i + 1)

@@ -124,15 +124,17 @@ typedef struct {
     double valid_s;      /* periodic validation so far */
     double tokens_per_s; /* of the latest step, validation excluded */
     long run_end;        /* the run's last step: its log line waits for the final validation */
+    size_t valid_bytes;  /* what a periodic validation pass reads (--eval-bytes, at most the split) */
     lc_progress last;    /* that step, as reported */
     int mlm;
 } lm_progress;
 
-/* The validation members of a log line: bpc (and MLM accuracy) and the pass's seconds ("" without one). */
-static void valid_fields(char *buf, size_t n, double bpc, double acc, double seconds, int mlm) {
+/* The validation members of a log line: bpc (and MLM accuracy), the bytes the pass read (periodic passes read
+ * the split's first --eval-bytes, the final one all of it) and its seconds ("" without one). */
+static void valid_fields(char *buf, size_t n, double bpc, double acc, size_t bytes, double seconds, int mlm) {
     if (isnan(bpc)) { buf[0] = 0; return; }
-    snprintf(buf, n, ",\"valid_bpc\":%s%s%s,\"valid_seconds\":%.6f", lc_json_g(bpc), mlm ? ",\"valid_masked_accuracy\":" : "",
-             mlm ? lc_json_g(acc) : "", seconds);
+    snprintf(buf, n, ",\"valid_bpc\":%s%s%s,\"valid_bytes\":%zu,\"valid_seconds\":%.6f", lc_json_g(bpc),
+             mlm ? ",\"valid_masked_accuracy\":" : "", mlm ? lc_json_g(acc) : "", bytes, seconds);
 }
 
 static void lm_progress_print(const lc_progress *p, void *user) {
@@ -142,7 +144,7 @@ static void lm_progress_print(const lc_progress *p, void *user) {
     lc_progress_print(p, &lp->pp);
     if (p->step == lp->run_end) { lp->last = *p; return; } /* written by finish, with the final validation */
     char extra[160];
-    valid_fields(extra, sizeof extra, p->valid_bpc, p->valid_accuracy, p->valid_s, lp->mlm);
+    valid_fields(extra, sizeof extra, p->valid_bpc, p->valid_accuracy, lp->valid_bytes, p->valid_s, lp->mlm);
     lc_train_log_step(&lp->log, p, extra);
 }
 
@@ -198,6 +200,8 @@ static int finish(train_args *a, lc_model *m, const lc_corpus *corpus, const cha
     const long start = lc_model_step(m);
     lp.run_end = a->o.stop_after > 0 && start + a->o.stop_after < a->o.steps ? start + a->o.stop_after : a->o.steps;
     lp.last.step = -1;
+    const size_t valid_n = corpus->end[LC_PART_VALID] - corpus->begin[LC_PART_VALID];
+    lp.valid_bytes = a->o.eval_bytes > 0 && (size_t)a->o.eval_bytes < valid_n ? (size_t)a->o.eval_bytes : valid_n;
     saver sv = {a, out, lc_now_seconds(), loss_log, {0}, 0};
     a->o.hook = train_hook;
     a->o.hook_user = &sv;
@@ -247,7 +251,7 @@ static int finish_run(train_args *a, lc_model *m, const lc_corpus *corpus, const
     const double final_valid_s = lc_now_seconds() - tv;
     if (lp->last.step >= 0) {
         char extra[160];
-        valid_fields(extra, sizeof extra, vn >= 2 ? bpc : NAN, acc, final_valid_s, mlm);
+        valid_fields(extra, sizeof extra, vn >= 2 ? bpc : NAN, acc, vn, final_valid_s, mlm);
         lc_train_log_step(&lp->log, &lp->last, extra);
     }
     if (out && (st = lc_checkpoint_save_dist(m, &a->o, out))) return quiet() ? LC_EXIT_RUNTIME : lc_cli_fail(st);
