@@ -6,6 +6,7 @@
  * gives the same scores); determinism across repeats and thread counts; the workspace size; an empty
  * segment; parity with the PyTorch fixture tests/fixtures/xl_attn.safetensors
  * (tests/reference/make_xl_fixture.py). */
+#include "attn/full_eval.h"
 #include "attn_kit.h"
 
 /* The full kind with the inputs these cases have always had. */
@@ -59,6 +60,31 @@ TEST(fast_matches_reference_with_window_and_relative_positions) {
         {2, 2, 2, 130, 16, 1, {0}, 1, 5}, {1, 1, 1, 70, 64, 1, {0}, 1, 64}, /* decode path */
     };
     kit_check_fast_cases(&xl, cases, sizeof cases / sizeof cases[0], tol);
+}
+
+/* Up to 256 queries against a memory of at least 3 T keys take the dense-product path (src/attn/full_eval.c,
+ * XL evaluation); one more query, or a shorter memory, the tiles. Both against the reference, with and
+ * without relative positions and windows, the backward (tiled) after the dense forward included. */
+TEST(dense_eval_path_matches_reference) {
+    const kit_case dense[] = {
+        {1, 2, 80, 320, 32, 1, {0}, 1},      {2, 2, 128, 400, 16, 1, {0}, 1},    {1, 1, 256, 768, 8, 1, {0}, 1},
+        {1, 2, 3, 9, 64, 1, {0}, 1},         {1, 2, 80, 300, 32, 1, {0}, 1, 100}, {1, 1, 3, 30, 16, 1, {0}, 1, 7},
+        {1, 2, 64, 200, 16, 1, {0}, 0, 50},  {2, 1, 100, 300, 24, 1, {0}, 0},     {1, 3, 17, 60, 3, 1, {0}, 1, 77},
+    };
+    const int n = (int)(sizeof dense / sizeof dense[0]);
+    for (int i = 0; i < n; i++) {
+        const kit_case *c = &dense[i];
+        const lc_attn_shape shape = {c->B, c->H, c->T, c->M, c->D, 1, 0.125f, c->window, c->rel, 1};
+        CHECK(lc_attn_full_eval_floats(&shape, 1) > 0, "case %d (T %d, M %d) does not take the dense path", i, c->T,
+              c->M);
+    }
+    kit_check_fast_cases(&xl, dense, n, tol);
+    const lc_attn_shape tiled[] = {{1, 1, 257, 1000, 16, 1, 0.25f, 0, 1, 1}, {1, 1, 80, 239, 16, 1, 0.25f, 0, 1, 1},
+                                   {1, 1, 2, 100, 16, 1, 0.25f, 0, 1, 1}, {1, 1, 80, 400, 16, 0, 0.25f, 0, 0, 1}};
+    for (int i = 0; i < 4; i++)
+        CHECK(lc_attn_full_eval_floats(&tiled[i], 1) == 0, "shape %d takes the dense path", i);
+    kit_check_determinism(&xl, (kit_case){2, 3, 80, 320, 24, 1, {0}, 1, 0});
+    kit_check_determinism(&xl, (kit_case){1, 2, 100, 350, 16, 1, {0}, 1, 120});
 }
 
 TEST(fast_is_stable_for_large_scores) {
@@ -297,6 +323,7 @@ int main(void) {
     RUN(fast_matches_reference_with_window);
     RUN(fast_matches_reference_with_relative_positions);
     RUN(fast_matches_reference_with_window_and_relative_positions);
+    RUN(dense_eval_path_matches_reference);
     RUN(fast_is_stable_for_large_scores);
     RUN(window_of_at_least_S_is_no_window);
     RUN(zero_relative_inputs_are_plain_attention);

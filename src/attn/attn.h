@@ -216,6 +216,11 @@ extern const lc_attn_kind lc_attn_full;
 size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts);
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
 void lc_attn_full_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work);
+/* The tiled forward alone, without the dense path for short query blocks against a long memory
+ * (full_eval.h) and its T x S buffers: what kinds built on the full kind (strided classes, dilated
+ * windows) call, so that their workspace keeps the tiled bound (row statistics and per-thread tiles). */
+size_t lc_attn_full_workspace_tiled(const lc_attn_shape *s);
+void lc_attn_full_forward_tiled(const lc_attn_shape *s, const lc_attn_tensors *t, float *work);
 /* Plain reference in double that builds the dense T x S score matrix with an explicit mask (tests only).
  * forward writes out; backward WRITES dq, dk, dv, and with rel also dr, du, dv (recomputing the forward
  * internally). Window and relative positions as in the fast path. */

@@ -14,6 +14,7 @@
 
 #include "attn/attn.h"
 #include "attn/full_decode.h"
+#include "attn/full_eval.h"
 #include "attn/full_pass.h"
 #include "core/threads.h"
 
@@ -33,14 +34,20 @@ const lc_attn_kind lc_attn_full = {
  * lc_attn_full_workspace(s, opts, lc_attn_threads(s)) floats. It need not be aligned. Each thread takes
  * the slice of its lc_thread_id(), so the calls must not be made from inside a parallel region.
  * With s->relpos the workspace also holds, per thread, a few tiles and one head's dr: O(threads (S+T) D). */
-size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts) {
+size_t lc_attn_full_workspace_tiled(const lc_attn_shape *s) {
     const int nthreads = lc_attn_threads(s);
-    (void)opts;
     const full_geometry g = full_geometry_of(s);
     const size_t delta = (size_t)g.B * g.H * g.T; /* backward's Delta = rowsum(dout * out) */
     const size_t dq_floats = full_one_pass_dq_floats(&g, nthreads); /* the one-pass backward's dq per thread */
     if (dq_floats) return 16 + (size_t)nthreads * g.thread_floats + (delta + 15) / 16 * 16 + nthreads * dq_floats;
     return 16 + (size_t)nthreads * g.thread_floats + delta;
+}
+
+/* The kind's workspace: the tiled passes', or the dense evaluation path's when the shape takes it. */
+size_t lc_attn_full_workspace(const lc_attn_shape *s, const void *opts) {
+    (void)opts;
+    const size_t tiled = lc_attn_full_workspace_tiled(s), dense = 16 + lc_attn_full_eval_floats(s, lc_attn_threads(s));
+    return tiled > dense ? tiled : dense;
 }
 
 static lc_vi16 full_seeing(const void *g, int t0, int l, int s) { return full_queries_seeing(g, t0, l, s); }
@@ -54,6 +61,11 @@ static void forward_query_tile(const full_geometry *g, const lc_attn_tensors *t,
 
 void lc_attn_full_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     (void)opts;
+    if (s->B > 0 && s->H > 0 && lc_attn_full_eval(s, t, work)) return; /* <= 256 queries, long memory: products */
+    lc_attn_full_forward_tiled(s, t, work);
+}
+
+void lc_attn_full_forward_tiled(const lc_attn_shape *s, const lc_attn_tensors *t, float *work) {
     assert(s->B >= 0 && s->H >= 0 && s->T >= 0 && s->M >= 0 && s->D > 0);
     assert(s->window >= 0); /* bidirectional windows come from the window kind only (full_geometry) */
     assert(!t->rel || (s->causal && s->relpos)); /* rel needs causal, and a workspace sized for it */

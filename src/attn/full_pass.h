@@ -194,7 +194,6 @@ static inline int full_one_pass_backward(const full_geometry *g, const lc_attn_t
         head_keys(ctx, g, t, delta, b, h, &w, dq_acc);
         full_store_dq(g, t, b, h, dq_acc);
     }
-    (void)nthreads; /* only the OpenMP build uses it */
     return 1;
 }
 

@@ -138,7 +138,7 @@ static lc_attn_shape longest_rel_class(const lc_attn_shape *s, int stride) {
 static size_t strided_rel_workspace(const lc_attn_shape *s, int stride) {
     const lc_attn_shape c = longest_rel_class(s, stride);
     const size_t hd = (size_t)s->H * s->D, rows = (size_t)c.M + c.T;
-    return lc_attn_full_workspace(&c, NULL) + (size_t)c.B * c.H * c.T + 2 * rows * hd + 2 * hd;
+    return lc_attn_full_workspace_tiled(&c) + (size_t)c.B * c.H * c.T + 2 * rows * hd + 2 * hd;
 }
 
 static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_attn_tensors *t, float *work,
@@ -147,7 +147,7 @@ static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_
     const lc_attn_relpos *rel = t->rel;
     const lc_attn_shape longest = longest_rel_class(s, stride);
     const int rows = longest.M + longest.T; /* >= every class's key count */
-    float *class_lse = work + lc_attn_full_workspace(&longest, NULL);
+    float *class_lse = work + lc_attn_full_workspace_tiled(&longest);
     float *r_rows = class_lse + (size_t)longest.B * longest.H * longest.T, *dr_rows = r_rows + (size_t)rows * HD;
     float *du = dr_rows + (size_t)rows * HD, *dv = du + HD;
     if (backward) {
@@ -182,7 +182,7 @@ static void strided_rel_by_classes(const lc_attn_shape *s, int stride, const lc_
             }
             for (int i = 0; i < HD; i++) rel->du[i] += du[i], rel->dv[i] += dv[i];
         } else {
-            lc_attn_full_forward(&c, NULL, &ct, work);
+            lc_attn_full_forward_tiled(&c, &ct, work);
             for (int bh = 0; bh < s->B * s->H; bh++) {
                 float *lse = t->lse + (size_t)bh * s->T + t0;
                 for (int i = 0; i < c.T; i++) lse[(long)i * stride] = class_lse[(size_t)bh * c.T + i];
@@ -196,7 +196,7 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
                                int backward) {
     const int S = s->M + s->T;
     const lc_attn_shape longest = longest_class(s, stride);
-    float *class_lse = work + lc_attn_full_workspace(&longest, NULL);
+    float *class_lse = work + lc_attn_full_workspace_tiled(&longest);
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->H; h++)
             for (int r = 0; r < stride && r < S; r++) {
@@ -209,7 +209,7 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
                     for (int i = 0; i < c.T; i++) class_lse[i] = lse[(long)i * stride];
                     lc_attn_full_backward(&c, NULL, &ct, work);
                 } else {
-                    lc_attn_full_forward(&c, NULL, &ct, work);
+                    lc_attn_full_forward_tiled(&c, &ct, work);
                     for (int i = 0; i < c.T; i++) lse[(long)i * stride] = class_lse[i];
                 }
             }
@@ -220,7 +220,7 @@ static void strided_by_classes(const lc_attn_shape *s, int stride, const lc_attn
 static size_t strided_plain_workspace(const lc_attn_shape *s, int stride) {
     if (!uses_tiles(s, stride)) return lc_attn_progression_workspace(s);
     const lc_attn_shape longest = longest_class(s, stride);
-    return lc_attn_full_workspace(&longest, NULL) + (size_t)longest.T;
+    return lc_attn_full_workspace_tiled(&longest) + (size_t)longest.T;
 }
 
 /* With shape.relpos the calls may still pass rel = NULL (plain passes), so the workspace covers both. */

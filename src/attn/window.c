@@ -136,7 +136,7 @@ static size_t class_workspace(const lc_attn_shape *s, const lc_attn_window_opts 
         if (h > 0 && d == lc_attn_window_dilation(o, h - 1)) continue;
         for (int c = 0; c < d; c++) {
             const win_class k = class_of(s, o->w, d, c);
-            const size_t need = lc_attn_full_workspace(&k.s, NULL);
+            const size_t need = lc_attn_full_workspace_tiled(&k.s);
             most = need > most ? need : most;
         }
     }
@@ -154,7 +154,7 @@ static size_t rel_scratch(const lc_attn_shape *s) {
 static size_t band_workspace(const lc_attn_shape *s, const lc_attn_window_opts *o, int nthreads) {
     if (all_undilated(s, o)) {
         const lc_attn_shape u = undilated_shape(s, o);
-        return lc_attn_full_workspace(&u, NULL);
+        return lc_attn_full_workspace_tiled(&u);
     }
     return class_workspace(s, o, nthreads) + lc_round16((size_t)s->T) + rel_scratch(s);
 }
@@ -190,7 +190,7 @@ static void band_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, cons
         if (backward)
             lc_attn_full_backward(&u, NULL, t, work);
         else
-            lc_attn_full_forward(&u, NULL, t, work);
+            lc_attn_full_forward_tiled(&u, t, work);
         return;
     }
     const int nthreads = lc_attn_threads(s);
@@ -220,7 +220,7 @@ static void band_pass(const lc_attn_shape *s, const lc_attn_window_opts *o, cons
                     lc_attn_full_backward(&k.s, NULL, &ct, work);
                     if (rel) add_class_rel_grads(rel, &crel, s->H, s->D, h, d, k.n);
                 } else {
-                    lc_attn_full_forward(&k.s, NULL, &ct, work);
+                    lc_attn_full_forward_tiled(&k.s, &ct, work);
                     for (int i = 0; i < k.s.T; i++) row_lse[k.first_query + (long)i * d] = scratch[i];
                 }
             }
