@@ -4,7 +4,9 @@
  * when the max grows, and saves only the row log-sum-exp for the backward pass (full_backward.c).
  * Score tiles are computed transposed (k q^T: one key per row, queries along the vector lanes), so the
  * query tile is transposed once per task and the per-query max and sum are plain vector operations.
- * No T x S matrix exists anywhere; tiles live in a per-thread slice of the caller's workspace.
+ * No T x S matrix exists in these passes; tiles live in a per-thread slice of the caller's workspace. The
+ * exception is evaluation against a long memory (at most 256 queries, S >= 4T: full_eval.c), whose dense
+ * products keep two T x S matrices per thread.
  * A window skips the key tiles before the band; relative positions (full_rel.h) add one tile product per
  * key tile and a gather. */
 #include <assert.h>
