@@ -79,6 +79,10 @@ check "finetune --precision bf16" -- "${ft[@]}" --init "$tmp/pre.st" --precision
 check "bf16 recorded" -- grep -aq '"precision":"bf16"' "$tmp/bf.st.last"
 check "pretrain --precision bf16" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 \
     --precision bf16 --out "$tmp/prebf.st"
+expect 2 "hibert finetune: --lr-scale: 'sent.=2@0' is not PREFIX=F" -- "${ft[@]}" --lr-scale sent.=2@0 --out "$tmp/x.st"
+check "finetune --lr-scale (sentence encoder frozen 1 step, then at a tenth)" -- "${ft[@]}" --init "$tmp/pre.st" \
+    --lr-scale "sent.=0@1,sent.blocks.=0.1" --steps 2 --eval-every 2 --out "$tmp/ls.st"
+check "--lr-scale recorded for --resume" -- grep -aq '"train.lr_scale":"sent.=0@1,sent.blocks.=0.1"' "$tmp/ls.st.last"
 check "summarize with a bf16 checkpoint" -- "$bin" summarize --ckpt "$tmp/bf.st" --sentences 2 --threads 1 "$tmp/a.txt"
 check "summarize" -- "$bin" summarize --ckpt "$tmp/ft.st" --sentences 2 --threads 1 "$tmp/a.txt"
 keep sum

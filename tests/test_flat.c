@@ -83,11 +83,15 @@ TEST(train_options_by_name) {
         CHECK(lc_train_options_get_str(o, key, buf, sizeof buf) == LC_OK, "get %s", key);
         CHECK(lc_train_options_set_str(o, key, buf) == LC_OK, "set %s back: %s", key, lc_last_error());
     }
-    CHECK(n == 15, "15 options, got %d", n);
+    CHECK(n == 16, "16 options, got %d", n);
     CHECK(memcmp(o, &d, sizeof d) == 0, "reading and writing every option back changes nothing");
     CHECK(lc_train_options_set_str(o, "--min-lr", "1e-5") == LC_OK && o->min_lr == 1e-5f, "CLI spelling");
     CHECK(lc_train_options_set_str(o, "seed", "18446744073709551615") == LC_OK && o->seed == UINT64_MAX, "u64 seed");
     CHECK(lc_train_options_set_str(o, "seed", "-1") == LC_ERR_ARG, "negative seed");
+    CHECK(lc_train_options_set_str(o, "lr-scale", "sent.=0@10,head.=2") == LC_OK && !strcmp(o->lr_scale, "sent.=0@10,head.=2"),
+          "lr_scale: %s", lc_last_error());
+    CHECK(lc_train_options_set_str(o, "lr_scale", "sent.=-1") == LC_ERR_ARG && strstr(lc_last_error(), "lr_scale") &&
+              !strcmp(o->lr_scale, "sent.=0@10,head.=2"), "a bad lr_scale is refused and leaves the field: %s", lc_last_error());
     CHECK(lc_train_options_set_str(o, "steps", "100000000000") == LC_OK && o->steps == 100000000000L, "long");
     CHECK(lc_train_options_set_str(o, "hook", "1") == LC_ERR_ARG && strstr(lc_last_error(), "warmup"),
           "unknown option lists the known: %s", lc_last_error());

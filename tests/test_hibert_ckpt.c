@@ -71,6 +71,7 @@ TEST(round_trip_is_bit_exact) {
     if (!m) return;
     lc_train_options o;
     options(&o);
+    snprintf(o.lr_scale, sizeof o.lr_scale, "sent.=0.5@4,head.=2");
     train(m, &o, 3);
     const lc_hibert_run r = run_record(&o);
     char path[300];
@@ -86,7 +87,7 @@ TEST(round_trip_is_bit_exact) {
     CHECK(lc_hibert_steps_done(l) == 3, "step %ld", lc_hibert_steps_done(l));
     CHECK(back.stage == r.stage && back.limits.max_bytes == 128 && back.best == r.best && back.best_step == 4 &&
               back.data_hash == r.data_hash && strcmp(back.data, r.data) == 0 && back.opts.lr == o.lr &&
-              back.opts.steps == o.steps && back.opts.seed == o.seed, "run record");
+              strcmp(back.opts.lr_scale, o.lr_scale) == 0 && back.opts.steps == o.steps && back.opts.seed == o.seed, "run record");
     CHECK(same_floats(l->params, m->params, m->ptab.total) && same_floats(l->adam_m, m->adam_m, m->ptab.total) &&
               same_floats(l->adam_v, m->adam_v, m->ptab.total), "tensors");
     const lc_hibert_batch b = batch();
@@ -122,6 +123,49 @@ TEST(resume_continues_bit_identically) {
           "resumed parameters differ from the uninterrupted run's");
     lc_hibert_free(a);
     lc_hibert_free(b);
+}
+
+/* --lr-scale: a factor 0 freezes the tensors it names until its steps pass, the others train; a bad
+ * spec is refused before anything changes. */
+TEST(lr_scale_freezes_named_tensors) {
+    lc_hibert *m = make(16), *ref = make(16);
+    if (!m || !ref) { lc_hibert_free(m); lc_hibert_free(ref); return; }
+    lc_train_options o;
+    options(&o);
+    snprintf(o.lr_scale, sizeof o.lr_scale, "sent.=0@2,sent.wte=0");
+    train(m, &o, 2);
+    int sent_same = 1, sent_n = 0, other_moved = 0;
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *sl = &m->ptab.slots[t->slot];
+        const int same = same_floats(m->params + sl->offset, ref->params + sl->offset, sl->count);
+        if (strncmp(t->name, "sent.", 5) == 0) sent_same &= same, sent_n++;
+        else other_moved |= !same;
+    }
+    CHECK(sent_n > 3 && sent_same, "the sentence encoder's %d tensors did not stay frozen for 2 steps", sent_n);
+    CHECK(other_moved, "the document encoder and the head did not train");
+    train(m, &o, 4);
+    int wte = -1, moved_after = 0;
+    for (int i = 0; i < m->tensors.n; i++)
+        if (strcmp(m->tensors.t[i].name, "sent.wte") == 0) wte = i;
+    for (int i = 0; i < m->tensors.n; i++) {
+        const lc_tensor *t = &m->tensors.t[i];
+        if (!lc_tensor_is_param(t) || strncmp(t->name, "sent.", 5) != 0) continue;
+        const lc_slot *sl = &m->ptab.slots[t->slot];
+        const int same = same_floats(m->params + sl->offset, ref->params + sl->offset, sl->count);
+        if (i == wte) CHECK(same, "sent.wte (its own rule, no @STEPS) moved");
+        else moved_after |= !same;
+    }
+    CHECK(wte >= 0 && moved_after, "the sentence encoder did not train after step 2");
+    const long step = lc_hibert_steps_done(m);
+    snprintf(o.lr_scale, sizeof o.lr_scale, "sent.=x");
+    const lc_hibert_batch b = batch();
+    CHECK(lc_hibert_step(m, &o, &b, labels, NULL) == LC_ERR_ARG && strstr(lc_last_error(), "'sent.=x'"),
+          "a bad spec: %s", lc_last_error());
+    CHECK(lc_hibert_steps_done(m) == step, "a refused step advanced the model");
+    lc_hibert_free(m);
+    lc_hibert_free(ref);
 }
 
 TEST(init_copies_weights_only) {
@@ -231,6 +275,7 @@ int main(void) {
     lc_set_threads(1);
     RUN(round_trip_is_bit_exact);
     RUN(resume_continues_bit_identically);
+    RUN(lr_scale_freezes_named_tensors);
     RUN(init_copies_weights_only);
     RUN(damaged_and_other_kinds_are_refused);
     RUN(docs_list_every_key);

@@ -82,6 +82,29 @@ static lc_train_options tiny_options(long steps) {
     return o;
 }
 
+/* lc_train_options.lr_scale: the rules' syntax, the longest prefix in force deciding, @STEPS expiring. */
+TEST(lr_scale_rules) {
+    static const char *bad[] = {"a", "a=", "=1", "a=1,", ",a=1", "a=1,,b=2", "a=-1", "a=1001", "a=1@0", "a=1@",
+                                "a=1@x", "a@b=1", "a=1x", "a=nan", "a=inf", "a=1@2@3", "a=1 "};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(lc_lr_scale_check(bad[i]) == LC_ERR_ARG && strstr(lc_last_error(), "lr-scale"), "'%s' accepted", bad[i]);
+    CHECK(lc_lr_scale_check("") == LC_OK && lc_lr_scale_check("blocks.=0.5") == LC_OK &&
+              lc_lr_scale_check("sent.=0@200,sent.wte=0.1,head.=10") == LC_OK && lc_lr_scale_check("x=1e-2") == LC_OK,
+          "good specs refused: %s", lc_last_error());
+    char long_spec[LC_LR_SCALE_CHARS + 8];
+    memset(long_spec, 'a', sizeof long_spec - 3);
+    memcpy(long_spec + sizeof long_spec - 3, "=1", 3);
+    CHECK(lc_lr_scale_check(long_spec) == LC_ERR_ARG, "a spec longer than the options field was accepted");
+    const char *spec = "sent.=0@200,sent.wte=0.1,head.=10";
+    CHECK(lc_lr_scale_factor(spec, "doc.proj.weight", 0) == 1, "no rule: factor 1");
+    CHECK(lc_lr_scale_factor(spec, "sent.blocks.0.ln1.weight", 199) == 0, "sent. frozen before step 200");
+    CHECK(lc_lr_scale_factor(spec, "sent.blocks.0.ln1.weight", 200) == 1, "sent. free from step 200");
+    CHECK(fabs(lc_lr_scale_factor(spec, "sent.wte", 5) - 0.1) < 1e-12, "the longest prefix decides");
+    CHECK(fabs(lc_lr_scale_factor(spec, "sent.wte", 500) - 0.1) < 1e-12, "a rule without @ holds at every step");
+    CHECK(lc_lr_scale_factor(spec, "head.weight", 3) == 10 && lc_lr_scale_factor("", "head.weight", 3) == 1, "head");
+    CHECK(lc_lr_scale_factor(spec, "sent", 3) == 1, "a name shorter than the prefix does not match");
+}
+
 TEST(loss_goes_down) {
     lc_corpus c;
     if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
@@ -216,8 +239,26 @@ TEST(train_step_matches_train) {
     float before = b->params[0];
     CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, NULL) == LC_ERR_ARG, "no scored target is refused");
     CHECK(b->step == o.steps && b->params[0] == before, "a refused step changes nothing");
-    o.lr = 0;
     tgt[5] = 1;
+    snprintf(o.lr_scale, sizeof o.lr_scale, "wte=0");
+    lc_model_zero_grad(a); /* a: b's state before a frozen-embedding step */
+    memcpy(a->params, b->params, sizeof(float) * b->ptab.total);
+    CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, NULL) == LC_OK, "%s", lc_last_error());
+    int wte_same = 0, others_moved = 0;
+    for (int i = 0; i < b->tensors.n; i++) {
+        const lc_tensor *t = &b->tensors.t[i];
+        if (!lc_tensor_is_param(t)) continue;
+        const lc_slot *sl = &b->ptab.slots[t->slot];
+        const int same = !memcmp(a->params + sl->offset, b->params + sl->offset, sizeof(float) * sl->count);
+        if (strcmp(t->name, "wte") == 0) wte_same = same;
+        else others_moved |= !same;
+    }
+    CHECK(wte_same && others_moved, "lr-scale wte=0: the embedding %s, the rest %s", wte_same ? "held" : "moved",
+          others_moved ? "trained" : "did not train");
+    snprintf(o.lr_scale, sizeof o.lr_scale, "wte");
+    CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, NULL) == LC_ERR_ARG, "a bad lr-scale is refused");
+    o.lr_scale[0] = 0;
+    o.lr = 0;
     CHECK(lc_train_step(b, &o, tok, tgt, 4, 32, NULL) == LC_ERR_ARG, "lr 0 is refused");
     lc_model_free(a);
     lc_model_free(b);
@@ -455,6 +496,7 @@ int main(void) {
     RUN(splits);
     RUN(streams_are_contiguous);
     RUN(schedule);
+    RUN(lr_scale_rules);
     RUN(loss_goes_down);
     RUN(resume_is_bit_identical);
     RUN(train_step_matches_train);

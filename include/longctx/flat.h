@@ -51,7 +51,8 @@ lc_status lc_config_get_str(const lc_config *cfg, const char *key, char *buf, si
 lc_train_options *lc_train_options_new(void);
 void lc_train_options_free(lc_train_options *o);
 /* The settable fields: "steps", "stop_after", "batch", "grad_accum", "lr", "min_lr", "warmup",
- * "weight_decay", "beta1", "beta2", "eps", "clip", "eval_every", "eval_bytes", "seed"; NULL past the end. */
+ * "weight_decay", "beta1", "beta2", "eps", "clip", "eval_every", "eval_bytes", "seed", "lr_scale" (a string:
+ * lc_lr_scale_check); NULL past the end. */
 const char *lc_train_options_key(int i, lc_value_kind *kind);
 /* As lc_config_set_str / lc_config_get_str (CLI spellings like "--min-lr" accepted). Values are not
  * range-checked here: lc_train and lc_train_step refuse bad ones. */

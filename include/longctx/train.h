@@ -14,6 +14,7 @@ extern "C" {
 /* ---------------------------------------------------------------- training */
 /* Characters of a recorded data path, terminator included. */
 #define LC_DATA_PATH_CHARS 4096
+#define LC_LR_SCALE_CHARS 256 /* lc_train_options.lr_scale, with its terminating NUL */
 /* The training data a checkpoint was trained on (recorded in it; docs/checkpoint.md, data.*): path "" =
  * not recorded (checkpoints from before the record, or a path that is not UTF-8). */
 typedef struct {
@@ -40,6 +41,10 @@ typedef struct {
     float weight_decay;   /* AdamW decoupled decay on matrices */
     float beta1, beta2, eps;
     float clip;           /* global gradient-norm clip (0: off) */
+    char lr_scale[LC_LR_SCALE_CHARS]; /* per-tensor learning-rate factors, "PREFIX=F[@STEPS],..." ("": none):
+                                       * parameters whose checkpoint names start with PREFIX train at F times
+                                       * the schedule's rate (for the first STEPS steps only, if given); the
+                                       * longest matching prefix decides; F = 0 freezes them */
     long eval_every;      /* steps between validation passes (0: only at the end) */
     long eval_bytes;      /* bytes of the validation split used by periodic passes (0: all) */
     uint64_t seed;
@@ -135,6 +140,13 @@ typedef void (*lc_progress_fn)(const lc_progress *p, void *user);
 /* Learning rate at step (0-based): linear warm-up to lr over o->warmup steps, cosine decay to
  * min_lr at o->steps. */
 double lc_learning_rate(const lc_train_options *o, long step);
+/* The factor o->lr_scale gives the parameter tensor `name` at step (0-based): F of the longest prefix of
+ * name among its rules whose STEPS have not passed, else 1. The spec must have passed
+ * lc_lr_scale_check (lc_train and the models' update steps check it). */
+double lc_lr_scale_factor(const char *spec, const char *name, long step);
+/* LC_OK when spec is "" or rules "PREFIX=F[@STEPS]" joined by commas: PREFIX non-empty, without '=', ','
+ * or '@'; F a number in [0, 1000]; STEPS an integer >= 1; else LC_ERR_ARG naming the rule at fault. */
+lc_status lc_lr_scale_check(const char *spec);
 
 /* Train from the model's current step (0 for a new model, the saved step after lc_checkpoint_load)
  * to o->steps (or stop_after steps from here), reporting every step to fn. Periodic validation uses

@@ -349,5 +349,6 @@ int lc_cmd_train_classify(int argc, char **argv) {
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!a.data) { lc_cli_error("train --task classify: --data is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
+    if ((rc = lc_optim_flags_apply("train --task classify", &a.o)) >= 0) return rc;
     return train_run(&a, opts, n);
 }

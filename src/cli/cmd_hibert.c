@@ -469,6 +469,7 @@ int lc_cmd_hibert(int argc, char **argv) {
     const char *cmd = a.finetune ? "hibert finetune" : "hibert pretrain";
     int rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
     if (rc < 0) rc = apply_strings(&a);
+    if (rc < 0) rc = lc_optim_flags_apply(cmd, &a.o);
     if (rc < 0) rc = run(&a, opts, n);
     free(rest);
     return rc;

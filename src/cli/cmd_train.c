@@ -449,6 +449,7 @@ int lc_cmd_train(int argc, char **argv) {
         lc_cli_error("train: --task must be classify, got '%s'", a.task);
         rc = LC_EXIT_USAGE;
     }
+    if (rc < 0) rc = lc_optim_flags_apply("train", &a.o);
     if (rc < 0) rc = run(&a, opts, n);
     if (!readiness_shared) all_ready(rc);
     lc_dist_finalize();

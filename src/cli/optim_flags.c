@@ -1,8 +1,11 @@
 /* The optimizer's flags of the training commands (optim_flags.h): one table, with help lines that name the
  * defaults each command set, so train and train --task classify describe them alike. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/optim_flags.h"
+
+static const char *lr_scale_arg; /* --lr-scale as given (one command runs per process) */
 
 int lc_optim_flags_add(lc_train_options *o, lc_opt *opts, int n) {
     static char help[LC_OPTIM_FLAG_COUNT][96]; /* one command runs per process */
@@ -17,7 +20,20 @@ int lc_optim_flags_add(lc_train_options *o, lc_opt *opts, int n) {
         {"--warmup", OPT_LONG, &o->warmup, 0, 1e12, help[2], 0},
         {"--weight-decay", OPT_FLOAT, &o->weight_decay, 0, 10, help[3], 0},
         {"--clip", OPT_FLOAT, &o->clip, 0, 1e9, help[4], 0},
+        {"--lr-scale", OPT_STR, &lr_scale_arg, 0, 0,
+         "PREFIX=F[@STEPS],...: parameters named PREFIX* train at F x the rate (for their first STEPS steps; F 0: frozen)", 0},
     };
     for (int i = 0; i < LC_OPTIM_FLAG_COUNT; i++) opts[n + i] = add[i];
     return n + LC_OPTIM_FLAG_COUNT;
+}
+
+int lc_optim_flags_apply(const char *cmd, lc_train_options *o) {
+    if (!lr_scale_arg) return -1;
+    lc_status st = lc_lr_scale_check(lr_scale_arg);
+    if (st) {
+        lc_cli_error("%s: --%s", cmd, lc_last_error());
+        return LC_EXIT_USAGE;
+    }
+    strcpy(o->lr_scale, lr_scale_arg);
+    return -1;
 }

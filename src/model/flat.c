@@ -16,7 +16,7 @@
 #include "model/lm.h"
 
 /* ---------------------------------------------------------------- named fields */
-typedef enum { F_INT, F_LONG, F_U64, F_FLOAT, F_BOOL, F_SPEC, F_NORM, F_ACT, F_MODEL, F_OBJ, F_PREC } field_type;
+typedef enum { F_INT, F_LONG, F_U64, F_FLOAT, F_BOOL, F_SPEC, F_LR_SCALE, F_NORM, F_ACT, F_MODEL, F_OBJ, F_PREC } field_type;
 
 typedef struct {
     const char *name;  /* the struct field */
@@ -41,7 +41,7 @@ static const field option_fields[] = {
     OPT(steps, F_LONG),   OPT(stop_after, F_LONG), OPT(batch, F_INT),        OPT(grad_accum, F_INT),
     OPT(lr, F_FLOAT),     OPT(min_lr, F_FLOAT),    OPT(warmup, F_LONG),      OPT(weight_decay, F_FLOAT),
     OPT(beta1, F_FLOAT),  OPT(beta2, F_FLOAT),     OPT(eps, F_FLOAT),        OPT(clip, F_FLOAT),
-    OPT(eval_every, F_LONG), OPT(eval_bytes, F_LONG), OPT(seed, F_U64),
+    OPT(eval_every, F_LONG), OPT(eval_bytes, F_LONG), OPT(seed, F_U64),     OPT(lr_scale, F_LR_SCALE),
 };
 #define N_CONFIG (int)(sizeof config_fields / sizeof config_fields[0])
 #define N_OPTIONS (int)(sizeof option_fields / sizeof option_fields[0])
@@ -143,6 +143,16 @@ static lc_status set_field(void *base, const field *f, const char *what, const c
             return lc_fail(LC_ERR_ARG, "%s %s: longer than %d characters", what, key, LC_ATTN_SPEC_CHARS - 1);
         strcpy(p, value);
         return LC_OK;
+    case F_LR_SCALE: {
+        lc_status st = lc_lr_scale_check(value);
+        if (st) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", lc_last_error()); /* lc_fail rewrites the message it would read */
+            return lc_fail(st, "%s %s: %s", what, key, why);
+        }
+        strcpy(p, value);
+        return LC_OK;
+    }
     default: {
         const char *const *names = enum_names(f->type);
         for (int i = 0; i < 2; i++)
@@ -162,7 +172,8 @@ static lc_status get_field(const void *base, const field *f, const char *key, ch
     case F_U64: n = snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)p); break;
     case F_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)p); break;
     case F_BOOL: n = snprintf(buf, cap, "%d", invert ? !*(const int *)p : *(const int *)p != 0); break;
-    case F_SPEC: n = snprintf(buf, cap, "%s", p); break;
+    case F_SPEC:
+    case F_LR_SCALE: n = snprintf(buf, cap, "%s", p); break;
     default: {
         int v = *(const int *)p;
         n = snprintf(buf, cap, "%s", v == 0 || v == 1 ? enum_names(f->type)[v] : "?");

@@ -1,7 +1,7 @@
 /* What a model laid out by a tensor list (the hierarchical model, the classifier) does with it: bind its
  * pointers to the buffers, find a tensor's numbers, and one optimisation step (the mean loss and the
  * gradient norm checked, clipping by the global norm, AdamW per parameter tensor with weight decay where
- * the list says). */
+ * the list says, at the schedule's rate times the tensor's lc_lr_scale_factor). */
 #include <math.h>
 
 #include "kernels/kernels.h"
@@ -12,6 +12,8 @@ lc_status lc_tensors_update(const lc_tensor_list *l, const lc_tensor_buffers *b,
     float *params = *b->params, *grads = *b->grads, *am = *b->adam_m, *av = *b->adam_v;
     const size_t total = b->ptab->total;
     const double mean = sum / (double)n, norm = sqrt(lc_sum_squares(grads, total));
+    lc_status st = lc_lr_scale_check(o->lr_scale);
+    if (st) return st;
     if (!isfinite(mean) || !isfinite(norm))
         return lc_fail(LC_ERR_NUMERIC, "training diverged at step %ld: %s is not finite (try a lower --lr)",
                        *step + 1, isfinite(mean) ? "gradient norm" : "loss");
@@ -21,7 +23,8 @@ lc_status lc_tensors_update(const lc_tensor_list *l, const lc_tensor_buffers *b,
         const lc_tensor *t = &l->t[i];
         if (!lc_tensor_is_param(t)) continue;
         const lc_slot *s = &b->ptab->slots[t->slot];
-        lc_adamw_update(params + s->offset, grads + s->offset, am + s->offset, av + s->offset, s->count, lr,
+        const float tensor_lr = lr * (float)lc_lr_scale_factor(o->lr_scale, t->name, *step);
+        lc_adamw_update(params + s->offset, grads + s->offset, am + s->offset, av + s->offset, s->count, tensor_lr,
                         o->beta1, o->beta2, o->eps, t->decay ? o->weight_decay : 0.0f, (int)(*step + 1));
     }
     (*step)++;

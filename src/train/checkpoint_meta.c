@@ -78,6 +78,7 @@ static const meta_key train_keys[] = {
     LONG("train.eval_bytes", OPT(eval_bytes), 0, 1LL << 50, REQUIRED),
     U64("train.seed", OPT(seed), REQUIRED),
     INT("train.ranks", OPT(ranks), 0, 1 << 24, 0), /* processes that trained together (absent: 1) */
+    {"train.lr_scale", T_STRING, OPT(lr_scale), 0, LC_LR_SCALE_CHARS, 0, 0, 0, NULL, 0}, /* absent: "" */
 };
 
 /* The language model's data record (one byte file). */
@@ -140,10 +141,11 @@ void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_
         for (int i = 0; i < parts[p].n; i++) {
             const meta_key *k = &parts[p].keys[i];
             if (skip && skip(k, base, 1)) continue;
+            const void *at = (const char *)base + parts[p].at + k->at;
+            if (k->type == T_STRING && !k->text && !*(const char *)at) continue; /* "" with no default: absent */
             if (out->n == LC_CKPT_META_MAX) break; /* asserted by the tables' tests */
             char *v = out->values[out->n];
             const size_t cap = sizeof out->values[0];
-            const void *at = (const char *)base + parts[p].at + k->at;
             switch (k->type) {
             case T_CONST: snprintf(v, cap, "%s", k->text); break;
             case T_CHOICE: choice_name(k->text, *(const int *)at - (int)k->lo, v, cap); break;

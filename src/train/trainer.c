@@ -43,6 +43,7 @@ double lc_learning_rate(const lc_train_options *o, long step) {
 
 static lc_status check_options(const lc_model *m, const lc_train_options *o) {
     lc_status st = lc_adamw_options_check(o);
+    if (!st) st = lc_lr_scale_check(o->lr_scale);
     if (st) return st;
     if (o->stop_after < 0) return lc_fail(LC_ERR_ARG, "stop-after must be >= 0, got %ld", o->stop_after);
     if (o->batch < 1 || o->batch > m->max_B)
@@ -75,8 +76,9 @@ static double optimizer_step(lc_model *m, const lc_train_options *o, long step, 
         if (!lc_tensor_is_param(t)) continue;
         const lc_slot *s = &m->ptab.slots[t->slot];
         const float wd = t->decay ? o->weight_decay : 0.0f;
+        const float tensor_lr = lr * (float)lc_lr_scale_factor(o->lr_scale, t->name, step);
         lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
-                        s->count, lr, o->beta1, o->beta2, o->eps, wd, (int)(step + 1));
+                        s->count, tensor_lr, o->beta1, o->beta2, o->eps, wd, (int)(step + 1));
     }
     return norm;
 }
@@ -201,6 +203,7 @@ lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *token
                         double *loss) {
     lc_clear_error();
     lc_status st = lc_adamw_options_check(o);
+    if (!st) st = lc_lr_scale_check(o->lr_scale);
     if (st) return st;
     if (!tokens || !targets) return lc_fail(LC_ERR_ARG, "train step: tokens and targets are required");
     lc_model_zero_grad(m);
