@@ -103,6 +103,8 @@ TEST(lr_scale_rules) {
     CHECK(fabs(lc_lr_scale_factor(spec, "sent.wte", 500) - 0.1) < 1e-12, "a rule without @ holds at every step");
     CHECK(lc_lr_scale_factor(spec, "head.weight", 3) == 10 && lc_lr_scale_factor("", "head.weight", 3) == 1, "head");
     CHECK(lc_lr_scale_factor(spec, "sent", 3) == 1, "a name shorter than the prefix does not match");
+    CHECK(lc_lr_scale_factor("doc.=0@20,doc.=0.5", "doc.proj.weight", 19) == 0 &&
+              lc_lr_scale_factor("doc.=0@20,doc.=0.5", "doc.proj.weight", 20) == 0.5, "equal prefixes: the first in force");
 }
 
 TEST(loss_goes_down) {

@@ -44,7 +44,8 @@ typedef struct {
     char lr_scale[LC_LR_SCALE_CHARS]; /* per-tensor learning-rate factors, "PREFIX=F[@STEPS],..." ("": none):
                                        * parameters whose checkpoint names start with PREFIX train at F times
                                        * the schedule's rate (for the first STEPS steps only, if given); the
-                                       * longest matching prefix decides; F = 0 freezes them */
+                                       * longest matching prefix in force decides (the first of equal ones);
+                                       * F = 0 freezes them */
     long eval_every;      /* steps between validation passes (0: only at the end) */
     long eval_bytes;      /* bytes of the validation split used by periodic passes (0: all) */
     uint64_t seed;

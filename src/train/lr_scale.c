@@ -1,8 +1,9 @@
 /* Per-tensor learning-rate factors (lc_train_options.lr_scale, the CLI's --lr-scale): rules
  * "PREFIX=F[@STEPS]" joined by commas. A parameter tensor whose checkpoint name starts with PREFIX trains
  * at F times the schedule's rate, for its first STEPS optimizer steps only when @STEPS is given; the
- * longest matching prefix among the rules still in force decides. This is how a fine-tuning run gives a
- * pre-trained encoder a lower rate than a new head, or freezes it (F = 0) for its first steps. */
+ * longest matching prefix among the rules still in force decides (the first of equally long ones). This
+ * is how a fine-tuning run gives a pre-trained encoder a lower rate than a new head, or freezes it (F = 0)
+ * for its first steps. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
