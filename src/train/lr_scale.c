@@ -5,7 +5,6 @@
  * is how a fine-tuning run gives a pre-trained encoder a lower rate than a new head, or freezes it (F = 0)
  * for its first steps. */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
