@@ -2,7 +2,10 @@
 accuracy on ListOps and Text (with steps, examples seen and wall time: the budget each run had), training
 steps/s and peak memory at 1K, 2K, 3K, 4K tokens relative to full attention measured side by side, and the
 published LRA rows (Tay et al. 2020, ../shared/REFERENCE.md) beside them. Plain python3.
-usage: python3 bench/lra_table.py ROWS.jsonl [MORE.jsonl ...]"""
+Rows are grouped by the lines' "name"; with --by-spec they are grouped by the attention spec instead, and
+of several lines for the same spec and task (or spec and length) the last one read wins: list the files
+oldest first, and a rerun replaces the row it repeats (the final table of docs/lra.md is made this way).
+usage: python3 bench/lra_table.py [--by-spec] ROWS.jsonl [MORE.jsonl ...]"""
 import json
 import sys
 
@@ -38,8 +41,10 @@ def pct(x):
     return "-" if x is None else f"{100 * x:.2f}"
 
 
-def main(paths):
+def main(paths, by_spec=False):
     rows = [json.loads(line) for p in paths for line in open(p) if line.strip().startswith("{")]
+    if by_spec:  # one row per spec; later lines replace earlier ones (dicts below keep the last)
+        rows = [dict(r, name=r["attn"]) for r in rows]
     names = list(dict.fromkeys(r["name"] for r in rows))
     acc = {(r["name"], r["task"]): r for r in rows if r.get("part") == "accuracy"}
     speed = {(r["name"], r["len"]): r for r in rows if r.get("part") == "speed"}
@@ -62,7 +67,8 @@ def main(paths):
         pub = PUBLISHED.get(COUNTERPART.get(kind_of(spec), ""))
         pub_s = "-" if pub is None else (f"{COUNTERPART[kind_of(spec)]}: {pub[0]:.2f} / {pub[1]:.2f} / "
                                          + ("-" if pub[2] is None else f"{pub[2]}x"))
-        print(f"| {n} (`{spec}`) | {pct(lo and lo['test_accuracy'])} | {pct(tx and tx['test_accuracy'])} | "
+        label = f"`{spec}`" if by_spec else f"{n} (`{spec}`)"
+        print(f"| {label} | {pct(lo and lo['test_accuracy'])} | {pct(tx and tx['test_accuracy'])} | "
               f"{budget(lo)} / {budget(tx)} | {ratio} | {mem} | {pub_s} |")
     absolute = [r for r in rows if r.get("part") == "speed"]
     if absolute:
@@ -75,6 +81,9 @@ def main(paths):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    by_spec = "--by-spec" in args
+    args = [a for a in args if a != "--by-spec"]
+    if not args:
         sys.exit(__doc__)
-    main(sys.argv[1:])
+    main(args, by_spec)

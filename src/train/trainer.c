@@ -69,17 +69,7 @@ static lc_status check_finite_step(long step, double loss, double norm) {
  * Weight decay applies where the tensor list says (model/tensors.c: matrices and embeddings; not biases,
  * LayerNorm parameters, the XL position biases u, v or kinds' parameters). */
 static double optimizer_step(lc_model *m, const lc_train_options *o, long step, double norm) {
-    if (o->clip > 0 && norm > o->clip) lc_scale(m->grads, m->ptab.total, (float)(o->clip / norm));
-    float lr = (float)lc_learning_rate(o, step);
-    for (int i = 0; i < m->tensors.n; i++) { /* decay as the tensor list says (matrices, embeddings) */
-        const lc_tensor *t = &m->tensors.t[i];
-        if (!lc_tensor_is_param(t)) continue;
-        const lc_slot *s = &m->ptab.slots[t->slot];
-        const float wd = t->decay ? o->weight_decay : 0.0f;
-        const float tensor_lr = lr * (float)lc_lr_scale_factor(o->lr_scale, t->name, step);
-        lc_adamw_update(m->params + s->offset, m->grads + s->offset, m->adam_m + s->offset, m->adam_v + s->offset,
-                        s->count, tensor_lr, o->beta1, o->beta2, o->eps, wd, (int)(step + 1));
-    }
+    lc_tensors_adamw(&m->tensors, &m->ptab, (float *[4]){m->params, m->grads, m->adam_m, m->adam_v}, o, step, norm);
     return norm;
 }
 
