@@ -223,6 +223,7 @@ TEST(damaged_and_other_kinds_are_refused) {
     if (!m) return;
     lc_train_options o;
     options(&o);
+    snprintf(o.lr_scale, sizeof o.lr_scale, "head.=2");
     const lc_hibert_run r = run_record(&o);
     char good[300];
     snprintf(good, sizeof good, "%s", tmp_path("good.safetensors"));
@@ -237,6 +238,9 @@ TEST(damaged_and_other_kinds_are_refused) {
     expect_refusal(tmp_path("shape.safetensors"), "shape.safetensors: ");
     edit(good, tmp_path("stage.safetensors"), "\"stage\":\"finetune\"", "\"stage\":\"fine-tun\"");
     expect_refusal(tmp_path("stage.safetensors"), "metadata 'stage' = 'fine-tun' must be");
+    /* a bad --lr-scale spec is refused at load, naming the file, not at the first training step */
+    edit(good, tmp_path("lrs.safetensors"), "\"train.lr_scale\":\"head.=2\"", "\"train.lr_scale\":\"head.=x\"");
+    expect_refusal(tmp_path("lrs.safetensors"), "lrs.safetensors: metadata 'train.lr_scale': lr-scale: 'head.=x'");
     edit(good, tmp_path("name.safetensors"), "\"head.bias\"", "\"head.bise\"");
     expect_refusal(tmp_path("name.safetensors"), "name.safetensors: ");
     /* a language model's checkpoint, and this one read as a language model */

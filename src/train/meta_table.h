@@ -18,7 +18,8 @@ typedef enum {
     T_LONG,   /* long */
     T_U64,    /* uint64_t, any value */
     T_FLOAT,  /* float, finite, within [flo, fhi] (ends excluded per `open`) */
-    T_STRING  /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
+    T_STRING, /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
+    T_LR_SCALE /* a T_STRING holding a --lr-scale spec, refused at load unless lc_lr_scale_check accepts it */
 } meta_type;
 
 /* need: REQUIRED keys must be present; XL_ONLY keys exist for xl language models only; DATA keys are
