@@ -2,6 +2,7 @@
  * binary refused), the sentence rule and its edge cases, documents and the BBC split on the bundled
  * corpus, contained labels, the greedy ROUGE oracle, and ROUGE-1/2/L against hand-computed values and
  * against the fixtures of the independent Python reference (tests/reference/rouge_ref.py). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "harness.h"
 #include "longctx.h"
+#include "summ/summ.h"
 #include "test_files.h"
 
 #define BBC "data/bbc-news-summary"
@@ -337,6 +339,48 @@ static char **fixture_lines(const char *path, char **buf) {
     return lines;
 }
 
+/* idf = ln(N / df) over the texts, ln N for a token in none; the key of a token is its ROUGE token hash. */
+TEST(idf_hand_values) {
+    const char *texts[] = {"A a b", "b C", "b!"};
+    lc_idf idf;
+    CHECK(lc_idf_build(texts, 3, &idf) == LC_OK && idf.n == 3 && idf.n_texts == 3, "build: %d tokens", idf.n);
+    uint64_t key[3];
+    CHECK(lc_rouge_token_hashes("a b c", key) == 3, "three tokens");
+    CHECK(fabs(lc_idf_of(&idf, key[0]) - log(3.0)) < 1e-12, "idf(a) = ln 3");
+    CHECK(fabs(lc_idf_of(&idf, key[1])) < 1e-12, "idf(b) = 0: in every text");
+    CHECK(fabs(lc_idf_of(&idf, key[2]) - log(3.0)) < 1e-12, "idf(c) = ln 3");
+    uint64_t unseen;
+    CHECK(lc_rouge_token_hashes("zebra", &unseen) == 1 && fabs(lc_idf_of(&idf, unseen) - log(3.0)) < 1e-12,
+          "an unseen token gets ln N");
+    lc_idf_free(&idf);
+}
+
+/* LexRank on a star: S0 shares one word with S1 and one with S2 (cosine 1/sqrt(3) > 0.1), S1 and S2 share
+ * none, S3 stands alone. Edges (self included): S0 {0,1,2}, S1 {0,1}, S2 {0,2}, S3 {3}; with damping
+ * 0.85 the stationary distribution solves p3 = 1/4, p1 = p2 = (0.0375 + 0.85 p0 / 3) / 0.575 and
+ * p0 + 2 p1 = 3/4: p = (171, 120, 120, 137) / 548. Every token has idf ln 3 here (one text each). */
+TEST(lexrank_hand_example) {
+    const char *texts[] = {"a b c", "d", "x"};
+    const char *sent[] = {"A b c.", "a.", "B!", "d d."};
+    lc_idf idf;
+    CHECK(lc_idf_build(texts, 3, &idf) == LC_OK, "idf");
+    double p[4];
+    CHECK(lc_lexrank_scores(sent, 4, &idf, 0.1, 0.85, p) == LC_OK, "%s", lc_last_error());
+    const double want[4] = {171.0 / 548, 120.0 / 548, 120.0 / 548, 137.0 / 548};
+    for (int i = 0; i < 4; i++) CHECK(fabs(p[i] - want[i]) < 1e-7, "p[%d] = %.9f, want %.9f", i, p[i], want[i]);
+    /* above the edges' cosine (0.577) every sentence only links to itself: the uniform distribution */
+    CHECK(lc_lexrank_scores(sent, 4, &idf, 0.6, 0.85, p) == LC_OK && fabs(p[0] - 0.25) < 1e-9 && fabs(p[1] - 0.25) < 1e-9,
+          "threshold 0.6: %.9f %.9f", p[0], p[1]);
+    /* a sentence without tokens has no edge, not even to itself, and jumps uniformly: p2 = 0.0375 + 0.85 p2 / 4
+     * = 1/21, and the other three share the rest equally (S0-S1 a symmetric pair, S3 alone): 20/63 each */
+    const char *with_empty[] = {"A b c.", "a.", "--", "d d."};
+    CHECK(lc_lexrank_scores(with_empty, 4, &idf, 0.1, 0.85, p) == LC_OK, "empty sentence");
+    const double want_empty[4] = {20.0 / 63, 20.0 / 63, 1.0 / 21, 20.0 / 63};
+    for (int i = 0; i < 4; i++)
+        CHECK(fabs(p[i] - want_empty[i]) < 1e-7, "with an empty sentence p[%d] = %.9f, want %.9f", i, p[i], want_empty[i]);
+    lc_idf_free(&idf);
+}
+
 TEST(rouge_matches_python_fixture) {
     char *buf;
     char **lines = fixture_lines("tests/fixtures/rouge_cases.tsv", &buf);
@@ -407,6 +451,8 @@ int main(void) {
     RUN(contained_labels_hand_example);
     RUN(greedy_oracle_hand_example);
     RUN(rouge_hand_values);
+    RUN(idf_hand_values);
+    RUN(lexrank_hand_example);
     RUN(rouge_matches_python_fixture);
     RUN(oracle_matches_python_fixture);
     tmpdir_remove();

@@ -92,6 +92,28 @@ typedef enum {
 lc_status lc_summary_labels(const char *const *sent, int n, const char *reference, lc_label_rule rule,
                             uint8_t *labels, int *count);
 
+/* Inverse document frequencies of ROUGE tokens over a collection of texts: idf(w) = ln(N / df(w)) for a
+ * token in df(w) of the N texts, ln N for a token in none. */
+typedef struct {
+    int n_texts;   /* N */
+    int n;         /* distinct tokens */
+    uint64_t *key; /* token hashes, increasing */
+    int *df;       /* texts holding each */
+} lc_idf;
+
+lc_status lc_idf_build(const char *const *texts, int n, lc_idf *out);
+void lc_idf_free(lc_idf *idf);
+double lc_idf_of(const lc_idf *idf, uint64_t key);
+
+/* LexRank with a threshold (Erkan and Radev 2004): the sentences' ROUGE tokens weighted by count x idf,
+ * an edge between two sentences (a sentence and itself included) whose cosine exceeds `threshold`, and
+ * the stationary distribution of a random walk on that graph that follows a uniformly chosen edge with
+ * probability `damping` and jumps to a uniformly chosen sentence otherwise (a sentence without edges
+ * jumps uniformly); power iteration from the uniform distribution until the L1 change is below 1e-8
+ * (at most 1000 rounds). scores[0..n) sum to 1. The paper's setting: threshold 0.1, damping 0.85. */
+lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, double threshold, double damping,
+                            double *scores);
+
 typedef struct {
     double precision, recall, f1; /* fractions in [0, 1] */
 } lc_rouge_prf;

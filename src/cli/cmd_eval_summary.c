@@ -1,20 +1,55 @@
-/* `longctx eval --task summarize`: ROUGE-1/2/L of extractive baseline summaries (lead-3, lead-k, the
- * label oracle) on a split of a BBC News Summary style corpus, averaged over documents, in percent.
+/* `longctx eval --task summarize`: ROUGE-1/2/L of extractive baseline summaries (lead-3, lead-k, LexRank,
+ * the label oracle) on a split of a BBC News Summary style corpus, averaged over documents, in percent.
  * The protocol (sentence rule, split, labels, ROUGE) is in docs/hibert.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/status.h"
 #include "core/timer.h"
 
 int lc_cmd_eval_summary(int argc, char **argv);
 int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json); /* cmd_summarize.c */
 
-typedef enum { METHOD_LEAD3, METHOD_LEADK, METHOD_ORACLE } method;
+typedef enum { METHOD_LEAD3, METHOD_LEADK, METHOD_LEXRANK, METHOD_ORACLE } method;
+
+/* pick[] = the k sentences of highest score, the earlier of two within 1e-12 (LexRank gives sentences in
+ * the same place of the graph the same score up to the last bits of its sums). */
+static void pick_top(const double *score, int n, int k, uint8_t *pick) {
+    memset(pick, 0, (size_t)n);
+    for (int r = 0; r < k && r < n; r++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!pick[i] && (best < 0 || score[i] > score[best] + 1e-12)) best = i;
+        if (best < 0) break;
+        pick[best] = 1;
+    }
+}
+
+/* The idf of the training split of ROOT (LexRank's collection): each document's sentences joined. */
+static lc_status train_idf(const char *root, lc_idf *idf) {
+    lc_doc_list train;
+    lc_status st = lc_doc_list_open(root, LC_PART_TRAIN, &train);
+    if (st) return st;
+    char **texts = calloc((size_t)(train.n ? train.n : 1), sizeof *texts);
+    if (!texts) st = lc_fail(LC_ERR_NOMEM, "eval --task summarize: out of memory");
+    for (int i = 0; i < train.n && !st; i++) {
+        lc_document d;
+        if ((st = lc_document_read(train.article[i], NULL, &d))) break;
+        st = lc_sentences_join((const char *const *)d.sents.sent, d.sents.n, NULL, &texts[i]);
+        lc_document_free(&d);
+    }
+    if (!st) st = lc_idf_build((const char *const *)texts, train.n, idf);
+    for (int i = 0; texts && i < train.n; i++) free(texts[i]);
+    free(texts);
+    lc_doc_list_free(&train);
+    return st;
+}
 
 /* Scores one document: picks the method's sentences, joins them and adds its F1 scores to sum[3]. */
-static lc_status score_document(const lc_document *d, method how, lc_label_rule rule, uint8_t *pick, double sum[3]) {
+static lc_status score_document(const lc_document *d, method how, lc_label_rule rule, const lc_idf *idf,
+                                uint8_t *pick, double sum[3]) {
     const char *const *sent = (const char *const *)d->sents.sent;
     int n = d->sents.n, k;
     lc_status st = lc_summary_labels(sent, n, d->reference, LC_LABELS_CONTAINED, pick, &k);
@@ -22,7 +57,13 @@ static lc_status score_document(const lc_document *d, method how, lc_label_rule 
     if (how == METHOD_ORACLE && rule == LC_LABELS_GREEDY &&
         (st = lc_summary_labels(sent, n, d->reference, LC_LABELS_GREEDY, pick, NULL)))
         return st;
-    if (how != METHOD_ORACLE) {
+    if (how == METHOD_LEXRANK) {
+        double *score = malloc(sizeof *score * (size_t)n);
+        if (!score) return lc_fail(LC_ERR_NOMEM, "eval --task summarize: out of memory");
+        if (!(st = lc_lexrank_scores(sent, n, idf, 0.1, 0.85, score))) pick_top(score, n, k, pick);
+        free(score);
+        if (st) return st;
+    } else if (how != METHOD_ORACLE) {
         int lead = how == METHOD_LEAD3 ? 3 : k;
         for (int i = 0; i < n; i++) pick[i] = i < lead;
     }
@@ -46,7 +87,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
         {"--data", OPT_STR, &data, 0, 0, "ROOT with articles/ and summaries/ (default data/bbc-news-summary)", 0},
         {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (docs/hibert.md)", 0},
-        {"--method", OPT_STR, &method_name, 0, 0, "lead3, leadk (k = sentences in the reference) or oracle", 0},
+        {"--method", OPT_STR, &method_name, 0, 0, "lead3, leadk (k = sentences in the reference), lexrank (top k) or oracle", 0},
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "or a fine-tuned HIBERT checkpoint: its top k sentences (k as leadk)", 0},
         {"--labels", OPT_STR, &labels, 0, 0, "oracle's sentences: contained (default) or greedy (ROUGE oracle)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
@@ -66,14 +107,15 @@ int lc_cmd_eval_summary(int argc, char **argv) {
     }
     method how;
     if (!method_name && !ckpt) {
-        lc_cli_error("eval --task summarize: --method or --ckpt is required (lead3, leadk or oracle)");
+        lc_cli_error("eval --task summarize: --method or --ckpt is required (lead3, leadk, lexrank or oracle)");
         return LC_EXIT_USAGE;
     } else if (!method_name) how = METHOD_LEADK; /* --ckpt */
     else if (strcmp(method_name, "lead3") == 0) how = METHOD_LEAD3;
     else if (strcmp(method_name, "leadk") == 0) how = METHOD_LEADK;
+    else if (strcmp(method_name, "lexrank") == 0) how = METHOD_LEXRANK;
     else if (strcmp(method_name, "oracle") == 0) how = METHOD_ORACLE;
     else {
-        lc_cli_error("eval --task summarize: --method must be lead3, leadk or oracle, got '%s'", method_name);
+        lc_cli_error("eval --task summarize: --method must be lead3, leadk, lexrank or oracle, got '%s'", method_name);
         return LC_EXIT_USAGE;
     }
     lc_label_rule rule;
@@ -108,6 +150,11 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_doc_list_free(&docs);
         return LC_EXIT_RUNTIME;
     }
+    lc_idf idf = {0};
+    if (how == METHOD_LEXRANK && (st = train_idf(data, &idf))) {
+        lc_doc_list_free(&docs);
+        return lc_cli_fail(st);
+    }
     double sum[3] = {0, 0, 0};
     long sentences = 0;
     int latin1 = 0;
@@ -121,12 +168,13 @@ int lc_cmd_eval_summary(int argc, char **argv) {
             lc_doc_list_free(&docs);
             return LC_EXIT_RUNTIME;
         }
-        st = score_document(&d, how, rule, pick, sum);
+        st = score_document(&d, how, rule, &idf, pick, sum);
         sentences += d.sents.n;
         latin1 += d.latin1 != 0;
         free(pick);
         lc_document_free(&d);
     }
+    lc_idf_free(&idf);
     if (st) {
         rc = lc_cli_fail(st);
         lc_doc_list_free(&docs);

@@ -13,7 +13,7 @@ static void usage(FILE *f) {
           "commands:\n"
           "  train    train a model on a byte corpus (default: data/tinyshakespeare.txt)\n"
           "  eval     bits per byte of a checkpoint on a corpus split; --task summarize: ROUGE of\n"
-          "           extractive baselines (lead3, leadk, oracle) on BBC News Summary\n"
+          "           extractive baselines (lead3, leadk, lexrank, oracle) on BBC News Summary\n"
           "  sample   generate text from a checkpoint\n"
           "  bench    benchmarks (train: training tokens/s, xl-eval, attn: attention kinds)\n"
           "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n"

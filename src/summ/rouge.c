@@ -25,6 +25,21 @@ static int tok_equal(const char *a, const char *b, int len) {
     return 1;
 }
 
+int lc_rouge_token_hashes(const char *text, uint64_t *out) {
+    int n = 0;
+    for (const char *p = text; *p;) {
+        if (!is_tok((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *start = p;
+        while (is_tok((unsigned char)*p)) p++;
+        if (out) out[n] = tok_hash(start, (int)(p - start));
+        n++;
+    }
+    return n;
+}
+
 void lc_vocab_free(lc_vocab *v) {
     free(v->start);
     free(v->len);

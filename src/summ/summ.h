@@ -29,6 +29,10 @@ void lc_vocab_free(lc_vocab *v);
  * NULL when *n == 0) holds *n ids. Tokens are compared case-insensitively, so "The" and "the" get one id. */
 lc_status lc_rouge_tokenize(const char *text, lc_vocab *v, int **ids, int *n);
 
+/* The ROUGE tokens of text (runs of [a-z0-9] after mapping A-Z to a-z) as 64-bit hashes of their lower-cased
+ * bytes, in order, into out[] (NULL: only count them); returns how many there are. */
+int lc_rouge_token_hashes(const char *text, uint64_t *out);
+
 /* Sorted n-gram keys (n = 1 or 2) of ids[0..len) with their counts: *keys and *counts (free() both)
  * hold *m distinct n-grams in increasing key order. */
 lc_status lc_ngram_counts(const int *ids, int len, int n, uint64_t **keys, int **counts, int *m);
