@@ -18,8 +18,8 @@ Two more rows explain what the labels reward (docs/hibert.md, "Why the gap"):
   --lexrank      no training: LexRank (Erkan and Radev 2004) with a threshold, as its paper defines it:
                  idf-modified cosine between the document's sentences (idf over the train split's
                  articles), an edge where it exceeds 0.1, PageRank with damping 0.85 on the degree-
-                 normalized graph (power iteration to 1e-8), the earlier of two scores within 1e-12
-                 first: the definition of `longctx eval --task summarize --method lexrank`, implemented
+                 normalized graph (power iteration to 1e-8), scores compared as float32 with the
+                 earlier sentence first on a tie: the definition of `longctx eval --task summarize --method lexrank`, implemented
                  independently (tests/cli_summary_test.sh compares the two); not the implementation
                  behind the issue's 68.7 / 58.5 / 44.2.
 Needs numpy: /usr/bin/python3 bench/summ_surface_baseline.py [--centrality | --frequency | --lexrank] [BBC_ROOT]
@@ -163,18 +163,9 @@ def main():
             k = int(lab.sum())
             score = (frequency_scores(sents) if FREQUENCY else lexrank_scores(sents, idf) if LEXRANK else
                      norm(f) @ w)
-            if LEXRANK:  # as the C: the highest first, the earlier of two within 1e-12
-                top, left = [], list(range(len(score)))
-                for _ in range(min(k, len(score))):
-                    best = left[0]
-                    for i in left[1:]:
-                        if score[i] > score[best] + 1e-12:
-                            best = i
-                    top.append(best)
-                    left.remove(best)
-                top = sorted(top)
-            else:
-                top = sorted(np.argsort(-score, kind="stable")[:k])
+            if LEXRANK:  # as the C (lc_top_k): compared as float32, the earlier sentence first on a tie
+                score = score.astype(np.float32)
+            top = sorted(np.argsort(-score, kind="stable")[:k])
             c, r = tokens(" ".join(sents[j] for j in top)), tokens(ref)
             scores.append((ngram_f1(c, r, 1), ngram_f1(c, r, 2), lcs_f1(c, r)))
         r1, r2, rl = 100 * np.mean(scores, axis=0)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli/hibert_cli.h"
 #include "core/status.h"
 #include "core/timer.h"
 
@@ -13,19 +13,6 @@ int lc_cmd_eval_summary(int argc, char **argv);
 int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json); /* cmd_summarize.c */
 
 typedef enum { METHOD_LEAD3, METHOD_LEADK, METHOD_LEXRANK, METHOD_ORACLE } method;
-
-/* pick[] = the k sentences of highest score, the earlier of two within 1e-12 (LexRank gives sentences in
- * the same place of the graph the same score up to the last bits of its sums). */
-static void pick_top(const double *score, int n, int k, uint8_t *pick) {
-    memset(pick, 0, (size_t)n);
-    for (int r = 0; r < k && r < n; r++) {
-        int best = -1;
-        for (int i = 0; i < n; i++)
-            if (!pick[i] && (best < 0 || score[i] > score[best] + 1e-12)) best = i;
-        if (best < 0) break;
-        pick[best] = 1;
-    }
-}
 
 /* The idf of the training split of ROOT (LexRank's collection): each document's sentences joined. */
 static lc_status train_idf(const char *root, lc_idf *idf) {
@@ -58,10 +45,17 @@ static lc_status score_document(const lc_document *d, method how, lc_label_rule 
         (st = lc_summary_labels(sent, n, d->reference, LC_LABELS_GREEDY, pick, NULL)))
         return st;
     if (how == METHOD_LEXRANK) {
+        /* compared as floats, as HIBERT's scores are (lc_top_k): sentences in the same place of the graph
+         * get the same score up to the last bits of its double sums, and float makes those ties exact */
         double *score = malloc(sizeof *score * (size_t)n);
-        if (!score) return lc_fail(LC_ERR_NOMEM, "eval --task summarize: out of memory");
-        if (!(st = lc_lexrank_scores(sent, n, idf, 0.1, 0.85, score))) pick_top(score, n, k, pick);
+        float *score32 = malloc(sizeof *score32 * (size_t)n);
+        if (!score || !score32) st = lc_fail(LC_ERR_NOMEM, "eval --task summarize: out of memory");
+        else if (!(st = lc_lexrank_scores(sent, n, idf, 0.1, 0.85, score))) {
+            for (int i = 0; i < n; i++) score32[i] = (float)score[i];
+            lc_top_k(score32, n, k, pick);
+        }
         free(score);
+        free(score32);
         if (st) return st;
     } else if (how != METHOD_ORACLE) {
         int lead = how == METHOD_LEAD3 ? 3 : k;
