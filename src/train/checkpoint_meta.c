@@ -78,7 +78,7 @@ static const meta_key train_keys[] = {
     LONG("train.eval_bytes", OPT(eval_bytes), 0, 1LL << 50, REQUIRED),
     U64("train.seed", OPT(seed), REQUIRED),
     INT("train.ranks", OPT(ranks), 0, 1 << 24, 0), /* processes that trained together (absent: 1) */
-    {"train.lr_scale", T_LR_SCALE, OPT(lr_scale), 0, LC_LR_SCALE_CHARS, 0, 0, 0, NULL, 0}, /* absent: "" */
+    {"train.lr_scale", T_STRING, OPT(lr_scale), 0, LC_LR_SCALE_CHARS, 0, 0, 0, NULL, 0, lc_lr_scale_check}, /* absent: "" */
 };
 
 /* The language model's data record (one byte file). */
@@ -142,7 +142,7 @@ void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_
             const meta_key *k = &parts[p].keys[i];
             if (skip && skip(k, base, 1)) continue;
             const void *at = (const char *)base + parts[p].at + k->at;
-            if ((k->type == T_STRING || k->type == T_LR_SCALE) && !k->text && !*(const char *)at) continue; /* "" with no default: absent */
+            if (k->type == T_STRING && !k->text && !*(const char *)at) continue; /* "" with no default: absent */
             if (out->n == LC_CKPT_META_MAX) break; /* asserted by the tables' tests */
             char *v = out->values[out->n];
             const size_t cap = sizeof out->values[0];
@@ -154,8 +154,7 @@ void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_
             case T_LONG: snprintf(v, cap, "%ld", *(const long *)at); break;
             case T_U64: snprintf(v, cap, "%llu", (unsigned long long)*(const uint64_t *)at); break;
             case T_FLOAT: snprintf(v, cap, "%.9g", (double)*(const float *)at); break;
-            case T_STRING:
-            case T_LR_SCALE: snprintf(v, cap, "%s", *(const char *)at || !k->text ? (const char *)at : k->text); break;
+            case T_STRING: snprintf(v, cap, "%s", *(const char *)at || !k->text ? (const char *)at : k->text); break;
             }
             out->items[out->n].key = k->key;
             out->items[out->n].value = v;
@@ -232,10 +231,9 @@ static lc_status parse_value(const lc_st_file *f, const meta_key *k, const char 
         return LC_OK;
     }
     case T_STRING:
-    case T_LR_SCALE:
         if (strlen(v) >= (size_t)k->hi)
             return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' is longer than %lld characters", path, k->key, k->hi - 1);
-        if (k->type == T_LR_SCALE && lc_lr_scale_check(v)) {
+        if (k->check && k->check(v)) {
             char why[300];
             snprintf(why, sizeof why, "%s", lc_last_error());
             return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s': %s", path, k->key, why);

@@ -18,8 +18,7 @@ typedef enum {
     T_LONG,   /* long */
     T_U64,    /* uint64_t, any value */
     T_FLOAT,  /* float, finite, within [flo, fhi] (ends excluded per `open`) */
-    T_STRING, /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
-    T_LR_SCALE /* a T_STRING holding a --lr-scale spec, refused at load unless lc_lr_scale_check accepts it */
+    T_STRING  /* char[hi]; written as `text` when empty (text NULL: written only when not empty) */
 } meta_type;
 
 /* need: REQUIRED keys must be present; XL_ONLY keys exist for xl language models only; DATA keys are
@@ -36,6 +35,9 @@ typedef struct {
     unsigned open;
     const char *text;
     unsigned need;
+    /* T_STRING: a check of the value read (NULL: any string that fits); its error, after the file's and the
+     * key's names, is the refusal (a --lr-scale spec that does not parse, say) */
+    lc_status (*check)(const char *value);
 } meta_key;
 
 #define INT(k, at, lo, hi, need) {k, T_INT, at, lo, hi, 0, 0, 0, NULL, need}
