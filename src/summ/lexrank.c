@@ -33,7 +33,6 @@ void lc_idf_free(lc_idf *idf) {
 
 lc_status lc_idf_build(const char *const *texts, int n, lc_idf *out) {
     memset(out, 0, sizeof *out);
-    out->n_texts = n;
     uint64_t *all = NULL;
     size_t used = 0, cap = 0;
     for (int t = 0; t < n; t++) {
@@ -140,10 +139,14 @@ lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, d
     lc_status st = bags && edge && deg && next ? LC_OK : lc_fail(LC_ERR_NOMEM, "lexrank: out of memory");
     for (int i = 0; i < n && !st; i++) st = make_bag(sent[i], idf, &bags[i]);
     if (!st) {
-        for (int i = 0; i < n; i++) {
-            deg[i] = 0;
-            for (int j = 0; j < n; j++) deg[i] += edge[(size_t)i * n + j] = cosine(&bags[i], &bags[j]) > threshold;
-        }
+        for (int i = 0; i < n; i++) deg[i] = 0;
+        for (int i = 0; i < n; i++) /* the cosine is symmetric: each pair once */
+            for (int j = i; j < n; j++) {
+                const uint8_t e = cosine(&bags[i], &bags[j]) > threshold;
+                edge[(size_t)i * n + j] = edge[(size_t)j * n + i] = e;
+                deg[i] += e;
+                if (j != i) deg[j] += e;
+            }
         for (int i = 0; i < n; i++) scores[i] = 1.0 / n;
         for (int round = 0; round < 1000; round++) {
             /* next[j] = (1 - d) / n + d sum_i p[i] walk[i][j]; walk's row i: edges / deg, uniform without edges */
