@@ -8,6 +8,7 @@
  * (tests/reference/make_xl_fixture.py). */
 #include "attn/full_eval.h"
 #include "attn_kit.h"
+#include "kernels/kernels.h"
 
 /* The full kind with the inputs these cases have always had. */
 static uint64_t xl_seed(const kit_case *c) { return 99 + c->T + 13 * c->M + 101 * c->D + 7 * c->window + c->rel; }
@@ -85,6 +86,57 @@ TEST(dense_eval_path_matches_reference) {
         CHECK(lc_attn_full_eval_floats(&tiled[i], 1) == 0, "shape %d takes the dense path", i);
     kit_check_determinism(&xl, (kit_case){2, 3, 80, 320, 24, 1, {0}, 1, 0});
     kit_check_determinism(&xl, (kit_case){1, 2, 100, 350, 16, 1, {0}, 1, 120});
+}
+
+/* Packs every (batch, head)'s rows of view v (S rows) into panel stores whose row 0 is store row row0; the
+ * stores' other rows hold NaN, so a product that used them in a result would show. */
+static float *pack_view_panels(const lc_view *v, int B, int H, int S, int D, int row0, long *store_floats) {
+    *store_floats = (long)lc_panel_floats(row0 + S, D);
+    const size_t n = (size_t)B * H * *store_floats;
+    float *store = malloc(n * sizeof(float));
+    if (!store) abort();
+    for (size_t i = 0; i < n; i++) store[i] = NAN;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            lc_panel_pack(store + ((size_t)b * H + h) * *store_floats, D, row0, S, lc_view_row(v, b, 0, h, D), v->st);
+    return store;
+}
+
+/* The dense path with the keys and the position rows given as panels (the model's key/value cache in
+ * evaluation) gives the results of the path without them (itself checked against the reference above):
+ * with the view's keys and r overwritten by NaN after packing, so a path that still read them would fail,
+ * and stores whose first view row lies at several offsets inside a panel (rows around the view's are NaN). */
+TEST(dense_eval_reads_key_and_position_panels) {
+    const kit_case cases[] = {
+        {1, 2, 80, 320, 32, 1, {0}, 1},       {2, 2, 128, 400, 16, 1, {0}, 1},     {1, 2, 3, 9, 64, 1, {0}, 1},
+        {1, 2, 80, 300, 32, 1, {0}, 1, 100}, {1, 1, 3, 30, 16, 1, {0}, 1, 7},      {1, 2, 64, 200, 16, 1, {0}, 0, 50},
+        {2, 1, 100, 300, 24, 1, {0}, 0},      {1, 3, 17, 60, 3, 1, {0}, 1, 77},     {1, 2, 13, 250, 48, 1, {0}, 1},
+    };
+    const int row0s[] = {0, 5, 16, 31};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int j = 0; j < 4; j++) {
+            const kit_case *c = &cases[i];
+            const int S = c->M + c->T, row0 = row0s[j];
+            kit_problem *plain = kit_problem_new(&xl, c, 2), *panels = kit_problem_new(&xl, c, 2);
+            long k_floats, r_floats;
+            float *k_store = pack_view_panels(&panels->t.k, c->B, c->H, S, c->D, row0, &k_floats), *r_store = NULL;
+            panels->t.k_panels = (lc_attn_panels){k_store, c->H * k_floats, k_floats, row0};
+            for (int b = 0; b < c->B; b++)
+                for (int t = 0; t < S; t++)
+                    for (int d = 0; d < c->H * c->D; d++) lc_view_row(&panels->t.k, b, t, 0, c->D)[d] = NAN;
+            if (c->rel) {
+                const lc_view r = {panels->r, 0, (long)c->H * c->D};
+                r_store = pack_view_panels(&r, 1, c->H, S, c->D, 0, &r_floats);
+                panels->rel.r_panels = (lc_attn_panels){r_store, 0, r_floats, 0};
+                for (size_t e = 0; e < panels->nr; e++) panels->r[e] = NAN;
+            }
+            kit_forward(plain), kit_forward(panels);
+            char what[64];
+            snprintf(what, sizeof what, "panels from row %d vs none", row0);
+            kit_compare_runs(panels, plain, (kit_tol){1e-5, 1e-6, 1e-6, 1e-6}, 0, what);
+            free(k_store), free(r_store);
+            kit_problem_free(plain), kit_problem_free(panels);
+        }
 }
 
 TEST(fast_is_stable_for_large_scores) {
@@ -324,6 +376,7 @@ int main(void) {
     RUN(fast_matches_reference_with_relative_positions);
     RUN(fast_matches_reference_with_window_and_relative_positions);
     RUN(dense_eval_path_matches_reference);
+    RUN(dense_eval_reads_key_and_position_panels);
     RUN(fast_is_stable_for_large_scores);
     RUN(window_of_at_least_S_is_no_window);
     RUN(zero_relative_inputs_are_plain_attention);

@@ -1,6 +1,7 @@
-/* Tests of the matrix products: lc_gemm (whatever backend the build uses) and lc_gemm_builtin against the
- * double reference lc_gemm_ref, for all four transposes, odd sizes, padded leading dimensions, alpha and
- * beta (beta == 0 with NaN in C), block-boundary sizes, degenerate K, and thread-count independence. */
+/* Tests of the matrix products: lc_gemm (whatever backend the build uses), lc_gemm_builtin and the key
+ * panels' product (lc_panel_gemm) against double references, for all four transposes, odd sizes, padded
+ * leading dimensions, alpha and beta (beta == 0 with NaN in C), block-boundary sizes, degenerate K, and
+ * thread-count independence. */
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -241,6 +242,43 @@ TEST(gemm_builtin_without_pack_buffers) {
             }
 }
 
+/* Key panels (src/kernels/panel.c): rows packed at an offset inside their first panel, then the product
+ * with the transpose over whole panels against the double reference; C's columns past the panels and its
+ * padding keep their sentinel. Sizes around the register tile (rows 1 to 17, 1 to 7 panels) and odd D. */
+TEST(panel_product_matches_reference) {
+    const int Ds[] = {1, 3, 16, 33, 64}, Ms[] = {1, 2, 5, 8, 9, 13, 16, 17}, Ps[] = {1, 2, 3, 4, 7};
+    for (int di = 0; di < 5; di++)
+        for (int mi = 0; mi < 8; mi++)
+            for (int pi = 0; pi < 5; pi++) {
+                const int D = Ds[di], M = Ms[mi], P = Ps[pi], rows = P * LC_PANEL_ROWS, r0 = (3 * D + M) % 11;
+                const int n = rows - r0 - (M % 3), lda = D + 3, ldc = rows + 5; /* rows r0 .. r0 + n - 1 packed */
+                float *A = alloc_floats((size_t)M * lda), *src = alloc_floats((size_t)n * (D + 2));
+                float *store = alloc_floats(lc_panel_floats(rows, D)), *C = alloc_floats((size_t)M * ldc);
+                double *Ad = alloc_doubles((size_t)M * lda), *srcd = alloc_doubles((size_t)n * (D + 2));
+                fill_matrix(A, Ad, M, D, lda);
+                fill_matrix(src, srcd, n, D, D + 2);
+                for (size_t i = 0; i < lc_panel_floats(rows, D); i++) store[i] = 0.0f;
+                for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = 777.0f;
+                lc_panel_pack(store, D, r0, n, src, D + 2);
+                lc_panel_gemm(M, P, D, 0.5f, A, lda, store, C, ldc);
+                double worst = 0;
+                int sentinels = 1;
+                for (int i = 0; i < M; i++) {
+                    for (int c = 0; c < rows; c++) {
+                        double want = 0;
+                        for (int d = 0; c >= r0 && c < r0 + n && d < D; d++)
+                            want += Ad[(size_t)i * lda + d] * srcd[(size_t)(c - r0) * (D + 2) + d];
+                        const double err = fabs(C[(size_t)i * ldc + c] - 0.5 * want) / (1.0 + fabs(0.5 * want));
+                        worst = err > worst ? err : worst;
+                    }
+                    for (int c = rows; c < ldc; c++) sentinels &= C[(size_t)i * ldc + c] == 777.0f;
+                }
+                CHECK(worst < 1e-5 * (1 + D / 16), "M %d panels %d D %d: worst relative error %g", M, P, D, worst);
+                CHECK(sentinels, "M %d panels %d D %d: wrote past its panels' columns", M, P, D);
+                lc_free(A), lc_free(src), lc_free(store), lc_free(C), lc_free(Ad), lc_free(srcd);
+            }
+}
+
 int main(void) {
     lc_rng_seed(&rng, 12345);
     lc_set_threads(0);
@@ -253,5 +291,6 @@ int main(void) {
     RUN(gemm_dispatch_thread_count_independent);
     RUN(gemm_builtin_called_from_parallel_threads);
     RUN(gemm_builtin_without_pack_buffers);
+    RUN(panel_product_matches_reference);
     return test_summary("test_gemm");
 }

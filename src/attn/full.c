@@ -26,7 +26,7 @@ const lc_attn_kind lc_attn_full = {
     .options_help = "",
     /* no global tokens: every token already sees every key */
     .caps = LC_ATTN_CAP_CAUSAL | LC_ATTN_CAP_BIDIRECTIONAL | LC_ATTN_CAP_MEMORY | LC_ATTN_CAP_RELPOS |
-            LC_ATTN_CAP_WINDOW | LC_ATTN_CAP_DECODE,
+            LC_ATTN_CAP_WINDOW | LC_ATTN_CAP_DECODE | LC_ATTN_CAP_PANELS,
     .workspace_floats = lc_attn_full_workspace,
     .forward = lc_attn_full_forward,
     .backward = lc_attn_full_backward,

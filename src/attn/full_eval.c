@@ -9,7 +9,10 @@
  *   out    = softmax(scores + pos at distance M + i - j) v
  * Row i of the scores reads row i of pos backwards from column M + i: the softmax loads pos in vectors
  * and reverses their lanes. The T x S buffers are the price (2 x 3.9 MB per thread at T = 128,
- * S = 3,800), which is why the path is for short query blocks only. Same semantics as
+ * S = 3,800), which is why the path is for short query blocks only. When the caller keeps the keys and
+ * the position rows as panels across calls (tensors.k_panels, rel->r_panels: the model's key/value cache
+ * in evaluation), the two score products read those instead of asking lc_gemm to repack both operands of
+ * every head on every call (kernels/panel.c). Same semantics as
  * lc_attn_full_forward (causal mask, window, relative positions, lse); results differ from the tiled
  * kernel in the last bits (another order of summation) and do not depend on the thread count. */
 #include <math.h>
@@ -22,16 +25,21 @@
 #include "kernels/kernels.h"
 #include "kernels/vec.h"
 
-enum { EVAL_MAX_T = 256, EVAL_MIN_KEYS_PER_QUERY = 4 };
+/* Score rows have PAD columns on each side: the panel products write whole panels of 16 keys, which can
+ * start up to 15 columns before the first key a row needs and end up to 15 after the last. */
+enum { EVAL_MAX_T = 256, EVAL_MIN_KEYS_PER_QUERY = 4, PAD = LC_PANEL_ROWS };
 
 /* One thread's buffers. */
 typedef struct {
     float *qu, *qv, *scores, *pos, *acc, *inv_sum;
 } eval_buffers;
 
+/* The leading dimension of the score and position rows; column 0 of a row is PAD floats into it. */
+static size_t row_floats(const lc_attn_shape *s) { return (size_t)s->M + s->T + 2 * PAD; }
+
 static size_t thread_floats(const lc_attn_shape *s) {
-    const size_t T = (size_t)s->T, S = (size_t)s->M + s->T, D = (size_t)s->D;
-    return 3 * lc_round16(T * D) + 2 * lc_round16(T * S) + lc_round16(T);
+    const size_t T = (size_t)s->T, D = (size_t)s->D;
+    return 3 * lc_round16(T * D) + 2 * lc_round16(T * row_floats(s)) + lc_round16(T);
 }
 
 size_t lc_attn_full_eval_floats(const lc_attn_shape *s, int nthreads) {
@@ -41,14 +49,14 @@ size_t lc_attn_full_eval_floats(const lc_attn_shape *s, int nthreads) {
 }
 
 static eval_buffers buffers_for_thread(float *base, const lc_attn_shape *s, int thread) {
-    const size_t T = (size_t)s->T, S = (size_t)s->M + s->T, D = (size_t)s->D;
+    const size_t T = (size_t)s->T, D = (size_t)s->D, ld = row_floats(s);
     float *p = base + (size_t)thread * thread_floats(s);
     eval_buffers w;
     w.qu = p, p += lc_round16(T * D);
     w.qv = p, p += lc_round16(T * D);
     w.acc = p, p += lc_round16(T * D);
-    w.scores = p, p += lc_round16(T * S);
-    w.pos = p, p += lc_round16(T * S);
+    w.scores = p + PAD, p += lc_round16(T * ld);
+    w.pos = p + PAD, p += lc_round16(T * ld);
     w.inv_sum = p;
     return w;
 }
@@ -109,9 +117,18 @@ static void softmax_row(const lc_attn_shape *s, float *row, const float *pos_row
     *inv_sum = 1.0f / sum;
 }
 
+/* out[i][c] = scale * a_i . row c of the store, for the columns c in [c0, c1) of the view whose row 0 is the
+ * store's row row0: whole panels, so out gets up to 15 more columns on each side (the rows' PAD). */
+static void panel_scores(const lc_attn_shape *s, const float *a, const float *store, int row0, int c0, int c1,
+                         float *out, long ld) {
+    const int first = (row0 + c0) / LC_PANEL_ROWS, end = (row0 + c1 + LC_PANEL_ROWS - 1) / LC_PANEL_ROWS;
+    lc_panel_gemm(s->T, end - first, s->D, s->scale, a, s->D, store + (size_t)first * LC_PANEL_ROWS * s->D,
+                  out + ((long)first * LC_PANEL_ROWS - row0), ld);
+}
+
 static void eval_head(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, eval_buffers *w) {
     const int T = s->T, M = s->M, S = M + T, D = s->D;
-    const long HD = (long)s->H * D;
+    const long HD = (long)s->H * D, ld = (long)row_floats(s);
     const lc_attn_relpos *rel = t->rel;
     const int k0 = first_key(s, 0); /* no row sees a key before this one */
     for (int i = 0; i < T; i++) {
@@ -122,18 +139,27 @@ static void eval_head(const lc_attn_shape *s, const lc_attn_tensors *t, int b, i
         }
     }
     /* scores[i][j] for keys j >= k0 (the columns before k0 are never read) */
-    lc_gemm(LC_NO_TRANS, LC_TRANS, T, S - k0, D, s->scale, w->qu, D, lc_view_row(&t->k, b, k0, h, D), (int)t->k.st,
-            0.0f, w->scores + k0, S);
+    const lc_attn_panels *kp = &t->k_panels;
+    if (kp->p)
+        panel_scores(s, w->qu, kp->p + b * kp->sb + h * kp->sh, kp->row0, k0, S, w->scores, ld);
+    else
+        lc_gemm(LC_NO_TRANS, LC_TRANS, T, S - k0, D, s->scale, w->qu, D, lc_view_row(&t->k, b, k0, h, D),
+                (int)t->k.st, 0.0f, w->scores + k0, (int)ld);
     if (rel) { /* pos[i][d] for the distances 0 .. the farthest any row sees */
         int far = 0;
         for (int i = 0; i < T; i++) far = lc_imax(far, M + i - first_key(s, i));
-        lc_gemm(LC_NO_TRANS, LC_TRANS, T, far + 1, D, s->scale, w->qv, D, rel->r + (long)h * D, (int)HD, 0.0f, w->pos,
-                S);
+        const lc_attn_panels *rp = &rel->r_panels;
+        if (rp->p)
+            panel_scores(s, w->qv, rp->p + h * rp->sh, rp->row0, 0, far + 1, w->pos, ld);
+        else
+            lc_gemm(LC_NO_TRANS, LC_TRANS, T, far + 1, D, s->scale, w->qv, D, rel->r + (long)h * D, (int)HD, 0.0f,
+                    w->pos, (int)ld);
     }
     float *lse = t->lse + ((long)b * s->H + h) * T;
     for (int i = 0; i < T; i++)
-        softmax_row(s, w->scores + (size_t)i * S, rel ? w->pos + (size_t)i * S : NULL, i, k0, &lse[i], &w->inv_sum[i]);
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, T, D, S - k0, 1.0f, w->scores + k0, S, lc_view_row(&t->v, b, k0, h, D),
+        softmax_row(s, w->scores + (size_t)i * ld, rel ? w->pos + (size_t)i * ld : NULL, i, k0, &lse[i],
+                    &w->inv_sum[i]);
+    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, T, D, S - k0, 1.0f, w->scores + k0, (int)ld, lc_view_row(&t->v, b, k0, h, D),
             (int)t->v.st, 0.0f, w->acc, D);
     for (int i = 0; i < T; i++) {
         float *out = lc_view_row(&t->out, b, i, h, D);

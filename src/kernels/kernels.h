@@ -47,6 +47,21 @@ void lc_gemm_profile_totals(double *flops, double *seconds);
 int lc_gemm_profiling(void);
 void lc_gemm_profile_add(double flops, double seconds);
 
+/* ---- key panels (src/kernels/panel.c): an n x D matrix packed once for many products with its transpose.
+ * Row r, column d lives at panels[(r / LC_PANEL_ROWS) * LC_PANEL_ROWS * D + d * LC_PANEL_ROWS + r % LC_PANEL_ROWS]. */
+#define LC_PANEL_ROWS 16
+/* Floats a panel store of n rows takes (n rounded up to whole panels, times D). */
+static inline size_t lc_panel_floats(long n, int D) {
+    return (size_t)((n + LC_PANEL_ROWS - 1) / LC_PANEL_ROWS) * LC_PANEL_ROWS * (size_t)D;
+}
+/* Writes rows r0 .. r0 + n - 1 of the store from src (row i at src + i * ld, D floats each). */
+void lc_panel_pack(float *panels, int D, int r0, int n, const float *src, long ld);
+/* C[i][c] = alpha * sum_d A[i][d] * row c of the store, for i < M and every column c < 16 * n_panels of the
+ * first n_panels panels (whole panels: the caller gives C room for them). A is M x D with leading dimension
+ * lda; C has leading dimension ldc. No threads: callers run it per head. */
+void lc_panel_gemm(int M, int n_panels, int D, float alpha, const float *A, int lda, const float *panels, float *C,
+                   long ldc);
+
 /* ---- bf16 matrix products (src/kernels/gemm_bf16.c) ----
  * lc_gemm_bf16 has lc_gemm's contract, but every element of A and B is first rounded to bf16
  * (lc_bf16_from_f32) and the products are summed in fp32. Two code paths, chosen at run time:

@@ -64,12 +64,21 @@ static lc_attn_shape layer_shape(const lc_model *m) {
     return sh;
 }
 
+/* Whether some head group of the layer reads key panels (then the model keeps them with the cache). */
+static int layer_reads_panels(const lc_attn_layer *layer) {
+    for (int i = 0; i < layer->n_groups; i++)
+        if (layer->group[i].kind->caps & LC_ATTN_CAP_PANELS) return 1;
+    return 0;
+}
+
 static void plan_acts(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
     int xl = c->model == LC_MODEL_XL, pre = c->norm == LC_NORM_PRE;
     long T = m->cap_T + c->extra_tokens, Mc = m->cap_M, S = T + Mc, B = m->max_B; /* rows inside the model */
     long N_out = B * m->cap_T; /* scored rows (without the extra tokens) */
     long N = B * T, NS = B * S, C = c->d_model, F = c->d_ff, H = c->n_head;
+    m->k_panel_floats = (long)lc_panel_floats(m->kv_rows, (int)(C / H));
+    m->r_panel_floats = (long)lc_panel_floats(S, (int)(C / H));
     char nm[LC_NAME_MAX];
     /* Reversible layers keep two streams instead of every layer's input, and one set of activations
      * that every layer reuses (backward recomputes them); rev_store keeps them all (a reference). */
@@ -103,6 +112,12 @@ static void plan_acts(lc_model *m, lc_plan *p) {
             plan_add(p, &m->mem[l], nm, 2, B * Mc, C);
             snprintf(nm, sizeof nm, "blocks.%d.kv_cache", l);
             plan_add(p, &m->kv[l], nm, 2, B * m->kv_rows, 2 * C);
+            if (xl && layer_reads_panels(&m->layers[l])) {
+                snprintf(nm, sizeof nm, "blocks.%d.key_panels", l);
+                plan_add(p, &m->k_panels[l], nm, 2, B * H, m->k_panel_floats);
+                snprintf(nm, sizeof nm, "blocks.%d.r_panels", l);
+                plan_add(p, &m->r_panels[l], nm, 2, H, m->r_panel_floats);
+            }
         }
         A(norm1, "norm1", pre ? NS : N, C);
         A(mean1, "mean1", pre ? NS : N, 1);
@@ -255,6 +270,8 @@ static lc_status build_acts(lc_model *m) {
     memset(m->bact, 0, (size_t)m->cfg.n_layer * sizeof *m->bact);
     memset(m->mem, 0, (size_t)m->cfg.n_layer * sizeof *m->mem);
     memset(m->kv, 0, (size_t)m->cfg.n_layer * sizeof *m->kv);
+    memset(m->k_panels, 0, (size_t)m->cfg.n_layer * sizeof *m->k_panels);
+    memset(m->r_panels, 0, (size_t)m->cfg.n_layer * sizeof *m->r_panels);
     plan_patch(&ap, m->acts);
     free(ap.fix);
     lc_status st_plan = plan_compute(m);
@@ -303,10 +320,12 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->res = calloc((size_t)L + 1, sizeof *m->res);
     m->mem = calloc((size_t)L, sizeof *m->mem);
     m->kv = calloc((size_t)L, sizeof *m->kv);
+    m->k_panels = calloc((size_t)L, sizeof *m->k_panels);
+    m->r_panels = calloc((size_t)L, sizeof *m->r_panels);
     m->rev_x1 = calloc((size_t)L + 1, sizeof *m->rev_x1);
     m->rev_x2 = calloc((size_t)L + 1, sizeof *m->rev_x2);
     if (!m->rev_x1 || !m->rev_x2) goto nomem;
-    if (!m->bact || !m->res || !m->mem || !m->kv) goto nomem;
+    if (!m->bact || !m->res || !m->mem || !m->kv || !m->k_panels || !m->r_panels) goto nomem;
 
     if ((st = lc_model_build_params(m, seed))) { lc_model_free(m); return st; }
 
@@ -332,6 +351,8 @@ void lc_model_free(lc_model *m) {
     free(m->res);
     free(m->mem);
     free(m->kv);
+    free(m->k_panels);
+    free(m->r_panels);
     free(m->rev_x1);
     free(m->rev_x2);
     free(m->tokens);

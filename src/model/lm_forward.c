@@ -43,6 +43,8 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
         ctx.kv_start = m->kv_start;
         ctx.mem = NULL;
         ctx.r_rows = m->r_ready ? 0 : m->cap_T + m->cap_M; /* every distance, once */
+        ctx.k_panels = m->k_panels[layer], ctx.k_panel_floats = m->k_panel_floats;
+        ctx.r_panels = m->r_panels[layer], ctx.r_panel_floats = m->r_panel_floats;
     }
     return ctx;
 }
@@ -100,11 +102,26 @@ void lc_model_reset_memory(lc_model *m) {
     m->r_ready = 0;
 }
 
+/* Layer l's key panels (where it keeps them) from rows 0 .. rows - 1 of its cache, every stream and head. */
+static void pack_key_panels(lc_model *m, int l, int B, int rows) {
+    if (!m->k_panels[l]) return;
+    const int C = m->cfg.d_model, H = m->cfg.n_head, D = C / H;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long bh = 0; bh < (long)B * H; bh++)
+        lc_panel_pack(m->k_panels[l] + bh * m->k_panel_floats, D, 0, rows,
+                      m->kv[l] + (bh / H) * m->kv_rows * 2 * C + (bh % H) * D, 2 * C);
+}
+
 /* Switch an inference pass to the key/value cache: project the hidden-state memory of every layer to
  * keys and values once (LN1 first for pre-LN blocks), then later segments only project their own rows. */
 static void enter_kv_mode(lc_model *m) {
     const lc_config *c = &m->cfg;
     int C = c->d_model, M = m->mem_rows, B = m->mem_rows ? m->mem_B : 0;
+    for (int l = 0; l < c->n_layer; l++) /* the panels' rows past the cache's last are read, never used */
+        if (m->k_panels[l]) {
+            memset(m->k_panels[l], 0, sizeof(float) * (size_t)m->max_B * c->n_head * m->k_panel_floats);
+            memset(m->r_panels[l], 0, sizeof(float) * (size_t)c->n_head * m->r_panel_floats);
+        }
     for (int l = 0; l < c->n_layer && M > 0; l++) {
         lc_block_acts *a = &m->bact[l];
         const lc_block_weights *w = &m->blk[l];
@@ -120,6 +137,7 @@ static void enter_kv_mode(lc_model *m) {
         for (int b = 0; b < B; b++)
             memcpy(m->kv[l] + (size_t)b * m->kv_rows * 2 * C, a->qkv + (size_t)b * M * 2 * C,
                    sizeof(float) * (size_t)M * 2 * C);
+        pack_key_panels(m, l, B, M);
     }
     m->kv_mode = 1;
     m->kv_start = 0;
@@ -132,11 +150,13 @@ static void advance_kv(lc_model *m, int M) {
     int total = M + m->T, keep = total < m->cfg.mem_len ? total : m->cfg.mem_len, C = m->cfg.d_model;
     m->kv_start += total - keep;
     if (m->kv_start + keep + m->cap_T > m->kv_rows) {
-        for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int l = 0; l < m->cfg.n_layer; l++) {
             for (int b = 0; b < m->B; b++) {
                 float *base = m->kv[l] + (size_t)b * m->kv_rows * 2 * C;
                 memmove(base, base + (size_t)m->kv_start * 2 * C, sizeof(float) * (size_t)keep * 2 * C);
             }
+            pack_key_panels(m, l, m->B, keep);
+        }
         m->kv_start = 0;
     }
     m->mem_rows = keep;

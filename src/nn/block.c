@@ -202,6 +202,7 @@ static void run_head_groups(const lc_block_ctx *c, const lc_block_weights *w, lc
         assert(!c->attn_work_floats || grp->kind->workspace_floats(&gs, grp->opts) <= c->attn_work_floats);
         lc_attn_tensors gt = *t;
         gt.q = view_at(t->q, off), gt.k = view_at(t->k, off), gt.v = view_at(t->v, off);
+        if (t->k_panels.p) gt.k_panels.p += grp->h0 * t->k_panels.sh;
         gt.out = view_at(t->out, off), gt.dout = view_at(t->dout, off);
         gt.dq = view_at(t->dq, off), gt.dk = view_at(t->dk, off), gt.dv = view_at(t->dv, off);
         gt.lse = t->lse + BT * grp->h0 + r0 * grp->heads;
@@ -228,6 +229,7 @@ static void run_head_groups(const lc_block_ctx *c, const lc_block_weights *w, lc
         if (t->rel) {
             gr = *t->rel;
             gr.u = t->rel->u + off, gr.v = t->rel->v + off;
+            if (gr.r_panels.p) gr.r_panels.p += grp->h0 * gr.r_panels.sh;
             if (g) gr.du = t->rel->du + off, gr.dv = t->rel->dv + off;
             if (split_r) {
                 float *r = c->rel_scratch;
@@ -298,6 +300,14 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
         t.k = (lc_view){c->kv + (long)c->kv_start * 2 * C, c->kv_stride, 2 * C};
         t.v = (lc_view){c->kv + (long)c->kv_start * 2 * C + C, c->kv_stride, 2 * C};
         t.out = (lc_view){a->att, T * C, C};
+        if (c->k_panels) {
+            const int H = c->H, D = C / H;
+#pragma omp parallel for schedule(dynamic, 1)
+            for (long bh = 0; bh < (long)c->B * H; bh++)
+                lc_panel_pack(c->k_panels + bh * c->k_panel_floats, D, (int)row0, (int)T,
+                              a->qkv + (bh / H) * T * 3 * C + C + (bh % H) * D, 3 * C);
+            t.k_panels = (lc_attn_panels){c->k_panels, H * c->k_panel_floats, c->k_panel_floats, c->kv_start};
+        }
     } else {
         lc_linear_forward_at(c->precision, a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
         t = attn_views(c, a->qkv, a->att);
@@ -307,6 +317,15 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
         if (c->r_rows) lc_linear_forward_at(c->precision, a->r, c->sinus, w->r_w, NULL, c->r_rows, C, C);
         memset(&rel, 0, sizeof rel);
         rel.r = a->r, rel.u = w->u, rel.v = w->v;
+        if (c->kv && c->r_panels) {
+            const int D = C / c->H;
+            if (c->r_rows) {
+#pragma omp parallel for schedule(dynamic, 1)
+                for (int h = 0; h < c->H; h++)
+                    lc_panel_pack(c->r_panels + h * c->r_panel_floats, D, 0, c->r_rows, a->r + (long)h * D, C);
+            }
+            rel.r_panels = (lc_attn_panels){c->r_panels, 0, c->r_panel_floats, 0};
+        }
         t.rel = &rel;
     }
     t.lse = a->lse;

@@ -1,0 +1,88 @@
+/* Key panels: a matrix of rows kept in the layout a product with its transpose wants, packed once when a
+ * row is written and multiplied many times. Transformer-XL evaluation multiplies every segment's queries
+ * with all L cached keys and all L position rows of each head; lc_gemm (the BLAS) repacks those operands
+ * on every call, which at L = 3,800 cost as much per segment as an 80-byte segment's arithmetic is worth
+ * (docs/benchmarks.md, XL evaluation). Here each row is packed once in its life.
+ *
+ * Layout (LC_PANEL_ROWS = 16): row r, column d of an n x D matrix lives at
+ *     panel[(r / 16) * 16 * D + d * 16 + r % 16],
+ * i.e. each block of 16 rows is stored transposed, D vectors of 16 floats. The product
+ *     C[i][16 p + l] = alpha * sum_d A[i][d] * panel p's row l, column d
+ * then reads one vector per (panel, d) and broadcasts A's elements: a register tile of MR rows of A
+ * by NV vectors of panels, as the inner kernel of a GEMM whose B operand is already packed. */
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/vec.h"
+
+void lc_panel_pack(float *panels, int D, int r0, int n, const float *src, long ld) {
+    for (int i = 0; i < n; i++) {
+        const int r = r0 + i;
+        float *dst = panels + (size_t)(r / LC_PANEL_ROWS) * LC_PANEL_ROWS * D + r % LC_PANEL_ROWS;
+        const float *row = src + (long)i * ld;
+        for (int d = 0; d < D; d++) dst[(size_t)d * LC_PANEL_ROWS] = row[d];
+    }
+}
+
+/* Register tile: MR rows of A by NPAN panels (NPAN * 16 columns, NV native vectors): 24 accumulators
+ * with AVX-512, 12 with AVX2 (its 16 registers), 12 below. */
+#if LC_VW == 16
+enum { MR = 8, NPAN = 3 };
+#elif LC_VW == 8
+enum { MR = 6, NPAN = 1 };
+#else
+enum { MR = 3, NPAN = 1 };
+#endif
+enum { NV = NPAN * LC_VPARTS };
+
+/* Vector j of the tile at depth d: panel j / LC_VPARTS, lanes (j % LC_VPARTS) * LC_VW onwards. */
+static inline const float *tile_vector(const float *panel0, int D, int j, int d) {
+    return panel0 + (size_t)(j / LC_VPARTS) * LC_PANEL_ROWS * D + (size_t)d * LC_PANEL_ROWS + (j % LC_VPARTS) * LC_VW;
+}
+
+/* The full tile: MR rows, NPAN panels. */
+static void tile_full(int D, float alpha, const float *A, int lda, const float *panel0, float *C, long ldc) {
+    lc_vn acc[MR][NV];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) acc[i][j] = (lc_vn){0};
+    for (int d = 0; d < D; d++) {
+        lc_vn b[NV];
+        for (int j = 0; j < NV; j++) b[j] = lc_vnload(tile_vector(panel0, D, j, d));
+        for (int i = 0; i < MR; i++) {
+            const lc_vn a = (lc_vn){0} + A[(size_t)i * lda + d];
+            for (int j = 0; j < NV; j++) acc[i][j] += a * b[j];
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) lc_vnstore(C + (size_t)i * ldc + j * LC_VW, acc[i][j] * alpha);
+}
+
+/* An edge tile: rows < MR or vectors < NV, one vector of accumulators at a time. */
+static void tile_edge(int D, float alpha, const float *A, int lda, const float *panel0, int rows, int vectors,
+                      float *C, long ldc) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < vectors; j++) {
+            lc_vn acc = (lc_vn){0};
+            for (int d = 0; d < D; d++) acc += A[(size_t)i * lda + d] * lc_vnload(tile_vector(panel0, D, j, d));
+            lc_vnstore(C + (size_t)i * ldc + j * LC_VW, acc * alpha);
+        }
+}
+
+void lc_panel_gemm(int M, int n_panels, int D, float alpha, const float *A, int lda, const float *panels, float *C,
+                   long ldc) {
+    /* A panel block (NPAN panels, 12 KB at D = 64) is read from memory once and stays in L1 while every
+     * row tile of A (M x D, from L1 or L2) passes over it. */
+    for (int p = 0; p < n_panels; p += NPAN) {
+        const int np = lc_imin(NPAN, n_panels - p);
+        const float *panel0 = panels + (size_t)p * LC_PANEL_ROWS * D;
+        float *Cp = C + (size_t)p * LC_PANEL_ROWS;
+        for (int i = 0; i < M; i += MR) {
+            const int rows = lc_imin(MR, M - i);
+            if (rows == MR && np == NPAN)
+                tile_full(D, alpha, A + (size_t)i * lda, lda, panel0, Cp + (size_t)i * ldc, ldc);
+            else
+                tile_edge(D, alpha, A + (size_t)i * lda, lda, panel0, rows, np * LC_VPARTS, Cp + (size_t)i * ldc,
+                          ldc);
+        }
+    }
+}
