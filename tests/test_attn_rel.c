@@ -102,15 +102,40 @@ static float *pack_view_panels(const lc_view *v, int B, int H, int S, int D, int
     return store;
 }
 
-/* The dense path with the keys and the position rows given as panels (the model's key/value cache in
- * evaluation) gives the results of the path without them (itself checked against the reference above):
- * with the view's keys and r overwritten by NaN after packing, so a path that still read them would fail,
- * and stores whose first view row lies at several offsets inside a panel (rows around the view's are NaN). */
+/* The values of view v as rows of D floats per (batch, head), the view's row 0 at store row row0 (rows
+ * outside the view's hold NaN). */
+static float *copy_view_rows(const lc_view *v, int B, int H, int S, int D, int row0) {
+    const size_t n = (size_t)B * H * (row0 + S) * D;
+    float *store = malloc(n * sizeof(float));
+    if (!store) abort();
+    for (size_t i = 0; i < n; i++) store[i] = NAN;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < S; t++)
+                memcpy(store + (((size_t)b * H + h) * (row0 + S) + row0 + t) * D, lc_view_row(v, b, t, h, D),
+                       sizeof(float) * D);
+    return store;
+}
+
+/* NaN in every element of a view's S rows (all heads). */
+static void poison_view(const lc_view *v, int B, int S, int HD) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < S; t++)
+            for (int d = 0; d < HD; d++) lc_view_row(v, b, t, 0, 1)[d] = NAN;
+}
+
+/* The dense path with the keys and the position rows given as panels and the values as rows (the model's
+ * key/value cache in evaluation) gives the results of the path without them (itself checked against the
+ * reference above): with the view's keys, values and r overwritten by NaN afterwards, so a path that
+ * still read them would fail, and stores whose first view row lies at several offsets inside a panel
+ * (rows around the view's are NaN). Head widths the rows kernel cannot take (not a whole number of
+ * vectors) keep the values' view. */
 TEST(dense_eval_reads_key_and_position_panels) {
     const kit_case cases[] = {
         {1, 2, 80, 320, 32, 1, {0}, 1},       {2, 2, 128, 400, 16, 1, {0}, 1},     {1, 2, 3, 9, 64, 1, {0}, 1},
         {1, 2, 80, 300, 32, 1, {0}, 1, 100}, {1, 1, 3, 30, 16, 1, {0}, 1, 7},      {1, 2, 64, 200, 16, 1, {0}, 0, 50},
         {2, 1, 100, 300, 24, 1, {0}, 0},      {1, 3, 17, 60, 3, 1, {0}, 1, 77},     {1, 2, 13, 250, 48, 1, {0}, 1},
+        {1, 2, 80, 600, 64, 1, {0}, 1},       {1, 1, 7, 1000, 64, 1, {0}, 1, 300},  {2, 2, 40, 170, 8, 1, {0}, 1},
     };
     const int row0s[] = {0, 5, 16, 31};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -120,21 +145,26 @@ TEST(dense_eval_reads_key_and_position_panels) {
             kit_problem *plain = kit_problem_new(&xl, c, 2), *panels = kit_problem_new(&xl, c, 2);
             long k_floats, r_floats;
             float *k_store = pack_view_panels(&panels->t.k, c->B, c->H, S, c->D, row0, &k_floats), *r_store = NULL;
-            panels->t.k_panels = (lc_attn_panels){k_store, c->H * k_floats, k_floats, row0};
-            for (int b = 0; b < c->B; b++)
-                for (int t = 0; t < S; t++)
-                    for (int d = 0; d < c->H * c->D; d++) lc_view_row(&panels->t.k, b, t, 0, c->D)[d] = NAN;
+            panels->t.k_panels = (lc_attn_store){k_store, c->H * k_floats, k_floats, row0};
+            poison_view(&panels->t.k, c->B, S, c->H * c->D);
+            float *v_store = NULL;
+            if (lc_rows_gemm_fits(c->D)) {
+                const long v_floats = (long)(row0 + S) * c->D;
+                v_store = copy_view_rows(&panels->t.v, c->B, c->H, S, c->D, row0);
+                panels->t.v_rows = (lc_attn_store){v_store, c->H * v_floats, v_floats, row0};
+                poison_view(&panels->t.v, c->B, S, c->H * c->D);
+            }
             if (c->rel) {
                 const lc_view r = {panels->r, 0, (long)c->H * c->D};
                 r_store = pack_view_panels(&r, 1, c->H, S, c->D, 0, &r_floats);
-                panels->rel.r_panels = (lc_attn_panels){r_store, 0, r_floats, 0};
+                panels->rel.r_panels = (lc_attn_store){r_store, 0, r_floats, 0};
                 for (size_t e = 0; e < panels->nr; e++) panels->r[e] = NAN;
             }
             kit_forward(plain), kit_forward(panels);
             char what[64];
             snprintf(what, sizeof what, "panels from row %d vs none", row0);
             kit_compare_runs(panels, plain, (kit_tol){1e-5, 1e-6, 1e-6, 1e-6}, 0, what);
-            free(k_store), free(r_store);
+            free(k_store), free(r_store), free(v_store);
             kit_problem_free(plain), kit_problem_free(panels);
         }
 }

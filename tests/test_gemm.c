@@ -1,5 +1,5 @@
 /* Tests of the matrix products: lc_gemm (whatever backend the build uses), lc_gemm_builtin and the key
- * panels' product (lc_panel_gemm) against double references, for all four transposes, odd sizes, padded
+ * panels' and the rows products (lc_panel_gemm, lc_rows_gemm) against double references, for all four transposes, odd sizes, padded
  * leading dimensions, alpha and beta (beta == 0 with NaN in C), block-boundary sizes, degenerate K, and
  * thread-count independence. */
 #include <math.h>
@@ -279,6 +279,47 @@ TEST(panel_product_matches_reference) {
             }
 }
 
+/* The rows product (lc_rows_gemm: C = A B, B's rows in place) against the double reference, for the
+ * widths it takes (a whole number of vectors, one to nine of them: its tile takes up to four), row
+ * counts around its tile, K across its 256-row blocks and K = 0; C's padding keeps its sentinel. */
+TEST(rows_product_matches_reference) {
+    const int Ns[] = {4, 8, 16, 32, 48, 64, 80, 144}, Ms[] = {1, 5, 6, 7, 13}, Ks[] = {0, 1, 255, 256, 600};
+    int tried = 0;
+    for (int ni = 0; ni < 8; ni++)
+        for (int mi = 0; mi < 5; mi++)
+            for (int ki = 0; ki < 5; ki++) {
+                const int N = Ns[ni], M = Ms[mi], K = Ks[ki], lda = K + 3, ldb = N + 5, ldc = N + 2;
+                if (!lc_rows_gemm_fits(N)) continue;
+                tried++;
+                float *A = alloc_floats((size_t)M * lda + 1), *B = alloc_floats((size_t)K * ldb + 1);
+                float *C = alloc_floats((size_t)M * ldc);
+                double *Ad = alloc_doubles((size_t)M * lda + 1), *Bd = alloc_doubles((size_t)K * ldb + 1);
+                fill_matrix(A, Ad, M, K, lda);
+                fill_matrix(B, Bd, K, N, ldb);
+                for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = 777.0f;
+                lc_rows_gemm(M, N, K, A, lda, B, ldb, C, ldc);
+                double worst = 0;
+                int sentinels = 1;
+                for (int i = 0; i < M; i++) {
+                    for (int j = 0; j < N; j++) {
+                        double want = 0, size = 0;
+                        for (int k = 0; k < K; k++) {
+                            want += Ad[(size_t)i * lda + k] * Bd[(size_t)k * ldb + j];
+                            size += fabs(Ad[(size_t)i * lda + k] * Bd[(size_t)k * ldb + j]);
+                        }
+                        const double err = fabs(C[(size_t)i * ldc + j] - want) / (1.0 + size);
+                        worst = err > worst ? err : worst;
+                    }
+                    for (int j = N; j < ldc; j++) sentinels &= C[(size_t)i * ldc + j] == 777.0f;
+                }
+                CHECK(worst < 1e-6, "M %d N %d K %d: worst error %g of the sum of |products|", M, N, K, worst);
+                CHECK(sentinels, "M %d N %d K %d: wrote past N columns", M, N, K);
+                lc_free(A), lc_free(B), lc_free(C), lc_free(Ad), lc_free(Bd);
+            }
+    CHECK(tried >= 5 * 5 * 6, "only %d shapes fit the rows kernel", tried);
+    CHECK(!lc_rows_gemm_fits(3) && !lc_rows_gemm_fits(0), "odd widths accepted");
+}
+
 int main(void) {
     lc_rng_seed(&rng, 12345);
     lc_set_threads(0);
@@ -292,5 +333,6 @@ int main(void) {
     RUN(gemm_builtin_called_from_parallel_threads);
     RUN(gemm_builtin_without_pack_buffers);
     RUN(panel_product_matches_reference);
+    RUN(rows_product_matches_reference);
     return test_summary("test_gemm");
 }

@@ -55,22 +55,24 @@ typedef struct {
     long sb, st;
 } lc_view_d;
 
-/* Optional second copy of keys (or position rows) packed as panels (kernels.h, lc_panel_pack), kept by the
- * caller across calls so each row is packed once: the store of batch b, head h starts at p + b*sb + h*sh,
- * and row t of the view is the store's row row0 + t. The store holds whole panels: rows past the view's
- * last may hold anything. Forward kinds may read it instead of the view (full_eval.c); p = NULL: none. */
+/* Optional second copy of a view's rows in the layout a product wants, kept by the caller across calls so
+ * each row is laid out once: the store of batch b, head h starts at p + b*sb + h*sh, and row t of the
+ * view is the store's row row0 + t. Two layouts: keys and position rows as panels (kernels.h,
+ * lc_panel_pack; the store holds whole panels, and rows past the view's last may hold anything), values
+ * as rows of D floats one after another (row r at r * D). Forward kinds may read them instead of the
+ * views (full_eval.c); p = NULL: none. */
 typedef struct {
     const float *p;
     long sb, sh;
     int row0;
-} lc_attn_panels;
+} lc_attn_store;
 
 /* Relative-position inputs (Transformer-XL). Contiguous rows of H*D floats, head h at columns h*D. */
 typedef struct {
     const float *r;      /* [S][H*D]: row d is the projected relative embedding of distance d = 0..S-1 */
     const float *u, *v;  /* [H*D]: content bias u and position bias v */
     float *dr, *du, *dv; /* gradients, WRITTEN (overwritten) by backward; dr has S rows */
-    lc_attn_panels r_panels; /* optional: r as panels, row0 = 0 (distance d at row d) */
+    lc_attn_store r_panels; /* optional: r as panels, row0 = 0 (distance d at row d) */
 } lc_attn_relpos;
 
 typedef struct {
@@ -103,7 +105,7 @@ typedef struct {
 
 typedef struct {
     lc_view q, k, v, out, dout, dq, dk, dv;
-    lc_attn_panels k_panels; /* optional: k as panels (inference against a key/value cache) */
+    lc_attn_store k_panels, v_rows; /* optional: k as panels, v as rows (inference against a key/value cache) */
     float *lse;
     const lc_attn_relpos *rel;
     const lc_attn_global *global; /* NULL: no global tokens */
@@ -143,8 +145,9 @@ enum {
     LC_ATTN_CAP_DECODE = 1u << 6,        /* runs against the model's key/value cache at inference: k, v views
                                           * into the cache, a few queries against up to M memory rows; the
                                           * model recomputes keys from the memory for kinds without it */
-    LC_ATTN_CAP_PANELS = 1u << 7,        /* with DECODE: forward reads tensors.k_panels and rel->r_panels when
-                                          * given, so the model keeps its cached keys and r as panels too */
+    LC_ATTN_CAP_PANELS = 1u << 7,        /* with DECODE: forward reads tensors.k_panels, v_rows and
+                                          * rel->r_panels when given, so the model keeps its cached keys,
+                                          * values and r in those layouts too */
     LC_ATTN_CAP_ALL = (1u << 8) - 1
 };
 

@@ -10,9 +10,10 @@
  * Row i of the scores reads row i of pos backwards from column M + i: the softmax loads pos in vectors
  * and reverses their lanes. The T x S buffers are the price (2 x 3.9 MB per thread at T = 128,
  * S = 3,800), which is why the path is for short query blocks only. When the caller keeps the keys and
- * the position rows as panels across calls (tensors.k_panels, rel->r_panels: the model's key/value cache
- * in evaluation), the two score products read those instead of asking lc_gemm to repack both operands of
- * every head on every call (kernels/panel.c). Same semantics as
+ * the position rows as panels and the values as contiguous rows per head across calls (tensors.k_panels,
+ * v_rows, rel->r_panels: the model's key/value cache in evaluation), the three products read those with
+ * kernels of their own instead of asking lc_gemm to repack both operands of every head on every call
+ * (kernels/panel.c). Same semantics as
  * lc_attn_full_forward (causal mask, window, relative positions, lse); results differ from the tiled
  * kernel in the last bits (another order of summation) and do not depend on the thread count. */
 #include <math.h>
@@ -139,7 +140,7 @@ static void eval_head(const lc_attn_shape *s, const lc_attn_tensors *t, int b, i
         }
     }
     /* scores[i][j] for keys j >= k0 (the columns before k0 are never read) */
-    const lc_attn_panels *kp = &t->k_panels;
+    const lc_attn_store *kp = &t->k_panels;
     if (kp->p)
         panel_scores(s, w->qu, kp->p + b * kp->sb + h * kp->sh, kp->row0, k0, S, w->scores, ld);
     else
@@ -148,7 +149,7 @@ static void eval_head(const lc_attn_shape *s, const lc_attn_tensors *t, int b, i
     if (rel) { /* pos[i][d] for the distances 0 .. the farthest any row sees */
         int far = 0;
         for (int i = 0; i < T; i++) far = lc_imax(far, M + i - first_key(s, i));
-        const lc_attn_panels *rp = &rel->r_panels;
+        const lc_attn_store *rp = &rel->r_panels;
         if (rp->p)
             panel_scores(s, w->qv, rp->p + h * rp->sh, rp->row0, 0, far + 1, w->pos, ld);
         else
@@ -159,8 +160,13 @@ static void eval_head(const lc_attn_shape *s, const lc_attn_tensors *t, int b, i
     for (int i = 0; i < T; i++)
         softmax_row(s, w->scores + (size_t)i * ld, rel ? w->pos + (size_t)i * ld : NULL, i, k0, &lse[i],
                     &w->inv_sum[i]);
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, T, D, S - k0, 1.0f, w->scores + k0, (int)ld, lc_view_row(&t->v, b, k0, h, D),
-            (int)t->v.st, 0.0f, w->acc, D);
+    const lc_attn_store *vr = &t->v_rows;
+    if (vr->p && lc_rows_gemm_fits(D))
+        lc_rows_gemm(T, D, S - k0, w->scores + k0, (int)ld, vr->p + b * vr->sb + h * vr->sh + (long)(vr->row0 + k0) * D,
+                     D, w->acc, D);
+    else
+        lc_gemm(LC_NO_TRANS, LC_NO_TRANS, T, D, S - k0, 1.0f, w->scores + k0, (int)ld,
+                lc_view_row(&t->v, b, k0, h, D), (int)t->v.st, 0.0f, w->acc, D);
     for (int i = 0; i < T; i++) {
         float *out = lc_view_row(&t->out, b, i, h, D);
         for (int d = 0; d < D; d++) out[d] = w->acc[(size_t)i * D + d] * w->inv_sum[i];

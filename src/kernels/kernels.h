@@ -61,6 +61,11 @@ void lc_panel_pack(float *panels, int D, int r0, int n, const float *src, long l
  * lda; C has leading dimension ldc. No threads: callers run it per head. */
 void lc_panel_gemm(int M, int n_panels, int D, float alpha, const float *A, int lda, const float *panels, float *C,
                    long ldc);
+/* C[M,N] = A[M,K] B[K,N] (C written), row-major, B's rows read in place: for a product whose B is already
+ * laid out as rows (a head's values, kept contiguous). Only for N that lc_rows_gemm_fits (a whole number
+ * of the target's vectors); K == 0 writes zeros. No threads. */
+int lc_rows_gemm_fits(int N);
+void lc_rows_gemm(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, long ldc);
 
 /* ---- bf16 matrix products (src/kernels/gemm_bf16.c) ----
  * lc_gemm_bf16 has lc_gemm's contract, but every element of A and B is first rounded to bf16

@@ -1,5 +1,6 @@
 /* Key panels: a matrix of rows kept in the layout a product with its transpose wants, packed once when a
- * row is written and multiplied many times. Transformer-XL evaluation multiplies every segment's queries
+ * row is written and multiplied many times; and the product with a matrix of rows read in place (the
+ * values of a head, kept contiguous). Transformer-XL evaluation multiplies every segment's queries
  * with all L cached keys and all L position rows of each head; lc_gemm (the BLAS) repacks those operands
  * on every call, which at L = 3,800 cost as much per segment as an 80-byte segment's arithmetic is worth
  * (docs/benchmarks.md, XL evaluation). Here each row is packed once in its life.
@@ -83,6 +84,56 @@ void lc_panel_gemm(int M, int n_panels, int D, float alpha, const float *A, int 
             else
                 tile_edge(D, alpha, A + (size_t)i * lda, lda, panel0, rows, np * LC_VPARTS, Cp + (size_t)i * ldc,
                           ldc);
+        }
+    }
+}
+
+/* ---- C = A B with B's rows read in place: K-blocks of B stay in L1/L2 while every row tile of A passes
+ * over them; the tile's sums live in registers across a block and in C between blocks. */
+#if LC_VW == 16
+enum { ROWS_MR = 6 };
+#else
+enum { ROWS_MR = 3 };
+#endif
+enum { ROWS_KB = 256, ROWS_NV = 4 };
+
+static inline __attribute__((always_inline)) void rows_tile(int rows, int nv, int k0, int kn, const float *A, int lda,
+                                                             const float *B, int ldb, float *C, long ldc) {
+    lc_vn acc[ROWS_MR][ROWS_NV];
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < nv; j++) acc[i][j] = k0 ? lc_vnload(C + (size_t)i * ldc + j * LC_VW) : (lc_vn){0};
+    for (int k = k0; k < k0 + kn; k++) {
+        lc_vn b[ROWS_NV];
+        for (int j = 0; j < nv; j++) b[j] = lc_vnload(B + (size_t)k * ldb + j * LC_VW);
+        for (int i = 0; i < rows; i++) {
+            const lc_vn a = (lc_vn){0} + A[(size_t)i * lda + k];
+            for (int j = 0; j < nv; j++) acc[i][j] += a * b[j];
+        }
+    }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < nv; j++) lc_vnstore(C + (size_t)i * ldc + j * LC_VW, acc[i][j]);
+}
+
+int lc_rows_gemm_fits(int N) { return N > 0 && N % LC_VW == 0; }
+
+void lc_rows_gemm(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, long ldc) {
+    if (K == 0) {
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * (size_t)N);
+        return;
+    }
+    for (int k0 = 0; k0 < K; k0 += ROWS_KB) {
+        const int kn = lc_imin(ROWS_KB, K - k0);
+        for (int n0 = 0; n0 < N; n0 += ROWS_NV * LC_VW) {
+            const int nv = lc_imin(ROWS_NV, (N - n0) / LC_VW);
+            for (int i = 0; i < M; i += ROWS_MR) {
+                const int rows = lc_imin(ROWS_MR, M - i);
+                const float *Ai = A + (size_t)i * lda;
+                float *Ci = C + (size_t)i * ldc + n0;
+                if (rows == ROWS_MR && nv == ROWS_NV) /* constant bounds: the sums stay in registers */
+                    rows_tile(ROWS_MR, ROWS_NV, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
+                else
+                    rows_tile(rows, nv, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
+            }
         }
     }
 }

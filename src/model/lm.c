@@ -115,6 +115,8 @@ static void plan_acts(lc_model *m, lc_plan *p) {
             if (xl && layer_reads_panels(&m->layers[l])) {
                 snprintf(nm, sizeof nm, "blocks.%d.key_panels", l);
                 plan_add(p, &m->k_panels[l], nm, 2, B * H, m->k_panel_floats);
+                snprintf(nm, sizeof nm, "blocks.%d.value_rows", l);
+                plan_add(p, &m->v_rows[l], nm, 2, B * H * m->kv_rows, C / H);
                 snprintf(nm, sizeof nm, "blocks.%d.r_panels", l);
                 plan_add(p, &m->r_panels[l], nm, 2, H, m->r_panel_floats);
             }
@@ -271,6 +273,7 @@ static lc_status build_acts(lc_model *m) {
     memset(m->mem, 0, (size_t)m->cfg.n_layer * sizeof *m->mem);
     memset(m->kv, 0, (size_t)m->cfg.n_layer * sizeof *m->kv);
     memset(m->k_panels, 0, (size_t)m->cfg.n_layer * sizeof *m->k_panels);
+    memset(m->v_rows, 0, (size_t)m->cfg.n_layer * sizeof *m->v_rows);
     memset(m->r_panels, 0, (size_t)m->cfg.n_layer * sizeof *m->r_panels);
     plan_patch(&ap, m->acts);
     free(ap.fix);
@@ -321,11 +324,12 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     m->mem = calloc((size_t)L, sizeof *m->mem);
     m->kv = calloc((size_t)L, sizeof *m->kv);
     m->k_panels = calloc((size_t)L, sizeof *m->k_panels);
+    m->v_rows = calloc((size_t)L, sizeof *m->v_rows);
     m->r_panels = calloc((size_t)L, sizeof *m->r_panels);
     m->rev_x1 = calloc((size_t)L + 1, sizeof *m->rev_x1);
     m->rev_x2 = calloc((size_t)L + 1, sizeof *m->rev_x2);
     if (!m->rev_x1 || !m->rev_x2) goto nomem;
-    if (!m->bact || !m->res || !m->mem || !m->kv || !m->k_panels || !m->r_panels) goto nomem;
+    if (!m->bact || !m->res || !m->mem || !m->kv || !m->k_panels || !m->v_rows || !m->r_panels) goto nomem;
 
     if ((st = lc_model_build_params(m, seed))) { lc_model_free(m); return st; }
 
@@ -352,6 +356,7 @@ void lc_model_free(lc_model *m) {
     free(m->mem);
     free(m->kv);
     free(m->k_panels);
+    free(m->v_rows);
     free(m->r_panels);
     free(m->rev_x1);
     free(m->rev_x2);

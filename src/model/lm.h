@@ -76,9 +76,9 @@ struct lc_model {
     float **kv;
     int kv_rows, kv_start;
     /* Layers whose kinds read panels (LC_ATTN_CAP_PANELS; else NULL): the keys of kv[l] again as panels,
-     * [max_B][H] stores of k_panel_floats (cache row r at store row r), and r as [H] stores of
-     * r_panel_floats; packed as kv and r are written (src/kernels/panel.c). */
-    float **k_panels, **r_panels;
+     * [max_B][H] stores of k_panel_floats (cache row r at store row r), its values as [max_B][H][kv_rows]
+     * rows of D floats, and r as [H] stores of r_panel_floats; written as kv and r are (src/kernels/panel.c). */
+    float **k_panels, **v_rows, **r_panels;
     long k_panel_floats, r_panel_floats;
     int r_ready;        /* blocks' r hold every distance for the current weights (kv mode) */
 };

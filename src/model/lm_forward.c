@@ -44,6 +44,7 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
         ctx.mem = NULL;
         ctx.r_rows = m->r_ready ? 0 : m->cap_T + m->cap_M; /* every distance, once */
         ctx.k_panels = m->k_panels[layer], ctx.k_panel_floats = m->k_panel_floats;
+        ctx.v_rows = m->v_rows[layer], ctx.kv_rows = m->kv_rows;
         ctx.r_panels = m->r_panels[layer], ctx.r_panel_floats = m->r_panel_floats;
     }
     return ctx;
@@ -102,14 +103,18 @@ void lc_model_reset_memory(lc_model *m) {
     m->r_ready = 0;
 }
 
-/* Layer l's key panels (where it keeps them) from rows 0 .. rows - 1 of its cache, every stream and head. */
+/* Layer l's key panels and value rows (where it keeps them) from rows 0 .. rows - 1 of its cache, every
+ * stream and head. */
 static void pack_key_panels(lc_model *m, int l, int B, int rows) {
     if (!m->k_panels[l]) return;
-    const int C = m->cfg.d_model, H = m->cfg.n_head, D = C / H;
+    const long C = m->cfg.d_model, H = m->cfg.n_head, D = C / H;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (long bh = 0; bh < (long)B * H; bh++)
-        lc_panel_pack(m->k_panels[l] + bh * m->k_panel_floats, D, 0, rows,
-                      m->kv[l] + (bh / H) * m->kv_rows * 2 * C + (bh % H) * D, 2 * C);
+    for (long bh = 0; bh < B * H; bh++) {
+        const float *k = m->kv[l] + (bh / H) * m->kv_rows * 2 * C + (bh % H) * D;
+        lc_panel_pack(m->k_panels[l] + bh * m->k_panel_floats, (int)D, 0, rows, k, 2 * C);
+        float *v = m->v_rows[l] + bh * m->kv_rows * D;
+        for (long r = 0; r < rows; r++) memcpy(v + r * D, k + r * 2 * C + C, sizeof(float) * D);
+    }
 }
 
 /* Switch an inference pass to the key/value cache: project the hidden-state memory of every layer to

@@ -203,6 +203,7 @@ static void run_head_groups(const lc_block_ctx *c, const lc_block_weights *w, lc
         lc_attn_tensors gt = *t;
         gt.q = view_at(t->q, off), gt.k = view_at(t->k, off), gt.v = view_at(t->v, off);
         if (t->k_panels.p) gt.k_panels.p += grp->h0 * t->k_panels.sh;
+        if (t->v_rows.p) gt.v_rows.p += grp->h0 * t->v_rows.sh;
         gt.out = view_at(t->out, off), gt.dout = view_at(t->dout, off);
         gt.dq = view_at(t->dq, off), gt.dk = view_at(t->dk, off), gt.dv = view_at(t->dv, off);
         gt.lse = t->lse + BT * grp->h0 + r0 * grp->heads;
@@ -301,12 +302,16 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
         t.v = (lc_view){c->kv + (long)c->kv_start * 2 * C + C, c->kv_stride, 2 * C};
         t.out = (lc_view){a->att, T * C, C};
         if (c->k_panels) {
-            const int H = c->H, D = C / H;
+            const long H = c->H, D = C / H, v_floats = (long)c->kv_rows * D;
 #pragma omp parallel for schedule(dynamic, 1)
-            for (long bh = 0; bh < (long)c->B * H; bh++)
-                lc_panel_pack(c->k_panels + bh * c->k_panel_floats, D, (int)row0, (int)T,
-                              a->qkv + (bh / H) * T * 3 * C + C + (bh % H) * D, 3 * C);
-            t.k_panels = (lc_attn_panels){c->k_panels, H * c->k_panel_floats, c->k_panel_floats, c->kv_start};
+            for (long bh = 0; bh < c->B * H; bh++) {
+                const float *k = a->qkv + (bh / H) * T * 3 * C + C + (bh % H) * D;
+                lc_panel_pack(c->k_panels + bh * c->k_panel_floats, (int)D, (int)row0, (int)T, k, 3 * C);
+                for (long tt = 0; tt < T; tt++)
+                    memcpy(c->v_rows + bh * v_floats + (row0 + tt) * D, k + tt * 3 * C + C, sizeof(float) * D);
+            }
+            t.k_panels = (lc_attn_store){c->k_panels, H * c->k_panel_floats, c->k_panel_floats, c->kv_start};
+            t.v_rows = (lc_attn_store){c->v_rows, H * v_floats, v_floats, c->kv_start};
         }
     } else {
         lc_linear_forward_at(c->precision, a->qkv, in, w->qkv_w, w->qkv_b, BS, C, 3 * C);
@@ -324,7 +329,7 @@ static void attention_sublayer(const lc_block_ctx *c, const lc_block_weights *w,
                 for (int h = 0; h < c->H; h++)
                     lc_panel_pack(c->r_panels + h * c->r_panel_floats, D, 0, c->r_rows, a->r + (long)h * D, C);
             }
-            rel.r_panels = (lc_attn_panels){c->r_panels, 0, c->r_panel_floats, 0};
+            rel.r_panels = (lc_attn_store){c->r_panels, 0, c->r_panel_floats, 0};
         }
         t.rel = &rel;
     }

@@ -90,11 +90,14 @@ typedef struct {
     long kv_stride;     /* floats between batch rows of kv */
     int kv_start;       /* row of the first memory key */
     int r_rows;         /* rows of a->r to compute; 0: a->r is already valid (cached) */
-    /* Optional with kv (kernels.h panels, for full attention's evaluation products): the keys of kv again,
-     * store (b, h) at k_panels + (b * H + h) * k_panel_floats, cache row r at store row r (the block packs
-     * the rows it appends); and r the same way, head h at r_panels + h * r_panel_floats (packed with a->r). */
-    float *k_panels, *r_panels;
+    /* Optional with kv (for full attention's evaluation products, attn.h lc_attn_store): the keys of kv
+     * again as panels (kernels.h), store (b, h) at k_panels + (b * H + h) * k_panel_floats, cache row r
+     * at store row r, and its values as rows, store (b, h) at v_rows + (b * H + h) * kv_rows * D (the
+     * block writes the rows it appends); r as panels, head h at r_panels + h * r_panel_floats (packed
+     * with a->r). */
+    float *k_panels, *v_rows, *r_panels;
     long k_panel_floats, r_panel_floats;
+    int kv_rows;
     /* Packed sequences of different lengths (vanilla blocks only: M = 0, no relpos, window or cache).
      * n_seq > 0: the N = B*T rows (any B, T with that product, e.g. B = 1, T = N) are n_seq sequences
      * laid end to end, sequence i having seq_len[i] >= 1 rows (the lengths sum to N). Row-wise work runs
