@@ -129,10 +129,11 @@ void lc_rows_gemm(int M, int N, int K, const float *A, int lda, const float *B, 
                 const int rows = lc_imin(ROWS_MR, M - i);
                 const float *Ai = A + (size_t)i * lda;
                 float *Ci = C + (size_t)i * ldc + n0;
-                if (rows == ROWS_MR && nv == ROWS_NV) /* constant bounds: the sums stay in registers */
-                    rows_tile(ROWS_MR, ROWS_NV, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
-                else
-                    rows_tile(rows, nv, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
+                /* constant bounds for whole row tiles: the sums stay in registers */
+                if (rows == ROWS_MR && nv == 4) rows_tile(ROWS_MR, 4, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
+                else if (rows == ROWS_MR && nv == 2) rows_tile(ROWS_MR, 2, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
+                else if (rows == ROWS_MR && nv == 1) rows_tile(ROWS_MR, 1, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
+                else rows_tile(rows, nv, k0, kn, Ai, lda, B + n0, ldb, Ci, ldc);
             }
         }
     }
