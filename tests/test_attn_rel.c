@@ -124,18 +124,22 @@ static void poison_view(const lc_view *v, int B, int S, int HD) {
             for (int d = 0; d < HD; d++) lc_view_row(v, b, t, 0, 1)[d] = NAN;
 }
 
-/* The dense path with the keys and the position rows given as panels and the values as rows (the model's
- * key/value cache in evaluation) gives the results of the path without them (itself checked against the
- * reference above): with the view's keys, values and r overwritten by NaN afterwards, so a path that
- * still read them would fail, and stores whose first view row lies at several offsets inside a panel
- * (rows around the view's are NaN). Head widths the rows kernel cannot take (not a whole number of
- * vectors) keep the values' view. */
-TEST(dense_eval_reads_key_and_position_panels) {
+/* The dense and the decode paths with the keys and the position rows given as panels and the values as
+ * rows (the model's key/value cache in evaluation and generation) give the results of the paths without
+ * them (themselves checked against the reference above): with the view's keys, values and r overwritten
+ * by NaN afterwards, so a path that still read them would fail, and stores whose first view row lies at
+ * several offsets inside a panel (rows around the view's are NaN). The dense path keeps the values' view
+ * for head widths its rows kernel cannot take (not a whole number of vectors). */
+TEST(eval_and_decode_read_the_stores) {
     const kit_case cases[] = {
         {1, 2, 80, 320, 32, 1, {0}, 1},       {2, 2, 128, 400, 16, 1, {0}, 1},     {1, 2, 3, 9, 64, 1, {0}, 1},
         {1, 2, 80, 300, 32, 1, {0}, 1, 100}, {1, 1, 3, 30, 16, 1, {0}, 1, 7},      {1, 2, 64, 200, 16, 1, {0}, 0, 50},
         {2, 1, 100, 300, 24, 1, {0}, 0},      {1, 3, 17, 60, 3, 1, {0}, 1, 77},     {1, 2, 13, 250, 48, 1, {0}, 1},
         {1, 2, 80, 600, 64, 1, {0}, 1},       {1, 1, 7, 1000, 64, 1, {0}, 1, 300},  {2, 2, 40, 170, 8, 1, {0}, 1},
+        /* the decode path (a query or two) */
+        {1, 2, 1, 300, 64, 1, {0}, 1},        {2, 2, 2, 130, 16, 1, {0}, 1},        {1, 1, 1, 70, 64, 1, {0}, 1, 64},
+        {2, 2, 2, 130, 16, 1, {0}, 0, 5},     {1, 2, 1, 200, 32, 0, {0}, 0},        {1, 3, 2, 45, 3, 1, {0}, 1, 20},
+        {1, 1, 1, 0, 16, 1, {0}, 1},          {1, 2, 2, 1, 24, 1, {0}, 1},
     };
     const int row0s[] = {0, 5, 16, 31};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -147,13 +151,10 @@ TEST(dense_eval_reads_key_and_position_panels) {
             float *k_store = pack_view_panels(&panels->t.k, c->B, c->H, S, c->D, row0, &k_floats), *r_store = NULL;
             panels->t.k_panels = (lc_attn_store){k_store, c->H * k_floats, k_floats, row0};
             poison_view(&panels->t.k, c->B, S, c->H * c->D);
-            float *v_store = NULL;
-            if (lc_rows_gemm_fits(c->D)) {
-                const long v_floats = (long)(row0 + S) * c->D;
-                v_store = copy_view_rows(&panels->t.v, c->B, c->H, S, c->D, row0);
-                panels->t.v_rows = (lc_attn_store){v_store, c->H * v_floats, v_floats, row0};
-                poison_view(&panels->t.v, c->B, S, c->H * c->D);
-            }
+            const long v_floats = (long)(row0 + S) * c->D;
+            float *v_store = copy_view_rows(&panels->t.v, c->B, c->H, S, c->D, row0);
+            panels->t.v_rows = (lc_attn_store){v_store, c->H * v_floats, v_floats, row0};
+            if (lc_rows_gemm_fits(c->D) || c->T <= 2) poison_view(&panels->t.v, c->B, S, c->H * c->D);
             if (c->rel) {
                 const lc_view r = {panels->r, 0, (long)c->H * c->D};
                 r_store = pack_view_panels(&r, 1, c->H, S, c->D, 0, &r_floats);
@@ -406,7 +407,7 @@ int main(void) {
     RUN(fast_matches_reference_with_relative_positions);
     RUN(fast_matches_reference_with_window_and_relative_positions);
     RUN(dense_eval_path_matches_reference);
-    RUN(dense_eval_reads_key_and_position_panels);
+    RUN(eval_and_decode_read_the_stores);
     RUN(fast_is_stable_for_large_scores);
     RUN(window_of_at_least_S_is_no_window);
     RUN(zero_relative_inputs_are_plain_attention);

@@ -1,7 +1,8 @@
 /* Forward of the full kind for a few queries (generation: T = 1 against a long memory). The tiled
  * kernel pads queries to 64-row tiles, which for a single query wastes 64x the work; here each query
- * row streams over its visible keys with an online softmax: O(S * D) per row, no scratch memory. Same
- * semantics as lc_attn_full_forward (window, relative positions, lse). */
+ * row streams over its visible keys with an online softmax: O(S * D) per row, no scratch memory. When
+ * the caller keeps the keys, values and r in the layouts of attn.h's lc_attn_store (the model's cache),
+ * the rows stream from those. Same semantics as lc_attn_full_forward (window, relative positions, lse). */
 #include <math.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "attn/full_decode.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
+#include "kernels/kernels.h"
 
 #define LC_DECODE_CHUNK 64
 
@@ -68,15 +70,76 @@ static void decode_row(const lc_attn_shape *s, const lc_attn_tensors *t, int b, 
     t->lse[((long)b * s->H + h) * s->T + row] = run_max + logf(run_sum);
 }
 
+/* The same row from the caller's stores (attn.h lc_attn_store: keys and r as panels, values as rows per
+ * head; the model's key/value cache): keys in chunks of DECODE_PANELS whole panels of the key store, each
+ * chunk's content scores one panel product, its position scores one over the panels of r that its
+ * distances fall in, and its values read as consecutive rows. The cache's interleaved rows lie 4 KB
+ * apart per head at width 512, a page each: read one by one they are latency-bound; the stores stream. */
+enum { DECODE_PANELS = 4, CHUNK_ROWS = DECODE_PANELS * LC_PANEL_ROWS };
+
+static void decode_row_stores(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int row) {
+    const int D = s->D, M = s->M, S = s->M + s->T;
+    const long hd = (long)h * D;
+    const lc_attn_store *ks = &t->k_panels, *vs = &t->v_rows, *rs = t->rel ? &t->rel->r_panels : NULL;
+    const float *kp = ks->p + b * ks->sb + h * ks->sh, *vp = vs->p + b * vs->sb + h * vs->sh + (long)vs->row0 * D;
+    const float *q = t->q.p + b * t->q.sb + row * t->q.st + hd;
+    float qu[LC_DECODE_MAX_D], qv[LC_DECODE_MAX_D], acc[LC_DECODE_MAX_D];
+    for (int d = 0; d < D; d++) {
+        qu[d] = q[d] + (t->rel ? t->rel->u[hd + d] : 0.0f);
+        qv[d] = t->rel ? q[d] + t->rel->v[hd + d] : 0.0f;
+        acc[d] = 0;
+    }
+    int hi = s->causal ? M + row : S - 1, lo = 0;
+    if (s->window > 0 && M + row - s->window + 1 > lo) lo = M + row - s->window + 1;
+    if (s->window > 0 && !s->causal && M + row + s->window - 1 < hi) hi = M + row + s->window - 1;
+    /* content scores of a chunk's store rows; position scores of its distances' panels (a chunk's 64
+     * distances span at most DECODE_PANELS + 1 panels) */
+    float score[CHUNK_ROWS], pos[(DECODE_PANELS + 1) * LC_PANEL_ROWS];
+    float run_max = -INFINITY, run_sum = 0;
+    const int first_panel = (ks->row0 + lo) / LC_PANEL_ROWS, end_panel = (ks->row0 + hi) / LC_PANEL_ROWS + 1;
+    for (int p = first_panel; p < end_panel; p += DECODE_PANELS) {
+        const int np = end_panel - p < DECODE_PANELS ? end_panel - p : DECODE_PANELS;
+        const int key0 = p * LC_PANEL_ROWS - ks->row0; /* the key of the chunk's first store row */
+        const int j0 = lo > key0 ? lo - key0 : 0, j1 = hi - key0 + 1 < np * LC_PANEL_ROWS ? hi - key0 + 1 : np * LC_PANEL_ROWS;
+        lc_panel_gemm(1, np, D, s->scale, qu, D, kp + (size_t)p * LC_PANEL_ROWS * D, score, CHUNK_ROWS);
+        if (rs) { /* distance of key key0 + j: M + row - key0 - j, over [far - (j1 - 1 - j0), far] */
+            const int far = M + row - key0 - j0, near = far - (j1 - 1 - j0), rp = near / LC_PANEL_ROWS;
+            const int rn = far / LC_PANEL_ROWS - rp + 1;
+            lc_panel_gemm(1, rn, D, s->scale, qv, D, rs->p + h * rs->sh + (size_t)rp * LC_PANEL_ROWS * D, pos,
+                          (long)sizeof pos / sizeof pos[0]);
+            for (int j = j0; j < j1; j++) score[j] += pos[M + row - key0 - j - rp * LC_PANEL_ROWS];
+        }
+        float chunk_max = -INFINITY;
+        for (int j = j0; j < j1; j++) chunk_max = score[j] > chunk_max ? score[j] : chunk_max;
+        if (chunk_max > run_max) { /* rescale what was accumulated under the old maximum */
+            const float c = lc_expf(run_max - chunk_max);
+            run_sum *= c;
+            for (int d = 0; d < D; d++) acc[d] *= c;
+            run_max = chunk_max;
+        }
+        for (int j = j0; j < j1; j++) {
+            const float e = lc_expf(score[j] - run_max);
+            const float *v = vp + (long)(key0 + j) * D;
+            run_sum += e;
+            for (int d = 0; d < D; d++) acc[d] += e * v[d];
+        }
+    }
+    float *out = t->out.p + b * t->out.sb + row * t->out.st + hd;
+    for (int d = 0; d < D; d++) out[d] = acc[d] / run_sum;
+    t->lse[((long)b * s->H + h) * s->T + row] = run_max + logf(run_sum);
+}
+
 int lc_attn_full_decode(const lc_attn_shape *s, const lc_attn_tensors *t) {
     if (s->T > LC_DECODE_MAX_T || s->D > LC_DECODE_MAX_D) return 0;
     const long rows = (long)s->B * s->H * s->T;
+    const int stores = t->k_panels.p && t->v_rows.p && (!t->rel || t->rel->r_panels.p);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(lc_attn_threads(s)) schedule(static) if (rows > 1)
 #endif
     for (long i = 0; i < rows; i++) {
         int row = (int)(i % s->T), h = (int)(i / s->T % s->H), b = (int)(i / s->T / s->H);
-        decode_row(s, t, b, h, row);
+        if (stores) decode_row_stores(s, t, b, h, row);
+        else decode_row(s, t, b, h, row);
     }
     return 1;
 }
