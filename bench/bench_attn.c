@@ -166,8 +166,9 @@ static void bench_length(const bench_options *o, int len) {
     for (size_t i = 0; i < n_r; i++) rpos[i] = lc_rng_normal(&rng);
     for (size_t i = 0; i < n_uv; i++) u[i] = 0.5f * lc_rng_normal(&rng), vb[i] = 0.5f * lc_rng_normal(&rng);
     const lc_attn_relpos rel = {rpos, u, vb, dr, du, dvb};
-    lc_attn_tensors t = {{q, sb, st}, {k, sb, st}, {v, sb, st}, {out, sb, st}, {dout, sb, st},
-                         {dq, sb, st}, {dk, sb, st}, {dv, sb, st}, lse, o->rel ? &rel : NULL};
+    lc_attn_tensors t = {.q = {q, sb, st}, .k = {k, sb, st}, .v = {v, sb, st}, .out = {out, sb, st},
+                         .dout = {dout, sb, st}, .dq = {dq, sb, st}, .dk = {dk, sb, st}, .dv = {dv, sb, st},
+                         .lse = lse, .rel = o->rel ? &rel : NULL};
 
     double fwd[64], bwd[64];
     const int reps = o->reps < 64 ? o->reps : 64;
