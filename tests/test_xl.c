@@ -256,6 +256,43 @@ TEST(cached_inference_equals_recomputation) {
     lc_model_free(m);
 }
 
+/* With a memory at least 4 times the segment, evaluation takes the dense path, and the model keeps its
+ * cached keys, values and r a second time in the layouts that path and generation read (key panels,
+ * value rows: src/kernels/panel.c). Over enough segments for the cache to compact several times, the
+ * cached pass (train = 0) gives the logits of the recomputed one (train = 1, dropout 0: the hidden-state
+ * memory) of a twin model, segment by segment, for segments of 8 and for one byte at a time. */
+TEST(cached_stores_through_compactions_equal_recomputation) {
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    c.seq_len = 8, c.mem_len = 40, c.dropout = 0;
+    const int lens[2] = {8, 1};
+    for (int li = 0; li < 2; li++) {
+        lc_model *cached = NULL, *recomputed = NULL;
+        CHECK(lc_model_create(&c, 1, 11, &cached) == LC_OK && lc_model_create(&c, 1, 11, &recomputed) == LC_OK, "%s",
+              lc_last_error());
+        if (!cached || !recomputed) {
+            lc_model_free(cached), lc_model_free(recomputed);
+            return;
+        }
+        const int T = lens[li], n = T == 8 ? 240 : 120; /* 6 and 3 compactions (every mem_len bytes) */
+        double worst = 0;
+        for (int at = 0; at + T <= n; at += T) {
+            int tok[8];
+            for (int i = 0; i < T; i++) tok[i] = (uint8_t)text[(at + i) % strlen(text)] ^ ((at + i) / 64);
+            CHECK(lc_model_forward(cached, tok, NULL, 1, T, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+            CHECK(lc_model_forward(recomputed, tok, NULL, 1, T, 1, NULL, NULL) == LC_OK, "%s", lc_last_error());
+            const float *a = lc_model_logits(cached), *b = lc_model_logits(recomputed);
+            for (int i = 0; i < T * 256; i++) {
+                const double err = fabs((double)a[i] - b[i]) / (1e-5 + 1e-4 * fabs((double)b[i]));
+                worst = err > worst ? err : worst;
+            }
+        }
+        CHECK(worst <= 1.0, "segments of %d: cached logits differ from recomputed by %g of the tolerance", T, worst);
+        printf("  segments of %d, memory 40, %d bytes: worst difference %.3g of the tolerance\n", T, n, worst);
+        lc_model_free(cached), lc_model_free(recomputed);
+    }
+}
+
 TEST(memory_carries_across_training_batches) {
     lc_corpus corpus;
     if (lc_corpus_load("data/tinyshakespeare.txt", LC_SPLIT_AUTO, &corpus)) { CHECK(0, "%s", lc_last_error()); return; }
@@ -294,6 +331,7 @@ int main(void) {
     RUN(segments_with_memory_equal_one_long_segment);
     RUN(incremental_generation_equals_segment_evaluation);
     RUN(cached_inference_equals_recomputation);
+    RUN(cached_stores_through_compactions_equal_recomputation);
     RUN(memory_carries_across_training_batches);
     return test_summary("test_xl");
 }
