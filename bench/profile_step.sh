@@ -27,7 +27,7 @@ for line in sys.stdin:
     p, dso, sym = float(m.group(1)), m.group(2), m.group(3)
     if "blas" in dso or sym.startswith("lc_gemm") or "micro_kernel" in sym or "pack_" in sym or sym.startswith("lc_bf16x"):
         g = "products: packing" if "copy" in sym or "pack_" in sym else "products"
-    elif re.search(r"query_tile|key_tile|full_|attn|window|bigbird|lsh|linformer|routing", sym):
+    elif re.search(r"query_tile|key_tile|head_keys|full_|attn|window|bigbird|lsh|linformer|routing", sym):
         g = "attention"
     elif re.search(r"adamw|sum_squares|lc_scale", sym):
         g = "optimizer"
