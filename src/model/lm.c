@@ -71,6 +71,25 @@ static int layer_reads_panels(const lc_attn_layer *layer) {
     return 0;
 }
 
+/* The cache's second layouts (key panels, value rows, r panels) for the layers that read them: one
+ * allocation on the first inference pass, so training never holds them. Without the memory the model runs
+ * without them (the attention reads the cache's views), slower but the same. */
+void lc_model_alloc_stores(lc_model *m) {
+    if (m->stores || m->cfg.model != LC_MODEL_XL) return;
+    const long H = m->cfg.n_head, D = m->cfg.d_model / H;
+    const long per_layer = m->max_B * H * (m->k_panel_floats + (long)m->kv_rows * D) + H * m->r_panel_floats;
+    int layers = 0;
+    for (int l = 0; l < m->cfg.n_layer; l++) layers += m->kv[l] && layer_reads_panels(&m->layers[l]);
+    if (!layers || !(m->stores = lc_alloc_aligned(sizeof(float) * (size_t)(layers * per_layer)))) return;
+    float *at = m->stores;
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        if (m->kv[l] && layer_reads_panels(&m->layers[l])) {
+            m->k_panels[l] = at, at += m->max_B * H * m->k_panel_floats;
+            m->v_rows[l] = at, at += m->max_B * H * (long)m->kv_rows * D;
+            m->r_panels[l] = at, at += H * m->r_panel_floats;
+        }
+}
+
 static void plan_acts(lc_model *m, lc_plan *p) {
     const lc_config *c = &m->cfg;
     int xl = c->model == LC_MODEL_XL, pre = c->norm == LC_NORM_PRE;
@@ -112,14 +131,6 @@ static void plan_acts(lc_model *m, lc_plan *p) {
             plan_add(p, &m->mem[l], nm, 2, B * Mc, C);
             snprintf(nm, sizeof nm, "blocks.%d.kv_cache", l);
             plan_add(p, &m->kv[l], nm, 2, B * m->kv_rows, 2 * C);
-            if (xl && layer_reads_panels(&m->layers[l])) {
-                snprintf(nm, sizeof nm, "blocks.%d.key_panels", l);
-                plan_add(p, &m->k_panels[l], nm, 2, B * H, m->k_panel_floats);
-                snprintf(nm, sizeof nm, "blocks.%d.value_rows", l);
-                plan_add(p, &m->v_rows[l], nm, 2, B * H * m->kv_rows, C / H);
-                snprintf(nm, sizeof nm, "blocks.%d.r_panels", l);
-                plan_add(p, &m->r_panels[l], nm, 2, H, m->r_panel_floats);
-            }
         }
         A(norm1, "norm1", pre ? NS : N, C);
         A(mean1, "mean1", pre ? NS : N, 1);
@@ -272,6 +283,8 @@ static lc_status build_acts(lc_model *m) {
     memset(m->bact, 0, (size_t)m->cfg.n_layer * sizeof *m->bact);
     memset(m->mem, 0, (size_t)m->cfg.n_layer * sizeof *m->mem);
     memset(m->kv, 0, (size_t)m->cfg.n_layer * sizeof *m->kv);
+    lc_free(m->stores); /* sized by the old shape: the next inference pass allocates them again */
+    m->stores = NULL;
     memset(m->k_panels, 0, (size_t)m->cfg.n_layer * sizeof *m->k_panels);
     memset(m->v_rows, 0, (size_t)m->cfg.n_layer * sizeof *m->v_rows);
     memset(m->r_panels, 0, (size_t)m->cfg.n_layer * sizeof *m->r_panels);
@@ -355,6 +368,7 @@ void lc_model_free(lc_model *m) {
     free(m->res);
     free(m->mem);
     free(m->kv);
+    lc_free(m->stores);
     free(m->k_panels);
     free(m->v_rows);
     free(m->r_panels);

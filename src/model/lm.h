@@ -77,11 +77,16 @@ struct lc_model {
     int kv_rows, kv_start;
     /* Layers whose kinds read panels (LC_ATTN_CAP_PANELS; else NULL): the keys of kv[l] again as panels,
      * [max_B][H] stores of k_panel_floats (cache row r at store row r), its values as [max_B][H][kv_rows]
-     * rows of D floats, and r as [H] stores of r_panel_floats; written as kv and r are (src/kernels/panel.c). */
+     * rows of D floats, and r as [H] stores of r_panel_floats; written as kv and r are (src/kernels/panel.c).
+     * All in `stores`, allocated by the first inference pass (lc_model_alloc_stores), freed on resize. */
     float **k_panels, **v_rows, **r_panels;
     long k_panel_floats, r_panel_floats;
+    float *stores;
     int r_ready;        /* blocks' r hold every distance for the current weights (kv mode) */
 };
+
+/* Allocates the key/value cache's second layouts (m->stores) if the model has none yet (model/lm.c). */
+void lc_model_alloc_stores(lc_model *m);
 
 /* The parameter side of lc_model_create / lc_model_free (model/params.c): list the tensors of m->cfg
  * (m->layers parsed), allocate and bind them, and initialise them from seed; release all of it. */
