@@ -26,48 +26,75 @@ static inline __attribute__((always_inline)) float dot(const float *a, const flo
     return s;
 }
 
-/* One query row t of head h in batch b. */
-static void decode_row(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int row) {
+/* One query row of one head while it streams over its keys: q + u and q + v, the visible keys [lo, hi],
+ * and the online softmax's running maximum, sum and weighted values. */
+typedef struct {
+    int D, lo, hi;
+    float qu[LC_DECODE_MAX_D], qv[LC_DECODE_MAX_D], acc[LC_DECODE_MAX_D];
+    float run_max, run_sum;
+} decode_state;
+
+static void decode_begin(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int row, decode_state *st) {
     const int D = s->D, M = s->M, S = s->M + s->T;
     const long hd = (long)h * D;
     const float *q = t->q.p + b * t->q.sb + row * t->q.st + hd;
-    float qu[LC_DECODE_MAX_D], qv[LC_DECODE_MAX_D], acc[LC_DECODE_MAX_D];
+    st->D = D;
     for (int d = 0; d < D; d++) {
-        qu[d] = q[d] + (t->rel ? t->rel->u[hd + d] : 0.0f);
-        qv[d] = t->rel ? q[d] + t->rel->v[hd + d] : 0.0f;
-        acc[d] = 0;
+        st->qu[d] = q[d] + (t->rel ? t->rel->u[hd + d] : 0.0f);
+        st->qv[d] = t->rel ? q[d] + t->rel->v[hd + d] : 0.0f;
+        st->acc[d] = 0;
     }
-    int hi = s->causal ? M + row : S - 1, lo = 0;
-    if (s->window > 0 && M + row - s->window + 1 > lo) lo = M + row - s->window + 1;
-    if (s->window > 0 && !s->causal && M + row + s->window - 1 < hi) hi = M + row + s->window - 1;
-    float run_max = -INFINITY, run_sum = 0, score[LC_DECODE_CHUNK];
-    const long HD = (long)s->H * D;
-    for (int k0 = lo; k0 <= hi; k0 += LC_DECODE_CHUNK) { /* scores of a chunk, then one rescale */
-        int n = hi - k0 + 1 < LC_DECODE_CHUNK ? hi - k0 + 1 : LC_DECODE_CHUNK;
-        float chunk_max = -INFINITY;
+    st->hi = s->causal ? M + row : S - 1, st->lo = 0;
+    if (s->window > 0 && M + row - s->window + 1 > st->lo) st->lo = M + row - s->window + 1;
+    if (s->window > 0 && !s->causal && M + row + s->window - 1 < st->hi) st->hi = M + row + s->window - 1;
+    st->run_max = -INFINITY, st->run_sum = 0;
+}
+
+/* n consecutive keys' scores (overwritten by their exponentials) and their value rows, v + j * v_stride:
+ * one rescale of what was accumulated under the old maximum, then the weighted values. */
+static void decode_chunk(decode_state *st, float *score, int n, const float *v, long v_stride) {
+    const int D = st->D;
+    float chunk_max = -INFINITY;
+    for (int j = 0; j < n; j++) chunk_max = score[j] > chunk_max ? score[j] : chunk_max;
+    if (chunk_max > st->run_max) {
+        const float c = lc_expf(st->run_max - chunk_max);
+        st->run_sum *= c;
+        for (int d = 0; d < D; d++) st->acc[d] *= c;
+        st->run_max = chunk_max;
+    }
+    for (int j = 0; j < n; j++) score[j] = lc_expf(score[j] - st->run_max);
+    for (int j = 0; j < n; j++) {
+        const float *vj = v + j * v_stride;
+        st->run_sum += score[j];
+        for (int d = 0; d < D; d++) st->acc[d] += score[j] * vj[d];
+    }
+}
+
+static void decode_end(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int row,
+                       const decode_state *st) {
+    float *out = t->out.p + b * t->out.sb + row * t->out.st + (long)h * st->D;
+    for (int d = 0; d < st->D; d++) out[d] = st->acc[d] / st->run_sum;
+    t->lse[((long)b * s->H + h) * s->T + row] = st->run_max + logf(st->run_sum);
+}
+
+/* One query row t of head h in batch b, keys, values and r read from the views. */
+static void decode_row(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int row) {
+    decode_state st;
+    decode_begin(s, t, b, h, row, &st);
+    const int D = s->D, M = s->M;
+    const long hd = (long)h * D, HD = (long)s->H * D;
+    float score[LC_DECODE_CHUNK];
+    for (int k0 = st.lo; k0 <= st.hi; k0 += LC_DECODE_CHUNK) { /* scores of a chunk, then one rescale */
+        const int n = st.hi - k0 + 1 < LC_DECODE_CHUNK ? st.hi - k0 + 1 : LC_DECODE_CHUNK;
         for (int j = 0; j < n; j++) {
-            int key = k0 + j;
-            float sc = dot(qu, t->k.p + b * t->k.sb + key * t->k.st + hd, D);
-            if (t->rel) sc += dot(qv, t->rel->r + (long)(M + row - key) * HD + hd, D);
+            const int key = k0 + j;
+            float sc = dot(st.qu, t->k.p + b * t->k.sb + key * t->k.st + hd, D);
+            if (t->rel) sc += dot(st.qv, t->rel->r + (long)(M + row - key) * HD + hd, D);
             score[j] = sc * s->scale;
-            chunk_max = score[j] > chunk_max ? score[j] : chunk_max;
         }
-        if (chunk_max > run_max) { /* rescale what was accumulated under the old maximum */
-            float c = lc_expf(run_max - chunk_max);
-            run_sum *= c;
-            for (int d = 0; d < D; d++) acc[d] *= c;
-            run_max = chunk_max;
-        }
-        for (int j = 0; j < n; j++) score[j] = lc_expf(score[j] - run_max);
-        for (int j = 0; j < n; j++) {
-            const float *v = t->v.p + b * t->v.sb + (k0 + j) * t->v.st + hd;
-            run_sum += score[j];
-            for (int d = 0; d < D; d++) acc[d] += score[j] * v[d];
-        }
+        decode_chunk(&st, score, n, t->v.p + b * t->v.sb + k0 * t->v.st + hd, t->v.st);
     }
-    float *out = t->out.p + b * t->out.sb + row * t->out.st + hd;
-    for (int d = 0; d < D; d++) out[d] = acc[d] / run_sum;
-    t->lse[((long)b * s->H + h) * s->T + row] = run_max + logf(run_sum);
+    decode_end(s, t, b, h, row, &st);
 }
 
 /* The same row from the caller's stores (attn.h lc_attn_store: keys and r as panels, values as rows per
@@ -78,55 +105,31 @@ static void decode_row(const lc_attn_shape *s, const lc_attn_tensors *t, int b, 
 enum { DECODE_PANELS = 4, CHUNK_ROWS = DECODE_PANELS * LC_PANEL_ROWS };
 
 static void decode_row_stores(const lc_attn_shape *s, const lc_attn_tensors *t, int b, int h, int row) {
-    const int D = s->D, M = s->M, S = s->M + s->T;
-    const long hd = (long)h * D;
+    decode_state st;
+    decode_begin(s, t, b, h, row, &st);
+    const int D = s->D, M = s->M;
     const lc_attn_store *ks = &t->k_panels, *vs = &t->v_rows, *rs = t->rel ? &t->rel->r_panels : NULL;
     const float *kp = ks->p + b * ks->sb + h * ks->sh, *vp = vs->p + b * vs->sb + h * vs->sh + (long)vs->row0 * D;
-    const float *q = t->q.p + b * t->q.sb + row * t->q.st + hd;
-    float qu[LC_DECODE_MAX_D], qv[LC_DECODE_MAX_D], acc[LC_DECODE_MAX_D];
-    for (int d = 0; d < D; d++) {
-        qu[d] = q[d] + (t->rel ? t->rel->u[hd + d] : 0.0f);
-        qv[d] = t->rel ? q[d] + t->rel->v[hd + d] : 0.0f;
-        acc[d] = 0;
-    }
-    int hi = s->causal ? M + row : S - 1, lo = 0;
-    if (s->window > 0 && M + row - s->window + 1 > lo) lo = M + row - s->window + 1;
-    if (s->window > 0 && !s->causal && M + row + s->window - 1 < hi) hi = M + row + s->window - 1;
     /* content scores of a chunk's store rows; position scores of its distances' panels (a chunk's 64
      * distances span at most DECODE_PANELS + 1 panels) */
     float score[CHUNK_ROWS], pos[(DECODE_PANELS + 1) * LC_PANEL_ROWS];
-    float run_max = -INFINITY, run_sum = 0;
-    const int first_panel = (ks->row0 + lo) / LC_PANEL_ROWS, end_panel = (ks->row0 + hi) / LC_PANEL_ROWS + 1;
+    const int first_panel = (ks->row0 + st.lo) / LC_PANEL_ROWS, end_panel = (ks->row0 + st.hi) / LC_PANEL_ROWS + 1;
     for (int p = first_panel; p < end_panel; p += DECODE_PANELS) {
         const int np = end_panel - p < DECODE_PANELS ? end_panel - p : DECODE_PANELS;
         const int key0 = p * LC_PANEL_ROWS - ks->row0; /* the key of the chunk's first store row */
-        const int j0 = lo > key0 ? lo - key0 : 0, j1 = hi - key0 + 1 < np * LC_PANEL_ROWS ? hi - key0 + 1 : np * LC_PANEL_ROWS;
-        lc_panel_gemm(1, np, D, s->scale, qu, D, kp + (size_t)p * LC_PANEL_ROWS * D, score, CHUNK_ROWS);
+        const int j0 = st.lo > key0 ? st.lo - key0 : 0;
+        const int j1 = st.hi - key0 + 1 < np * LC_PANEL_ROWS ? st.hi - key0 + 1 : np * LC_PANEL_ROWS;
+        lc_panel_gemm(1, np, D, s->scale, st.qu, D, kp + (size_t)p * LC_PANEL_ROWS * D, score, CHUNK_ROWS);
         if (rs) { /* distance of key key0 + j: M + row - key0 - j, over [far - (j1 - 1 - j0), far] */
             const int far = M + row - key0 - j0, near = far - (j1 - 1 - j0), rp = near / LC_PANEL_ROWS;
             const int rn = far / LC_PANEL_ROWS - rp + 1;
-            lc_panel_gemm(1, rn, D, s->scale, qv, D, rs->p + h * rs->sh + (size_t)rp * LC_PANEL_ROWS * D, pos,
+            lc_panel_gemm(1, rn, D, s->scale, st.qv, D, rs->p + h * rs->sh + (size_t)rp * LC_PANEL_ROWS * D, pos,
                           (long)sizeof pos / sizeof pos[0]);
             for (int j = j0; j < j1; j++) score[j] += pos[M + row - key0 - j - rp * LC_PANEL_ROWS];
         }
-        float chunk_max = -INFINITY;
-        for (int j = j0; j < j1; j++) chunk_max = score[j] > chunk_max ? score[j] : chunk_max;
-        if (chunk_max > run_max) { /* rescale what was accumulated under the old maximum */
-            const float c = lc_expf(run_max - chunk_max);
-            run_sum *= c;
-            for (int d = 0; d < D; d++) acc[d] *= c;
-            run_max = chunk_max;
-        }
-        for (int j = j0; j < j1; j++) {
-            const float e = lc_expf(score[j] - run_max);
-            const float *v = vp + (long)(key0 + j) * D;
-            run_sum += e;
-            for (int d = 0; d < D; d++) acc[d] += e * v[d];
-        }
+        decode_chunk(&st, score + j0, j1 - j0, vp + (long)(key0 + j0) * D, D);
     }
-    float *out = t->out.p + b * t->out.sb + row * t->out.st + hd;
-    for (int d = 0; d < D; d++) out[d] = acc[d] / run_sum;
-    t->lse[((long)b * s->H + h) * s->T + row] = run_max + logf(run_sum);
+    decode_end(s, t, b, h, row, &st);
 }
 
 int lc_attn_full_decode(const lc_attn_shape *s, const lc_attn_tensors *t) {
