@@ -72,8 +72,9 @@ static int layer_reads_panels(const lc_attn_layer *layer) {
 }
 
 /* The cache's second layouts (key panels, value rows, r panels) for the layers that read them: one
- * allocation on the first inference pass, so training never holds them. Without the memory the model runs
- * without them (the attention reads the cache's views), slower but the same. */
+ * allocation on the first inference pass, so training never holds them, zeroed once (the panels' rows
+ * past the cache's last are read, never used). Without the memory the model runs without them (the
+ * attention reads the cache's views): slower, the same results up to rounding. */
 void lc_model_alloc_stores(lc_model *m) {
     if (m->stores || m->cfg.model != LC_MODEL_XL) return;
     const long H = m->cfg.n_head, D = m->cfg.d_model / H;
@@ -81,6 +82,7 @@ void lc_model_alloc_stores(lc_model *m) {
     int layers = 0;
     for (int l = 0; l < m->cfg.n_layer; l++) layers += m->kv[l] && layer_reads_panels(&m->layers[l]);
     if (!layers || !(m->stores = lc_alloc_aligned(sizeof(float) * (size_t)(layers * per_layer)))) return;
+    memset(m->stores, 0, sizeof(float) * (size_t)(layers * per_layer));
     float *at = m->stores;
     for (int l = 0; l < m->cfg.n_layer; l++)
         if (m->kv[l] && layer_reads_panels(&m->layers[l])) {

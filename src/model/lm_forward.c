@@ -123,11 +123,6 @@ static void enter_kv_mode(lc_model *m) {
     const lc_config *c = &m->cfg;
     int C = c->d_model, M = m->mem_rows, B = m->mem_rows ? m->mem_B : 0;
     lc_model_alloc_stores(m);
-    for (int l = 0; l < c->n_layer; l++) /* the panels' rows past the cache's last are read, never used */
-        if (m->k_panels[l]) {
-            memset(m->k_panels[l], 0, sizeof(float) * (size_t)m->max_B * c->n_head * m->k_panel_floats);
-            memset(m->r_panels[l], 0, sizeof(float) * (size_t)c->n_head * m->r_panel_floats);
-        }
     for (int l = 0; l < c->n_layer && M > 0; l++) {
         lc_block_acts *a = &m->bact[l];
         const lc_block_weights *w = &m->blk[l];
