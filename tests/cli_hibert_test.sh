@@ -79,6 +79,19 @@ check "finetune --precision bf16" -- "${ft[@]}" --init "$tmp/pre.st" --precision
 check "bf16 recorded" -- grep -aq '"precision":"bf16"' "$tmp/bf.st.last"
 check "pretrain --precision bf16" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 \
     --precision bf16 --out "$tmp/prebf.st"
+check "pretrain --intruders" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 2 \
+    --eval-every 2 --intruders 0.5 --intruder-weight 2 --out "$tmp/intr.st" --log "$tmp/intr.jsonl" --json
+keep intr
+check "intruders: the summary's validation BCE" -- grep -Eq '"valid_intruder_bce":[0-9.]+,' <(tail -1 "$tmp/intr.out")
+check "intruders: each step logs its BCE" -- grep -Eq '^\{"step":2,.*"intruder_bce":[0-9.]+,"valid_bpb":[0-9.]+,"valid_intruder_bce":[0-9.]+' "$tmp/intr.jsonl"
+check "intruders recorded" -- grep -aq '"pretrain.intruders":"0.5"' "$tmp/intr.st"
+check "finetune --init from intruders negates the head" -- "${ft[@]}" --init "$tmp/intr.st" --steps 1 --eval-every 1 \
+    --out "$tmp/fti.st"
+keep fti
+check "the negated head is announced" -- grep -q "the head starts as .*intr.st's intruder head, negated" "$tmp/fti.err"
+check "a pre-training without intruders keeps its head" -- bash -c '! grep -q "intruder head" "$1"' _ "$tmp/ft.err"
+expect 2 "--intruders belongs to hibert pretrain" -- "${ft[@]}" --intruders 0.5 --out "$tmp/x.st"
+expect 2 "--intruders" -- "$bin" hibert pretrain --docs "$tmp/docs" --intruders 1.5 --out "$tmp/x.st"
 expect 2 "hibert finetune: --lr-scale: 'sent.=2@0' is not PREFIX=F" -- "${ft[@]}" --lr-scale sent.=2@0 --out "$tmp/x.st"
 check "finetune --lr-scale (sentence encoder frozen 1 step, then at a tenth)" -- "${ft[@]}" --init "$tmp/pre.st" \
     --lr-scale "sent.=0@1,sent.blocks.=0.1" --steps 2 --eval-every 2 --out "$tmp/ls.st"

@@ -145,6 +145,32 @@ lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uin
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
                                   double *loss);
 
+/* Sentence intruders: longctx's auxiliary pre-training objective, not the paper's (docs/hibert.md,
+ * "Sentence intruders"). round(rate * S / 2) pairs of sentences of different documents (S: the batch's
+ * sentences) swap places: each pair's first sentence uniform among those not yet swapped, its second uniform
+ * among those of other documents (fewer pairs when one document holds nearly all sentences; none with one
+ * document). Writes source[S] (the sentence, in batch order, seen at each place) and intruder[S] (1: it came
+ * from another document). Deterministic in seed. Every document keeps its sentence count and the batch its
+ * bytes. */
+lc_status lc_hibert_swap_sentences(int n_docs, const int *n_sents, double rate, uint64_t seed, int *source,
+                                   uint8_t *intruder);
+/* The extraction forward (lc_hibert_extract_forward) of the batch with its sentences swapped by
+ * lc_hibert_swap_sentences(rate, seed), against the intruder flags as labels: the head learns to find the
+ * sentences that came from another document. loss_sum: summed BCE in nats; count: sentences. */
+lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, double rate, uint64_t seed, int train,
+                                     double *loss_sum, long *count);
+/* One pre-training step on the masked-sentence NLL (mean per target byte) plus `weight` times the intruders'
+ * mean BCE at `rate` (its own view of the same batch; rate or weight 0: lc_hibert_pretrain_step exactly).
+ * *loss: the masked-sentence loss; *intruder_bce (may be NULL): the intruders' mean BCE before the step. */
+lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b,
+                                            uint64_t seed, double rate, float weight, double *loss,
+                                            double *intruder_bce);
+
+/* Negate the extraction head (weights and bias): a head trained to find intruders then scores a sentence by
+ * how well it belongs to its document. `hibert finetune --init` does this for a checkpoint pre-trained
+ * with intruders, so that fine-tuning starts from that ranking instead of its reverse. */
+void lc_hibert_flip_head(lc_hibert *m);
+
 /* ---------------------------------------------------------------- checkpoints (docs/checkpoint.md) */
 typedef enum { LC_HIBERT_STAGE_PRETRAIN = 0, LC_HIBERT_STAGE_FINETUNE = 1 } lc_hibert_stage;
 #define LC_HIBERT_DATA_CHARS 4096
@@ -158,6 +184,7 @@ typedef struct {
     int latin1;               /* user files that are not UTF-8 were read as Latin-1 (--encoding latin1) */
     char data[LC_HIBERT_DATA_CHARS]; /* the data sources, absolute paths, one per line */
     long data_docs, data_bytes;      /* training documents (chunks) and their bytes */
+    float intruders, intruder_weight; /* pre-training: the sentence intruders' rate and weight (0: none) */
     uint64_t data_hash;              /* FNV-1a 64 over the training documents' sentences */
     float best;               /* fine-tuning: the best validation score so far (-1: none) */
     long best_step;           /* the step it was reached at */

@@ -21,7 +21,7 @@ typedef struct {
     const char *attn[3]; /* --sent-attn, --doc-attn, --dec-attn */
     int n_docs, threads, json, finetune, eval_docs;
     long save_every;
-    float save_every_min;
+    float save_every_min, intruders, intruder_weight;
     lc_hibert_config cfg;
     lc_train_options o;
 } hargs;
@@ -61,6 +61,8 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps (default 2000)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 4096, "documents (chunks) per batch (default 8)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validations (default 250; 0: end only)", 0},
+        {"--intruders", OPT_FLOAT, &a->intruders, 0, 1, "pretrain: also train the head to find sentences swapped in from other documents of the batch, this share of the sentences (longctx's, not the paper's; default 0)", 0},
+        {"--intruder-weight", OPT_FLOAT, &a->intruder_weight, 0, 1e6, "pretrain: the intruders' loss weight beside the masked-sentence loss (default 1)", 0},
         {"--eval-docs", OPT_INT, &a->eval_docs, 0, 1 << 30, "pretrain: held-out documents per validation (default 64; 0: all)", 0},
         {"--seed", OPT_U64, &o->seed, 0, 0, "seed: initialisation, shuffling, masking, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a->threads, 0, 1024, "threads (0: all cores)", 0},
@@ -73,12 +75,12 @@ static int build_opts(hargs *a, lc_opt *opts) {
     memcpy(opts, base, sizeof base);
     n = lc_optim_flags_add(o, opts, n);
     /* each stage's own flags: the other stage's help leaves them out and its parser refuses them */
-    static const char *pre_only[] = {"--docs", "--eval-docs", "--dec-layers", "--dec-dim", "--dec-heads", "--dec-ffn",
-                                     "--dec-attn"};
+    static const char *pre_only[] = {"--docs", "--eval-docs", "--intruders", "--intruder-weight", "--dec-layers",
+                                     "--dec-dim", "--dec-heads", "--dec-ffn", "--dec-attn"};
     static const char *fine_only[] = {"--data", "--labels"};
     if (a->finetune)
         for (size_t i = 0; i < sizeof pre_only / sizeof *pre_only; i++)
-            lc_opt_refuse(opts, n, pre_only[i], i < 2 ? "belongs to hibert pretrain"
+            lc_opt_refuse(opts, n, pre_only[i], i < 4 ? "belongs to hibert pretrain"
                                                       : "belongs to hibert pretrain (fine-tuning does not use the sentence decoder)");
     else
         for (size_t i = 0; i < sizeof fine_only / sizeof *fine_only; i++)
@@ -152,15 +154,15 @@ static int save_to(trainer *t, const char *path, int fatal) {
     return -1;
 }
 
-/* Validation: pre-training's bits per byte on the held-out documents (the first --eval-docs chunks), or
- * fine-tuning's ROUGE (mean of R1, R2, RL F1 in *score). */
-static lc_status validate(trainer *t, double *bpb, double r[3]) {
+/* Validation: pre-training's bits per byte on the held-out documents (the first --eval-docs chunks) and,
+ * with intruders, their mean BCE there (*ibce), or fine-tuning's ROUGE (mean of R1, R2, RL F1 in *score). */
+static lc_status validate(trainer *t, double *bpb, double *ibce, double r[3]) {
     if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
     const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
     lc_hbatch h = {0};
     int idx[4096];
-    double sum = 0;
-    long count = 0;
+    double sum = 0, isum = 0;
+    long count = 0, icount = 0;
     lc_status st = LC_OK;
     for (int c0 = 0; c0 < n && !st; c0 += B) {
         const int k = n - c0 < B ? n - c0 : B;
@@ -170,9 +172,13 @@ static lc_status validate(trainer *t, double *bpb, double r[3]) {
         if (!(st = lc_hbatch_make(&h, &t->valid, idx, k)) &&
             !(st = lc_hibert_pretrain_forward(t->m, &h.b, 0x76616c6964ULL + (uint64_t)c0, 0, &s, &c)))
             sum += s, count += c;
+        if (!st && t->run.intruders > 0 &&
+            !(st = lc_hibert_intruder_forward(t->m, &h.b, t->run.intruders, 0x696e7472ULL + (uint64_t)c0, 0, &s, &c)))
+            isum += s, icount += c;
     }
     lc_hbatch_free(&h);
     *bpb = count ? sum / count / log(2.0) : NAN;
+    *ibce = icount ? isum / icount : NAN;
     return st;
 }
 
@@ -207,15 +213,16 @@ static int train_loop(trainer *t) {
     lc_hbatch h = {0};
     const long start = lc_hibert_steps_done(t->m);
     const double t0 = lc_now_seconds();
-    double last_save = t0, bpb = NAN, r[3] = {NAN, NAN, NAN};
+    double last_save = t0, bpb = NAN, ibce = NAN, r[3] = {NAN, NAN, NAN};
     int rc = -1;
     lc_cli_catch_stop_signals();
     for (long s = start; s < o->steps && rc < 0; s++) {
         batch_of(t, s, idx, perm, &perm_epoch);
         lc_status st = lc_hbatch_make(&h, &t->train, idx, o->batch);
-        double loss = 0;
+        double loss = 0, intruder_bce = 0;
         if (!st) st = a->finetune ? lc_hibert_step(t->m, o, &h.b, h.labels, &loss)
-                                  : lc_hibert_pretrain_step(t->m, o, &h.b, lc_seed_mix(o->seed ^ 0x6d61736bULL, (uint64_t)s), &loss);
+                                  : lc_hibert_pretrain_step_intruders(t->m, o, &h.b, lc_seed_mix(o->seed ^ 0x6d61736bULL, (uint64_t)s),
+                                                                      t->run.intruders, t->run.intruder_weight, &loss, &intruder_bce);
         if (st) { rc = lc_cli_fail(st); break; }
         for (int k = 0, n = 0; k < h.b.n_docs; n += h.b.n_sents[k], k++)
             for (int j = n; j < n + h.b.n_sents[k]; j++) bytes += h.len[j] + 1;
@@ -224,15 +231,19 @@ static int train_loop(trainer *t) {
         lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (train_s > 0 ? train_s : 1e-9), el,
                          NAN, NAN};
         const int eval_now = (o->eval_every > 0 && done % o->eval_every == 0) || done == o->steps;
-        char extra[160] = "";
+        char extra[256] = "";
+        int used = t->run.intruders > 0 && !a->finetune ? snprintf(extra, sizeof extra, ",\"intruder_bce\":%s", lc_json_g(intruder_bce)) : 0;
         if (eval_now && t->valid.n_chunks) {
             const double v0 = lc_now_seconds();
-            if ((st = validate(t, &bpb, r))) { rc = lc_cli_fail(st); break; }
+            if ((st = validate(t, &bpb, &ibce, r))) { rc = lc_cli_fail(st); break; }
             const double v = lc_now_seconds() - v0;
             t->valid_s += v;
             if (a->finetune)
                 snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f",
                          lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v);
+            else if (t->run.intruders > 0)
+                snprintf(extra + used, sizeof extra - (size_t)used, ",\"valid_bpb\":%s,\"valid_intruder_bce\":%s,\"valid_seconds\":%.6f",
+                         lc_json_g(bpb), lc_json_g(ibce), v);
             else
                 snprintf(extra, sizeof extra, ",\"valid_bpb\":%s,\"valid_seconds\":%.6f", lc_json_g(bpb), v);
             if (!a->finetune) p.valid_bpc = bpb;
@@ -273,11 +284,14 @@ static int train_loop(trainer *t) {
                    lc_json_number(r[0]), lc_json_number(r[1]), lc_json_number(r[2]), lc_json_number(t->run.best),
                    t->run.best_step, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), pp.tokens_per_s, t->valid_s);
     } else {
-        printf("valid bits per byte %.4f after %ld steps (%.0f bytes/s)%s%s\n", bpb, lc_hibert_steps_done(t->m), pp.tokens_per_s,
-               t->last ? "; saved " : "", t->last ? t->last : "");
+        char ib[64] = "";
+        if (t->run.intruders > 0) snprintf(ib, sizeof ib, ", intruder BCE %.4f", ibce);
+        printf("valid bits per byte %.4f%s after %ld steps (%.0f bytes/s)%s%s\n", bpb, ib, lc_hibert_steps_done(t->m),
+               pp.tokens_per_s, t->last ? "; saved " : "", t->last ? t->last : "");
+        if (t->run.intruders > 0) snprintf(ib, sizeof ib, "\"valid_intruder_bce\":%s,", lc_json_number(ibce));
         if (a->json)
-            printf("{\"valid_bpb\":%s,\"bytes_per_s\":%.1f,\"steps\":%ld,\"params\":%zu,\"valid_seconds\":%.3f}\n",
-                   lc_json_number(bpb), pp.tokens_per_s, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), t->valid_s);
+            printf("{\"valid_bpb\":%s,%s\"bytes_per_s\":%.1f,\"steps\":%ld,\"params\":%zu,\"valid_seconds\":%.3f}\n",
+                   lc_json_number(bpb), ib, pp.tokens_per_s, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), t->valid_s);
     }
     return LC_EXIT_OK;
 }
@@ -316,9 +330,11 @@ static int run(hargs *a, lc_opt *opts, int n) {
     t.a = a;
     lc_hibert_run_default(&t.run);
     lc_hibert_config ck;
+    lc_hibert_run init_run; /* --init's run record */
+    lc_hibert_run_default(&init_run);
     const char *fixed = a->resume ? a->resume : a->init;
     if (fixed) {
-        if ((st = lc_hibert_checkpoint_info(fixed, &ck, a->resume ? &t.run : NULL))) return lc_cli_fail(st);
+        if ((st = lc_hibert_checkpoint_info(fixed, &ck, a->resume ? &t.run : &init_run))) return lc_cli_fail(st);
         int rc = check_shape_flags(opts, n, &a->cfg, &ck, fixed);
         if (rc >= 0) return rc;
         if (!lc_opt_get(opts, n, "--dropout")->seen || a->resume) a->cfg.dropout = ck.dropout;
@@ -336,6 +352,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
         t.run.stage = a->finetune ? LC_HIBERT_STAGE_FINETUNE : LC_HIBERT_STAGE_PRETRAIN;
         t.run.opts = a->o;
         t.run.latin1 = a->encoding && strcmp(a->encoding, "latin1") == 0;
+        t.run.intruders = a->intruders, t.run.intruder_weight = a->intruder_weight;
         t.run.labels = a->labels && strcmp(a->labels, "greedy") == 0;
         if (a->labels && strcmp(a->labels, "greedy") && strcmp(a->labels, "contained")) {
             lc_cli_error("%s: --labels must be contained or greedy, got '%s'", cmd, a->labels);
@@ -372,8 +389,12 @@ static int run(hargs *a, lc_opt *opts, int n) {
         t.m = NULL;
         if (a->resume && !(st = lc_hibert_load(a->resume, &t.run.limits, &t.m, NULL)))
             st = lc_hibert_set_precision(t.m, a->cfg.precision);
-        else if (!a->resume && !(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init)
-            st = lc_hibert_init_from(t.m, a->init);
+        else if (!a->resume && !(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init &&
+                 !(st = lc_hibert_init_from(t.m, a->init)) && a->finetune && init_run.stage == LC_HIBERT_STAGE_PRETRAIN &&
+                 init_run.intruders > 0) {
+            lc_hibert_flip_head(t.m); /* its intruder head, negated: a sentence that belongs to its document scores high */
+            fprintf(stderr, "hibert finetune: the head starts as %s's intruder head, negated\n", a->init);
+        }
         if (st) rc = lc_cli_fail(st);
     }
     if (rc < 0) rc = lc_train_log_open(&t.log, cmd, a->log, a->resume != NULL);
@@ -409,6 +430,7 @@ static void hargs_default(hargs *a, int finetune) {
     lc_hibert_config_default(&a->cfg);
     lc_train_options_default(&a->o);
     a->o.batch = 8, a->o.lr = 1e-3f;
+    a->intruder_weight = 1;
 }
 
 /* `longctx hibert --help`: both subcommands, the options they share, then each one's own. */

@@ -95,6 +95,9 @@ lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
 int lc_hier_clipped_len(const lc_hibert *m, int len);
 /* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n . */
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
+/* model/hier_intruder.c: lc_hibert_pretrain_step_intruders draws its swaps from lc_seed_mix(seed, this). */
+#define LC_HIER_INTRUDER_STREAM 0x696e7472ULL
+
 /* model/hier_pretrain.c: lc_hibert_pretrain_forward with each sentence's action and source (index inside
  * its document; lc_hibert_mask_sentences's contract) given in batch order instead of drawn (tests; NULL:
  * those already in m->action, m->source). LC_ERR_ARG for an action or source outside the contract. */

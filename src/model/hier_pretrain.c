@@ -144,13 +144,5 @@ void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
 
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
                                   double *loss) {
-    lc_clear_error();
-    lc_status st = lc_adamw_options_check(o);
-    if (st) return st;
-    lc_hibert_zero_grad(m);
-    double sum;
-    long n;
-    if ((st = lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n))) return st;
-    if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
-    return lc_hier_update(m, o, sum, n, loss);
+    return lc_hibert_pretrain_step_intruders(m, o, b, seed, 0, 0, loss, NULL);
 }

@@ -57,6 +57,8 @@ static const meta_key keys[] = {
     LONG("data.documents", RUN(data_docs), 0, 1LL << 40, 0),
     LONG("data.bytes", RUN(data_bytes), 0, 1LL << 62, 0),
     U64("data.hash", RUN(data_hash), 0),
+    {"pretrain.intruders", T_FLOAT, RUN(intruders), 0, 0, 0, 1, 0, NULL, 0},
+    {"pretrain.intruder_weight", T_FLOAT, RUN(intruder_weight), 0, 0, 0, 1e6, 0, NULL, 0},
     {"best.score", T_FLOAT, RUN(best), 0, 0, -1, 100, 0, NULL, 0},
     LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
 };

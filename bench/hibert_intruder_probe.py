@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""A PyTorch probe for docs/hibert.md: does a sentence-intruder pre-training objective give the document
+encoder the centrality signal that BBC's extraction labels follow?
+
+Model: bench/hibert_bag_probe.py's (mean of hashed word embeddings as the sentence vector, a 2-layer
+pre-LN document encoder of width 128, a linear head). Pre-training: each sentence of a document is, with
+probability RATE, replaced by a random sentence of another document; a second linear head predicts which
+sentences were replaced (BCE). A sentence that shares its document's vocabulary is hard to call an
+intruder, so the objective asks the document encoder for the overlap of each sentence with the rest of
+its document. Fine-tuning then trains the extraction head (BCE on the contained labels) from those
+weights, and each epoch prints valid / test ROUGE like `longctx eval --task summarize`.
+/usr/bin/python3 bench/hibert_intruder_probe.py PRE_STEPS FT_EPOCHS [imdb|bbc|both]
+"""
+import gzip
+import os
+import sys
+import time
+import zlib
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import summ_surface_baseline as S  # noqa: E402
+import hibert_bag_probe as P  # noqa: E402
+
+P.ROOT = "data/bbc-news-summary"
+
+PRE_STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+FT_EPOCHS = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+SOURCE = sys.argv[3] if len(sys.argv) > 3 else "both"
+RATE, BATCH = 0.25, 16
+
+
+def ids_of(sents):
+    return [[zlib.crc32(w.encode()) % P.BUCKETS for w in S.tokens(s)][:P.MAX_WORDS] or [0] for s in sents]
+
+
+def imdb_docs():
+    docs = []
+    for name in ("data/imdb/train.tsv.gz", "data/imdb/val.tsv.gz"):
+        with gzip.open(name, "rt", encoding="utf-8") as f:
+            next(f)
+            for line in f:
+                text = line.rstrip("\n").split("\t")[-1].replace("<br />", " ")
+                sents = S.sentences(text)[:P.MAX_SENTS]
+                if len(sents) >= 4:
+                    docs.append(ids_of(sents))
+    return docs
+
+
+def batch_tensors(docs):
+    """docs: lists of sentence id lists -> (tok [B, N, W], word mask, sentence mask)."""
+    n = max(len(d) for d in docs)
+    w = max(len(s) for d in docs for s in d)
+    tok = torch.zeros(len(docs), n, w, dtype=torch.long)
+    wm = torch.zeros(len(docs), n, w)
+    sm = torch.zeros(len(docs), n, dtype=torch.bool)
+    for b, d in enumerate(docs):
+        for i, s in enumerate(d):
+            tok[b, i, :len(s)] = torch.tensor(s)
+            wm[b, i, :len(s)] = 1
+            sm[b, i] = True
+    return tok, wm, sm
+
+
+class Model(P.BagHibert):
+    def __init__(self):
+        super().__init__()
+        self.ihead = nn.Linear(P.WIDTH, 1)
+        # the bag probe's nn.Embedding default puts positions at N(0, 1) and words at N(0, 0.02): the
+        # sentence's content would be a rounding error beside its position; here content leads, as in
+        # longctx (a LayerNorm'd sentence vector plus positions at N(0, 0.02))
+        nn.init.normal_(self.emb.weight, std=1.0)
+        nn.init.normal_(self.pos.weight, std=0.02)
+
+    def encode(self, tok, wm, sm):
+        vec = (self.emb(tok) * wm[..., None]).sum(2) / wm.sum(2, keepdim=True).clamp(min=1)
+        x = vec + self.pos(torch.arange(tok.shape[1]))[None]
+        return self.doc(x, src_key_padding_mask=~sm)
+
+    def forward(self, ids):
+        tok, wm, sm = batch_tensors([ids])
+        return self.head(self.encode(tok, wm, sm))[0, :, 0]
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    docs = P.load()
+    train = [d for d in docs if d[0] not in (0, 5)]
+    pool = []
+    if SOURCE in ("imdb", "both"):
+        pool += imdb_docs()
+    if SOURCE in ("bbc", "both"):
+        pool += [d[1] for d in train]
+    model = Model()
+    t0 = time.time()
+    if PRE_STEPS:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+        total, hits = 0.0, 0
+        for step in range(1, PRE_STEPS + 1):
+            picked = [pool[i] for i in rng.integers(0, len(pool), BATCH)]
+            corrupt, labels = [], []
+            for d in picked:
+                out, lab = [], []
+                for s in d:
+                    if rng.random() < RATE:
+                        other = pool[rng.integers(0, len(pool))]
+                        out.append(other[rng.integers(0, len(other))])
+                        lab.append(1.0)
+                    else:
+                        out.append(s)
+                        lab.append(0.0)
+                corrupt.append(out)
+                labels.append(lab)
+            tok, wm, sm = batch_tensors(corrupt)
+            logit = model.ihead(model.encode(tok, wm, sm))[..., 0]
+            y = torch.zeros_like(logit)
+            for b, lab in enumerate(labels):
+                y[b, :len(lab)] = torch.tensor(lab)
+            loss = nn.functional.binary_cross_entropy_with_logits(logit[sm], y[sm])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+            hits += ((logit[sm] > 0).float() == y[sm]).float().mean().item()
+            if step % 250 == 0:
+                print(f"pre step {step} ({time.time() - t0:.0f} s): intruder BCE {total / 250:.4f} "
+                      f"acc {hits / 250:.3f}", flush=True)
+                total, hits = 0.0, 0
+    if os.environ.get("FT_FREEZE_EMB"):
+        model.emb.weight.requires_grad_(False)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3, weight_decay=0.1)
+    seen = 0
+    for epoch in range(1, FT_EPOCHS + 1):
+        total = 0.0
+        for i in rng.permutation(len(train)):
+            _, ids, _, _, lab = train[i]
+            loss = nn.functional.binary_cross_entropy_with_logits(model(ids), torch.tensor(lab, dtype=torch.float32))
+            (loss / 8).backward()
+            total, seen = total + loss.item(), seen + 1
+            if seen % 8 == 0:
+                opt.step()
+                opt.zero_grad()
+        print(f"epoch {epoch} ({time.time() - t0:.0f} s): train BCE {total / len(train):.4f}, "
+              f"valid R-1/2/L {P.rouge(model, docs, 5)}, test {P.rouge(model, docs, 0)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
