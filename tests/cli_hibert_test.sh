@@ -90,6 +90,12 @@ check "finetune --init from intruders negates the head" -- "${ft[@]}" --init "$t
 keep fti
 check "the negated head is announced" -- grep -q "the head starts as .*intr.st's intruder head, negated" "$tmp/fti.err"
 check "a pre-training without intruders keeps its head" -- bash -c '! grep -q "intruder head" "$1"' _ "$tmp/ft.err"
+check "summarize with a pre-training checkpoint with intruders" -- "$bin" summarize --ckpt "$tmp/intr.st" --sentences 2 \
+    --threads 1 "$tmp/a.txt"
+keep sumi
+check "it says the head is the negated intruder head" -- grep -q "scored by its intruder head, negated" "$tmp/sumi.err"
+expect 2 "pre.st: a pre-training checkpoint without --intruders: its head was never trained" -- \
+    "$bin" summarize --ckpt "$tmp/pre.st" "$tmp/a.txt"
 expect 2 "--intruders belongs to hibert pretrain" -- "${ft[@]}" --intruders 0.5 --out "$tmp/x.st"
 expect 2 "--intruders" -- "$bin" hibert pretrain --docs "$tmp/docs" --intruders 1.5 --out "$tmp/x.st"
 expect 2 "hibert finetune: --lr-scale: 'sent.=2@0' is not PREFIX=F" -- "${ft[@]}" --lr-scale sent.=2@0 --out "$tmp/x.st"

@@ -6,15 +6,28 @@
 #include <string.h>
 
 #include "cli/hibert_cli.h"
+#include "core/status.h"
 #include "core/threads.h"
 
-/* A checkpoint's model planned for the documents of d (batches of up to `batch` chunks). */
+/* A checkpoint's model planned for the documents of d (batches of up to `batch` chunks). A pre-training
+ * checkpoint scores with its intruder head, negated (docs/hibert.md, "Sentence intruders"); one pre-trained
+ * without intruders has a head that was never trained, and is refused. */
 static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **m) {
     lc_hibert_config cfg;
-    lc_status st = lc_hibert_checkpoint_info(ckpt, &cfg, NULL);
+    lc_hibert_run run;
+    lc_status st = lc_hibert_checkpoint_info(ckpt, &cfg, &run);
     if (st) return st;
+    if (run.stage == LC_HIBERT_STAGE_PRETRAIN && !(run.intruders > 0))
+        return lc_fail(LC_ERR_ARG, "%s: a pre-training checkpoint without --intruders: its head was never trained "
+                                   "(fine-tune it with hibert finetune --init)", ckpt);
     const lc_hibert_limits lim = lc_hdocs_limits(NULL, d, batch, &cfg, 0);
-    return lc_hibert_load(ckpt, &lim, m, NULL);
+    if ((st = lc_hibert_load(ckpt, &lim, m, NULL))) return st;
+    if (run.stage == LC_HIBERT_STAGE_PRETRAIN) {
+        lc_hibert_flip_head(*m);
+        fprintf(stderr, "%s: a pre-training checkpoint: sentences are scored by its intruder head, negated (not fine-tuned)\n",
+                ckpt);
+    }
+    return LC_OK;
 }
 
 int lc_cmd_summarize(int argc, char **argv) {
