@@ -133,20 +133,7 @@ def main():
                 total, hits = 0.0, 0
     if os.environ.get("FT_FREEZE_EMB"):
         model.emb.weight.requires_grad_(False)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3, weight_decay=0.1)
-    seen = 0
-    for epoch in range(1, FT_EPOCHS + 1):
-        total = 0.0
-        for i in rng.permutation(len(train)):
-            _, ids, _, _, lab = train[i]
-            loss = nn.functional.binary_cross_entropy_with_logits(model(ids), torch.tensor(lab, dtype=torch.float32))
-            (loss / 8).backward()
-            total, seen = total + loss.item(), seen + 1
-            if seen % 8 == 0:
-                opt.step()
-                opt.zero_grad()
-        print(f"epoch {epoch} ({time.time() - t0:.0f} s): train BCE {total / len(train):.4f}, "
-              f"valid R-1/2/L {P.rouge(model, docs, 5)}, test {P.rouge(model, docs, 0)}", flush=True)
+    P.finetune(model, docs, FT_EPOCHS, rng, [p for p in model.parameters() if p.requires_grad], t0)
 
 
 if __name__ == "__main__":

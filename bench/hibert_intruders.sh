@@ -4,15 +4,19 @@
 # as its ablation), and each fine-tuned model's test ROUGE.
 #   usage: bench/hibert_intruders.sh [DIR] [ood|indomain] [RATE]   (from the repository root, after `make`)
 #   ood: (a) IMDB then (b) BBC, both with intruders; indomain: (b') BBC alone from scratch with intruders.
+#   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 (batch 8).
 set -euo pipefail
 bin=${LONGCTX:-$PWD/longctx}
 data="$PWD/data"
 dir=${1:-hibert-intruders}
 chain=${2:-ood}
 rate=${3:-0.25}
+ood_steps=${OOD_STEPS:-2400}
+ood_batch=${OOD_BATCH:-8}
+bbc_steps=${BBC_STEPS:-650}
 mkdir -p "$dir" && cd "$dir"
 shape=(--max-sents 64)
-pre=(--batch 8 --lr 1e-3 --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --json)
+pre=(--lr 1e-3 --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --json)
 ft=(--data "$data/bbc-news-summary" "${shape[@]}" --steps 1200 --batch 8 --lr 1e-3 --warmup 50 --dropout 0
     --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json)
 timed() { local name=$1; shift; /usr/bin/time -f "$name: wall %e s, max RSS %M KB" "$@" >"$name.log" 2>&1; tail -n 1 "$name.log"; }
@@ -20,13 +24,13 @@ timed() { local name=$1; shift; /usr/bin/time -f "$name: wall %e s, max RSS %M K
 case $chain in
 ood)
     [ -s ood.ckpt ] || timed ood "$bin" hibert pretrain --docs "$data/imdb/train.tsv.gz" --docs "$data/imdb/val.tsv.gz" \
-        "${shape[@]}" --steps 2400 --eval-every 400 --warmup 100 "${pre[@]}" --out ood.ckpt --log ood.jsonl
-    [ -s ood_bbc.ckpt ] || timed ood_bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" --init ood.ckpt --steps 650 \
-        --warmup 50 --eval-every 130 "${pre[@]}" --out ood_bbc.ckpt --log ood_bbc.jsonl
+        "${shape[@]}" --steps "$ood_steps" --batch "$ood_batch" --eval-every 400 --warmup 100 "${pre[@]}" --out ood.ckpt --log ood.jsonl
+    [ -s ood_bbc.ckpt ] || timed ood_bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" --init ood.ckpt --steps "$bbc_steps" \
+        --batch 8 --warmup 50 --eval-every 130 "${pre[@]}" --out ood_bbc.ckpt --log ood_bbc.jsonl
     init=ood_bbc.ckpt ;;
 indomain)
-    [ -s bbc.ckpt ] || timed bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" "${shape[@]}" --steps 650 \
-        --warmup 50 --eval-every 130 "${pre[@]}" --out bbc.ckpt --log bbc.jsonl
+    [ -s bbc.ckpt ] || timed bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" "${shape[@]}" --steps "$bbc_steps" \
+        --batch 8 --warmup 50 --eval-every 130 "${pre[@]}" --out bbc.ckpt --log bbc.jsonl
     init=bbc.ckpt ;;
 *) echo "chain must be ood or indomain" >&2; exit 2 ;;
 esac
