@@ -133,17 +133,17 @@ TEST(intruder_forward_is_the_extraction_of_the_swapped_batch) {
     lc_hibert_free(m);
 }
 
-/* The combined step accumulates weight * d(intruder BCE mean) + d(masked-sentence NLL mean): with the
- * learning rate 0 and no clipping, the gradients it leaves are the two passes' gradients summed. */
-TEST(combined_step_sums_both_gradients) {
+/* The combined step accumulates weight * d(intruder BCE mean) + d(masked-sentence NLL mean): with a learning
+ * rate of 1e-30 and no clipping, the gradients it leaves are those of the two passes run apart (the intruder
+ * forward of the whole batch, then the masked-sentence forward), summed. Returns the sentences the masking
+ * rule replaced (their originals are read by the intruders' pass). */
+static int step_matches_two_passes(uint64_t seed, float weight) {
     batch9 t;
     const lc_hibert_batch b = batch9_make(&t, 9);
     lc_hibert *m = make(4), *ref = make(4);
-    if (!m || !ref) return;
+    if (!m || !ref) return 0;
     const size_t n = m->ptab.total;
     float *want = calloc(n, sizeof *want);
-    const uint64_t seed = 1234;
-    const float weight = 0.7f;
     double sum;
     long count;
     lc_hibert_zero_grad(ref);
@@ -159,14 +159,15 @@ TEST(combined_step_sums_both_gradients) {
     o.lr = 1e-30f, o.min_lr = 0, o.clip = 0, o.weight_decay = 0; /* the gradients are what counts */
     double loss = 0, got_ibce = 0;
     CHECK(lc_hibert_pretrain_step_intruders(m, &o, &b, seed, 0.5, weight, &loss, &got_ibce) == LC_OK, "%s", lc_last_error());
-    CHECK(got_ibce == ibce && loss == sum / (double)count, "losses %.9g %.9g against %.9g %.9g", loss, got_ibce,
-          sum / (double)count, ibce);
+    CHECK(got_ibce == ibce && loss == sum / (double)count, "seed %llu: losses %.9g %.9g against %.9g %.9g",
+          (unsigned long long)seed, loss, got_ibce, sum / (double)count, ibce);
     double worst = 0, scale = 0;
     for (size_t i = 0; i < n; i++) {
         worst = fmax(worst, fabs((double)m->grads[i] - want[i]));
         scale = fmax(scale, fabs((double)want[i]));
     }
-    CHECK(scale > 0 && worst <= 1e-6 * scale, "gradients differ by %.3g (largest %.3g)", worst, scale);
+    CHECK(scale > 0 && worst <= 1e-6 * scale, "seed %llu: gradients differ by %.3g (largest %.3g)",
+          (unsigned long long)seed, worst, scale);
     /* the head's gradient comes from the intruders alone (the masked-sentence loss does not read it) */
     const lc_tensor *head = NULL;
     for (int k = 0; k < m->tensors.n; k++)
@@ -176,8 +177,23 @@ TEST(combined_step_sums_both_gradients) {
     const lc_slot *hs = head ? &m->ptab.slots[head->slot] : NULL;
     for (size_t i = 0; hs && i < hs->count; i++) head_norm += fabs(m->grads[hs->offset + i]);
     CHECK(head_norm > 0, "the head got no gradient from the intruders");
+    int replaced = 0;
+    for (int i = 0; i < SENTS; i++) replaced += ref->action[i] == LC_HIBERT_REPLACED;
+    free(want);
+    lc_hibert_free(m), lc_hibert_free(ref);
+    return replaced;
+}
+
+TEST(combined_step_sums_both_gradients) {
+    int replaced = 0;
+    for (uint64_t seed = 1234; seed < 1250; seed++) replaced += step_matches_two_passes(seed, seed % 2 ? 0.7f : 3.0f);
+    CHECK(replaced > 0, "no seed replaced a sentence: the originals of replaced sentences are untested");
+    batch9 t;
+    const lc_hibert_batch b = batch9_make(&t, 9);
+    lc_train_options o;
     /* rate 0 (or weight 0): the masked-sentence step exactly */
     lc_hibert *a = make(6), *c = make(6);
+    const size_t n = a->ptab.total;
     lc_train_options_default(&o);
     for (int step = 0; step < 3; step++) {
         double la = 0, lb = 0;
@@ -189,8 +205,6 @@ TEST(combined_step_sums_both_gradients) {
     CHECK(lc_hibert_pretrain_step_intruders(c, &o, &b, 1, 2.0, 1, NULL, NULL) == LC_ERR_ARG, "rate 2 accepted");
     CHECK(lc_hibert_pretrain_step_intruders(c, &o, &b, 1, 0.5, -1, NULL, NULL) == LC_ERR_ARG, "weight -1 accepted");
     lc_hibert_free(a), lc_hibert_free(c);
-    free(want);
-    lc_hibert_free(m), lc_hibert_free(ref);
 }
 
 /* Documents whose sentences use disjoint alphabets: an intruder is a sentence of another alphabet, which only
@@ -210,6 +224,9 @@ TEST(learns_to_find_intruders) {
     lc_train_options o;
     lc_train_options_default(&o);
     o.steps = 1200, o.warmup = 10, o.lr = 3e-3f, o.min_lr = 3e-3f, o.weight_decay = 0;
+#ifdef __SANITIZE_ADDRESS__
+    o.steps = 100; /* ASan checks the memory of these steps; the other builds check what 1,200 of them learn */
+#endif
     uint8_t bytes[D * S][10];
     const uint8_t *ptr[D * S];
     int len[D * S], n_sents[D] = {S, S, S, S, S, S, S, S};
@@ -234,7 +251,11 @@ TEST(learns_to_find_intruders) {
     }
     printf("  toy intruders: BCE %.4f -> %.4f nats\n", first, last);
     /* 12 of 48 sentences are intruders: a model that ignores the documents stays at H(0.25) = 0.562 */
+#ifdef __SANITIZE_ADDRESS__
+    CHECK(first > 0.45 && isfinite(last), "intruder BCE %.4f -> %.4f", first, last);
+#else
     CHECK(first > 0.45 && last < 0.3, "intruder BCE %.4f -> %.4f", first, last);
+#endif
     lc_hibert_free(m);
 }
 

@@ -69,7 +69,7 @@ static lc_status plan_compute(void *owner) {
 
 static lc_status build_acts(lc_hibert *m) {
     const long S = m->lim.max_sents, Cs = m->cfg.sent.d_model, Cd = m->cfg.doc.d_model, Cx = m->cfg.dec.d_model;
-    const long sent_rows = m->st[LC_HIER_SENT].max_rows;
+    const long sent_rows = m->st[LC_HIER_SENT].max_rows, E = m->st[LC_HIER_SENT].max_seqs; /* E >= S */
     lc_act_plan p;
     lc_act_plan_init(&p);
     lc_act_plan_enc(&p, &m->st[LC_HIER_SENT], "sent.");
@@ -88,24 +88,25 @@ static lc_status build_acts(lc_hibert *m) {
     lc_act_plan_add(&p, &m->dlogit_rows, "d.head.logits", S, 1);
     lc_act_plan_add(&p, &m->scores, "scores", S, 1);
     const int longest = m->cfg.max_sent_len + 1 > m->cfg.max_sents ? m->cfg.max_sent_len + 1 : m->cfg.max_sents;
-    const size_t ints = 2 * (size_t)sent_rows + 6 * (size_t)S + 3 * (size_t)m->lim.max_docs + (size_t)longest +
-                        3 * (size_t)S;
+    const size_t ints = 2 * (size_t)sent_rows + 8 * (size_t)E + 3 * (size_t)m->lim.max_docs + (size_t)longest +
+                        4 * (size_t)S;
     lc_status st = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                             : lc_check_fits(p.tab.total * sizeof(float) + ints * sizeof(int) + (size_t)S,
                                             "the activations (documents, sentences and bytes of a batch)");
     if (!st && !(m->acts = lc_table_alloc(&p.tab))) st = LC_ERR_NOMEM;
     if (!st) {
         m->tok = malloc(sizeof(int) * (size_t)sent_rows), m->pos = malloc(sizeof(int) * (size_t)sent_rows);
-        m->s_row = malloc(sizeof(int) * (size_t)S), m->d_row = malloc(sizeof(int) * (size_t)S);
-        m->d_pos = malloc(sizeof(int) * (size_t)S), m->keys = malloc(sizeof(long) * (size_t)(S > m->lim.max_docs ? S : m->lim.max_docs));
+        m->s_row = malloc(sizeof(int) * (size_t)E), m->d_row = malloc(sizeof(int) * (size_t)S);
+        m->d_pos = malloc(sizeof(int) * (size_t)S), m->keys = malloc(sizeof(long) * (size_t)(E > m->lim.max_docs ? E : m->lim.max_docs));
         m->global_pos = malloc(sizeof(int) * (size_t)longest);
         m->doc_first = malloc(sizeof(int) * (size_t)m->lim.max_docs);
         m->labels = malloc((size_t)S);
-        int **seqs[] = {&m->doc_of, &m->source, &m->enc_len};
+        int **seqs[] = {&m->doc_of, &m->source, &m->vec_row};
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) *seqs[i] = malloc(sizeof(int) * (size_t)S);
-        m->action = malloc((size_t)S), m->enc_mask = malloc((size_t)S);
-        m->enc_sent = malloc(sizeof(*m->enc_sent) * (size_t)S);
-        int bad = !m->action || !m->enc_mask || !m->enc_sent;
+        m->enc_len = malloc(sizeof(int) * (size_t)E);
+        m->action = malloc((size_t)S), m->enc_mask = malloc((size_t)E);
+        m->enc_sent = malloc(sizeof(*m->enc_sent) * (size_t)E);
+        int bad = !m->action || !m->enc_mask || !m->enc_sent || !m->enc_len;
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) bad |= !*seqs[i];
         if (bad || !m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->global_pos ||
             !m->doc_first || !m->labels)
@@ -161,8 +162,12 @@ static lc_status create_shell(const lc_hibert_config *cfg, const lc_hibert_limit
     const lc_hibert_stack *spec[LC_HIER_STACKS] = {&cfg->sent, &cfg->doc};
     static const char *what[LC_HIER_STACKS] = {"sentence encoder", "document encoder"};
     const int max_len[LC_HIER_STACKS] = {cfg->max_sent_len + 1, cfg->max_sents};
-    const long max_rows[LC_HIER_STACKS] = {lim.max_bytes + lim.max_sents, lim.max_sents};
-    const int max_seqs[LC_HIER_STACKS] = {lim.max_sents, lim.max_docs};
+    /* a pre-training model's sentence encoder also reads the originals of the sentences the masking rule
+     * changed (model/hier_intruder.c): at most the decoder's rows and sequences more */
+    const long dec_rows = lim.no_decoder ? 0 : lim.max_dec_rows;
+    const int dec_seqs = dec_rows < lim.max_sents ? (int)dec_rows : lim.max_sents;
+    const long max_rows[LC_HIER_STACKS] = {lim.max_bytes + lim.max_sents + dec_rows, lim.max_sents};
+    const int max_seqs[LC_HIER_STACKS] = {lim.max_sents + dec_seqs, lim.max_docs};
     for (int s = 0; s < LC_HIER_STACKS && !st; s++) {
         lc_hier_stack *h = &m->st[s];
         h->block_stream = LC_HIER_BLOCK_STREAM * (uint64_t)(s + 1), h->attn_stream = LC_HIER_ATTN_STREAM + (uint64_t)s;
@@ -225,7 +230,7 @@ void lc_hibert_free(lc_hibert *m) {
     free(m->tok), free(m->pos), free(m->s_row), free(m->d_row), free(m->d_pos), free(m->keys);
     free(m->global_pos), free(m->labels), free(m->doc_first), free(m->doc_of);
     lc_dec_stack_free(&m->dec.s);
-    free(m->action), free(m->enc_mask), free(m->enc_sent), free(m->source), free(m->enc_len);
+    free(m->action), free(m->enc_mask), free(m->enc_sent), free(m->source), free(m->enc_len), free(m->vec_row);
     free(m);
 }
 

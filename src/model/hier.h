@@ -57,14 +57,17 @@ struct lc_hibert {
     float *logit_rows, *dlogit_rows; /* [max_sents] the head's output per document row */
     float *scores;                /* [max_sents] batch order */
     uint8_t *labels;              /* [max_sents] the last forward's labels */
+    const float *sent_out;        /* the sentence encoder's final hidden state of the last forward */
     const float *doc_out;         /* the document encoder's final hidden state of the last forward */
     int n_docs, n_sents, have_labels, cur_train;
     int pretrained;               /* the last forward was pre-training (lc_hibert_backward's branch) */
     const uint8_t *enc_masked;    /* while encoding a pre-training batch: [sentences] 1 = read as MASK symbols */
-    /* pre-training: the encoders' view of the batch */
-    uint8_t *action, *enc_mask;   /* [max_sents] */
-    int *source, *enc_len;        /* [max_sents] */
-    const uint8_t **enc_sent;     /* [max_sents] */
+    /* pre-training: the encoders' view of the batch (enc_*: [the sentence stack's max_seqs], the view's
+     * sentences then, with intruders, the originals of those the masking rule changed) */
+    uint8_t *action, *enc_mask;   /* [max_sents], [max_seqs] */
+    int *source, *enc_len;        /* [max_sents], [max_seqs] */
+    const uint8_t **enc_sent;     /* [max_seqs] */
+    int *vec_row;                 /* [max_sents] intruders: the sentence whose vector each place reads */
 };
 
 /* The activation plan of the hierarchical model and the classifier (model/classify.c) is model/stacks.h's
@@ -89,10 +92,25 @@ lc_pass_env lc_hier_env(const lc_hibert *m);
  * cur_train and doc_out. Backward: from d loss / d doc_out in st[LC_HIER_DOC].dh to every parameter. */
 lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train);
 void lc_hier_encode_backward(lc_hibert *m);
+/* Its two halves, for passes that read the sentence vectors twice (model/hier_intruder.c). The sentence
+ * encoder over n sentences (enc_masked[i], when set, reads sentence i as MASK symbols; n may exceed the
+ * batch's sentences up to the sentence stack's plan): s_row[i] is sentence i's EOS row, sent_out the
+ * stack's output. The document encoder over b's documents (n_docs, n_sents set): place i reads the vector
+ * of sentence vec[i] (vec NULL: i). Backward: the document encoder from st[LC_HIER_DOC].dh, ADDING d loss /
+ * d vector into st[LC_HIER_SENT].dh at the rows it read; then the sentence encoder from that dh. */
+lc_status lc_hier_sentences_forward(lc_hibert *m, int n, const uint8_t *const *sent, const int *len, int train);
+lc_status lc_hier_documents_forward(lc_hibert *m, const lc_hibert_batch *b, const int *vec, int train);
+void lc_hier_documents_backward(lc_hibert *m, const int *vec);
+void lc_hier_sentences_backward(lc_hibert *m);
 /* model/hier_forward.c: the batch check of lc_hier_encode (also run on a pre-training batch's originals)
  * and a sentence's length after truncation. */
 lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
 int lc_hier_clipped_len(const lc_hibert *m, int len);
+/* model/hier_extract.c: the head over doc_out (logit_rows; scores in batch order) and, with labels (copied
+ * to m->labels), their summed binary cross-entropy; its backward for the loss times loss_scale (the head's
+ * gradients; d loss / d doc_out written to st[LC_HIER_DOC].dh). */
+lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, double *loss_sum);
+void lc_hier_head_backward(lc_hibert *m, float loss_scale);
 /* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n . */
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
 /* model/hier_intruder.c: lc_hibert_pretrain_step_intruders draws its swaps from lc_seed_mix(seed, this). */
@@ -105,6 +123,14 @@ lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const
                                    int train, double *loss_sum, long *count);
 /* model/hier_pretrain.c: the decoder's backward into the encoders (lc_hibert_backward's pre-training branch). */
 void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale);
+/* Its parts: the batch check, the actions (given, as lc_hier_pretrain_actions, or already in m->action and
+ * m->source when action is NULL) checked against the decoder's plan, and the encoders' view of the batch;
+ * the sentence decoder over the last document encoding (doc_out) and its loss; its backward, leaving d loss
+ * / d doc_out in st[LC_HIER_DOC].dh. */
+lc_status lc_hier_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+                                lc_hibert_batch *view);
+lc_status lc_hier_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int train, double *loss_sum, long *count);
+void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale);
 
 /* Random streams: the stacks' dropout (block_stream + layer), their kinds' fixed seeds (attn_stream + stack
  * id, mixed with the layer) and the decoder input's dropout. */

@@ -11,12 +11,7 @@
 /* Binary cross-entropy of logit z against label y, stable for any z: log(1 + e^z) - y z. */
 static double bce(double z, int y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }
 
-lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
-                                    double *loss_sum, long *count) {
-    lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
-    lc_status st = lc_hier_encode(m, b, train);
-    if (st) return st;
+lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, double *loss_sum) {
     const int Cd = m->st[LC_HIER_DOC].cfg.d_model, rows = m->st[LC_HIER_DOC].rows;
     lc_linear_forward(m->logit_rows, m->doc_out, m->head_w, m->head_b, rows, Cd, 1);
     for (int i = 0; i < m->n_sents; i++) m->scores[i] = m->logit_rows[m->d_row[i]];
@@ -26,7 +21,31 @@ lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, cons
         if (labels[i] > 1) return lc_fail(LC_ERR_ARG, "hibert: label %d of sentence %d is not 0 or 1", labels[i], i);
         sum += bce(m->scores[i], labels[i]);
     }
-    memcpy(m->labels, labels, (size_t)m->n_sents);
+    if (labels != m->labels) memcpy(m->labels, labels, (size_t)m->n_sents);
+    if (loss_sum) *loss_sum = sum;
+    return LC_OK;
+}
+
+void lc_hier_head_backward(lc_hibert *m, float loss_scale) {
+    lc_hier_stack *ds = &m->st[LC_HIER_DOC];
+    const int Cd = ds->cfg.d_model;
+    /* d loss / d logit = scale (sigmoid(z) - y), at each sentence's document row */
+    for (int i = 0; i < m->n_sents; i++) {
+        const double z = m->scores[i];
+        m->dlogit_rows[m->d_row[i]] = (float)(loss_scale * (1.0 / (1.0 + exp(-z)) - m->labels[i]));
+    }
+    lc_set_threads(m->threads);
+    memset(ds->dh, 0, sizeof(float) * (size_t)ds->rows * Cd);
+    lc_linear_backward(ds->dh, m->g_head_w, m->g_head_b, m->dlogit_rows, m->doc_out, m->head_w, ds->rows, Cd, 1);
+}
+
+lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
+                                    double *loss_sum, long *count) {
+    lc_clear_error();
+    m->have_labels = 0, m->pretrained = 0;
+    lc_status st = lc_hier_encode(m, b, train);
+    double sum = 0;
+    if (st || (st = lc_hier_head_forward(m, labels, &sum)) || !labels) return st;
     m->have_labels = 1;
     if (loss_sum) *loss_sum = sum;
     if (count) *count = m->n_sents;
@@ -41,16 +60,7 @@ lc_status lc_hibert_backward(lc_hibert *m, float loss_scale) {
     }
     if (!m->have_labels)
         return lc_fail(LC_ERR_ARG, "hibert backward: the last forward had no labels (or there was none)");
-    lc_hier_stack *ds = &m->st[LC_HIER_DOC];
-    const int Cd = ds->cfg.d_model;
-    /* d loss / d logit = scale (sigmoid(z) - y), at each sentence's document row */
-    for (int i = 0; i < m->n_sents; i++) {
-        const double z = m->scores[i];
-        m->dlogit_rows[m->d_row[i]] = (float)(loss_scale * (1.0 / (1.0 + exp(-z)) - m->labels[i]));
-    }
-    lc_set_threads(m->threads);
-    memset(ds->dh, 0, sizeof(float) * (size_t)ds->rows * Cd);
-    lc_linear_backward(ds->dh, m->g_head_w, m->g_head_b, m->dlogit_rows, m->doc_out, m->head_w, ds->rows, Cd, 1);
+    lc_hier_head_backward(m, loss_scale);
     lc_hier_encode_backward(m);
     return LC_OK;
 }

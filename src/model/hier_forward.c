@@ -55,38 +55,35 @@ lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b) {
     return LC_OK;
 }
 
-/* keys[0..n) = (longest first, then index) of lengths len(i); sorted in place. The index is key & mask. */
-static void sort_longest_first(long *keys, int n, int max_len, const lc_hibert *m, const lc_hibert_batch *b,
-                               int sentences) {
-    for (int i = 0; i < n; i++) {
-        const int len = sentences ? lc_hier_clipped_len(m, b->sent_len[i]) + 1 : b->n_sents[i];
-        keys[i] = ((long)(max_len - len) << 32) | i;
-    }
+/* keys[0..n) = (longest first, then index) of lengths len[i]; sorted in place. The index is key & mask. */
+static void sort_longest_first(long *keys, int n, int max_len, const int *len) {
+    for (int i = 0; i < n; i++) keys[i] = ((long)(max_len - len[i]) << 32) | i;
     lc_sort_keys(keys, n);
 }
 
-/* Sentence rows: tokens and positions, the packed lengths and each sentence's EOS row. */
-static void pack_sentences(lc_hibert *m, const lc_hibert_batch *b) {
+/* Sentence rows of n sentences: tokens and positions, the packed lengths and each sentence's EOS row. */
+static void pack_sentences(lc_hibert *m, int n, const uint8_t *const *sent, const int *len) {
     lc_hier_stack *st = &m->st[LC_HIER_SENT];
-    sort_longest_first(m->keys, m->n_sents, st->max_len, m, b, 1);
+    for (int i = 0; i < n; i++) m->s_row[i] = lc_hier_clipped_len(m, len[i]) + 1; /* the sort's lengths */
+    sort_longest_first(m->keys, n, st->max_len, m->s_row);
     int r = 0;
-    for (int k = 0; k < m->n_sents; k++) {
-        const int i = (int)(m->keys[k] & 0xffffffffL), len = lc_hier_clipped_len(m, b->sent_len[i]);
+    for (int k = 0; k < n; k++) {
+        const int i = (int)(m->keys[k] & 0xffffffffL), L = lc_hier_clipped_len(m, len[i]);
         const int masked = m->enc_masked && m->enc_masked[i];
-        for (int t = 0; t < len; t++) m->tok[r + t] = masked ? LC_HIBERT_MASK : b->sent[i][t], m->pos[r + t] = t;
-        m->tok[r + len] = LC_HIBERT_EOS, m->pos[r + len] = len;
-        st->seq_len[k] = len + 1;
-        m->s_row[i] = r + len;
-        r += len + 1;
+        for (int t = 0; t < L; t++) m->tok[r + t] = masked ? LC_HIBERT_MASK : sent[i][t], m->pos[r + t] = t;
+        m->tok[r + L] = LC_HIBERT_EOS, m->pos[r + L] = L;
+        st->seq_len[k] = L + 1;
+        m->s_row[i] = r + L;
+        r += L + 1;
     }
-    st->n_seq = m->n_sents, st->rows = r;
+    st->n_seq = n, st->rows = r;
 }
 
 /* Document rows: the row and sentence position of every sentence. */
 static void pack_documents(lc_hibert *m, const lc_hibert_batch *b) {
     lc_hier_stack *st = &m->st[LC_HIER_DOC];
     for (int j = 0, s0 = 0; j < m->n_docs; j++) m->doc_first[j] = s0, s0 += b->n_sents[j];
-    sort_longest_first(m->keys, m->n_docs, st->max_len, m, b, 0);
+    sort_longest_first(m->keys, m->n_docs, st->max_len, b->n_sents);
     int r = 0;
     for (int k = 0; k < m->n_docs; k++) {
         const int j = (int)(m->keys[k] & 0xffffffffL), s0 = m->doc_first[j];
@@ -99,29 +96,40 @@ static void pack_documents(lc_hibert *m, const lc_hibert_batch *b) {
 
 /* ---------------------------------------------------------------- the encoders */
 
-lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
-    lc_status st = lc_hier_check_batch(m, b);
-    if (st) return st;
-    m->n_docs = b->n_docs;
-    m->n_sents = 0;
-    for (int j = 0; j < b->n_docs; j++) m->n_sents += b->n_sents[j];
-    pack_sentences(m, b);
-    pack_documents(m, b);
+lc_status lc_hier_sentences_forward(lc_hibert *m, int n, const uint8_t *const *sent, const int *len, int train) {
+    lc_hier_stack *ss = &m->st[LC_HIER_SENT];
+    long rows = 0;
+    for (int i = 0; i < n; i++) rows += lc_hier_clipped_len(m, len[i]) + 1;
+    if (n > ss->max_seqs || rows > ss->max_rows)
+        return lc_fail(LC_ERR_ARG, "hibert: the sentence encoder gets %d sentences, %ld rows; it is planned for %d, %d",
+                       n, rows, ss->max_seqs, ss->max_rows);
+    pack_sentences(m, n, sent, len);
     const lc_pass_env env = lc_hier_env(m);
-    if ((st = lc_enc_stack_check(&m->st[LC_HIER_SENT], &env)) || (st = lc_enc_stack_check(&m->st[LC_HIER_DOC], &env)))
-        return st;
+    lc_status st = lc_enc_stack_check(ss, &env);
+    if (st) return st;
     lc_set_threads(m->threads);
     m->cur_train = train;
-    lc_hier_stack *ss = &m->st[LC_HIER_SENT], *ds = &m->st[LC_HIER_DOC];
-    const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
-    /* sentence encoder: byte (or EOS) embedding + position inside the sentence */
+    const int Cs = ss->cfg.d_model;
+    /* byte (or EOS) embedding + position inside the sentence */
     lc_embed_rows(ss->res[0], m->wte, ss->wpe, m->tok, m->pos, ss->rows, Cs);
     lc_dropout_forward(ss->res[0], ss->res[0], (size_t)ss->rows * Cs, embed_dropout(m, train),
                        lc_hier_step_seed(m, SEED_EMBED));
-    const float *hs = lc_enc_stack_forward(ss, &env, train);
-    /* document encoder: each sentence's EOS vector at its document row (+ projection) + its position */
+    m->sent_out = lc_enc_stack_forward(ss, &env, train);
+    return LC_OK;
+}
+
+lc_status lc_hier_documents_forward(lc_hibert *m, const lc_hibert_batch *b, const int *vec, int train) {
+    lc_hier_stack *ss = &m->st[LC_HIER_SENT], *ds = &m->st[LC_HIER_DOC];
+    pack_documents(m, b);
+    const lc_pass_env env = lc_hier_env(m);
+    lc_status st = lc_enc_stack_check(ds, &env);
+    if (st) return st;
+    lc_set_threads(m->threads);
+    const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
+    /* each place's sentence vector (an EOS row) at its document row (+ projection) + its position */
     for (int i = 0; i < m->n_sents; i++)
-        memcpy(m->doc_in + (size_t)m->d_row[i] * Cs, hs + (size_t)m->s_row[i] * Cs, sizeof(float) * (size_t)Cs);
+        memcpy(m->doc_in + (size_t)m->d_row[i] * Cs, m->sent_out + (size_t)m->s_row[vec ? vec[i] : i] * Cs,
+               sizeof(float) * (size_t)Cs);
     if (m->in_w) lc_linear_forward(ds->res[0], m->doc_in, m->in_w, m->in_b, ds->rows, Cs, Cd);
     else memcpy(ds->res[0], m->doc_in, sizeof(float) * (size_t)ds->rows * Cd);
     for (int i = 0; i < m->n_sents; i++) {
@@ -135,7 +143,17 @@ lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
     return LC_OK;
 }
 
-void lc_hier_encode_backward(lc_hibert *m) {
+lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train) {
+    lc_status st = lc_hier_check_batch(m, b);
+    if (st) return st;
+    m->n_docs = b->n_docs;
+    m->n_sents = 0;
+    for (int j = 0; j < b->n_docs; j++) m->n_sents += b->n_sents[j];
+    if ((st = lc_hier_sentences_forward(m, m->n_sents, b->sent, b->sent_len, train))) return st;
+    return lc_hier_documents_forward(m, b, NULL, train);
+}
+
+void lc_hier_documents_backward(lc_hibert *m, const int *vec) {
     lc_hier_stack *ss = &m->st[LC_HIER_SENT], *ds = &m->st[LC_HIER_DOC];
     const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
     const lc_pass_env env = lc_hier_env(m);
@@ -155,11 +173,27 @@ void lc_hier_encode_backward(lc_hibert *m) {
         memcpy(m->d_doc_in, ds->dres, sizeof(float) * (size_t)ds->rows * Cd);
     }
     /* the sentence encoder's final hidden state gets gradient at the EOS rows only */
-    memset(ss->dh, 0, sizeof(float) * (size_t)ss->rows * Cs);
-    for (int i = 0; i < m->n_sents; i++)
-        memcpy(ss->dh + (size_t)m->s_row[i] * Cs, m->d_doc_in + (size_t)m->d_row[i] * Cs, sizeof(float) * (size_t)Cs);
+    for (int i = 0; i < m->n_sents; i++) {
+        float *g = ss->dh + (size_t)m->s_row[vec ? vec[i] : i] * Cs;
+        const float *d = m->d_doc_in + (size_t)m->d_row[i] * Cs;
+        for (int k = 0; k < Cs; k++) g[k] += d[k];
+    }
+}
+
+void lc_hier_sentences_backward(lc_hibert *m) {
+    lc_hier_stack *ss = &m->st[LC_HIER_SENT];
+    const int Cs = ss->cfg.d_model;
+    const lc_pass_env env = lc_hier_env(m);
+    lc_set_threads(m->threads);
     lc_enc_stack_backward(ss, &env, m->cur_train);
     lc_dropout_backward(ss->dres, ss->dres, (size_t)ss->rows * Cs, embed_dropout(m, m->cur_train),
                         lc_hier_step_seed(m, SEED_EMBED));
     lc_embed_rows_backward(m->g_wte, ss->g_wpe, ss->dres, m->tok, m->pos, ss->rows, Cs);
+}
+
+void lc_hier_encode_backward(lc_hibert *m) {
+    lc_hier_stack *ss = &m->st[LC_HIER_SENT];
+    memset(ss->dh, 0, sizeof(float) * (size_t)ss->rows * ss->cfg.d_model);
+    lc_hier_documents_backward(m, NULL);
+    lc_hier_sentences_backward(m);
 }

@@ -6,6 +6,7 @@
  * centrality that extractive summaries follow. Swapping keeps every document's sentence count and the
  * batch's bytes, so any batch the model is planned for stays within its plan. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/rng.h"
 #include "kernels/kernels.h"
@@ -64,6 +65,59 @@ lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, dou
     return lc_hibert_extract_forward(m, &view, m->action, train, loss_sum, count);
 }
 
+/* The encoders' passes of a pre-training step with intruders, the sentence encoder run once: it reads the
+ * masked view's sentences and, after them, the originals of those the masking rule changed (masked or
+ * replaced), so that every original sentence has a vector. The document encoder then runs twice on those
+ * vectors: on the batch with its swaps (the intruders' head and BCE, backward at once), then on the masked
+ * view (the decoder); both add their gradients to the sentence vectors, and the sentence encoder's
+ * backward runs once. The same objective as lc_hibert_intruder_forward + lc_hibert_pretrain_forward. */
+static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate, float weight,
+                             double *nll, long *targets, double *intruder_bce) {
+    lc_status st = lc_hier_check_batch(m, b);
+    if (st) return st;
+    for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
+        lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
+    lc_hibert_batch view;
+    if ((st = lc_hier_pretrain_view(m, b, NULL, NULL, &view))) return st;
+    int n = 0;
+    for (int j = 0; j < b->n_docs; j++) n += b->n_sents[j];
+    m->n_docs = b->n_docs, m->n_sents = n;
+    /* the originals of the changed sentences after the view's n; vec_row: each original's vector */
+    int extra = n;
+    for (int i = 0; i < n; i++) {
+        if (m->action[i] == LC_HIBERT_MASKED || m->action[i] == LC_HIBERT_REPLACED) {
+            m->enc_sent[extra] = b->sent ? b->sent[i] : NULL, m->enc_len[extra] = b->sent_len[i];
+            m->enc_mask[extra] = 0, m->vec_row[i] = extra++;
+        } else {
+            m->vec_row[i] = i;
+        }
+    }
+    m->enc_masked = m->enc_mask;
+    st = lc_hier_sentences_forward(m, extra, m->enc_sent, m->enc_len, 1);
+    m->enc_masked = NULL;
+    if (st) return st;
+    lc_hier_stack *ss = &m->st[LC_HIER_SENT];
+    memset(ss->dh, 0, sizeof(float) * (size_t)ss->rows * ss->cfg.d_model);
+    /* the intruders: place i reads the original of its swap partner; labels 1 where that is another's */
+    if ((st = lc_hibert_swap_sentences(b->n_docs, b->n_sents, rate, lc_seed_mix(seed, LC_HIER_INTRUDER_STREAM),
+                                       m->source, m->labels)))
+        return st;
+    for (int i = 0; i < n; i++) m->source[i] = m->vec_row[m->source[i]];
+    double bce_sum = 0;
+    if ((st = lc_hier_documents_forward(m, b, m->source, 1)) || (st = lc_hier_head_forward(m, m->labels, &bce_sum)))
+        return st;
+    lc_hier_head_backward(m, weight / (float)n);
+    lc_hier_documents_backward(m, m->source);
+    *intruder_bce = bce_sum / n;
+    /* the masked sentences: the view's vectors, the decoder */
+    if ((st = lc_hier_documents_forward(m, b, NULL, 1)) || (st = lc_hier_pretrain_decode(m, b, 1, nll, targets)))
+        return st;
+    lc_hier_pretrain_decode_backward(m, 1.0f / (float)*targets);
+    lc_hier_documents_backward(m, NULL);
+    lc_hier_sentences_backward(m);
+    return LC_OK;
+}
+
 lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b,
                                             uint64_t seed, double rate, float weight, double *loss, double *intruder_bce) {
     lc_clear_error();
@@ -72,18 +126,17 @@ lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options
     if (!(weight >= 0) || !(rate >= 0 && rate <= 1))
         return lc_fail(LC_ERR_ARG, "hibert intruders: rate must be 0..1 and weight >= 0, got %g and %g", rate, (double)weight);
     lc_hibert_zero_grad(m);
-    double sum = 0;
+    double sum = 0, ibce = 0;
     long n = 0;
     if (rate > 0 && weight > 0) {
-        /* the intruders' view first: the masked-sentence pass below leaves the model ready for its own backward */
-        if ((st = lc_hibert_intruder_forward(m, b, rate, lc_seed_mix(seed, LC_HIER_INTRUDER_STREAM), 1, &sum, &n))) return st;
-        if ((st = lc_hibert_backward(m, weight / (float)n))) return st;
-        if (intruder_bce) *intruder_bce = sum / (double)n;
-    } else if (intruder_bce) {
-        *intruder_bce = 0;
+        st = step_passes(m, b, seed, rate, weight, &sum, &n, &ibce);
+        m->have_labels = 0, m->pretrained = 0; /* nothing left for lc_hibert_backward */
+        if (st) return st;
+    } else {
+        if ((st = lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n))) return st;
+        if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
     }
-    if ((st = lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n))) return st;
-    if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
+    if (intruder_bce) *intruder_bce = ibce;
     return lc_hier_update(m, o, sum, n, loss);
 }
 

@@ -80,6 +80,17 @@ lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const
                                    int train, double *loss_sum, long *count) {
     lc_clear_error();
     m->have_labels = 0, m->pretrained = 0;
+    lc_hibert_batch e;
+    lc_status st = lc_hier_pretrain_view(m, b, action, source, &e);
+    if (st) return st;
+    m->enc_masked = m->enc_mask;
+    st = lc_hier_encode(m, &e, train);
+    m->enc_masked = NULL;
+    return st ? st : lc_hier_pretrain_decode(m, b, train, loss_sum, count);
+}
+
+lc_status lc_hier_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+                                lc_hibert_batch *view) {
     if (m->lim.no_decoder)
         return lc_fail(LC_ERR_ARG, "hibert: the model was planned without the sentence decoder (limits.no_decoder): "
                                    "it cannot pre-train");
@@ -93,17 +104,18 @@ lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const
             m->action[i] = action[i], m->source[i] = source[i];
         }
     if ((st = check_decoder_plan(m, b))) return st;
-    const lc_hibert_batch e = encoder_view(m, b);
-    m->enc_masked = m->enc_mask;
-    st = lc_hier_encode(m, &e, train);
-    m->enc_masked = NULL;
-    if (st) return st;
+    *view = encoder_view(m, b);
+    return LC_OK;
+}
+
+lc_status lc_hier_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int train, double *loss_sum, long *count) {
     lc_hier_dec *hd = &m->dec;
     lc_dec_stack *d = &hd->s;
     pack_decoder(m, b);
     const lc_pass_env env = lc_hier_env(m);
     d->enc = m->doc_out, d->N_enc = m->st[LC_HIER_DOC].rows, d->C_enc = m->st[LC_HIER_DOC].cfg.d_model;
-    if ((st = lc_dec_stack_check(d, &env))) return st;
+    lc_status st = lc_dec_stack_check(d, &env);
+    if (st) return st;
     const int Cd = d->C_enc, Cx = d->cfg.d_model;
     for (int k = 0; k < d->n_seq; k++)
         memcpy(hd->vin + (size_t)k * Cd, m->doc_out + (size_t)m->d_row[d->item[k]] * Cd, sizeof(float) * (size_t)Cd);
@@ -118,7 +130,7 @@ lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const
     return LC_OK;
 }
 
-void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
+void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale) {
     lc_hier_dec *hd = &m->dec;
     lc_dec_stack *d = &hd->s;
     lc_hier_stack *ds = &m->st[LC_HIER_DOC];
@@ -138,8 +150,12 @@ void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
         for (int c = 0; c < Cd; c++) g[c] += v[c];
     }
     memcpy(ds->dh, d->d_enc, sizeof(float) * (size_t)ds->rows * Cd);
-    lc_hier_encode_backward(m);
     m->pretrained = 0; /* the logits now hold their gradient */
+}
+
+void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
+    lc_hier_pretrain_decode_backward(m, loss_scale);
+    lc_hier_encode_backward(m);
 }
 
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
