@@ -2,7 +2,7 @@
 # HIBERT pre-training with sentence intruders beside the masked sentences (docs/hibert.md, "Sentence
 # intruders"): the recipe's stages with --intruders, then the recipe's fine-tuning (same budget and settings
 # as its ablation), and each fine-tuned model's test ROUGE.
-#   usage: bench/hibert_intruders.sh [DIR] [ood|indomain] [RATE]   (from the repository root, after `make`)
+#   usage: bench/hibert_intruders.sh [DIR] [ood|indomain] [RATE] [WEIGHT]   (from the repository root, after `make`)
 #   ood: (a) IMDB then (b) BBC, both with intruders; indomain: (b') BBC alone from scratch with intruders.
 #   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 (batch 8).
 set -euo pipefail
@@ -11,12 +11,13 @@ data="$PWD/data"
 dir=${1:-hibert-intruders}
 chain=${2:-ood}
 rate=${3:-0.25}
+weight=${4:-1}
 ood_steps=${OOD_STEPS:-2400}
 ood_batch=${OOD_BATCH:-8}
 bbc_steps=${BBC_STEPS:-650}
 mkdir -p "$dir" && cd "$dir"
 shape=(--max-sents 64)
-pre=(--lr 1e-3 --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --json)
+pre=(--lr 1e-3 --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
 ft=(--data "$data/bbc-news-summary" "${shape[@]}" --steps 1200 --batch 8 --lr 1e-3 --warmup 50 --dropout 0
     --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json)
 timed() { local name=$1; shift; /usr/bin/time -f "$name: wall %e s, max RSS %M KB" "$@" >"$name.log" 2>&1; tail -n 1 "$name.log"; }

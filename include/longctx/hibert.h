@@ -160,8 +160,11 @@ lc_status lc_hibert_swap_sentences(int n_docs, const int *n_sents, double rate, 
 lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, double rate, uint64_t seed, int train,
                                      double *loss_sum, long *count);
 /* One pre-training step on the masked-sentence NLL (mean per target byte) plus `weight` times the intruders'
- * mean BCE at `rate` (its own view of the same batch; rate or weight 0: lc_hibert_pretrain_step exactly).
- * *loss: the masked-sentence loss; *intruder_bce (may be NULL): the intruders' mean BCE before the step. */
+ * mean BCE at `rate`: the objective of lc_hibert_pretrain_forward(seed) plus lc_hibert_intruder_forward(rate)
+ * (its swaps from a stream of `seed` of their own) on the same batch, each with its own view of it, computed
+ * with one pass of the sentence encoder (rate or weight 0: lc_hibert_pretrain_step exactly). The model must be planned for
+ * pre-training. *loss: the masked-sentence loss; *intruder_bce (may be NULL): the intruders' mean BCE before
+ * the step. */
 lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b,
                                             uint64_t seed, double rate, float weight, double *loss,
                                             double *intruder_bce);

@@ -4,7 +4,8 @@
  * cross-entropy). A sentence that shares its document's words is hard to call an intruder, so the objective
  * asks the document encoder how much each sentence has in common with the rest of its document: the
  * centrality that extractive summaries follow. Swapping keeps every document's sentence count and the
- * batch's bytes, so any batch the model is planned for stays within its plan. */
+ * batch's bytes, so any batch the model is planned for stays within its plan. The training step computes
+ * it beside the masked sentences with one pass of the sentence encoder (step_passes). */
 #include <stdlib.h>
 #include <string.h>
 
