@@ -159,8 +159,10 @@ static int step_matches_two_passes(uint64_t seed, float weight) {
     o.lr = 1e-30f, o.min_lr = 0, o.clip = 0, o.weight_decay = 0; /* the gradients are what counts */
     double loss = 0, got_ibce = 0;
     CHECK(lc_hibert_pretrain_step_intruders(m, &o, &b, seed, 0.5, weight, &loss, &got_ibce) == LC_OK, "%s", lc_last_error());
-    CHECK(got_ibce == ibce && loss == sum / (double)count, "seed %llu: losses %.9g %.9g against %.9g %.9g",
-          (unsigned long long)seed, loss, got_ibce, sum / (double)count, ibce);
+    /* the one-pass step packs more sentences into the sentence encoder's products, whose blocking (and so
+     * their last bits) may follow the row count */
+    CHECK(fabs(got_ibce - ibce) <= 1e-6 * ibce && fabs(loss - sum / (double)count) <= 1e-6 * loss,
+          "seed %llu: losses %.9g %.9g against %.9g %.9g", (unsigned long long)seed, loss, got_ibce, sum / (double)count, ibce);
     double worst = 0, scale = 0;
     for (size_t i = 0; i < n; i++) {
         worst = fmax(worst, fabs((double)m->grads[i] - want[i]));
