@@ -1,7 +1,7 @@
 /* Tests of the sentence intruders (src/model/hier_intruder.c), longctx's auxiliary pre-training objective
  * for HIBERT: the swap rule (pairs of different documents, as many as the rate asks, deterministic, bounded
  * when one document holds nearly every sentence, refusals); the intruder forward is the extraction forward
- * of the swapped batch against the intruder flags; the combined step's gradient is the sum of the two
+ * of the swapped batch against labels 1 for the sentences in their own document; the combined step's gradient is the sum of the two
  * objectives' gradients at their scales, and rate 0 is the masked-sentence step; a tiny model learns to
  * find sentences that come from a document with another alphabet. */
 #include <math.h>
@@ -119,12 +119,13 @@ TEST(intruder_forward_is_the_extraction_of_the_swapped_batch) {
     uint8_t intruder[SENTS];
     const uint8_t *ptr[SENTS];
     CHECK(lc_hibert_swap_sentences(DOCS, b.n_sents, 0.5, 77, source, intruder) == LC_OK, "%s", lc_last_error());
-    for (int i = 0; i < SENTS; i++) ptr[i] = b.sent[source[i]], len[i] = b.sent_len[source[i]];
+    uint8_t belongs[SENTS]; /* the labels: 1 for a sentence in its own document */
+    for (int i = 0; i < SENTS; i++) ptr[i] = b.sent[source[i]], len[i] = b.sent_len[source[i]], belongs[i] = !intruder[i];
     const lc_hibert_batch swapped = {DOCS, b.n_sents, ptr, len};
     double want = 0, got = 0;
     long nw = 0, ng = 0;
     float scores[SENTS];
-    CHECK(lc_hibert_extract_forward(m, &swapped, intruder, 0, &want, &nw) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_extract_forward(m, &swapped, belongs, 0, &want, &nw) == LC_OK, "%s", lc_last_error());
     memcpy(scores, lc_hibert_scores(m), sizeof scores);
     CHECK(lc_hibert_intruder_forward(m, &b, 0.5, 77, 0, &got, &ng) == LC_OK, "%s", lc_last_error());
     CHECK(got == want && ng == nw && nw == SENTS, "loss %.17g (%ld) against %.17g (%ld)", got, ng, want, nw);

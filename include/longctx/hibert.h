@@ -155,8 +155,10 @@ lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const
 lc_status lc_hibert_swap_sentences(int n_docs, const int *n_sents, double rate, uint64_t seed, int *source,
                                    uint8_t *intruder);
 /* The extraction forward (lc_hibert_extract_forward) of the batch with its sentences swapped by
- * lc_hibert_swap_sentences(rate, seed), against the intruder flags as labels: the head learns to find the
- * sentences that came from another document. loss_sum: summed BCE in nats; count: sentences. */
+ * lc_hibert_swap_sentences(rate, seed), against labels 1 for the sentences in their own document and 0 for
+ * the intruders: the head learns to score how well a sentence belongs to its document, in the sense
+ * extraction reads its scores (a pre-trained head is a summarizer before fine-tuning). loss_sum: summed BCE
+ * in nats; count: sentences. */
 lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, double rate, uint64_t seed, int train,
                                      double *loss_sum, long *count);
 /* One pre-training step on the masked-sentence NLL (mean per target byte) plus `weight` times the intruders'
@@ -168,11 +170,6 @@ lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, dou
 lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b,
                                             uint64_t seed, double rate, float weight, double *loss,
                                             double *intruder_bce);
-
-/* Negate the extraction head (weights and bias): a head trained to find intruders then scores a sentence by
- * how well it belongs to its document. `hibert finetune --init` does this for a checkpoint pre-trained
- * with intruders, so that fine-tuning starts from that ranking instead of its reverse. */
-void lc_hibert_flip_head(lc_hibert *m);
 
 /* ---------------------------------------------------------------- checkpoints (docs/checkpoint.md) */
 typedef enum { LC_HIBERT_STAGE_PRETRAIN = 0, LC_HIBERT_STAGE_FINETUNE = 1 } lc_hibert_stage;

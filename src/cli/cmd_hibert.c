@@ -330,11 +330,9 @@ static int run(hargs *a, lc_opt *opts, int n) {
     t.a = a;
     lc_hibert_run_default(&t.run);
     lc_hibert_config ck;
-    lc_hibert_run init_run; /* --init's run record */
-    lc_hibert_run_default(&init_run);
     const char *fixed = a->resume ? a->resume : a->init;
     if (fixed) {
-        if ((st = lc_hibert_checkpoint_info(fixed, &ck, a->resume ? &t.run : &init_run))) return lc_cli_fail(st);
+        if ((st = lc_hibert_checkpoint_info(fixed, &ck, a->resume ? &t.run : NULL))) return lc_cli_fail(st);
         int rc = check_shape_flags(opts, n, &a->cfg, &ck, fixed);
         if (rc >= 0) return rc;
         if (!lc_opt_get(opts, n, "--dropout")->seen || a->resume) a->cfg.dropout = ck.dropout;
@@ -389,12 +387,8 @@ static int run(hargs *a, lc_opt *opts, int n) {
         t.m = NULL;
         if (a->resume && !(st = lc_hibert_load(a->resume, &t.run.limits, &t.m, NULL)))
             st = lc_hibert_set_precision(t.m, a->cfg.precision);
-        else if (!a->resume && !(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init &&
-                 !(st = lc_hibert_init_from(t.m, a->init)) && a->finetune && init_run.stage == LC_HIBERT_STAGE_PRETRAIN &&
-                 init_run.intruders > 0) {
-            lc_hibert_flip_head(t.m); /* its intruder head, negated: a sentence that belongs to its document scores high */
-            fprintf(stderr, "hibert finetune: the head starts as %s's intruder head, negated\n", a->init);
-        }
+        else if (!a->resume && !(st = lc_hibert_create(&a->cfg, &t.run.limits, t.run.opts.seed, &t.m)) && a->init)
+            st = lc_hibert_init_from(t.m, a->init);
         if (st) rc = lc_cli_fail(st);
     }
     if (rc < 0) rc = lc_train_log_open(&t.log, cmd, a->log, a->resume != NULL);

@@ -10,8 +10,8 @@
 #include "core/threads.h"
 
 /* A checkpoint's model planned for the documents of d (batches of up to `batch` chunks). A pre-training
- * checkpoint scores with its intruder head, negated (docs/hibert.md, "Sentence intruders"); one pre-trained
- * without intruders has a head that was never trained, and is refused. */
+ * checkpoint scores with its intruder head (docs/hibert.md, "Sentence intruders"); one pre-trained without
+ * intruders has a head that was never trained, and is refused. */
 static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **m) {
     lc_hibert_config cfg;
     lc_hibert_run run;
@@ -22,11 +22,9 @@ static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **
                                    "(fine-tune it with hibert finetune --init)", ckpt);
     const lc_hibert_limits lim = lc_hdocs_limits(NULL, d, batch, &cfg, 0);
     if ((st = lc_hibert_load(ckpt, &lim, m, NULL))) return st;
-    if (run.stage == LC_HIBERT_STAGE_PRETRAIN) {
-        lc_hibert_flip_head(*m);
-        fprintf(stderr, "%s: a pre-training checkpoint: sentences are scored by its intruder head, negated (not fine-tuned)\n",
-                ckpt);
-    }
+    if (run.stage == LC_HIBERT_STAGE_PRETRAIN)
+        fprintf(stderr, "%s: a pre-training checkpoint: sentences are scored by its intruder head (how well each "
+                        "belongs to its document; not fine-tuned)\n", ckpt);
     return LC_OK;
 }
 

@@ -1,7 +1,8 @@
 /* Sentence intruders: longctx's auxiliary pre-training objective for HIBERT's document encoder (not in the
  * paper; docs/hibert.md, "Sentence intruders"). Pairs of sentences of different documents of a batch swap
- * places, and the extraction head learns which sentences came from another document (binary
- * cross-entropy). A sentence that shares its document's words is hard to call an intruder, so the objective
+ * places, and the extraction head learns which sentences are in their own document (label 1) and which came
+ * from another (label 0; binary cross-entropy), so it scores a sentence the way extraction wants: the more it
+ * belongs, the higher. A sentence that shares its document's words is hard to call an intruder, so the objective
  * asks the document encoder how much each sentence has in common with the rest of its document: the
  * centrality that extractive summaries follow. Swapping keeps every document's sentence count and the
  * batch's bytes, so any batch the model is planned for stays within its plan. The training step computes
@@ -61,7 +62,10 @@ lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, dou
     if ((st = lc_hibert_swap_sentences(b->n_docs, b->n_sents, rate, seed, m->source, m->action))) return st;
     long total = 0;
     for (int j = 0; j < b->n_docs; j++) total += b->n_sents[j];
-    for (long i = 0; i < total; i++) m->enc_sent[i] = b->sent ? b->sent[m->source[i]] : NULL, m->enc_len[i] = b->sent_len[m->source[i]];
+    for (long i = 0; i < total; i++) {
+        m->enc_sent[i] = b->sent ? b->sent[m->source[i]] : NULL, m->enc_len[i] = b->sent_len[m->source[i]];
+        m->action[i] = !m->action[i]; /* label 1: the sentence is in its own document */
+    }
     const lc_hibert_batch view = {b->n_docs, b->n_sents, m->enc_sent, m->enc_len};
     return lc_hibert_extract_forward(m, &view, m->action, train, loss_sum, count);
 }
@@ -99,11 +103,11 @@ static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t se
     if (st) return st;
     lc_hier_stack *ss = &m->st[LC_HIER_SENT];
     memset(ss->dh, 0, sizeof(float) * (size_t)ss->rows * ss->cfg.d_model);
-    /* the intruders: place i reads the original of its swap partner; labels 1 where that is another's */
+    /* the intruders: place i reads the original of its swap partner; label 1 where that is itself */
     if ((st = lc_hibert_swap_sentences(b->n_docs, b->n_sents, rate, lc_seed_mix(seed, LC_HIER_INTRUDER_STREAM),
                                        m->source, m->labels)))
         return st;
-    for (int i = 0; i < n; i++) m->source[i] = m->vec_row[m->source[i]];
+    for (int i = 0; i < n; i++) m->source[i] = m->vec_row[m->source[i]], m->labels[i] = !m->labels[i];
     double bce_sum = 0;
     if ((st = lc_hier_documents_forward(m, b, m->source, 1)) || (st = lc_hier_head_forward(m, m->labels, &bce_sum)))
         return st;
@@ -139,10 +143,4 @@ lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options
     }
     if (intruder_bce) *intruder_bce = ibce;
     return lc_hier_update(m, o, sum, n, loss);
-}
-
-void lc_hibert_flip_head(lc_hibert *m) {
-    const int Cd = m->st[LC_HIER_DOC].cfg.d_model;
-    for (int c = 0; c < Cd; c++) m->head_w[c] = -m->head_w[c];
-    m->head_b[0] = -m->head_b[0];
 }
