@@ -2,9 +2,12 @@
 # HIBERT pre-training with sentence intruders beside the masked sentences (docs/hibert.md, "Sentence
 # intruders"): the recipe's stages with --intruders, then the recipe's fine-tuning (same budget and settings
 # as its ablation), and each fine-tuned model's test ROUGE.
-#   usage: bench/hibert_intruders.sh [DIR] [ood|indomain] [RATE] [WEIGHT]   (from the repository root, after `make`)
-#   ood: (a) IMDB then (b) BBC, both with intruders; indomain: (b') BBC alone from scratch with intruders.
-#   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 (batch 8).
+#   usage: bench/hibert_intruders.sh [DIR] [ood|indomain|none] [RATE] [WEIGHT]   (from the repository root, after `make`)
+#   ood: (a) IMDB then (b) BBC, both with intruders; indomain: (b') BBC alone from scratch with intruders;
+#   none: the fine-tuning alone, from scratch.
+#   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 BBC_BATCH=8.
+#   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (docs/hibert.md, "Hashed word
+#   vectors"); the stages that start from a checkpoint keep its shape.
 set -euo pipefail
 bin=${LONGCTX:-$PWD/longctx}
 data="$PWD/data"
@@ -15,8 +18,9 @@ weight=${4:-1}
 ood_steps=${OOD_STEPS:-2400}
 ood_batch=${OOD_BATCH:-8}
 bbc_steps=${BBC_STEPS:-650}
+bbc_batch=${BBC_BATCH:-8}
 mkdir -p "$dir" && cd "$dir"
-shape=(--max-sents 64)
+shape=(--max-sents 64 ${SHAPE:-})
 pre=(--lr 1e-3 --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
 ft=(--data "$data/bbc-news-summary" "${shape[@]}" --steps 1200 --batch 8 --lr 1e-3 --warmup 50 --dropout 0
     --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json)
@@ -27,15 +31,16 @@ ood)
     [ -s ood.ckpt ] || timed ood "$bin" hibert pretrain --docs "$data/imdb/train.tsv.gz" --docs "$data/imdb/val.tsv.gz" \
         "${shape[@]}" --steps "$ood_steps" --batch "$ood_batch" --eval-every 400 --warmup 100 "${pre[@]}" --out ood.ckpt --log ood.jsonl
     [ -s ood_bbc.ckpt ] || timed ood_bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" --init ood.ckpt --steps "$bbc_steps" \
-        --batch 8 --warmup 50 --eval-every 130 "${pre[@]}" --out ood_bbc.ckpt --log ood_bbc.jsonl
+        --batch "$bbc_batch" --warmup 50 --eval-every 130 "${pre[@]}" --out ood_bbc.ckpt --log ood_bbc.jsonl
     init=ood_bbc.ckpt ;;
 indomain)
     [ -s bbc.ckpt ] || timed bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" "${shape[@]}" --steps "$bbc_steps" \
-        --batch 8 --warmup 50 --eval-every 130 "${pre[@]}" --out bbc.ckpt --log bbc.jsonl
+        --batch "$bbc_batch" --warmup 50 --eval-every 130 "${pre[@]}" --out bbc.ckpt --log bbc.jsonl
     init=bbc.ckpt ;;
-*) echo "chain must be ood or indomain" >&2; exit 2 ;;
+none) init= ;;
+*) echo "chain must be ood, indomain or none" >&2; exit 2 ;;
 esac
-[ -s "ft_$chain.ckpt" ] || timed "ft_$chain" "$bin" hibert finetune --init "$init" --out "ft_$chain.ckpt" "${ft[@]}" \
+[ -s "ft_$chain.ckpt" ] || timed "ft_$chain" "$bin" hibert finetune ${init:+--init "$init"} --out "ft_$chain.ckpt" "${ft[@]}" \
     --log "ft_$chain.jsonl"
 printf 'ft_%s test: ' "$chain"
 "$bin" eval --task summarize --data "$data/bbc-news-summary" --split test --ckpt "ft_$chain.ckpt" --json | tail -n 1

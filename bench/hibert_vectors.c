@@ -14,6 +14,31 @@
 
 enum { DOCS = 8, MAX_SENTS = 64 };
 
+/* The share of the mean of v's N rows in their mean squared norm and their mean pairwise cosine, before and
+ * after removing that mean. */
+static void report(const char *ckpt, const char *what, const double *v, int N, int C) {
+    double *mean = calloc((size_t)C, sizeof(double));
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < C; k++) mean[k] += v[(size_t)i * C + k] / N;
+    double norm2 = 0, mean2 = 0, cosine[2] = {0, 0};
+    for (int k = 0; k < C; k++) mean2 += mean[k] * mean[k];
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < C; k++) norm2 += v[(size_t)i * C + k] * v[(size_t)i * C + k] / N;
+    for (int centred = 0; centred < 2; centred++)
+        for (int i = 0; i < N; i++)
+            for (int j = i + 1; j < N; j++) {
+                double dot = 0, a = 0, c = 0;
+                for (int k = 0; k < C; k++) {
+                    const double x = v[(size_t)i * C + k] - centred * mean[k], y = v[(size_t)j * C + k] - centred * mean[k];
+                    dot += x * y, a += x * x, c += y * y;
+                }
+                cosine[centred] += dot / sqrt(a * c + 1e-300) / ((double)N * (N - 1) / 2);
+            }
+    printf("%s (%s): %d sentences, share of the mean in the squared norm %.4f, mean pairwise cosine %.4f "
+           "(centred %.4f)\n", ckpt, what, N, mean2 / norm2, cosine[0], cosine[1]);
+    free(mean);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || argc > 3) {
         fprintf(stderr, "usage: %s CKPT|fresh [BBC_ROOT]\n", argv[0]);
@@ -45,30 +70,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hibert_vectors: %s\n", lc_last_error());
         return 1;
     }
-    const int C = m->st[LC_HIER_SENT].cfg.d_model, N = n;
-    double *v = malloc(sizeof(double) * (size_t)N * C), *mean = calloc((size_t)C, sizeof(double));
-    for (int i = 0; i < N; i++)
-        for (int k = 0; k < C; k++) {
-            v[(size_t)i * C + k] = m->sent_out[(size_t)m->s_row[i] * C + k];
-            mean[k] += v[(size_t)i * C + k] / N;
-        }
-    double norm2 = 0, mean2 = 0, cosine[2] = {0, 0};
-    for (int k = 0; k < C; k++) mean2 += mean[k] * mean[k];
-    for (int i = 0; i < N; i++)
-        for (int k = 0; k < C; k++) norm2 += v[(size_t)i * C + k] * v[(size_t)i * C + k] / N;
-    for (int centred = 0; centred < 2; centred++)
-        for (int i = 0; i < N; i++)
-            for (int j = i + 1; j < N; j++) {
-                double dot = 0, a = 0, c = 0;
-                for (int k = 0; k < C; k++) {
-                    const double x = v[(size_t)i * C + k] - centred * mean[k], y = v[(size_t)j * C + k] - centred * mean[k];
-                    dot += x * y, a += x * x, c += y * y;
-                }
-                cosine[centred] += dot / sqrt(a * c + 1e-300) / ((double)N * (N - 1) / 2);
-            }
-    printf("%s: %d sentences, share of the mean in the squared norm %.4f, mean pairwise cosine %.4f (centred %.4f)\n",
-           argv[1], N, mean2 / norm2, cosine[0], cosine[1]);
-    free(v), free(mean);
+    const int C = m->st[LC_HIER_SENT].cfg.d_model;
+    double *v = calloc((size_t)n * C, sizeof(double));
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < C; k++) v[(size_t)i * C + k] = m->sent_out[(size_t)m->s_row[i] * C + k];
+    report(argv[1], "EOS states", v, n, C);
+    if (m->cfg.sent_words) { /* the document encoder's input: EOS state + hashed word vectors */
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < C; k++) v[(size_t)i * C + k] = m->doc_in[(size_t)m->d_row[i] * C + k];
+        report(argv[1], "EOS + words", v, n, C);
+    }
+    free(v);
     lc_hibert_free(m);
     for (int j = 0; j < docs; j++) lc_document_free(&doc[j]);
     lc_doc_list_free(&list);

@@ -95,6 +95,16 @@ expect 2 "pre.st: a pre-training checkpoint without --intruders: its head was ne
     "$bin" summarize --ckpt "$tmp/pre.st" "$tmp/a.txt"
 expect 2 "--intruders belongs to hibert pretrain" -- "${ft[@]}" --intruders 0.5 --out "$tmp/x.st"
 expect 2 "--intruders" -- "$bin" hibert pretrain --docs "$tmp/docs" --intruders 1.5 --out "$tmp/x.st"
+# hashed word vectors: a pre-training with them, fine-tuning from it (the same --sent-words is no disagreement),
+# summarize; a checkpoint without them given another --sent-words is refused
+check "pretrain --sent-words" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 2 \
+    --eval-every 2 --sent-words 64 --intruders 0.5 --out "$tmp/words.st"
+check "sent.words recorded" -- grep -aq '"sent.words":"64"' "$tmp/words.st"
+check "finetune --init from word vectors, --sent-words repeated" -- "${ft[@]}" --init "$tmp/words.st" --sent-words 64 \
+    --steps 1 --eval-every 1 --out "$tmp/ftw.st"
+check "summarize with word vectors" -- "$bin" summarize --ckpt "$tmp/ftw.st" --sentences 2 --threads 1 "$tmp/a.txt"
+expect 2 "--sent-words disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st" --sent-words 64 --out "$tmp/x.st"
+expect 2 "--sent-words" -- "${ft[@]}" --sent-words -1 --out "$tmp/x.st"
 expect 2 "hibert finetune: --lr-scale: 'sent.=2@0' is not PREFIX=F" -- "${ft[@]}" --lr-scale sent.=2@0 --out "$tmp/x.st"
 check "finetune --lr-scale (sentence encoder frozen 1 step, then at a tenth)" -- "${ft[@]}" --init "$tmp/pre.st" \
     --lr-scale "sent.=0@1,sent.blocks.=0.1" --steps 2 --eval-every 2 --out "$tmp/ls.st"

@@ -1,6 +1,6 @@
 /* Tests of the hierarchical model (HIBERT) and its extraction head: directional finite differences of
  * the whole model's loss against the backward for every parameter tensor (pre- and post-LN, full and
- * windowed/global attention, sentence and document widths that differ); a packed batch of documents gives
+ * windowed/global attention, sentence and document widths that differ, hashed word vectors); a packed batch of documents gives
  * each document's scores and loss as it does alone; a sentence's bytes reach only its own document's
  * scores, and truncated bytes reach nothing; the tensor list; the refusals; a tiny model learns a toy
  * extraction task; the masked-sentence rule's statistics. */
@@ -49,10 +49,13 @@ static lc_hibert_batch toy_batch(const toy *t, int doc0, int n_docs) {
     return b;
 }
 
+static int word_buckets; /* cfg.sent_words of the models made (the word-vector tests set it) */
+
 static lc_hibert *make_dec(const char *sent_attn, const char *doc_attn, const char *dec_attn, lc_norm norm,
                            int doc_width, int dec_width, uint64_t seed) {
     lc_hibert_config c;
     lc_hibert_config_default(&c);
+    c.sent_words = word_buckets;
     c.sent = (lc_hibert_stack){2, 16, 2, 24, ""};
     c.doc = (lc_hibert_stack){2, doc_width, 2, 20, ""};
     c.dec = (lc_hibert_stack){2, dec_width, 2, 18, ""};
@@ -391,6 +394,14 @@ TEST(pretrain_gradients) {
     check_pretrain_gradients("window:w=4", "window:w=2,global=1", "window:w=3", LC_NORM_PRE, 12, 10);
 }
 
+/* With hashed word vectors (sent.words, 7 buckets: collisions too), extraction and pre-training. */
+TEST(gradients_with_word_vectors) {
+    word_buckets = 7;
+    check_gradients("full", "full", LC_NORM_PRE, 12);
+    check_pretrain_gradients("full", "window:w=2,global=1", "full", LC_NORM_PRE, 12, 10);
+    word_buckets = 0;
+}
+
 /* The decoder's tensors: names and shapes of docs/hibert.md's table. */
 TEST(pretrain_tensor_list) {
     lc_hibert *m = make_dec("full", "full", "full", LC_NORM_PRE, 12, 10, 1);
@@ -486,6 +497,7 @@ int main(void) {
     RUN(learns_a_toy_extraction_task);
     RUN(masking_rule_statistics);
     RUN(pretrain_gradients);
+    RUN(gradients_with_word_vectors);
     RUN(pretrain_tensor_list);
     RUN(pretrain_packed_documents_equal_alone);
     RUN(pretrain_learns_a_repeated_sentence);

@@ -1,7 +1,8 @@
 /* Tests of HIBERT checkpoints (lc_hibert_save / lc_hibert_load / lc_hibert_init_from): a round trip is
  * bit-exact (the same scores and pre-training loss), a resumed run continues bit-identically, init copies
  * the weights only and refuses another shape, and damaged files or checkpoints of the other model kind are
- * refused with one line naming the file; docs/checkpoint.md lists every HIBERT metadata key. */
+ * refused with one line naming the file; docs/checkpoint.md lists every HIBERT metadata key. The models
+ * have hashed word vectors (sent.words), so those travel too. */
 #include <string.h>
 #include <unistd.h>
 
@@ -30,16 +31,20 @@ static void config(lc_hibert_config *c, int width) {
     c->doc = (lc_hibert_stack){1, width, 2, 24, ""};
     c->dec = (lc_hibert_stack){1, 8, 2, 16, ""};
     c->max_sent_len = 16, c->max_sents = 4, c->dropout = 0.1f;
+    c->sent_words = 24; /* sent.words travels with the rest */
 }
 
-static lc_hibert *make(int width) {
+static lc_hibert *make_words(int width, int words) {
     lc_hibert_config c;
     config(&c, width);
+    c.sent_words = words;
     const lc_hibert_limits lim = {2, 0, 0};
     lc_hibert *m = NULL;
     CHECK(lc_hibert_create(&c, &lim, 7, &m) == LC_OK, "%s", lc_last_error());
     return m;
 }
+
+static lc_hibert *make(int width) { return make_words(width, 24); }
 
 static void options(lc_train_options *o) {
     lc_train_options_default(o);
@@ -83,7 +88,8 @@ TEST(round_trip_is_bit_exact) {
     if (!l) { lc_hibert_free(m); return; }
     const lc_hibert_config *x = lc_hibert_get_config(l), *y = lc_hibert_get_config(m);
     CHECK(x->sent.d_model == y->sent.d_model && !strcmp(x->sent.attn, y->sent.attn) && x->doc.d_ff == y->doc.d_ff &&
-              x->dec.n_head == y->dec.n_head && x->max_sents == y->max_sents && x->dropout == y->dropout, "config");
+              x->dec.n_head == y->dec.n_head && x->max_sents == y->max_sents && x->dropout == y->dropout &&
+              x->sent_words == 24, "config");
     CHECK(lc_hibert_steps_done(l) == 3, "step %ld", lc_hibert_steps_done(l));
     CHECK(back.stage == r.stage && back.limits.max_bytes == 128 && back.best == r.best && back.best_step == 4 &&
               back.data_hash == r.data_hash && strcmp(back.data, r.data) == 0 && back.opts.lr == o.lr &&
@@ -183,7 +189,11 @@ TEST(init_copies_weights_only) {
         if (b->adam_m[i] != 0) { CHECK(0, "moments stay zero"); break; }
     CHECK(lc_hibert_init_from(c, tmp_path("i.safetensors")) == LC_ERR_ARG, "another width");
     CHECK(strstr(lc_last_error(), "i.safetensors: its document encoder (1 layers, dim 16"), "%s", lc_last_error());
-    lc_hibert_free(a), lc_hibert_free(b), lc_hibert_free(c);
+    lc_hibert *d = make_words(16, 0);
+    CHECK(d && lc_hibert_init_from(d, tmp_path("i.safetensors")) == LC_ERR_ARG &&
+              strstr(lc_last_error(), "sent-words 24: not the model's (16, 4, pre-LN, gelu, 0)"),
+          "another word table: %s", lc_last_error());
+    lc_hibert_free(a), lc_hibert_free(b), lc_hibert_free(c), lc_hibert_free(d);
 }
 
 static void expect_refusal(const char *path, const char *want) {

@@ -97,9 +97,12 @@ static lc_hibert_batch batch9_make(batch9 *t, uint64_t seed) {
     return (lc_hibert_batch){DOCS, t->n_sents, t->ptr, t->len};
 }
 
+static int word_buckets; /* cfg.sent_words of the models made */
+
 static lc_hibert *make(uint64_t seed) {
     lc_hibert_config c;
     lc_hibert_config_default(&c);
+    c.sent_words = word_buckets;
     c.sent = (lc_hibert_stack){1, 16, 2, 24, "full"};
     c.doc = (lc_hibert_stack){2, 12, 2, 20, "full"};
     c.dec = (lc_hibert_stack){1, 8, 2, 16, "full"};
@@ -191,6 +194,11 @@ TEST(combined_step_sums_both_gradients) {
     int replaced = 0;
     for (uint64_t seed = 1234; seed < 1250; seed++) replaced += step_matches_two_passes(seed, seed % 2 ? 0.7f : 3.0f);
     CHECK(replaced > 0, "no seed replaced a sentence: the originals of replaced sentences are untested");
+    word_buckets = 11; /* hashed word vectors: each place reads the words of the sentence it reads */
+    replaced = 0;
+    for (uint64_t seed = 1234; seed < 1242; seed++) replaced += step_matches_two_passes(seed, 1.5f);
+    CHECK(replaced > 0, "with word vectors, no seed replaced a sentence");
+    word_buckets = 0;
     batch9 t;
     const lc_hibert_batch b = batch9_make(&t, 9);
     lc_train_options o;

@@ -37,6 +37,12 @@ typedef struct {
     int max_sent_len;     /* bytes of a sentence read: a longer sentence is truncated to its first max_sent_len
                              bytes (then EOS), so a sentence is at most max_sent_len + 1 rows */
     int max_sents;        /* sentences of a document (sentence positions); a longer document is refused */
+    int sent_words;       /* longctx's, not the paper's (0: off, the paper's model): this many hash buckets of
+                             word vectors (sent.words, N(0, 1) at initialisation); each sentence's vector is
+                             its EOS state minus its document's mean EOS state, plus the sum of its words'
+                             vectors over sqrt(its word count). A word
+                             is a run of [a-z0-9] after ASCII lower-casing (the ROUGE tokens); a masked sentence
+                             has none. See lc_hibert_word_bucket. */
     lc_norm norm;         /* pre-LN (with a final LayerNorm per stack) or post-LN, both stacks */
     lc_activation activation;
     float dropout;        /* on the embeddings and the sublayer outputs of both stacks (training only) */
@@ -92,6 +98,11 @@ size_t lc_hibert_activation_bytes(const lc_hibert *m); /* activations, scratch a
 lc_status lc_hibert_set_threads(lc_hibert *m, int threads);
 /* Optimizer steps done (lc_hibert_step). */
 long lc_hibert_steps_done(const lc_hibert *m);
+
+/* The hash bucket of a word (cfg.sent_words): FNV-1a (32 bits) of its bytes, modulo buckets (>= 1). The
+ * words of a sentence are its maximal runs of ASCII letters and digits, lower-cased, in the bytes the
+ * sentence encoder reads (after truncation to max_sent_len). */
+int lc_hibert_word_bucket(const uint8_t *word, int len, int buckets);
 
 /* Forward pass of extractive summarization over a batch: one score (a logit) per sentence. With labels
  * (0 or 1 per sentence in batch order; may be NULL) it returns the summed binary cross-entropy in nats

@@ -54,6 +54,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--dec-attn", OPT_STR, &a->attn[2], 0, 0, "sentence decoder attention spec (causal; default full)", 0},
         {"--max-sent-len", OPT_INT, &c->max_sent_len, 1, 1 << 20, "bytes read of a sentence (default 256)", 0},
         {"--max-sents", OPT_INT, &c->max_sents, 1, 1 << 20, "sentences per document; longer ones are cut into chunks (default 128)", 0},
+        {"--sent-words", OPT_INT, &c->sent_words, 0, 1 << 22, "hashed word vectors added to each sentence vector, this many buckets (longctx's, not the paper's; default 0: off)", 0},
         {"--norm", OPT_STR, &a->norm, 0, 0, "pre (default) or post", 0},
         {"--activation", OPT_STR, &a->act, 0, 0, "gelu (default) or relu", 0},
         {"--dropout", OPT_FLOAT, &c->dropout, 0, 0.99, "dropout (default 0)", 0},
@@ -113,7 +114,7 @@ static int check_shape_flags(lc_opt *opts, int n, const lc_hibert_config *want, 
     static const char *flags[] = {"--sent-layers", "--sent-dim", "--sent-heads", "--sent-ffn", "--sent-attn", "--doc-layers",
                                   "--doc-dim", "--doc-heads", "--doc-ffn", "--doc-attn", "--dec-layers", "--dec-dim",
                                   "--dec-heads", "--dec-ffn", "--dec-attn", "--max-sent-len", "--max-sents", "--norm",
-                                  "--activation"};
+                                  "--activation", "--sent-words"};
     const lc_hibert_stack *w[3] = {&want->sent, &want->doc, &want->dec}, *c[3] = {&ck->sent, &ck->doc, &ck->dec};
     for (int i = 0; i < (int)(sizeof flags / sizeof *flags); i++) {
         if (!lc_opt_get(opts, n, flags[i])->seen) continue;
@@ -125,7 +126,8 @@ static int check_shape_flags(lc_opt *opts, int n, const lc_hibert_config *want, 
                  : f == 3 ? x->d_ff == y->d_ff : strcmp(x->attn[0] ? x->attn : "full", y->attn[0] ? y->attn : "full") == 0;
         } else {
             same = i == 15 ? want->max_sent_len == ck->max_sent_len : i == 16 ? want->max_sents == ck->max_sents
-                 : i == 17 ? want->norm == ck->norm : want->activation == ck->activation;
+                 : i == 17 ? want->norm == ck->norm : i == 18 ? want->activation == ck->activation
+                 : want->sent_words == ck->sent_words;
         }
         if (!same) {
             lc_cli_error("hibert: %s disagrees with %s (the checkpoint fixes the model's shape)", flags[i], path);

@@ -38,6 +38,8 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
         return lc_fail(LC_ERR_ARG, "max-sent-len must be 1..1048576, got %d", h->max_sent_len);
     if (h->max_sents < 1 || h->max_sents > 1 << 20)
         return lc_fail(LC_ERR_ARG, "max-sents must be 1..1048576, got %d", h->max_sents);
+    if (h->sent_words < 0 || h->sent_words > 1 << 22)
+        return lc_fail(LC_ERR_ARG, "sent-words must be 0..4194304, got %d", h->sent_words);
     lc_status st = lc_precision_check(h->precision);
     if (st) return st;
     const lc_hibert_stack *s[3] = {&h->sent, &h->doc, &h->dec};
@@ -88,8 +90,8 @@ static lc_status build_acts(lc_hibert *m) {
     lc_act_plan_add(&p, &m->dlogit_rows, "d.head.logits", S, 1);
     lc_act_plan_add(&p, &m->scores, "scores", S, 1);
     const int longest = m->cfg.max_sent_len + 1 > m->cfg.max_sents ? m->cfg.max_sent_len + 1 : m->cfg.max_sents;
-    const size_t ints = 2 * (size_t)sent_rows + 8 * (size_t)E + 3 * (size_t)m->lim.max_docs + (size_t)longest +
-                        4 * (size_t)S;
+    const size_t ints = (m->cfg.sent_words ? 3 : 2) * (size_t)sent_rows + 9 * (size_t)E +
+                        3 * (size_t)m->lim.max_docs + (size_t)longest + 4 * (size_t)S;
     lc_status st = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                             : lc_check_fits(p.tab.total * sizeof(float) + ints * sizeof(int) + (size_t)S,
                                             "the activations (documents, sentences and bytes of a batch)");
@@ -104,9 +106,13 @@ static lc_status build_acts(lc_hibert *m) {
         int **seqs[] = {&m->doc_of, &m->source, &m->vec_row};
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) *seqs[i] = malloc(sizeof(int) * (size_t)S);
         m->enc_len = malloc(sizeof(int) * (size_t)E);
+        if (m->cfg.sent_words) {
+            m->word_id = malloc(sizeof(int) * (size_t)sent_rows), m->word_start = malloc(sizeof(int) * (size_t)(E + 1));
+            if (!m->word_id || !m->word_start) st = lc_fail(LC_ERR_NOMEM, "out of memory for the sentences' words");
+        }
         m->action = malloc((size_t)S), m->enc_mask = malloc((size_t)E);
         m->enc_sent = malloc(sizeof(*m->enc_sent) * (size_t)E);
-        int bad = !m->action || !m->enc_mask || !m->enc_sent || !m->enc_len;
+        int bad = st || !m->action || !m->enc_mask || !m->enc_sent || !m->enc_len;
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) bad |= !*seqs[i];
         if (bad || !m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->global_pos ||
             !m->doc_first || !m->labels)
@@ -231,6 +237,7 @@ void lc_hibert_free(lc_hibert *m) {
     free(m->global_pos), free(m->labels), free(m->doc_first), free(m->doc_of);
     lc_dec_stack_free(&m->dec.s);
     free(m->action), free(m->enc_mask), free(m->enc_sent), free(m->source), free(m->enc_len), free(m->vec_row);
+    free(m->word_id), free(m->word_start);
     free(m);
 }
 

@@ -41,6 +41,7 @@ struct lc_hibert {
     float *wte, *g_wte;           /* sent.wte [258, C_s] */
     float *in_w, *in_b, *g_in_w, *g_in_b; /* doc.proj [C_d, C_s] (NULL when the widths agree) */
     float *head_w, *head_b, *g_head_w, *g_head_b; /* head [1, C_d], [1] */
+    float *words, *g_words;       /* sent.words [cfg.sent_words, C_s] (NULL when 0) */
 
     lc_table atab;
     float *acts;
@@ -68,6 +69,8 @@ struct lc_hibert {
     int *source, *enc_len;        /* [max_sents], [max_seqs] */
     const uint8_t **enc_sent;     /* [max_seqs] */
     int *vec_row;                 /* [max_sents] intruders: the sentence whose vector each place reads */
+    int *word_id, *word_start;    /* sent_words: the buckets of sentence i's words (sentence encoder order) are
+                                     word_id[word_start[i] .. word_start[i + 1]) */
 };
 
 /* The activation plan of the hierarchical model and the classifier (model/classify.c) is model/stacks.h's
@@ -102,6 +105,16 @@ lc_status lc_hier_sentences_forward(lc_hibert *m, int n, const uint8_t *const *s
 lc_status lc_hier_documents_forward(lc_hibert *m, const lc_hibert_batch *b, const int *vec, int train);
 void lc_hier_documents_backward(lc_hibert *m, const int *vec);
 void lc_hier_sentences_backward(lc_hibert *m);
+/* model/hier_words.c (cfg.sent_words): the word buckets of the n sentences the sentence encoder reads
+ * (enc_masked ones have none); dst (a sentence vector, C_s floats) += the sum of sentence i's word vectors
+ * over sqrt(its word count); the backward of that for d loss / d dst = d (adds into g_words). */
+void lc_hier_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, const int *len);
+void lc_hier_words_add(const lc_hibert *m, float *dst, int i);
+void lc_hier_words_backward(lc_hibert *m, const float *d, int i);
+/* x: [document rows, C_s] (doc_in's layout): every document's rows minus their mean (the forward of the EOS
+ * states' centring, and its own backward: the centring is a symmetric projection). */
+void lc_hier_centre_documents(const lc_hibert *m, float *x);
+
 /* model/hier_forward.c: the batch check of lc_hier_encode (also run on a pre-training batch's originals)
  * and a sentence's length after truncation. */
 lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);

@@ -1,8 +1,8 @@
 /* The hierarchical encoders' passes: the batch check and packing (sentences and documents sorted longest
  * first, so equal lengths are adjacent as lc_block_ctx's packing wants), the sentence encoder (byte
  * embedding + position inside the sentence, bidirectional blocks, the EOS row's final hidden state), the
- * document encoder (those vectors, projected when the widths differ, + sentence positions, bidirectional
- * blocks) and the backward of both. */
+ * document encoder (those vectors, plus their hashed word vectors when cfg.sent_words, projected when the
+ * widths differ, + sentence positions, bidirectional blocks) and the backward of both. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +104,7 @@ lc_status lc_hier_sentences_forward(lc_hibert *m, int n, const uint8_t *const *s
         return lc_fail(LC_ERR_ARG, "hibert: the sentence encoder gets %d sentences, %ld rows; it is planned for %d, %d",
                        n, rows, ss->max_seqs, ss->max_rows);
     pack_sentences(m, n, sent, len);
+    if (m->cfg.sent_words) lc_hier_words_collect(m, n, sent, len);
     const lc_pass_env env = lc_hier_env(m);
     lc_status st = lc_enc_stack_check(ss, &env);
     if (st) return st;
@@ -130,6 +131,10 @@ lc_status lc_hier_documents_forward(lc_hibert *m, const lc_hibert_batch *b, cons
     for (int i = 0; i < m->n_sents; i++)
         memcpy(m->doc_in + (size_t)m->d_row[i] * Cs, m->sent_out + (size_t)m->s_row[vec ? vec[i] : i] * Cs,
                sizeof(float) * (size_t)Cs);
+    if (m->cfg.sent_words) { /* EOS states centred on their document's mean, + the words (model/hier_words.c) */
+        lc_hier_centre_documents(m, m->doc_in);
+        for (int i = 0; i < m->n_sents; i++) lc_hier_words_add(m, m->doc_in + (size_t)m->d_row[i] * Cs, vec ? vec[i] : i);
+    }
     if (m->in_w) lc_linear_forward(ds->res[0], m->doc_in, m->in_w, m->in_b, ds->rows, Cs, Cd);
     else memcpy(ds->res[0], m->doc_in, sizeof(float) * (size_t)ds->rows * Cd);
     for (int i = 0; i < m->n_sents; i++) {
@@ -171,6 +176,10 @@ void lc_hier_documents_backward(lc_hibert *m, const int *vec) {
         lc_linear_backward(m->d_doc_in, m->g_in_w, m->g_in_b, ds->dres, m->doc_in, m->in_w, ds->rows, Cs, Cd);
     } else {
         memcpy(m->d_doc_in, ds->dres, sizeof(float) * (size_t)ds->rows * Cd);
+    }
+    if (m->cfg.sent_words) { /* the word vectors (serial, a fixed order), then the centring's backward */
+        for (int i = 0; i < m->n_sents; i++) lc_hier_words_backward(m, m->d_doc_in + (size_t)m->d_row[i] * Cs, vec ? vec[i] : i);
+        lc_hier_centre_documents(m, m->d_doc_in);
     }
     /* the sentence encoder's final hidden state gets gradient at the EOS rows only */
     for (int i = 0; i < m->n_sents; i++) {

@@ -9,7 +9,7 @@
 #include "core/rng.h"
 #include "model/hier.h"
 
-/* The list: sent.wte, sent.wpe, sent.blocks, sent.ln_f; doc.proj (widths differ), doc.wpe, doc.blocks,
+/* The list: sent.wte, sent.words (cfg.sent_words), sent.wpe, sent.blocks, sent.ln_f; doc.proj (widths differ), doc.wpe, doc.blocks,
  * doc.ln_f; head; then the kinds' state of both stacks. */
 lc_status lc_hier_list_tensors(lc_hibert *m) {
     lc_tensor_builder b;
@@ -23,6 +23,10 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
         b.stack = s;
         if (s == LC_HIER_SENT)
             lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, 258, C, "sent.wte"); /* bytes, EOS, MASK */
+        if (s == LC_HIER_SENT && m->cfg.sent_words) { /* hashed word vectors (model/hier_words.c) */
+            lc_tensor *t = lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WORDS, -1, 0, m->cfg.sent_words, C, "sent.words");
+            if (t) t->init = LC_INIT_UNIT;
+        }
         if (s == LC_HIER_DOC && Cs != Cd) {
             lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_IN_W, -1, 0, Cd, Cs, "doc.proj.weight");
             lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_IN_B, -1, 0, Cd, 0, "doc.proj.bias");
@@ -71,6 +75,7 @@ static float **site(void *user, const lc_tensor *t, int l, int grad) {
     if (t->stack == LC_HIER_DEC) return lc_dec_stack_site(&d->s, t, l, grad);
     switch (t->site) {
     case LC_SITE_WTE: return grad ? &m->g_wte : &m->wte;
+    case LC_SITE_WORDS: return grad ? &m->g_words : &m->words;
     case LC_SITE_IN_W: return grad ? &m->g_in_w : &m->in_w;
     case LC_SITE_IN_B: return grad ? &m->g_in_b : &m->in_b;
     case LC_SITE_HEAD: return grad ? &m->g_head_w : &m->head_w;

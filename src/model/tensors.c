@@ -236,6 +236,9 @@ void lc_tensor_init_values(const lc_tensor *t, float *x, const lc_tensor_init_ct
         for (size_t j = 0; j < n; j++) x[j] = 1.0f;
         break;
     case LC_INIT_ZEROS: memset(x, 0, n * sizeof *x); break;
+    case LC_INIT_UNIT:
+        for (size_t j = 0; j < n; j++) x[j] = lc_rng_normal(c->rng);
+        break;
     case LC_INIT_NORMAL:
     case LC_INIT_RESIDUAL: {
         float std = 0.02f;

@@ -30,6 +30,7 @@ typedef enum {
     LC_INIT_RESIDUAL, /* N(0, (0.02 / sqrt(2 n_layer))^2): projections writing into the residual stream */
     LC_INIT_ZEROS,
     LC_INIT_ONES,
+    LC_INIT_UNIT,     /* N(0, 1): HIBERT's hashed word vectors (a random projection of a sentence's words) */
     LC_INIT_KIND      /* the kind's param_init / state_init, seeded by layer and head group */
 } lc_tensor_init;
 
@@ -42,8 +43,9 @@ typedef enum {
     LC_SITE_R_W, LC_SITE_U, LC_SITE_V, LC_SITE_QKVG_W, LC_SITE_QKVG_B, LC_SITE_KIND_PARAMS,
     LC_SITE_QK_W, LC_SITE_QK_B, LC_SITE_V_W, LC_SITE_V_B,
     LC_SITE_KIND_STATE,
-    /* the hierarchical model's own (model/hier.h): the head's bias, the projection between two stacks */
-    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B,
+    /* the hierarchical model's own (model/hier.h): the head's bias, the projection between two stacks, the
+     * sentence encoder's hashed word vectors */
+    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B, LC_SITE_WORDS,
     /* the decoder block's cross-attention (lc_decoder_weights) */
     LC_SITE_LNC_W, LC_SITE_LNC_B, LC_SITE_CQ_W, LC_SITE_CQ_B, LC_SITE_CKV_W, LC_SITE_CKV_B, LC_SITE_CPROJ_W,
     LC_SITE_CPROJ_B

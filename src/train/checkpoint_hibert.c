@@ -40,6 +40,7 @@ static const meta_key keys[] = {
     STACK(dec),
     INT("max_sent_len", CFG(max_sent_len), 1, 1 << 20, REQUIRED),
     INT("max_sents", CFG(max_sents), 1, 1 << 20, REQUIRED),
+    INT("sent.words", CFG(sent_words), 0, 1 << 22, 0),
     CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
     CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
     FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
@@ -225,10 +226,12 @@ lc_status lc_hibert_init_from(lc_hibert *m, const char *path) {
                          sa[i]->n_head, sa[i]->d_ff, sa[i]->attn, sb[i]->n_layer, sb[i]->d_model, sb[i]->n_head,
                          sb[i]->d_ff, sb[i]->attn);
     if (!st && (a->max_sent_len != b->max_sent_len || a->max_sents != b->max_sents || a->norm != b->norm ||
-                a->activation != b->activation))
-        st = lc_fail(LC_ERR_ARG, "%s: max-sent-len %d, max-sents %d, %s-LN, %s: not the model's (%d, %d, %s-LN, %s)",
+                a->activation != b->activation || a->sent_words != b->sent_words))
+        st = lc_fail(LC_ERR_ARG, "%s: max-sent-len %d, max-sents %d, %s-LN, %s, sent-words %d: not the model's "
+                                 "(%d, %d, %s-LN, %s, %d)",
                      path, a->max_sent_len, a->max_sents, a->norm ? "post" : "pre", a->activation ? "relu" : "gelu",
-                     b->max_sent_len, b->max_sents, b->norm ? "post" : "pre", b->activation ? "relu" : "gelu");
+                     a->sent_words, b->max_sent_len, b->max_sents, b->norm ? "post" : "pre",
+                     b->activation ? "relu" : "gelu", b->sent_words);
     if (!st) st = read_into(f, m, 0);
     lc_st_close(f);
     free(h);
