@@ -65,6 +65,38 @@ def batch_tensors(docs):
     return tok, wm, sm
 
 
+def intruder_batch(pool, rng, batch, in_batch=False):
+    """batch documents drawn from pool; each sentence, with probability RATE, replaced by a random sentence of
+    a random pool document (in_batch: of another document of the batch). -> (documents, labels: 1 = replaced)"""
+    picked = [pool[i] for i in rng.integers(0, len(pool), batch)]
+    corrupt, labels = [], []
+    for k, d in enumerate(picked):
+        out, lab = [], []
+        for s in d:
+            if rng.random() < RATE:
+                other = picked[(k + 1 + rng.integers(0, batch - 1)) % batch] if in_batch else pool[rng.integers(0, len(pool))]
+                out.append(other[rng.integers(0, len(other))])
+                lab.append(1.0)
+            else:
+                out.append(s)
+                lab.append(0.0)
+        corrupt.append(out)
+        labels.append(lab)
+    return corrupt, labels
+
+
+def intruder_loss(model, encode, pool, rng, batch, in_batch=False):
+    """One intruder batch through encode(tok, wm, sm) and the intruder head -> (logits, labels, sentence mask,
+    mean BCE)."""
+    corrupt, labels = intruder_batch(pool, rng, batch, in_batch)
+    tok, wm, sm = batch_tensors(corrupt)
+    logit = model.ihead(encode(tok, wm, sm))[..., 0]
+    y = torch.zeros_like(logit)
+    for b, lab in enumerate(labels):
+        y[b, :len(lab)] = torch.tensor(lab)
+    return logit, y, sm, nn.functional.binary_cross_entropy_with_logits(logit[sm], y[sm])
+
+
 class Model(P.BagHibert):
     def __init__(self):
         super().__init__()
@@ -102,26 +134,7 @@ def main():
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
         total, hits = 0.0, 0
         for step in range(1, PRE_STEPS + 1):
-            picked = [pool[i] for i in rng.integers(0, len(pool), BATCH)]
-            corrupt, labels = [], []
-            for d in picked:
-                out, lab = [], []
-                for s in d:
-                    if rng.random() < RATE:
-                        other = pool[rng.integers(0, len(pool))]
-                        out.append(other[rng.integers(0, len(other))])
-                        lab.append(1.0)
-                    else:
-                        out.append(s)
-                        lab.append(0.0)
-                corrupt.append(out)
-                labels.append(lab)
-            tok, wm, sm = batch_tensors(corrupt)
-            logit = model.ihead(model.encode(tok, wm, sm))[..., 0]
-            y = torch.zeros_like(logit)
-            for b, lab in enumerate(labels):
-                y[b, :len(lab)] = torch.tensor(lab)
-            loss = nn.functional.binary_cross_entropy_with_logits(logit[sm], y[sm])
+            logit, y, sm, loss = intruder_loss(model, model.encode, pool, rng, BATCH)
             opt.zero_grad()
             loss.backward()
             opt.step()

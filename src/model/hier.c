@@ -106,13 +106,12 @@ static lc_status build_acts(lc_hibert *m) {
         int **seqs[] = {&m->doc_of, &m->source, &m->vec_row};
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) *seqs[i] = malloc(sizeof(int) * (size_t)S);
         m->enc_len = malloc(sizeof(int) * (size_t)E);
-        if (m->cfg.sent_words) {
+        if (m->cfg.sent_words) /* each word is at least one of the sentence rows */
             m->word_id = malloc(sizeof(int) * (size_t)sent_rows), m->word_start = malloc(sizeof(int) * (size_t)(E + 1));
-            if (!m->word_id || !m->word_start) st = lc_fail(LC_ERR_NOMEM, "out of memory for the sentences' words");
-        }
         m->action = malloc((size_t)S), m->enc_mask = malloc((size_t)E);
         m->enc_sent = malloc(sizeof(*m->enc_sent) * (size_t)E);
-        int bad = st || !m->action || !m->enc_mask || !m->enc_sent || !m->enc_len;
+        int bad = !m->action || !m->enc_mask || !m->enc_sent || !m->enc_len ||
+                  (m->cfg.sent_words && (!m->word_id || !m->word_start));
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) bad |= !*seqs[i];
         if (bad || !m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->global_pos ||
             !m->doc_first || !m->labels)
