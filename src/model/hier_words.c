@@ -10,9 +10,13 @@
 
 #include "model/hier.h"
 
+/* FNV-1a, 32 bits: the offset basis, and one byte more. */
+#define FNV_BASIS 2166136261u
+static uint32_t fnv1a(uint32_t h, uint8_t c) { return (h ^ c) * 16777619u; }
+
 int lc_hibert_word_bucket(const uint8_t *word, int len, int buckets) {
-    uint32_t h = 2166136261u;
-    for (int i = 0; i < len; i++) h = (h ^ word[i]) * 16777619u;
+    uint32_t h = FNV_BASIS;
+    for (int i = 0; i < len; i++) h = fnv1a(h, word[i]);
     return buckets > 0 ? (int)(h % (uint32_t)buckets) : 0;
 }
 
@@ -27,8 +31,8 @@ void lc_hier_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, cons
         const int L = lc_hier_clipped_len(m, len[i]);
         for (int t = 0; t < L;) {
             if (!word_byte(lower(sent[i][t]))) { t++; continue; }
-            uint32_t h = 2166136261u; /* lc_hibert_word_bucket of the lower-cased run, a byte at a time */
-            for (; t < L && word_byte(lower(sent[i][t])); t++) h = (h ^ lower(sent[i][t])) * 16777619u;
+            uint32_t h = FNV_BASIS; /* lc_hibert_word_bucket of the lower-cased run, a byte at a time */
+            for (; t < L && word_byte(lower(sent[i][t])); t++) h = fnv1a(h, lower(sent[i][t]));
             m->word_id[w++] = (int)(h % (uint32_t)m->cfg.sent_words);
         }
     }
