@@ -23,8 +23,7 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import summ_surface_baseline as S  # noqa: E402  (its reader, sentence rule and ROUGE)
 
-EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-ROOT = sys.argv[2] if len(sys.argv) > 2 else "data/bbc-news-summary"
+ROOT = "data/bbc-news-summary"  # main: the second argument
 BUCKETS, WIDTH, MAX_SENTS, MAX_WORDS = 4096, 128, 64, 64
 
 
@@ -93,7 +92,9 @@ def finetune(model, docs, epochs, rng, params=None, t0=None):
 def main():
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    finetune(BagHibert(), load(), EPOCHS, np.random.default_rng(0))
+    global ROOT
+    ROOT = sys.argv[2] if len(sys.argv) > 2 else ROOT
+    finetune(BagHibert(), load(), int(sys.argv[1]) if len(sys.argv) > 1 else 12, np.random.default_rng(0))
 
 
 if __name__ == "__main__":

@@ -27,9 +27,6 @@ import hibert_bag_probe as P  # noqa: E402
 
 P.ROOT = "data/bbc-news-summary"
 
-PRE_STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-FT_EPOCHS = int(sys.argv[2]) if len(sys.argv) > 2 else 8
-SOURCE = sys.argv[3] if len(sys.argv) > 3 else "both"
 RATE, BATCH = 0.25, 16
 
 
@@ -118,22 +115,25 @@ class Model(P.BagHibert):
 
 
 def main():
+    pre_steps = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    ft_epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+    source = sys.argv[3] if len(sys.argv) > 3 else "both"
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     docs = P.load()
     train = [d for d in docs if d[0] not in (0, 5)]
     pool = []
-    if SOURCE in ("imdb", "both"):
+    if source in ("imdb", "both"):
         pool += imdb_docs()
-    if SOURCE in ("bbc", "both"):
+    if source in ("bbc", "both"):
         pool += [d[1] for d in train]
     model = Model()
     t0 = time.time()
-    if PRE_STEPS:
+    if pre_steps:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
         total, hits = 0.0, 0
-        for step in range(1, PRE_STEPS + 1):
+        for step in range(1, pre_steps + 1):
             logit, y, sm, loss = intruder_loss(model, model.encode, pool, rng, BATCH)
             opt.zero_grad()
             loss.backward()
@@ -146,7 +146,7 @@ def main():
                 total, hits = 0.0, 0
     if os.environ.get("FT_FREEZE_EMB"):
         model.emb.weight.requires_grad_(False)
-    P.finetune(model, docs, FT_EPOCHS, rng, [p for p in model.parameters() if p.requires_grad], t0)
+    P.finetune(model, docs, ft_epochs, rng, [p for p in model.parameters() if p.requires_grad], t0)
 
 
 if __name__ == "__main__":

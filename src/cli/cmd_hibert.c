@@ -11,6 +11,7 @@
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
 #include "core/rng.h"
+#include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
 
@@ -156,11 +157,28 @@ static int save_to(trainer *t, const char *path, int fatal) {
     return -1;
 }
 
-/* Validation: pre-training's bits per byte on the held-out documents (the first --eval-docs chunks) and,
- * with intruders, their mean BCE there (*ibce), or fine-tuning's ROUGE (mean of R1, R2, RL F1 in *score). */
+/* perm[0..N) = 0..N-1 shuffled (Fisher-Yates) from seed. */
+static void shuffled(int *perm, int N, uint64_t seed) {
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    for (int k = 0; k < N; k++) perm[k] = k;
+    for (int k = N - 1; k > 0; k--) {
+        const int j = (int)(lc_rng_next(&r) % (uint64_t)(k + 1)), s = perm[k];
+        perm[k] = perm[j], perm[j] = s;
+    }
+}
+
+/* Validation: pre-training's bits per byte on the held-out documents (the first --eval-docs chunks of one
+ * fixed shuffled order) and, with intruders, their mean BCE there (*ibce), or fine-tuning's ROUGE (mean of
+ * R1, R2, RL F1 in *score). The order is shuffled because sorted order puts one topic (a BBC folder) in
+ * every batch, and intruders swapped in from articles of the same topic are far harder to find than in
+ * training's shuffled batches (docs/hibert.md, "The intruder plateau"). */
 static lc_status validate(trainer *t, double *bpb, double *ibce, double r[3]) {
     if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
     const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
+    int *order = malloc(sizeof(int) * (size_t)t->valid.n_chunks);
+    if (!order) return lc_fail(LC_ERR_NOMEM, "hibert: out of memory");
+    shuffled(order, t->valid.n_chunks, 0x68656c64ULL);
     lc_hbatch h = {0};
     int idx[4096];
     double sum = 0, isum = 0;
@@ -168,7 +186,7 @@ static lc_status validate(trainer *t, double *bpb, double *ibce, double r[3]) {
     lc_status st = LC_OK;
     for (int c0 = 0; c0 < n && !st; c0 += B) {
         const int k = n - c0 < B ? n - c0 : B;
-        for (int i = 0; i < k; i++) idx[i] = c0 + i;
+        for (int i = 0; i < k; i++) idx[i] = order[c0 + i];
         double s = 0;
         long c = 0;
         if (!(st = lc_hbatch_make(&h, &t->valid, idx, k)) &&
@@ -179,6 +197,7 @@ static lc_status validate(trainer *t, double *bpb, double *ibce, double r[3]) {
             isum += s, icount += c;
     }
     lc_hbatch_free(&h);
+    free(order);
     *bpb = count ? sum / count / log(2.0) : NAN;
     *ibce = icount ? isum / icount : NAN;
     return st;
@@ -190,13 +209,7 @@ static void batch_of(const trainer *t, long step, int *idx, int *perm, long *per
     for (int i = 0; i < B; i++) {
         const long pos = step * B + i, epoch = pos / N;
         if (epoch != *perm_epoch) {
-            lc_rng r;
-            lc_rng_seed(&r, lc_seed_mix(t->run.opts.seed, (uint64_t)epoch));
-            for (int k = 0; k < N; k++) perm[k] = k;
-            for (int k = N - 1; k > 0; k--) {
-                const int j = (int)(lc_rng_next(&r) % (uint64_t)(k + 1)), s = perm[k];
-                perm[k] = perm[j], perm[j] = s;
-            }
+            shuffled(perm, N, lc_seed_mix(t->run.opts.seed, (uint64_t)epoch));
             *perm_epoch = epoch;
         }
         idx[i] = perm[pos % N];

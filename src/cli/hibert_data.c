@@ -233,7 +233,8 @@ lc_hibert_limits lc_hdocs_limits(const lc_hdocs *train, const lc_hdocs *held, in
                                  int pretrain) {
     /* A batch holds `batch` chunks: the largest chunks by sentences, by bytes and by decoder rows bound any
      * batch. Training batches are windows over epochs each shuffled, so a chunk can come twice in one
-     * (an epoch boundary) or more when the set is smaller than a batch; held-out batches are sequential. */
+     * (an epoch boundary) or more when the set is smaller than a batch; held-out batches take each chunk once
+     * (windows over one fixed shuffled order). */
     top_k top[3];
     const int k = batch < 64 ? batch : 64;
     for (int t = 0; t < 3; t++) memset(&top[t], 0, sizeof top[t]), top[t].k = k;
