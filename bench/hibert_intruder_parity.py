@@ -159,18 +159,34 @@ def train(path, steps):
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     meta, t, order, model, docs = load(path, "train")
+    if os.environ.get("IDF"):  # word vectors scaled by their bucket's idf over the training documents
+        df, occ = np.zeros(int(meta["sent.words"])), np.zeros(int(meta["sent.words"]))
+        for d in docs:
+            for w in {w for sent in d for w in sent}:
+                df[w] += 1
+            for sent in d:
+                for w in sent:
+                    occ[w] += 1
+        idf = np.log(len(docs) / np.maximum(df, 1))
+        idf /= np.sqrt((occ * idf ** 2).sum() / occ.sum())
+        with torch.no_grad():
+            model.w("sent.words").mul_(torch.tensor(idf, dtype=torch.float32)[:, None])
     if os.environ.get("INIT"):  # document encoder matrices redrawn: "fanin" N(0, 1/fan_in), or a std for qkv only
         with torch.no_grad():
             for k, p in model.p.items():
                 if k.startswith("doc_blocks") and p.dim() == 2:
                     if os.environ["INIT"] == "fanin":
                         p.normal_(0, p.shape[1] ** -0.5)
+                    elif os.environ["INIT"] == "qk_identity" and "qkv" in k:  # queries = keys = the input
+                        C = p.shape[1]
+                        p[:C] = torch.eye(C)
+                        p[C:2 * C] = torch.eye(C)
                     elif "qkv" in k:
                         p.normal_(0, float(os.environ["INIT"]))
     decay = [p for k, p in model.p.items() if p.dim() == 2]
     other = [p for k, p in model.p.items() if p.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
+                            lr=float(os.environ.get("LR", "1e-3")), betas=(0.9, 0.99), eps=1e-8)
     total, t0 = 0.0, time.time()
     scale = float(os.environ.get("LOSS_SCALE", "1"))  # e.g. 1e6: every step clipped, as --intruder-weight 1e6
     for step in range(1, steps + 1):
