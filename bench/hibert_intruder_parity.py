@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Does PyTorch, started from the very weights of a longctx HIBERT checkpoint, learn the sentence intruders that
-longctx does not (docs/hibert.md, "Hashed word vectors")? The checkpoint's sentence vectors are made word-only
-(`zero` sets sent.ln_f to 0, so every EOS state is 0 and the document encoder reads the hashed word vectors
-alone), and `train` runs the intruder objective on its document encoder, word vectors and head in PyTorch:
-longctx's tokens and FNV-1a buckets, pre-LN blocks with tanh GELU and a final LayerNorm, AdamW (0.9, 0.99),
-decay on matrices and embeddings, clipping at 1, constant lr 1e-3, batches of 8 BBC training documents (64
-sentences at most), a quarter of the sentences swapped in from other documents of the batch. It prints the
-mean training BCE every 125 steps (the constant predictor's is about 0.562). The same checkpoint trained by
-`longctx hibert pretrain --intruders 0.25` with the sentence encoder frozen is the other half of the
-comparison (the command is in docs/hibert.md).
+"""Does PyTorch, started from the very weights of a longctx HIBERT checkpoint, learn the sentence intruders as
+longctx does (docs/hibert.md, "The intruder plateau is an onset time")? The checkpoint's sentence vectors are
+made word-only (`zero` sets sent.ln_f to 0, so every EOS state is 0 and the document encoder reads the hashed
+word vectors alone), and `train` runs the intruder objective on its document encoder, word vectors and head
+in PyTorch: longctx's tokens and FNV-1a buckets, pre-LN blocks with tanh GELU and a final LayerNorm, AdamW
+(0.9, 0.99), decay on matrices and embeddings, clipping at 1, constant lr, batches of 8 BBC training
+documents (64 sentences at most), a quarter of the sentences swapped in from other documents of the batch.
+It prints the mean training BCE every 125 steps (the constant predictor's is 0.5623). The same checkpoint
+trained by `longctx hibert pretrain --intruders 0.25` with the sentence encoder frozen is the other half of
+the comparison (the commands: docs/runs/hibert/plateau/README.md).
   /usr/bin/python3 bench/hibert_intruder_parity.py zero IN.ckpt OUT.ckpt
-  [LOSS_SCALE=F] [SAVE=OUT.ckpt] /usr/bin/python3 bench/hibert_intruder_parity.py train CKPT [STEPS]
+  [switches] /usr/bin/python3 bench/hibert_intruder_parity.py train CKPT [STEPS]
   /usr/bin/python3 bench/hibert_intruder_parity.py eval CKPT     (mean BCE over 100 batches of the valid split)
   /usr/bin/python3 bench/hibert_intruder_parity.py replay CKPT BATCHES OUT_DIR CLIP
       (after build/release/bench/hibert_intruder_replay CKPT BATCHES STEPS CLIP OUT_DIR: the same steps here)
+train's switches (environment): SEED=N (0); LR=F (1e-3); LOSS_SCALE=F (the loss times F before clipping,
+e.g. 1e6 as longctx's --intruder-weight 1e6); INIT=fanin|qk_identity|STD (the document encoder's matrices
+redrawn at N(0, 1/fan-in), its query and key projections set to the identity, or its qkv matrices redrawn at
+N(0, STD)); IDF=1 (word vectors scaled by their bucket's idf over the training documents); SAVE=OUT.ckpt (the
+trained tensors written into a copy of CKPT).
 """
 import json
 import math
