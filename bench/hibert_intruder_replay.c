@@ -31,7 +31,10 @@ static int read_batch(FILE *batches, const lc_doc_list *list, lc_document *docs,
     for (int j = 0, n = 0; j < DOCS; j++) {
         int k;
         if (fscanf(batches, "%d", &k) != 1 || k < 0 || k >= list->n) return 0;
-        if (!docs[k].sents.n && lc_document_read(list->article[k], NULL, &docs[k])) return 0;
+        if (!docs[k].sents.n && lc_document_read(list->article[k], NULL, &docs[k])) {
+            fprintf(stderr, "hibert_intruder_replay: %s\n", lc_last_error());
+            return 0;
+        }
         n_sents[j] = docs[k].sents.n < MAX_SENTS ? docs[k].sents.n : MAX_SENTS;
         for (int i = 0; i < n_sents[j]; i++, n++)
             sent[n] = (const uint8_t *)docs[k].sents.sent[i], len[n] = (int)strlen(docs[k].sents.sent[i]);
