@@ -20,11 +20,9 @@ redrawn at N(0, 1/fan-in), its query and key projections set to the identity, or
 N(0, STD)); IDF=1 (word vectors scaled by their bucket's idf over the training documents); SAVE=OUT.ckpt (the
 trained tensors written into a copy of CKPT).
 """
-import json
 import math
 import os
 import re
-import struct
 import sys
 import time
 
@@ -36,31 +34,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hibert_intruder_probe as I  # noqa: E402  (its intruder batches)
 import summ_surface_baseline as S  # noqa: E402  (the reader and the sentence rule)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+import st_io  # noqa: E402  (safetensors reading and writing)
+
 ROOT = "data/bbc-news-summary"
 
 
 def read_st(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    tensors = {k: np.frombuffer(raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], dtype=np.float32)
-               .reshape(v["shape"]).copy() for k, v in header.items()}
-    return meta, tensors, [k for k, _ in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])]
+    """-> (metadata, tensors by name, the names in file order), with tests/reference/st_io.py's reader"""
+    tensors, meta = st_io.read(path)
+    return meta, tensors, list(tensors)
 
 
 def write_st(path, meta, tensors, order):
-    header, off = {"__metadata__": meta}, 0
-    for k in order:
-        size = tensors[k].size * 4
-        header[k] = {"dtype": "F32", "shape": list(tensors[k].shape), "data_offsets": [off, off + size]}
-        off += size
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for k in order:
-            f.write(tensors[k].astype("<f4").tobytes())
+    st_io.write(path, [(k, "F32", tensors[k]) for k in order], meta)
 
 
 def fnv1a(word):
@@ -134,11 +121,15 @@ def bce(model, docs, rng):
     """one batch of 8 documents, a quarter of the sentences swapped in from the batch's other documents
     (hibert_intruder_probe.intruder_batch) -> the mean BCE against longctx's labels (1: in its own document)"""
     batch, replaced = I.intruder_batch(docs, rng, 8, in_batch=True)
-    labels = [[1.0 - x for x in lab] for lab in replaced]
+    return labelled_bce(model, batch, [[1.0 - x for x in lab] for lab in replaced])
+
+
+def labelled_bce(model, batch, labels):
+    """the mean BCE of the model's logits for a batch of documents against per-place labels"""
     logit, mask = model(batch)
     y = torch.zeros_like(logit)
     for b, lab in enumerate(labels):
-        y[b, :len(lab)] = torch.tensor(lab)
+        y[b, :len(lab)] = torch.tensor(lab, dtype=torch.float)
     return nn.functional.binary_cross_entropy_with_logits(logit[mask], y[mask])
 
 
@@ -233,11 +224,7 @@ def replay(path, batches, out_dir, clip):
             batch.append([flat[source[k + i]] for i in range(len(d))])
             labels.append(own[k:k + len(d)])
             k += len(d)
-        logit, mask = model(batch)
-        y = torch.zeros_like(logit)
-        for b, lab in enumerate(labels):
-            y[b, :len(lab)] = torch.tensor(lab, dtype=torch.float)
-        loss = nn.functional.binary_cross_entropy_with_logits(logit[mask], y[mask])
+        loss = labelled_bce(model, batch, labels)
         opt.zero_grad()
         (loss * 1e6).backward()  # longctx's intruder weight: every step clipped when CLIP > 0
         if clip > 0:
