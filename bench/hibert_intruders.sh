@@ -6,6 +6,7 @@
 #   ood: (a) IMDB then (b) BBC, both with intruders; indomain: (b') BBC alone from scratch with intruders;
 #   none: the fine-tuning alone, from scratch.
 #   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 BBC_BATCH=8.
+#   MIN_LR: the pre-training's final rate (default: the CLI's cosine decay); MIN_LR=1e-3 keeps it constant.
 #   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (docs/hibert.md, "Hashed word
 #   vectors"); the stages that start from a checkpoint keep its shape.
 set -euo pipefail
@@ -21,7 +22,7 @@ bbc_steps=${BBC_STEPS:-650}
 bbc_batch=${BBC_BATCH:-8}
 mkdir -p "$dir" && cd "$dir"
 shape=(--max-sents 64 ${SHAPE:-})
-pre=(--lr 1e-3 --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
+pre=(--lr 1e-3 ${MIN_LR:+--min-lr "$MIN_LR"} --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
 ft=(--data "$data/bbc-news-summary" "${shape[@]}" --steps 1200 --batch 8 --lr 1e-3 --warmup 50 --dropout 0
     --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json)
 timed() { local name=$1; shift; /usr/bin/time -f "$name: wall %e s, max RSS %M KB" "$@" >"$name.log" 2>&1; tail -n 1 "$name.log"; }

@@ -3,7 +3,8 @@
  * its document's mean EOS state, plus the sum of its words' vectors over sqrt(its word count), with words
  * found here by an independent reading of the rule (lower-cased runs of ASCII letters and digits, within
  * the bytes the encoder reads); a masked sentence of pre-training brings no words, a replaced one brings
- * its replacement's; a model without word vectors has no sent.words tensor. */
+ * its replacement's; a model without word vectors has no sent.words tensor; with word vectors the sentence
+ * encoder's final LayerNorm gain starts at 0 (the EOS part grows from nothing) and still gets its gradient. */
 #include <math.h>
 #include <string.h>
 
@@ -34,6 +35,24 @@ static lc_hibert *make(int words) {
     const lc_hibert_limits lim = {2, 0, 0};
     lc_hibert *m = NULL;
     CHECK(lc_hibert_create(&c, &lim, 5, &m) == LC_OK, "%s", lc_last_error());
+    return m;
+}
+
+static float *tensor(lc_hibert *m, float *base, const char *name, size_t *count) {
+    const int i = lc_table_find(&m->ptab, name);
+    CHECK(i >= 0, "no tensor %s", name);
+    if (i < 0) return NULL;
+    *count = m->ptab.slots[i].count;
+    return base + m->ptab.slots[i].offset;
+}
+
+/* A model with word vectors whose EOS part is not 0 (its sent.ln_f gain set to 1 + small offsets), so the
+ * tests below see both parts of the sentence vector. */
+static lc_hibert *make_with_eos(int words) {
+    lc_hibert *m = make(words);
+    size_t n = 0;
+    float *g = m ? tensor(m, m->params, "sent.ln_f.weight", &n) : NULL;
+    for (size_t j = 0; g && j < n; j++) g[j] = 1.0f + 0.01f * (float)j;
     return m;
 }
 
@@ -82,7 +101,7 @@ static double input_error(const lc_hibert *m, int i, const char *text, int len) 
 }
 
 TEST(sentence_vector_is_eos_plus_words) {
-    lc_hibert *m = make(BUCKETS);
+    lc_hibert *m = make_with_eos(BUCKETS);
     if (!m) return;
     const lc_hibert_batch b = batch();
     CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
@@ -102,7 +121,7 @@ TEST(sentence_vector_is_eos_plus_words) {
 }
 
 TEST(masked_sentences_bring_no_words) {
-    lc_hibert *m = make(BUCKETS);
+    lc_hibert *m = make_with_eos(BUCKETS);
     if (!m) return;
     const lc_hibert_batch b = batch();
     /* document 0: sentence 0 masked, 1 replaced by sentence 3 of its document, 3 kept; document 1: 4 masked */
@@ -118,9 +137,41 @@ TEST(masked_sentences_bring_no_words) {
     lc_hibert_free(m);
 }
 
+/* With word vectors, sent.ln_f.weight starts at 0: every EOS state is its bias, so the document encoder
+ * reads the words alone, and the gain gets a gradient (the EOS part can grow) while the sentence blocks get
+ * none yet. Without word vectors the gain starts at 1, as every other LayerNorm's. */
+TEST(eos_part_starts_at_zero_with_word_vectors) {
+    lc_hibert *m = make(BUCKETS);
+    if (!m) return;
+    size_t n = 0, nb = 0;
+    const float *gain = tensor(m, m->params, "sent.ln_f.weight", &n);
+    for (size_t j = 0; gain && j < n; j++) CHECK(gain[j] == 0.0f, "sent.ln_f.weight[%zu] = %g, not 0", j, gain[j]);
+    const lc_hibert_batch b = batch();
+    const uint8_t labels[7] = {1, 0, 0, 1, 0, 1, 0};
+    double sum = 0;
+    long count = 0;
+    lc_hibert_zero_grad(m);
+    CHECK(lc_hibert_extract_forward(m, &b, labels, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_backward(m, 1.0f) == LC_OK, "%s", lc_last_error());
+    for (int i = 0; i < 7; i++)
+        CHECK(input_error(m, i, texts[i], lens[i]) < 1e-5, "sentence %d: not its words alone", i);
+    double g_gain = 0, g_block = 0;
+    const float *dg = tensor(m, m->grads, "sent.ln_f.weight", &n);
+    const float *db = tensor(m, m->grads, "sent.blocks.0.ffn.fc2.weight", &nb);
+    for (size_t j = 0; dg && j < n; j++) g_gain += fabs(dg[j]);
+    for (size_t j = 0; db && j < nb; j++) g_block += fabs(db[j]);
+    CHECK(g_gain > 1e-6 && g_block == 0, "gradient of the gain %g (want > 0), of a sentence block %g (want 0)", g_gain, g_block);
+    lc_hibert_free(m);
+    m = make(0);
+    gain = m ? tensor(m, m->params, "sent.ln_f.weight", &n) : NULL;
+    for (size_t j = 0; gain && j < n; j++) CHECK(gain[j] == 1.0f, "without words, sent.ln_f.weight[%zu] = %g", j, gain[j]);
+    lc_hibert_free(m);
+}
+
 int main(void) {
     RUN(bucket_is_fnv1a);
     RUN(sentence_vector_is_eos_plus_words);
     RUN(masked_sentences_bring_no_words);
+    RUN(eos_part_starts_at_zero_with_word_vectors);
     return test_summary("test_hibert_words");
 }

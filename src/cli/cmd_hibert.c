@@ -55,7 +55,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--dec-attn", OPT_STR, &a->attn[2], 0, 0, "sentence decoder attention spec (causal; default full)", 0},
         {"--max-sent-len", OPT_INT, &c->max_sent_len, 1, 1 << 20, "bytes read of a sentence (default 256)", 0},
         {"--max-sents", OPT_INT, &c->max_sents, 1, 1 << 20, "sentences per document; longer ones are cut into chunks (default 128)", 0},
-        {"--sent-words", OPT_INT, &c->sent_words, 0, 1 << 22, "hashed word vectors added to each sentence vector, this many buckets (longctx's, not the paper's; default 0: off)", 0},
+        {"--sent-words", OPT_INT, &c->sent_words, 0, 1 << 22, "hashed word vectors added to each sentence vector, this many buckets; the EOS part then starts at 0 (longctx's, not the paper's; default 0: off)", 0},
         {"--norm", OPT_STR, &a->norm, 0, 0, "pre (default) or post", 0},
         {"--activation", OPT_STR, &a->act, 0, 0, "gelu (default) or relu", 0},
         {"--dropout", OPT_FLOAT, &c->dropout, 0, 0.99, "dropout (default 0)", 0},
