@@ -7,6 +7,7 @@
 #   none: the fine-tuning alone, from scratch.
 #   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 BBC_BATCH=8.
 #   MIN_LR: the pre-training's final rate (default: the CLI's cosine decay); MIN_LR=1e-3 keeps it constant.
+#   FT_FLAGS: more fine-tuning flags, e.g. FT_FLAGS="--lr-scale sent.words=3" (the word vectors at 3x the rate).
 #   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (docs/hibert.md, "Hashed word
 #   vectors"); the stages that start from a checkpoint keep its shape.
 set -euo pipefail
@@ -24,7 +25,7 @@ mkdir -p "$dir" && cd "$dir"
 shape=(--max-sents 64 ${SHAPE:-})
 pre=(--lr 1e-3 ${MIN_LR:+--min-lr "$MIN_LR"} --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
 ft=(--data "$data/bbc-news-summary" "${shape[@]}" --steps 1200 --batch 8 --lr 1e-3 --warmup 50 --dropout 0
-    --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json)
+    --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json ${FT_FLAGS:-})
 timed() { local name=$1; shift; /usr/bin/time -f "$name: wall %e s, max RSS %M KB" "$@" >"$name.log" 2>&1; tail -n 1 "$name.log"; }
 
 case $chain in
