@@ -13,4 +13,5 @@ SHAPE="--sent-words 4096" MIN_LR=1e-3 OOD_STEPS=4000 OOD_BATCH=16 BBC_STEPS=1000
 SHAPE="--sent-words 4096" MIN_LR=1e-3 OOD_STEPS=10000 OOD_BATCH=16 BBC_STEPS=1000 FT_FLAGS="$w3" \
   bash bench/hibert_intruders.sh ood10k/ood10k ood 0.25 1000
 # side runs from ood4k's ood_bbc.ckpt: FT_FLAGS="--lr-scale sent.words=10" (ft_w10), sent.words=0.1 (ft_w01,
-# stopped after step 900), and --seed 1 with words at 3x (ft_w3_seed1; ft_ood10k_w3_seed1 from ood10k's)
+# stopped after step 900), and --seed 1 with words at 3x (ft_w3_seed1); from ood10k's ood_bbc.ckpt, --seed 1 and
+# --seed 2 (ft_ood10k_w3_seed1, _seed2); without pre-training, --seed 1 (ft_none_w3_seed1)
