@@ -28,19 +28,36 @@ count() {
     passed=$((passed + p)); failed=$((failed + f))
 }
 
-# Runs every C test program, with the environment assignments given as arguments.
+# Runs every C test program, with the environment assignments given as arguments: LC_TEST_JOBS programs at a
+# time (default: one per core; the programs share nothing, each writes under its own mkdtemp folder), then
+# prints their outputs and times in name order and counts them.
 run_programs() {
-    local t out rc start ms
+    local t name out rc ms tmp jobs=${LC_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+    local programs=()
+    tmp=$(mktemp -d)
     for t in "$build"/tests/test_*; do
         case "$t" in *.d) continue ;; esac
-        [ -x "$t" ] || continue
-        start=$(date +%s%N)
-        out=$(env "$@" "$t" 2>&1); rc=$?
-        ms=$(( ($(date +%s%N) - start) / 1000000 ))
-        echo "$out" | grep -av '^ok '
-        echo "   ($(basename "$t")${1:+ [$*]}: ${ms} ms)"
-        count "$out" "$rc" "$(basename "$t")${1:+ [$*]}"
+        [ -x "$t" ] && programs+=("$t")
     done
+    for t in "${programs[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+        name=$(basename "$t")
+        (
+            start=$(date +%s%N)
+            env "$@" "$t" >"$tmp/$name.out" 2>&1
+            echo "$? $(( ($(date +%s%N) - start) / 1000000 ))" >"$tmp/$name.rc"
+        ) &
+    done
+    wait
+    for t in "${programs[@]}"; do
+        name=$(basename "$t")
+        out=$(cat "$tmp/$name.out")
+        read -r rc ms <"$tmp/$name.rc" || { rc=1; ms=0; }
+        echo "$out" | grep -av '^ok '
+        echo "   ($name${1:+ [$*]}: ${ms} ms)"
+        count "$out" "$rc" "$name${1:+ [$*]}"
+    done
+    rm -rf "$tmp"
 }
 
 echo "== tests: variant $variant, gemm backend $blas =="
