@@ -74,7 +74,9 @@ typedef struct {
     int lm_batch;
 } bench_models;
 
-static lc_status build_models(const lc_config *shape, const doc_set *d, int per, long rows_per_step,
+/* Builds both models; HIBERT's activations are planned for the largest of the n_batches batches the bench
+ * forms (bytes and sentences), with no sentence decoder (only the extractive step runs). */
+static lc_status build_models(const lc_config *shape, const doc_set *d, int per, int n_batches, long rows_per_step,
                               bench_models *bm) {
     lc_hibert_config hc;
     lc_hibert_config_default(&hc);
@@ -83,15 +85,26 @@ static lc_status build_models(const lc_config *shape, const doc_set *d, int per,
     hc.sent = hc.doc = s;
     hc.norm = shape->norm, hc.activation = shape->activation, hc.precision = shape->precision;
     int max_sents = 1;
-    long max_bytes = 0, total = 0;
+    long total = 0;
     for (int i = 0; i < d->n; i++) {
         if (d->docs[i].sents.n > max_sents) max_sents = d->docs[i].sents.n;
         for (int k = 0; k < d->docs[i].sents.n; k++) total += (long)strlen(d->docs[i].sents.sent[k]) + 1;
     }
     hc.max_sents = max_sents;
-    max_bytes = total; /* a batch never holds more than every document */
-    lc_hibert_limits lim = {per, per * max_sents, max_bytes};
-    lc_status st = lc_hibert_create(&hc, &lim, 1, &bm->h);
+    lc_hibert_limits lim = {.max_docs = per, .max_sents = 1, .max_bytes = 1, .no_decoder = 1};
+    int *n_sents = calloc((size_t)per, sizeof *n_sents), *sent_len = calloc((size_t)per * max_sents, sizeof *sent_len);
+    const uint8_t **sent = calloc((size_t)per * max_sents, sizeof *sent);
+    lc_status st = n_sents && sent_len && sent ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory");
+    for (int b = 0; !st && b < n_batches; b++) {
+        lc_hibert_batch hb;
+        const long rows = make_batch(d, b, per, hc.max_sent_len, &hb, n_sents, sent, sent_len);
+        int sents = 0;
+        for (int j = 0; j < per; j++) sents += n_sents[j];
+        if (sents > lim.max_sents) lim.max_sents = sents;
+        if (rows - sents > lim.max_bytes) lim.max_bytes = rows - sents; /* EOS rows are not bytes */
+    }
+    free(n_sents), free(sent_len), free(sent);
+    if (!st) st = lc_hibert_create(&hc, &lim, 1, &bm->h);
     if (st) return st;
     bm->lm_batch = (int)((rows_per_step + shape->seq_len / 2) / shape->seq_len);
     if (bm->lm_batch < 1) bm->lm_batch = 1;
@@ -156,7 +169,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
     long rows_per_step = rows_all / steps;
     bench_models bm = {0};
     if (!n_sents || !sent_len || !sent || !labels || !h_ms || !l_ms) st = lc_fail(LC_ERR_NOMEM, "out of memory");
-    if (!st) st = build_models(&cfg, &d, per, rows_per_step, &bm);
+    if (!st) st = build_models(&cfg, &d, per, warmup + steps, rows_per_step, &bm);
     lc_train_options o;
     lc_train_options_default(&o);
     o.steps = warmup + steps, o.warmup = 1, o.eval_every = 0, o.batch = bm.lm_batch;
