@@ -58,7 +58,7 @@ if [ -d "$root/data/bbc-news-summary/articles" ]; then
     check "bench hibert --json: one JSON line with its fields" -- test "$(json_lines "$tmp/bh.json")" -eq 1 -a \
         -n "$(grep '"bench":"hibert".*"hibert_bytes_per_s":[0-9.]*.*"lm_tokens_per_s":' "$tmp/bh.json")"
     # memory is planned for the largest batch the bench forms, with no sentence decoder: it once planned every
-    # document read at once plus a decoder (8.9 GB for this tiny shape); AddressSanitizer needs more address space
+    # document read at once plus a decoder (2.8 GB for this run); AddressSanitizer needs more address space
     if [ "${LC_VARIANT:-release}" != asan ]; then
         check "bench hibert: 56 documents in batches of 8 within 1 GB of address space" -- \
             bash -c 'ulimit -v 1000000 && "$@"' _ "$bin" bench hibert --data "$root/data/bbc-news-summary" --layers 1 \

@@ -74,9 +74,9 @@ typedef struct {
     int lm_batch;
 } bench_models;
 
-/* Builds both models; HIBERT's activations are planned for the largest of the n_batches batches the bench
- * forms (bytes and sentences), with no sentence decoder (only the extractive step runs). */
-static lc_status build_models(const lc_config *shape, const doc_set *d, int per, int n_batches, long rows_per_step,
+/* Builds both models; HIBERT's activations are planned for `lim`, the largest batch the bench forms, with no
+ * sentence decoder (only the extractive step runs). */
+static lc_status build_models(const lc_config *shape, const doc_set *d, lc_hibert_limits lim, long rows_per_step,
                               bench_models *bm) {
     lc_hibert_config hc;
     lc_hibert_config_default(&hc);
@@ -91,20 +91,7 @@ static lc_status build_models(const lc_config *shape, const doc_set *d, int per,
         for (int k = 0; k < d->docs[i].sents.n; k++) total += (long)strlen(d->docs[i].sents.sent[k]) + 1;
     }
     hc.max_sents = max_sents;
-    lc_hibert_limits lim = {.max_docs = per, .max_sents = 1, .max_bytes = 1, .no_decoder = 1};
-    int *n_sents = calloc((size_t)per, sizeof *n_sents), *sent_len = calloc((size_t)per * max_sents, sizeof *sent_len);
-    const uint8_t **sent = calloc((size_t)per * max_sents, sizeof *sent);
-    lc_status st = n_sents && sent_len && sent ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory");
-    for (int b = 0; !st && b < n_batches; b++) {
-        lc_hibert_batch hb;
-        const long rows = make_batch(d, b, per, hc.max_sent_len, &hb, n_sents, sent, sent_len);
-        int sents = 0;
-        for (int j = 0; j < per; j++) sents += n_sents[j];
-        if (sents > lim.max_sents) lim.max_sents = sents;
-        if (rows - sents > lim.max_bytes) lim.max_bytes = rows - sents; /* EOS rows are not bytes */
-    }
-    free(n_sents), free(sent_len), free(sent);
-    if (!st) st = lc_hibert_create(&hc, &lim, 1, &bm->h);
+    lc_status st = lc_hibert_create(&hc, &lim, 1, &bm->h);
     if (st) return st;
     bm->lm_batch = (int)((rows_per_step + shape->seq_len / 2) / shape->seq_len);
     if (bm->lm_batch < 1) bm->lm_batch = 1;
@@ -162,14 +149,20 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
     lc_hibert_config dflt;
     lc_hibert_config_default(&dflt);
     long rows_all = 0; /* rows of the timed HIBERT steps: sentence bytes plus one EOS per sentence */
-    for (int b = warmup; b < warmup + steps; b++) {
+    lc_hibert_limits lim = {.max_docs = per, .max_sents = 1, .max_bytes = 1, .no_decoder = 1}; /* largest batch */
+    for (int b = 0; n_sents && sent_len && sent && b < warmup + steps; b++) {
         lc_hibert_batch hb;
-        rows_all += make_batch(&d, b, per, dflt.max_sent_len, &hb, n_sents, sent, sent_len);
+        const long rows = make_batch(&d, b, per, dflt.max_sent_len, &hb, n_sents, sent, sent_len);
+        int sents = 0;
+        for (int j = 0; j < per; j++) sents += n_sents[j];
+        if (sents > lim.max_sents) lim.max_sents = sents;
+        if (rows - sents > lim.max_bytes) lim.max_bytes = rows - sents; /* EOS rows are not bytes */
+        if (b >= warmup) rows_all += rows;
     }
     long rows_per_step = rows_all / steps;
     bench_models bm = {0};
     if (!n_sents || !sent_len || !sent || !labels || !h_ms || !l_ms) st = lc_fail(LC_ERR_NOMEM, "out of memory");
-    if (!st) st = build_models(&cfg, &d, per, warmup + steps, rows_per_step, &bm);
+    if (!st) st = build_models(&cfg, &d, lim, rows_per_step, &bm);
     lc_train_options o;
     lc_train_options_default(&o);
     o.steps = warmup + steps, o.warmup = 1, o.eval_every = 0, o.batch = bm.lm_batch;
