@@ -7,9 +7,12 @@
 #   none: the fine-tuning alone, from scratch.
 #   Stage lengths (defaults: the recipe's): OOD_STEPS=2400 OOD_BATCH=8 BBC_STEPS=650 BBC_BATCH=8.
 #   MIN_LR: the pre-training's final rate (default: the CLI's cosine decay); MIN_LR=1e-3 keeps it constant.
+#   THREADS: threads of every stage (default 1: the recipe runs two rows side by side on 2 cores).
 #   FT_FLAGS: more fine-tuning flags, e.g. FT_FLAGS="--lr-scale sent.words=3" (the word vectors at 3x the rate).
 #   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (docs/hibert.md, "Hashed word
 #   vectors"); the stages that start from a checkpoint keep its shape.
+#   Stopped (a signal, the end of a session)? Run the same command again: each unfinished stage continues
+#   from its last save (every 5 minutes, and on SIGINT/SIGTERM) and finished ones are skipped.
 set -euo pipefail
 bin=${LONGCTX:-$PWD/longctx}
 data="$PWD/data"
@@ -21,28 +24,54 @@ ood_steps=${OOD_STEPS:-2400}
 ood_batch=${OOD_BATCH:-8}
 bbc_steps=${BBC_STEPS:-650}
 bbc_batch=${BBC_BATCH:-8}
+threads=${THREADS:-1}
 mkdir -p "$dir" && cd "$dir"
 shape=(--max-sents 64 ${SHAPE:-})
-pre=(--lr 1e-3 ${MIN_LR:+--min-lr "$MIN_LR"} --threads 1 --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
+pre=(--lr 1e-3 ${MIN_LR:+--min-lr "$MIN_LR"} --threads "$threads" --precision bf16 --save-every-min 5 --intruders "$rate" --intruder-weight "$weight" --json)
 ft=(--data "$data/bbc-news-summary" "${shape[@]}" --steps 1200 --batch 8 --lr 1e-3 --warmup 50 --dropout 0
-    --eval-every 100 --threads 1 --precision fp32 --save-every-min 5 --json ${FT_FLAGS:-})
-timed() { local name=$1; shift; /usr/bin/time -f "$name: wall %e s, max RSS %M KB" "$@" >"$name.log" 2>&1; tail -n 1 "$name.log"; }
+    --eval-every 100 --threads "$threads" --precision fp32 --save-every-min 5 --json ${FT_FLAGS:-})
+timed() {   # timed NAME CMD...: append CMD's output and its wall time to NAME.log; CMD's exit status
+    local name=$1 rc=0; shift
+    /usr/bin/time -f "$name: wall %e s, max RSS %M KB" "$@" >>"$name.log" 2>&1 || rc=$?
+    tail -n 1 "$name.log"
+    return $rc
+}
+# stage NAME STATE hibert-command...: run a stage once; NAME.done marks it finished. A stage stopped before
+# that (a signal, a crash, the end of a session) left its last state in STATE (the pre-training's --out,
+# the fine-tuning's OUT.last): running the script again continues it with --resume in place of --init; the
+# run's own settings come from its checkpoint, and --steps may raise its length.
+stage() {
+    local name=$1 state=$2 a skip=0 args=(); shift 2
+    [ -e "$name.done" ] && return 0
+    if [ -s "$state" ]; then
+        for a in "$@"; do
+            if ((skip)); then skip=0; continue; fi
+            if [ "$a" = --init ]; then skip=1; continue; fi
+            args+=("$a")
+        done
+        args+=(--resume "$state")
+    else
+        args=("$@")
+    fi
+    timed "$name" "$bin" hibert "${args[@]}"
+    touch "$name.done"
+}
 
 case $chain in
 ood)
-    [ -s ood.ckpt ] || timed ood "$bin" hibert pretrain --docs "$data/imdb/train.tsv.gz" --docs "$data/imdb/val.tsv.gz" \
+    stage ood ood.ckpt pretrain --docs "$data/imdb/train.tsv.gz" --docs "$data/imdb/val.tsv.gz" \
         "${shape[@]}" --steps "$ood_steps" --batch "$ood_batch" --eval-every 400 --warmup 100 "${pre[@]}" --out ood.ckpt --log ood.jsonl
-    [ -s ood_bbc.ckpt ] || timed ood_bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" --init ood.ckpt --steps "$bbc_steps" \
+    stage ood_bbc ood_bbc.ckpt pretrain --docs "$data/bbc-news-summary" --init ood.ckpt --steps "$bbc_steps" \
         --batch "$bbc_batch" --warmup 50 --eval-every 130 "${pre[@]}" --out ood_bbc.ckpt --log ood_bbc.jsonl
     init=ood_bbc.ckpt ;;
 indomain)
-    [ -s bbc.ckpt ] || timed bbc "$bin" hibert pretrain --docs "$data/bbc-news-summary" "${shape[@]}" --steps "$bbc_steps" \
+    stage bbc bbc.ckpt pretrain --docs "$data/bbc-news-summary" "${shape[@]}" --steps "$bbc_steps" \
         --batch "$bbc_batch" --warmup 50 --eval-every 130 "${pre[@]}" --out bbc.ckpt --log bbc.jsonl
     init=bbc.ckpt ;;
 none) init= ;;
 *) echo "chain must be ood, indomain or none" >&2; exit 2 ;;
 esac
-[ -s "ft_$chain.ckpt" ] || timed "ft_$chain" "$bin" hibert finetune ${init:+--init "$init"} --out "ft_$chain.ckpt" "${ft[@]}" \
+stage "ft_$chain" "ft_$chain.ckpt.last" finetune ${init:+--init "$init"} --out "ft_$chain.ckpt" "${ft[@]}" \
     --log "ft_$chain.jsonl"
 printf 'ft_%s test: ' "$chain"
 "$bin" eval --task summarize --data "$data/bbc-news-summary" --split test --ckpt "ft_$chain.ckpt" --json | tail -n 1
