@@ -48,6 +48,10 @@ printf 'good fine great\nbad awful poor\n' >"$tmp/lines.txt"
 check "predict lines" -- "$bin" predict --ckpt "$tmp/w.st" "$tmp/lines.txt"
 cp "$tmp/out" "$tmp/o"
 check "predict: one label per line" -- test "$(tr '\n' ' ' <"$tmp/o")" = "pos neg "
+check "export a classifier" -- "$bin" export --ckpt "$tmp/w.st" --out "$tmp/w.export"
+check "its export predicts the same" -- "$bin" predict --ckpt "$tmp/w.export" "$tmp/lines.txt"
+cp "$tmp/out" "$tmp/o2"   # (check writes each command's stdout to $tmp/out)
+check "the same labels" -- cmp -s "$tmp/o" "$tmp/o2"
 check "predict --tsv from stdin" -- bash -c "\"$bin\" predict --ckpt \"$tmp/b.st\" --tsv - <\"$tmp/valid.tsv\" >\"$tmp/p.txt\""
 check "predict --tsv: 8 labels" -- test "$(wc -l <"$tmp/p.txt")" -eq 8
 

@@ -87,6 +87,10 @@ check "intruders: each step logs its BCE" -- grep -Eq '^\{"step":2,.*"intruder_b
 check "intruders recorded" -- grep -aq '"pretrain.intruders":"0.5"' "$tmp/intr.st"
 check "finetune --init from a pre-training with intruders" -- "${ft[@]}" --init "$tmp/intr.st" --steps 1 --eval-every 1 \
     --out "$tmp/fti.st"
+# its export (`longctx export`: no AdamW moments) starts the next stage as the checkpoint does
+check "export a pre-training checkpoint" -- "$bin" export --ckpt "$tmp/intr.st" --out "$tmp/intr.export"
+check "finetune --init from the export" -- "${ft[@]}" --init "$tmp/intr.export" --steps 1 --eval-every 1 --out "$tmp/fte.st"
+check "the same fine-tuned model as from the checkpoint" -- cmp -s "$tmp/fti.st" "$tmp/fte.st"
 check "summarize with a pre-training checkpoint with intruders" -- "$bin" summarize --ckpt "$tmp/intr.st" --sentences 2 \
     --threads 1 "$tmp/a.txt"
 keep sumi
@@ -184,7 +188,13 @@ article="$root/data/bbc-news-summary/articles/tech/001.txt"
 check "summarize with the shipped model" -- "$bin" summarize --ckpt "$root/models/hibert-bbc.safetensors" --title \
     --sentences 3 --threads 1 "$article"
 first=$(head -c 40 "$tmp/out")
+cp "$tmp/out" "$tmp/shipped.summary"
 check "the summary starts with a sentence of the article" -- grep -qF -- "$first" "$article"
 check "the summary is not the title" -- test "$(head -n 1 "$article" | head -c 40)" != "$first"
+check "export the shipped model" -- "$bin" export --ckpt "$root/models/hibert-bbc.safetensors" --out "$tmp/shipped.st"
+check "its export summarizes the same" -- "$bin" summarize --ckpt "$tmp/shipped.st" --title --sentences 3 --threads 1 "$article"
+cp "$tmp/out" "$tmp/export.summary"   # (check writes each command's stdout to $tmp/out)
+check "the shipped model wrote a summary" -- test -s "$tmp/shipped.summary" -a "$(wc -l <"$tmp/shipped.summary")" -ge 1
+check "the same summary" -- cmp -s "$tmp/export.summary" "$tmp/shipped.summary"
 
 cli_summary cli_hibert_test

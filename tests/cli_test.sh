@@ -80,6 +80,36 @@ check "sample prints the prompt, 40 bytes and a newline" -- test "$(head -c 6 "$
 "$bin" sample --ckpt "$tmp/a.ckpt" --tokens 30 --temperature 0 --seed 9 >"$tmp/g2" 2>/dev/null
 check "greedy sampling is deterministic" -- cmp -s "$tmp/g1" "$tmp/g2"
 
+# export: the weights without the AdamW moments, a third of the file; the copy samples as the checkpoint does,
+# and a run resumed from it starts its moments at zero
+cp "$tmp/a.ckpt" "$tmp/a.orig"
+check "export --json" -- "$bin" export --ckpt "$tmp/a.ckpt" --out "$tmp/a.export" --json
+tail -1 "$tmp/out" >"$tmp/json"
+check "export json line" -- grep -Eq '^\{"tensors":[0-9]+,"dropped":[1-9][0-9]*,"bytes_in":[0-9]+,"bytes_out":[0-9]+\}$' "$tmp/json"
+check "the export is under half the checkpoint's size" -- test "$(($(wc -c <"$tmp/a.export") * 2))" -lt "$(wc -c <"$tmp/a.ckpt")"
+check "no moments in the export" -- bash -c "! grep -aq 'optim\.[mv]\.' \"$tmp/a.export\""
+check "export leaves its input as it was" -- cmp -s "$tmp/a.ckpt" "$tmp/a.orig"
+"$bin" sample --ckpt "$tmp/a.export" --tokens 30 --temperature 0 >"$tmp/g3" 2>/dev/null
+check "the export samples as the checkpoint does" -- cmp -s "$tmp/g1" "$tmp/g3"
+check "train --resume from an export" -- "$bin" train --resume "$tmp/a.export" --data "$tmp/small.txt" --steps 22 \
+    --eval-every 0 --eval-bytes 500 --out "$tmp/a2.ckpt"
+cp "$tmp/a.export" "$tmp/a.export2"
+check "export of an export, in place" -- "$bin" export --ckpt "$tmp/a.export2" --out "$tmp/a.export2"
+check "an export exported again is the same file" -- cmp -s "$tmp/a.export" "$tmp/a.export2"
+expect 2 "export: --ckpt is required" -- "$bin" export --out "$tmp/x.st"
+expect 2 "export: --out is required" -- "$bin" export --ckpt "$tmp/a.ckpt"
+expect 1 "nope\.ckpt: cannot open" -- "$bin" export --ckpt "$tmp/nope.ckpt" --out "$tmp/x.st"
+expect 1 "small\.txt: header size" -- "$bin" export --ckpt "$tmp/small.txt" --out "$tmp/x.st"
+hdr='{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+while [ $((${#hdr} % 8)) -ne 0 ]; do hdr="$hdr "; done
+{ printf "$(printf '\\x%02x' ${#hdr})\\0\\0\\0\\0\\0\\0\\0"; printf '%s' "$hdr"; printf '\0\0\200\077'; } >"$tmp/other.safetensors"
+expect 1 "other\.safetensors: not a longctx checkpoint" -- "$bin" export --ckpt "$tmp/other.safetensors" --out "$tmp/x.st"
+expect 1 "nodir/x\.st: directory" -- "$bin" export --ckpt "$tmp/a.ckpt" --out "$tmp/nodir/x.st"
+mkdir -p "$tmp/adir"
+expect 2 "adir: is a directory" -- "$bin" export --ckpt "$tmp/a.ckpt" --out "$tmp/adir"
+check "no file from the refused exports" -- test ! -e "$tmp/x.st"
+check "the refused exports left the checkpoint as it was" -- cmp -s "$tmp/a.ckpt" "$tmp/a.orig"
+
 # resume through the CLI: 20 steps == 10 + resume + 10, compared byte for byte
 check "train 10 of 20" -- "$bin" train "${tiny[@]}" --data "$tmp/small.txt" --steps 20 --stop-after 10 \
     --eval-every 10 --eval-bytes 2000 --out "$tmp/half.ckpt"

@@ -1,8 +1,8 @@
 /* Checkpoint tests: every layout round-trips; the metadata is checked against the file's tensor table
  * before anything is allocated (huge d_ff / n_layer fail fast); every damaged file (truncations, byte
  * flips, any metadata key set to anything) is LC_ERR_FORMAT or LC_ERR_IO naming the file; any 64-bit
- * seed round-trips; FIFOs, directories and devices are refused at once; lc_fail may quote the last
- * error; docs/checkpoint.md names every tensor and metadata key the code can produce. */
+ * seed round-trips; an export without the moments loads as the same model with zero moments; FIFOs,
+ * directories and devices are refused at once; lc_fail may quote the last error; docs/checkpoint.md names every tensor and metadata key the code can produce. */
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -108,6 +108,80 @@ TEST(every_layout_round_trips) {
         lc_model_free(back);
         lc_model_free(m);
     }
+}
+
+/* lc_checkpoint_export: every tensor but the moments; the export loads as the same model with zero moments
+ * (and the same XL memory), exporting it again in place changes nothing, and a safetensors file of another
+ * tool is LC_ERR_FORMAT naming it. */
+/* A file's bytes (NUL-terminated; binary files too), or NULL. */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc((size_t)n + 1, 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = 0;
+    fclose(f);
+    return s;
+}
+
+static int all_zero(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != 0.0f) return 0;
+    return 1;
+}
+
+TEST(every_layout_exports_its_weights) {
+    for (int i = 0; i < N_LAYOUTS; i++) {
+        lc_model *m = trained(&layouts[i], 200 + (uint64_t)i), *back = NULL;
+        if (!m) continue;
+        lc_train_options o = options();
+        const char *p = tmp_path("full.ckpt"), *q = tmp_path("export.ckpt");
+        CHECK(lc_checkpoint_save(m, &o, p) == LC_OK, "%s: %s", layouts[i].name, lc_last_error());
+        lc_export_info info;
+        CHECK(lc_checkpoint_export(p, q, &info) == LC_OK, "%s: %s", layouts[i].name, lc_last_error());
+        int n_params = 0;
+        for (int k = 0; k < m->tensors.n; k++) n_params += lc_tensor_is_param(&m->tensors.t[k]);
+        CHECK(info.dropped == 2 * n_params && info.bytes_out < info.bytes_in,
+              "%s: %d tensors left out (want %d), %lld of %lld bytes", layouts[i].name, info.dropped, 2 * n_params,
+              info.bytes_out, info.bytes_in);
+        lc_st_file *f = NULL;
+        if (lc_st_open(q, &f) == LC_OK) {
+            int moments = 0;
+            for (int k = 0; k < lc_st_count(f); k++) moments += strncmp(lc_st_at(f, k)->name, "optim.", 6) == 0;
+            CHECK(moments == 0 && lc_st_count(f) == info.tensors, "%s: %d moments in the export", layouts[i].name, moments);
+            lc_st_close(f);
+        }
+        CHECK(lc_checkpoint_load(q, 2, &back, NULL) == LC_OK, "%s: %s", layouts[i].name, lc_last_error());
+        if (back) {
+            const size_t np = m->ptab.total, ns = m->stab.total;
+            CHECK(np == back->ptab.total && !memcmp(m->params, back->params, np * sizeof(float)) &&
+                      (!ns || !memcmp(m->state, back->state, ns * sizeof(float))) && m->step == back->step &&
+                      m->seed == back->seed && !memcmp(&m->cfg, &back->cfg, sizeof m->cfg),
+                  "%s: the export's weights, state, step, seed and config", layouts[i].name);
+            CHECK(all_zero(back->adam_m, np) && all_zero(back->adam_v, np), "%s: zero moments", layouts[i].name);
+            CHECK(lc_model_memory_rows(back) == lc_model_memory_rows(m), "%s: XL memory rows %d, saved %d",
+                  layouts[i].name, lc_model_memory_rows(back), lc_model_memory_rows(m));
+        }
+        lc_model_free(back);
+        lc_model_free(m);
+        char *first = read_text(q);
+        CHECK(lc_checkpoint_export(q, q, &info) == LC_OK && info.dropped == 0, "%s: in place: %s", layouts[i].name,
+              lc_last_error());
+        char *again = read_text(q);
+        CHECK(first && again && info.bytes_in == info.bytes_out && !memcmp(first, again, (size_t)info.bytes_out),
+              "%s: exporting an export changes nothing", layouts[i].name);
+        free(first), free(again);
+    }
+    const char *other = tmp_path("other.safetensors");
+    const float one = 1.0f;
+    const lc_st_tensor t = {"x", LC_DT_F32, 1, {1}, &one};
+    CHECK(lc_st_write(other, &t, 1, NULL, 0) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_checkpoint_export(other, tmp_path("x.ckpt"), NULL) == LC_ERR_FORMAT &&
+              strstr(lc_last_error(), "not a longctx checkpoint") && strstr(lc_last_error(), other),
+          "another tool's file: %s", lc_last_error());
+    CHECK(access(tmp_path("x.ckpt"), F_OK) != 0, "no file written for it");
 }
 
 /* ------------------------------------------------------------ crafting damaged files */
@@ -451,18 +525,6 @@ TEST(data_record_and_ranks_round_trip) {
 
 /* ------------------------------------------------------------ docs/checkpoint.md */
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = calloc((size_t)n + 1, 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = 0;
-    fclose(f);
-    return s;
-}
-
 /* "blocks.3.attn.group1.params" -> "`blocks.{i}.attn.group{g}.params`" */
 static void doc_name(const char *name, char *out, size_t cap) {
     size_t n = 0;
@@ -511,6 +573,7 @@ int main(void) {
     lc_set_threads(1); /* thousands of tiny models: no thread pool spinning between them */
     RUN(huge_metadata_fails_before_allocating); /* first: it forks, best before any thread exists */
     RUN(every_layout_round_trips);
+    RUN(every_layout_exports_its_weights);
     RUN(data_record_and_ranks_round_trip);
     RUN(every_metadata_edit_is_a_clean_error);
     RUN(truncations_and_byte_flips_are_clean_errors);

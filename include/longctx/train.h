@@ -179,6 +179,17 @@ lc_status lc_checkpoint_check_path(const char *path);
  * not NULL the saved training options are written there. Any mismatch is LC_ERR_FORMAT naming the file. */
 lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc_train_options *opts);
 
+/* A copy of any longctx checkpoint (language model, classifier, HIBERT) without its AdamW moments, a
+ * third of its size: for sharing and inference, or --init of a next stage (docs/checkpoint.md, "Exporting
+ * the weights"). The metadata and every other tensor are kept as they are, so the copy loads wherever the
+ * checkpoint does; a run resumed from it starts its moments at zero. Written atomically like
+ * lc_checkpoint_save; out may be in. LC_ERR_FORMAT for a file that is not a longctx checkpoint. */
+typedef struct {
+    int tensors, dropped;          /* tensors written; optimizer tensors left out */
+    long long bytes_in, bytes_out; /* the two files' sizes */
+} lc_export_info;
+lc_status lc_checkpoint_export(const char *in, const char *out, lc_export_info *info);
+
 /* ---------------------------------------------------------------- sampling */
 typedef void (*lc_emit_fn)(uint8_t byte, void *user);
 /* Continue `prompt` by n_tokens bytes: temperature (0 = greedy), top_k (0 = all), seeded. */

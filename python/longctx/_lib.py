@@ -119,7 +119,14 @@ _PROTOS = {
     # checkpoints
     "lc_checkpoint_load": (_I, [_S, _I, ctypes.POINTER(_V), _V]),
     "lc_checkpoint_save": (_I, [_V, _V, _S]),
+    "lc_checkpoint_export": (_I, [_S, _S, ctypes.c_void_p]),
 }
+
+
+class ExportInfo(ctypes.Structure):
+    """lc_export_info (include/longctx/train.h)."""
+    _fields_ = [("tensors", ctypes.c_int), ("dropped", ctypes.c_int),
+                ("bytes_in", ctypes.c_longlong), ("bytes_out", ctypes.c_longlong)]
 
 
 def lib():

@@ -123,6 +123,28 @@ class ModelTest(unittest.TestCase):
         y = tokens_of(TEXT, 1, 16, 40)
         np.testing.assert_array_equal(m.logits(y), r.logits(y))
 
+    def test_export_drops_the_moments(self):
+        m = self.m
+        x = tokens_of(TEXT, 2, 17)
+        m.train_step(x[:, :-1], x[:, 1:])
+        full, light = os.path.join(tmp, "full.ckpt"), os.path.join(tmp, "light.ckpt")
+        m.save(full)
+        info = longctx.export(full, light)
+        n = len(m.parameters())
+        self.assertEqual(info["dropped"], 2 * n)
+        self.assertEqual(info["bytes_out"], os.path.getsize(light))
+        self.assertLess(2 * info["bytes_out"], info["bytes_in"])
+        r = longctx.Model.load(light, threads=1)
+        self.assertEqual(r.step, 1)
+        a, b = m.parameters(), r.parameters()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+        y = tokens_of(TEXT, 1, 16, 40)
+        np.testing.assert_array_equal(m.logits(y), r.logits(y))
+        with self.assertRaises(longctx.IOFailure) as e:
+            longctx.export(os.path.join(tmp, "missing.ckpt"), light)
+        self.assertIn("missing.ckpt", str(e.exception))
+
     def test_parameters_are_views(self):
         m = self.m
         p = m.parameters()

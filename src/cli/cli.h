@@ -67,6 +67,7 @@ int lc_cmd_bench_hibert(int argc, char **argv); /* bench hibert (cmd_bench_hiber
 int lc_cmd_bench_gemm(int argc, char **argv);   /* bench gemm (cmd_bench_gemm.c) */
 int lc_cmd_hibert(int argc, char **argv);     /* hibert pretrain|finetune (cmd_hibert.c) */
 int lc_cmd_summarize(int argc, char **argv);  /* summarize (cmd_summarize.c) */
+int lc_cmd_export(int argc, char **argv);     /* export (cmd_export.c) */
 
 /* Progress reporting for training on stderr (a live line on a terminal, periodic lines otherwise). */
 typedef struct {

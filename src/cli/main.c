@@ -1,4 +1,5 @@
-/* longctx command-line entry point: dispatches to train, eval, sample, bench and listops. */
+/* longctx command-line entry point: dispatches to the commands (train, eval, sample, bench, listops, predict,
+ * hibert, summarize, export). */
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +20,8 @@ static void usage(FILE *f) {
           "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n"
           "  predict  the label a classifier (train --task classify) gives each input line\n"
           "  hibert   HIBERT (docs/hibert.md): pretrain (masked sentences) or finetune (extractive summaries)\n"
-          "  summarize  extractive summaries of text files with a fine-tuned HIBERT checkpoint\n\n"
+          "  summarize  extractive summaries of text files with a fine-tuned HIBERT checkpoint\n"
+          "  export   a checkpoint's weights without its optimizer state (a third of the size)\n\n"
           "`longctx COMMAND --help` lists a command's options; `longctx --version` prints the version.\n",
           f);
 }
@@ -48,6 +50,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "predict") == 0) return lc_cmd_predict(argc - 2, argv + 2);
     if (strcmp(cmd, "hibert") == 0) return lc_cmd_hibert(argc - 2, argv + 2);
     if (strcmp(cmd, "summarize") == 0) return lc_cmd_summarize(argc - 2, argv + 2);
-    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict, hibert, summarize)", cmd);
+    if (strcmp(cmd, "export") == 0) return lc_cmd_export(argc - 2, argv + 2);
+    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict, hibert, summarize, export)",
+                 cmd);
     return LC_EXIT_USAGE;
 }

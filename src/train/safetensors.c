@@ -671,6 +671,12 @@ const char *lc_st_get_meta(const lc_st_file *f, const char *key) {
     return NULL;
 }
 
+int lc_st_meta_count(const lc_st_file *f) { return f ? f->n_meta : 0; }
+
+const lc_st_meta *lc_st_meta_at(const lc_st_file *f, int i) {
+    return f && i >= 0 && i < f->n_meta ? &f->meta[i] : NULL;
+}
+
 int lc_st_count(const lc_st_file *f) { return f ? f->n_tensors : 0; }
 
 const lc_st_tensor *lc_st_at(const lc_st_file *f, int i) {

@@ -52,6 +52,9 @@ lc_status lc_st_open(const char *path, lc_st_file **out);
 void lc_st_close(lc_st_file *f);
 /* Metadata value for key, or NULL. */
 const char *lc_st_get_meta(const lc_st_file *f, const char *key);
+/* Number of metadata entries and access by index, in file order. */
+int lc_st_meta_count(const lc_st_file *f);
+const lc_st_meta *lc_st_meta_at(const lc_st_file *f, int i);
 /* Number of tensors and access by index (name, dtype, shape; data points into the loaded file). */
 int lc_st_count(const lc_st_file *f);
 const lc_st_tensor *lc_st_at(const lc_st_file *f, int i);
