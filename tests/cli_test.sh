@@ -100,10 +100,9 @@ expect 2 "export: --ckpt is required" -- "$bin" export --out "$tmp/x.st"
 expect 2 "export: --out is required" -- "$bin" export --ckpt "$tmp/a.ckpt"
 expect 1 "nope\.ckpt: cannot open" -- "$bin" export --ckpt "$tmp/nope.ckpt" --out "$tmp/x.st"
 expect 1 "small\.txt: header size" -- "$bin" export --ckpt "$tmp/small.txt" --out "$tmp/x.st"
-hdr='{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
-while [ $((${#hdr} % 8)) -ne 0 ]; do hdr="$hdr "; done
-{ printf "$(printf '\\x%02x' ${#hdr})\\0\\0\\0\\0\\0\\0\\0"; printf '%s' "$hdr"; printf '\0\0\200\077'; } >"$tmp/other.safetensors"
-expect 1 "other\.safetensors: not a longctx checkpoint" -- "$bin" export --ckpt "$tmp/other.safetensors" --out "$tmp/x.st"
+# a safetensors file written by PyTorch (a parity fixture), not by longctx
+expect 1 "bigbird_itc\.safetensors: not a longctx checkpoint" -- "$bin" export \
+    --ckpt "$(dirname "${BASH_SOURCE[0]}")/fixtures/bigbird_itc.safetensors" --out "$tmp/x.st"
 expect 1 "nodir/x\.st: directory" -- "$bin" export --ckpt "$tmp/a.ckpt" --out "$tmp/nodir/x.st"
 mkdir -p "$tmp/adir"
 expect 2 "adir: is a directory" -- "$bin" export --ckpt "$tmp/a.ckpt" --out "$tmp/adir"

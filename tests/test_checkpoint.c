@@ -2,7 +2,8 @@
  * before anything is allocated (huge d_ff / n_layer fail fast); every damaged file (truncations, byte
  * flips, any metadata key set to anything) is LC_ERR_FORMAT or LC_ERR_IO naming the file; any 64-bit
  * seed round-trips; an export without the moments loads as the same model with zero moments; FIFOs,
- * directories and devices are refused at once; lc_fail may quote the last error; docs/checkpoint.md names every tensor and metadata key the code can produce. */
+ * directories and devices are refused at once; lc_fail may quote the last error; docs/checkpoint.md
+ * names every tensor and metadata key the code can produce. */
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -110,9 +111,6 @@ TEST(every_layout_round_trips) {
     }
 }
 
-/* lc_checkpoint_export: every tensor but the moments; the export loads as the same model with zero moments
- * (and the same XL memory), exporting it again in place changes nothing, and a safetensors file of another
- * tool is LC_ERR_FORMAT naming it. */
 /* A file's bytes (NUL-terminated; binary files too), or NULL. */
 static char *read_text(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -132,6 +130,9 @@ static int all_zero(const float *x, size_t n) {
     return 1;
 }
 
+/* lc_checkpoint_export: every tensor but the moments; the export loads as the same model with zero moments
+ * (and the same XL memory), exporting it again in place changes nothing, and a safetensors file of another
+ * tool is LC_ERR_FORMAT naming it. */
 TEST(every_layout_exports_its_weights) {
     for (int i = 0; i < N_LAYOUTS; i++) {
         lc_model *m = trained(&layouts[i], 200 + (uint64_t)i), *back = NULL;
