@@ -1,6 +1,7 @@
 # longctx build. `make` builds the library and the CLI; `make test` runs the test suite on one build
-# variant; `make check` runs it on every variant (release, no BLAS, no OpenMP, ASan+UBSan), as CI does.
-#   VARIANT=release|noblas|noomp|asan   (build/$(VARIANT)/)
+# variant; `make check` runs it on the variants release, minimal (neither OpenBLAS nor OpenMP) and asan
+# (ASan+UBSan), as CI does.
+#   VARIANT=release|noblas|noomp|minimal|asan   (build/$(VARIANT)/; minimal = noblas + noomp)
 #   BLAS=auto|openblas|builtin          auto: OpenBLAS when its header and library are present
 CC ?= gcc
 VARIANT ?= release
@@ -12,7 +13,7 @@ ifeq ($(BLAS),auto)
   HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,0,0,0,0,0,1,0,1,0,0,1);return 0;}\n' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo yes)
   BLAS := $(if $(HAVE_OPENBLAS),openblas,builtin)
 endif
-ifneq ($(filter noblas,$(VARIANT)),)
+ifneq ($(filter noblas minimal,$(VARIANT)),)
   BLAS := builtin
 endif
 # zlib (optional): gzip-compressed TSV files for classification are read when zlib.h and libz are present.
@@ -48,7 +49,7 @@ CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextr
 OPT := -O3 -march=$(ARCH)
 OMP := -fopenmp
 SAN :=
-ifeq ($(VARIANT),noomp)
+ifneq ($(filter noomp minimal,$(VARIANT)),)
   OMP := -Wno-unknown-pragmas
 endif
 ifeq ($(VARIANT),asan)
@@ -225,7 +226,7 @@ PC_REQUIRES := $(if $(filter openblas,$(BLAS)),$(if $(shell pkg-config --exists 
   $(if $(filter yes,$(ZLIB)),$(if $(shell pkg-config --exists zlib 2>/dev/null && echo y),zlib))
 PC_LIBS := $(if $(and $(filter openblas,$(BLAS)),$(filter-out openblas,$(PC_REQUIRES))),-lopenblas) \
   $(if $(and $(filter yes,$(ZLIB)),$(filter-out zlib,$(PC_REQUIRES))),-lz) \
-  $(if $(filter noomp,$(VARIANT)),,-lgomp) -lpthread -lm $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS))
+  $(if $(filter noomp minimal,$(VARIANT)),,-lgomp) -lpthread -lm $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS))
 
 $(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh
 	@echo "  GEN $@"

@@ -9,23 +9,45 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static int harness_passed, harness_failed, harness_current_failed;
 static const char *harness_current = "";
 
 #define TEST(name) static void name(void)
 
+/* LC_TEST_ONLY=name[,name...] runs only the tests named (for timing or debugging one test); unset: all. */
+static inline int harness_selected(const char *name) {
+    const char *only = getenv("LC_TEST_ONLY");
+    if (!only || !*only) return 1;
+    const size_t n = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)); p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
+/* Wall-clock seconds, for the time each test took (printed after its name). */
+static inline double harness_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 #define RUN(name)                                                                                        \
     do {                                                                                                 \
+        if (!harness_selected(#name)) break;                                                             \
         harness_current = #name;                                                                         \
         harness_current_failed = 0;                                                                      \
+        const double harness_start_ = harness_seconds();                                                 \
         name();                                                                                          \
+        const double harness_ms_ = 1e3 * (harness_seconds() - harness_start_);                           \
         if (harness_current_failed) {                                                                    \
             harness_failed++;                                                                            \
-            printf("FAIL %s\n", #name);                                                                  \
+            printf("FAIL %s (%.0f ms)\n", #name, harness_ms_);                                           \
         } else {                                                                                         \
             harness_passed++;                                                                            \
-            printf("ok   %s\n", #name);                                                                  \
+            printf("ok   %s (%.0f ms)\n", #name, harness_ms_);                                           \
         }                                                                                                \
         fflush(stdout);                                                                                  \
     } while (0)

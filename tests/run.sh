@@ -28,18 +28,29 @@ count() {
     passed=$((passed + p)); failed=$((failed + f))
 }
 
+# The programs that take longest (measured in the release and asan variants), started first so that the
+# others fill the gaps beside them instead of one long program running alone at the end.
+slow_first=(test_checkpoint test_train test_attn_bigbird test_precision test_seq2seq test_hibert_intruders
+    test_attn_block test_attn_strided test_attn_global test_gemm_bf16 test_gemm)
+
 # Runs every C test program, with the environment assignments given as arguments: LC_TEST_JOBS programs at a
-# time (default: one per core; the programs share nothing, each writes under its own mkdtemp folder), then
-# prints their outputs and times in name order and counts them.
+# time (default: one per core; the programs share nothing, each writes under its own mkdtemp folder; the
+# slow_first ones start first), then prints their outputs and times in name order and counts them.
 run_programs() {
     local t name out rc ms tmp jobs=${LC_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
-    local programs=()
+    local programs=() order=()
     tmp=$(mktemp -d)
     for t in "$build"/tests/test_*; do
         case "$t" in *.d) continue ;; esac
         [ -x "$t" ] && programs+=("$t")
     done
+    for name in "${slow_first[@]}"; do
+        [ -x "$build/tests/$name" ] && order+=("$build/tests/$name")
+    done
     for t in "${programs[@]}"; do
+        case " ${slow_first[*]} " in *" $(basename "$t") "*) ;; *) order+=("$t") ;; esac
+    done
+    for t in "${order[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
         name=$(basename "$t")
         (

@@ -186,7 +186,7 @@ TEST(train_hook_sees_every_step_and_stops) {
     if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &c)) { CHECK(0, "%s", lc_last_error()); return; }
     lc_train_options o = tiny_options(10);
     hook_log h = {0, 0, 7, 1, tmp_path("hook5.ckpt"), &o, 1, 0, 0};
-    o.hook = log_hook, o.hook_user = &h, o.eval_every = 3;
+    o.hook = log_hook, o.hook_user = &h, o.eval_every = 3, o.eval_bytes = 4096;
     lc_model *a = tiny(3, LC_MODEL_XL), *b = tiny(3, LC_MODEL_XL), *saved = NULL;
     CHECK(lc_train(a, &c, &o, NULL, NULL) == LC_OK, "a stop asked by the hook is not an error: %s", lc_last_error());
     CHECK(a->step == 7 && h.calls == 7 && h.in_order, "stopped at step %ld after %ld calls (in order: %d)", a->step,
