@@ -1,8 +1,9 @@
 /* A minimal test harness shared by every tests/test_*.c program.
  *   TEST(name) { CHECK(cond, "fmt", ...); CHECK_CLOSE(label, got, want, n, rtol, atol); }
  *   int main(void) { RUN(name); ...; return test_summary(); }
- * Each CHECK failure prints file:line and the message; test_summary() prints
- * "<prog>: N passed, N failed" and returns non-zero when anything failed. */
+ * Each CHECK failure prints file:line and the message; each test's line ("ok" or "FAIL") ends with its wall
+ * time; test_summary() prints "<prog>: N passed, N failed" and returns non-zero when anything failed.
+ * LC_TEST_ONLY=name[,name...] in the environment runs only the tests named. */
 #ifndef LC_TESTS_HARNESS_H
 #define LC_TESTS_HARNESS_H
 

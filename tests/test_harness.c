@@ -64,6 +64,25 @@ TEST(outside_the_tolerance_fails_inside_passes) {
     CHECK_CLOSE("float against double", gotf, base, N, 1e-6, 0);
 }
 
+/* LC_TEST_ONLY picks tests by their whole names in a comma-separated list; unset or empty: every test. */
+TEST(test_only_selects_whole_names) {
+    const char *was = getenv("LC_TEST_ONLY");
+    char *saved = was ? strdup(was) : NULL;
+    unsetenv("LC_TEST_ONLY");
+    CHECK(harness_selected("loss_goes_down"), "unset: a test was not selected");
+    setenv("LC_TEST_ONLY", "", 1);
+    CHECK(harness_selected("loss_goes_down"), "empty: a test was not selected");
+    setenv("LC_TEST_ONLY", "a_test,loss_goes_down", 1);
+    CHECK(harness_selected("loss_goes_down") && harness_selected("a_test"), "a listed test was not selected");
+    CHECK(!harness_selected("loss_goes") && !harness_selected("goes_down") && !harness_selected("test"),
+          "a part of a listed name was selected");
+    setenv("LC_TEST_ONLY", "loss_goes_down_fast", 1);
+    CHECK(!harness_selected("loss_goes_down"), "a test was selected by a longer name");
+    if (saved) setenv("LC_TEST_ONLY", saved, 1);
+    else unsetenv("LC_TEST_ONLY");
+    free(saved);
+}
+
 TEST(equal_values_pass) {
     double a[N];
     with(a, 3, INFINITY);
@@ -77,6 +96,7 @@ int main(void) {
     RUN(nan_in_want_fails_wherever_it_stands);
     RUN(infinity_against_a_finite_value_fails);
     RUN(outside_the_tolerance_fails_inside_passes);
+    RUN(test_only_selects_whole_names);
     RUN(equal_values_pass);
     return test_summary("test_harness");
 }
