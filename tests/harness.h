@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "core/timer.h"
 
 static int harness_passed, harness_failed, harness_current_failed;
 static const char *harness_current = "";
@@ -28,21 +29,14 @@ static inline int harness_selected(const char *name) {
     return 0;
 }
 
-/* Wall-clock seconds, for the time each test took (printed after its name). */
-static inline double harness_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 #define RUN(name)                                                                                        \
     do {                                                                                                 \
         if (!harness_selected(#name)) break;                                                             \
         harness_current = #name;                                                                         \
         harness_current_failed = 0;                                                                      \
-        const double harness_start_ = harness_seconds();                                                 \
+        const double harness_start_ = lc_now_seconds();                                                 \
         name();                                                                                          \
-        const double harness_ms_ = 1e3 * (harness_seconds() - harness_start_);                           \
+        const double harness_ms_ = 1e3 * (lc_now_seconds() - harness_start_);                           \
         if (harness_current_failed) {                                                                    \
             harness_failed++;                                                                            \
             printf("FAIL %s (%.0f ms)\n", #name, harness_ms_);                                           \

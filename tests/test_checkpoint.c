@@ -20,13 +20,6 @@
 #include "train/safetensors.h"
 #include "test_files.h"
 
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* A small model of every layout the checkpoint format knows. */
 typedef struct {
     const char *name;
@@ -248,9 +241,9 @@ static int load_fails_small_and_fast(const char *path, size_t extra, double seco
         setrlimit(RLIMIT_AS, &cap);
 #endif
         lc_model *m = NULL;
-        const double t0 = now();
+        const double t0 = lc_now_seconds();
         const lc_status st = lc_checkpoint_load(path, 2, &m, NULL);
-        const double dt = now() - t0;
+        const double dt = lc_now_seconds() - t0;
         const int ok = st == LC_ERR_FORMAT && strstr(lc_last_error(), path) && dt < seconds;
         printf("  %s in %.3f s: %s: %s\n", ok ? "refused" : "NOT REFUSED", dt, lc_status_name(st), lc_last_error());
         fflush(stdout);
@@ -298,7 +291,7 @@ static int unproven_size(const lc_model *m, const char *key, const char *value) 
 TEST(every_metadata_edit_is_a_clean_error) {
     const int picks[] = {0, 3, 8}; /* vanilla; XL with memory, shared u/v, untied; MLM with kind parameters */
     int runs = 0;
-    const double t0 = now();
+    const double t0 = lc_now_seconds();
     for (size_t s = 0; s < sizeof picks / sizeof *picks; s++) {
         const layout *ly = &layouts[picks[s]];
         lc_model *m = trained(ly, 5);
@@ -320,7 +313,7 @@ TEST(every_metadata_edit_is_a_clean_error) {
         }
         lc_model_free(m);
     }
-    printf("  %d edited files in %.1f s\n", runs, now() - t0);
+    printf("  %d edited files in %.1f s\n", runs, lc_now_seconds() - t0);
 }
 
 TEST(truncations_and_byte_flips_are_clean_errors) {
@@ -341,7 +334,7 @@ TEST(truncations_and_byte_flips_are_clean_errors) {
     for (int i = 7; i >= 0; i--) header = header << 8 | buf[i];
     char what[128];
     int runs = 0;
-    const double t0 = now();
+    const double t0 = lc_now_seconds();
     for (long cut = 0; cut < size; cut += cut < 8 + header ? 7 : 997) { /* truncations */
         f = fopen(q, "wb");
         fwrite(buf, 1, (size_t)cut, f);
@@ -360,7 +353,7 @@ TEST(truncations_and_byte_flips_are_clean_errors) {
         snprintf(what, sizeof what, "byte %ld ^ 0x%02x", at, flip);
         load_is_clean(q, what), runs++;
     }
-    printf("  %d damaged files in %.1f s\n", runs, now() - t0);
+    printf("  %d damaged files in %.1f s\n", runs, lc_now_seconds() - t0);
     free(buf);
 }
 
@@ -468,11 +461,11 @@ TEST(fifos_directories_and_devices_are_refused_at_once) {
     const char *words[] = {"FIFO", "directory", "device"};
     for (int i = 0; i < 3; i++) {
         lc_model *m = NULL;
-        const double t0 = now();
+        const double t0 = lc_now_seconds();
         CHECK(lc_checkpoint_load(paths[i], 2, &m, NULL) == LC_ERR_IO && strstr(lc_last_error(), paths[i]) &&
                   strstr(lc_last_error(), words[i]),
               "%s: %s", paths[i], lc_last_error());
-        CHECK(now() - t0 < 1.0 && m == NULL, "refused at once");
+        CHECK(lc_now_seconds() - t0 < 1.0 && m == NULL, "refused at once");
     }
     alarm(0);
     signal(SIGALRM, SIG_DFL);
