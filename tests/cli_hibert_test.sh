@@ -117,6 +117,14 @@ check "summarize with a bf16 checkpoint" -- "$bin" summarize --ckpt "$tmp/bf.st"
 check "summarize" -- "$bin" summarize --ckpt "$tmp/ft.st" --sentences 2 --threads 1 "$tmp/a.txt"
 keep sum
 check "summarize prints two of the sentences" -- test "$(grep -o 'The [a-z]* of item 40' "$tmp/sum.out" | wc -l)" -eq 2
+check "summarize --scores" -- "$bin" summarize --ckpt "$tmp/ft.st" --sentences 2 --threads 1 --scores "$tmp/a.txt"
+keep scores
+check "--scores: one SCORE<tab>0|1<tab>SENTENCE line a sentence, 2 picked" -- \
+    test "$(grep -Ec $'^-?[0-9][0-9.e+-]*\t[01]\t.' "$tmp/scores.out")" -eq "$(wc -l < "$tmp/scores.out")" -a \
+    "$(grep -c $'\t1\t' "$tmp/scores.out")" -eq 2
+check "--scores: the picked sentences are the summary, the best two scores" -- test \
+    "$(grep $'\t1\t' "$tmp/scores.out" | cut -f3 | paste -sd' ')" = "$(cat "$tmp/sum.out")" -a \
+    "$(sort -g -r "$tmp/scores.out" | head -2 | cut -f2 | paste -sd' ')" = "1 1"
 check "eval --task summarize --ckpt" -- "$bin" eval --task summarize --data "$tmp/bbc" --split test --ckpt "$tmp/ft.st" --json
 keep ev
 check "eval: JSON last line, one test document" -- \

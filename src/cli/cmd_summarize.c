@@ -1,5 +1,6 @@
-/* `longctx summarize --ckpt CKPT [--sentences K] FILE...`: each file's extractive summary by a fine-tuned
- * HIBERT checkpoint (the K best-scored sentences in document order), and `eval --task summarize --ckpt`:
+/* `longctx summarize --ckpt CKPT [--sentences K] [--scores] FILE...`: each file's extractive summary by a
+ * fine-tuned HIBERT checkpoint (the K best-scored sentences in document order; with --scores every sentence
+ * with its score and whether it was picked), and `eval --task summarize --ckpt`:
  * the checkpoint's ROUGE on a BBC split with k = the number of contained reference sentences. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +31,13 @@ static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **
 
 int lc_cmd_summarize(int argc, char **argv) {
     const char *ckpt = NULL, *encoding = NULL;
-    int k = 3, threads = 0, title = 0;
+    int k = 3, threads = 0, title = 0, show_scores = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "a fine-tuned HIBERT checkpoint (required)", 0},
         {"--sentences", OPT_INT, &k, 1, 1 << 20, "sentences per summary (default 3)", 0},
         {"--title", OPT_FLAG, &title, 0, 0, "line 1 of each file is a title, not part of the text (as in BBC articles)", 0},
         {"--encoding", OPT_STR, &encoding, 0, 0, "utf8 (default: refuse other files) or latin1", 0},
+        {"--scores", OPT_FLAG, &show_scores, 0, 0, "print every sentence as SCORE<tab>PICKED (1/0)<tab>SENTENCE instead", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
     };
     const int n = (int)(sizeof opts / sizeof opts[0]);
@@ -50,7 +52,7 @@ int lc_cmd_summarize(int argc, char **argv) {
             if (flag_with_value && i + 1 < argc) rest[nr++] = argv[++i];
         }
     }
-    int rc = lc_parse_opts("summarize", "--ckpt CKPT [--sentences K] [--title] FILE...", opts, n, nr, rest);
+    int rc = lc_parse_opts("summarize", "--ckpt CKPT [--sentences K] [--title] [--scores] FILE...", opts, n, nr, rest);
     if (rc < 0 && !ckpt) lc_cli_error("summarize: --ckpt is required"), rc = LC_EXIT_USAGE;
     if (rc < 0 && nf == 0) lc_cli_error("summarize: no FILE given"), rc = LC_EXIT_USAGE;
     if (rc < 0 && encoding && strcmp(encoding, "utf8") && strcmp(encoding, "latin1"))
@@ -85,9 +87,13 @@ int lc_cmd_summarize(int argc, char **argv) {
     for (int j = 0; j < d.n_docs && rc < 0; j++) {
         const int f = d.doc_first[j], c = d.doc_first[j + 1] - f;
         lc_top_k(scores + f, c, k, pick);
+        if (nf > 1) printf("==> %s <==\n", d.name[j]);
+        if (show_scores) { /* the logit as %.9g: a float read back exactly */
+            for (int i = 0; i < c; i++) printf("%.9g\t%d\t%s\n", (double)scores[f + i], pick[i], d.sent[f + i]);
+            continue;
+        }
         char *summary = NULL;
         if ((st = lc_sentences_join(d.sent + f, c, pick, &summary))) { rc = lc_cli_fail(st); break; }
-        if (nf > 1) printf("==> %s <==\n", d.name[j]);
         printf("%s\n", summary);
         free(summary);
     }
