@@ -5,7 +5,8 @@ Logistic regression on 22 features of a sentence that need no model of its words
 for the first 8, relative position, last), its length in words (7 bins), whether it holds a double quote,
 starts with one, holds " said" or a digit. Trained by full-batch gradient descent on the train split's
 contained labels; evaluated like `longctx eval --task summarize`: the top k scored sentences (k = the
-number of contained reference sentences) in document order, ROUGE-1/2/L F1 averaged over documents.
+number of contained reference sentences) in document order, ROUGE-1/2/L F1 averaged over documents, with
+the mean tokens of the picks and the share of the picks that are contained.
 It reads the corpus with the same rules as src/summ (sentence rule, split, Latin-1 fallback) and scores
 with its own ROUGE (tokens [a-z0-9]+ after lower-casing; ROUGE-L one LCS over the whole sequences).
 
@@ -167,9 +168,10 @@ def main():
                 score = score.astype(np.float32)
             top = sorted(np.argsort(-score, kind="stable")[:k])
             c, r = tokens(" ".join(sents[j] for j in top)), tokens(ref)
-            scores.append((ngram_f1(c, r, 1), ngram_f1(c, r, 2), lcs_f1(c, r)))
-        r1, r2, rl = 100 * np.mean(scores, axis=0)
-        print(f"{name} ({len(scores)} docs): ROUGE-1 {r1:.2f} ROUGE-2 {r2:.2f} ROUGE-L {rl:.2f}")
+            scores.append((ngram_f1(c, r, 1), ngram_f1(c, r, 2), lcs_f1(c, r), len(c), lab[top].mean()))
+        r1, r2, rl, picked, share = np.mean(scores, axis=0) * [100, 100, 100, 1, 1]
+        print(f"{name} ({len(scores)} docs): ROUGE-1 {r1:.2f} ROUGE-2 {r2:.2f} ROUGE-L {rl:.2f} "
+              f"(picks: {picked:.1f} tokens, {share:.3f} contained)")
 
 
 if __name__ == "__main__":
