@@ -9,6 +9,8 @@
 #   MIN_LR: the pre-training's final rate (default: the CLI's cosine decay); MIN_LR=1e-3 keeps it constant.
 #   THREADS: threads of every stage (default 1: the recipe runs two rows side by side on 2 cores).
 #   FT_FLAGS: more fine-tuning flags, e.g. FT_FLAGS="--lr-scale sent.words=3" (the word vectors at 3x the rate).
+#   FT_NAME: the fine-tuning's name (its files FT_NAME.ckpt, .log, .jsonl; default ft_CHAIN), so that one
+#   pre-training can be fine-tuned more than one way, e.g. FT_NAME=ft_ood_greedy FT_FLAGS="--labels greedy".
 #   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (docs/hibert.md, "Hashed word
 #   vectors"); the stages that start from a checkpoint keep its shape.
 #   Stopped (a signal, the end of a session)? Run the same command again: each unfinished stage continues
@@ -71,7 +73,7 @@ indomain)
 none) init= ;;
 *) echo "chain must be ood, indomain or none" >&2; exit 2 ;;
 esac
-stage "ft_$chain" "ft_$chain.ckpt.last" finetune ${init:+--init "$init"} --out "ft_$chain.ckpt" "${ft[@]}" \
-    --log "ft_$chain.jsonl"
-printf 'ft_%s test: ' "$chain"
-"$bin" eval --task summarize --data "$data/bbc-news-summary" --split test --ckpt "ft_$chain.ckpt" --json | tail -n 1
+name=${FT_NAME:-ft_$chain}
+stage "$name" "$name.ckpt.last" finetune ${init:+--init "$init"} --out "$name.ckpt" "${ft[@]}" --log "$name.jsonl"
+printf '%s test: ' "$name"
+"$bin" eval --task summarize --data "$data/bbc-news-summary" --split test --ckpt "$name.ckpt" --json | tail -n 1
