@@ -34,9 +34,9 @@ static inline int harness_selected(const char *name) {
         if (!harness_selected(#name)) break;                                                             \
         harness_current = #name;                                                                         \
         harness_current_failed = 0;                                                                      \
-        const double harness_start_ = lc_now_seconds();                                                 \
+        const double harness_start_ = lc_now_seconds();                                                  \
         name();                                                                                          \
-        const double harness_ms_ = 1e3 * (lc_now_seconds() - harness_start_);                           \
+        const double harness_ms_ = 1e3 * (lc_now_seconds() - harness_start_);                            \
         if (harness_current_failed) {                                                                    \
             harness_failed++;                                                                            \
             printf("FAIL %s (%.0f ms)\n", #name, harness_ms_);                                           \
