@@ -129,6 +129,11 @@ check "eval --task summarize --ckpt" -- "$bin" eval --task summarize --data "$tm
 keep ev
 check "eval: JSON last line, one test document" -- \
     grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"docs":1\}$' <(tail -1 "$tmp/ev.out")
+check "eval --task summarize --ckpt --threads 1" -- \
+    "$bin" eval --task summarize --data "$tmp/bbc" --split test --ckpt "$tmp/ft.st" --threads 1 --json
+keep ev1
+check "eval: the same scores on 1 thread as on all cores" -- cmp <(tail -1 "$tmp/ev1.out") <(tail -1 "$tmp/ev.out")
+expect 2 "--threads must be" -- "$bin" eval --task summarize --ckpt "$tmp/ft.st" --threads -1
 
 # resume: 3 steps then 3 more equal 6 at once (the last state and the best checkpoint, byte for byte)
 check "finetune 3 steps" -- "${ft[@]}" --init "$tmp/pre.st" --steps 3 --eval-every 3 --out "$tmp/half.st"

@@ -7,6 +7,7 @@
 
 #include "cli/hibert_cli.h"
 #include "core/status.h"
+#include "core/threads.h"
 #include "core/timer.h"
 
 int lc_cmd_eval_summary(int argc, char **argv);
@@ -76,7 +77,7 @@ static lc_status score_document(const lc_document *d, method how, lc_label_rule 
 int lc_cmd_eval_summary(int argc, char **argv) {
     const char *task = NULL, *data = "data/bbc-news-summary", *split = "valid", *method_name = NULL;
     const char *labels = "contained", *ckpt = NULL;
-    int json = 0;
+    int json = 0, threads = 0;
     lc_opt opts[] = {
         {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
         {"--data", OPT_STR, &data, 0, 0, "ROOT with articles/ and summaries/ (default data/bbc-news-summary)", 0},
@@ -84,10 +85,11 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         {"--method", OPT_STR, &method_name, 0, 0, "lead3, leadk (k = sentences in the reference), lexrank (top k) or oracle", 0},
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "or a fine-tuned HIBERT checkpoint: its top k sentences (k as leadk)", 0},
         {"--labels", OPT_STR, &labels, 0, 0, "oracle's sentences: contained (default) or greedy (ROUGE oracle)", 0},
+        {"--threads", OPT_INT, &threads, 0, 1024, "--ckpt: threads of the model (0: all cores)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
-    int rc = lc_parse_opts("eval --task summarize", "(--method M | --ckpt CKPT) [--data ROOT] [--split S] [--labels L] [--json]",
+    int rc = lc_parse_opts("eval --task summarize", "(--method M | --ckpt CKPT) [--data ROOT] [--split S] [--labels L] [--threads N] [--json]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!task || strcmp(task, "summarize") != 0) {
@@ -133,7 +135,10 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         return LC_EXIT_USAGE;
     }
 
-    if (ckpt) return lc_eval_summary_ckpt(ckpt, data, part, split, json);
+    if (ckpt) {
+        lc_set_threads(threads);
+        return lc_eval_summary_ckpt(ckpt, data, part, split, json);
+    }
     double t0 = lc_now_seconds();
     lc_doc_list docs;
     lc_status st = lc_doc_list_open(data, part, &docs);
