@@ -1,13 +1,13 @@
 #!/bin/bash
-# s19: docs/hibert.md, "Four seeds of the greedy fine-tuning": the shipped model's fine-tuning
-# (docs/runs/hibert/greedy/ood_greedy/go.sh) with seeds 2, 3 and 4 beside its seed 1337, chosen among by the
+# s19: docs/hibert.md, "Four seeds of the greedy fine-tuning": the eighteenth session's greedy fine-tuning of
+# the committed pre-trained weights (seed 1337: ../ood_greedy/) with seeds 2, 3 and 4 beside it, chosen among by the
 # validation split (the mean of the three F1 scores, as fine-tuning picks its checkpoints). Seed 4 is the
 # shipped model since the nineteenth session. Run from the repository root after `make`; as run, the build's
 # longctx was copied to /work/runs/s19/ and the folders were /work/runs/s19/seedN (AMD EPYC Zen 5, 2 threads,
 # about 8 minutes a seed). On another CPU the same command is another run (docs/hibert.md, "Averaging the
 # last checkpoints of a run"): fp32 products round differently with other kernels.
-set -e
 # usage: bash docs/runs/hibert/greedy/seeds/go.sh [SEED...]   (default: 2 3 4)
+set -e
 for seed in ${@:-2 3 4}; do
   d=seeds/seed$seed; mkdir -p $d
   ./longctx hibert finetune --data data/bbc-news-summary --init docs/runs/hibert/rebuild/ood_bbc.safetensors \
