@@ -3,11 +3,20 @@
 # (ASan+UBSan), as CI does.
 #   VARIANT=release|noblas|noomp|minimal|asan   (build/$(VARIANT)/; minimal = noblas + noomp)
 #   BLAS=auto|openblas|builtin          auto: OpenBLAS when its header and library are present
+#   BARE=1   build as a bare machine (gcc and make only) would, whatever is installed: the built-in gemm, no
+#            zlib, no MPI, and the Python tests skipped (build/$(VARIANT)-bare/; make check's asan variant)
 CC ?= gcc
 VARIANT ?= release
 BLAS ?= auto
 ARCH ?= native
-BUILD ?= build/$(VARIANT)
+BARE ?= 0
+ifeq ($(BARE),1)
+  BLAS := builtin
+  ZLIB := no
+  MPI := 0
+  export LC_NO_PYTHON := 1
+endif
+BUILD ?= build/$(VARIANT)$(if $(filter 1,$(BARE)),-bare)
 
 ifeq ($(BLAS),auto)
   HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,0,0,0,0,0,1,0,1,0,0,1);return 0;}\n' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo yes)

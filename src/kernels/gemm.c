@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/table.h"
+#include "core/thread_buffer.h"
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
@@ -325,15 +326,13 @@ static int lc_gemm_pack_refused; /* lc_gemm_refuse_pack_buffers */
 
 void lc_gemm_refuse_pack_buffers(int refuse) { lc_gemm_pack_refused = refuse; }
 
-/* The calling thread's packing buffers (A block then B block), allocated on first use and kept for the
- * thread's lifetime: products are called often, and a fresh allocation per call costs page faults.
+/* The calling thread's packing buffers (A block then B block), kept for the thread's lifetime
+ * (core/thread_buffer.h): products are called often, and a fresh allocation per call costs page faults.
  * NULL when they cannot be allocated (under 1 MB, so it is retried next time): the caller then takes
  * lc_gemm_task_stack, which gives the same results without them. A library never aborts. */
 static float *lc_thread_pack_buffer(void) {
-    static _Thread_local float *buffer;
     if (lc_gemm_pack_refused) return NULL;
-    if (!buffer) buffer = lc_alloc_aligned((LC_A_PACK_FLOATS + LC_B_PACK_FLOATS) * sizeof(float));
-    return buffer;
+    return lc_thread_buffer(LC_THREAD_BUFFER_GEMM, (LC_A_PACK_FLOATS + LC_B_PACK_FLOATS) * sizeof(float));
 }
 
 int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread) {

@@ -15,13 +15,13 @@
 #include <string.h>
 
 #include "core/table.h"
+#include "core/thread_buffer.h"
 #include "core/timer.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/kernels.h"
 
 #ifdef _OPENMP
 #include <omp.h>
-#include <pthread.h>
 #endif
 #if LC_BF16_AVX512
 #include <cpuid.h>
@@ -372,31 +372,12 @@ static _Atomic int lc_bf16_pack_refused;
 
 void lc_gemm_bf16_refuse_pack_buffers(int refuse) { atomic_store(&lc_bf16_pack_refused, refuse != 0); }
 
-#ifdef _OPENMP
-/* Frees a thread's buffers when it ends: OpenMP retires threads when a team shrinks, and a _Thread_local
- * pointer alone would lose them (LeakSanitizer saw it). */
-static pthread_key_t lc_bf16_key;
-static pthread_once_t lc_bf16_key_once = PTHREAD_ONCE_INIT;
-static int lc_bf16_key_made;
-
-static void lc_bf16_make_key(void) { lc_bf16_key_made = pthread_key_create(&lc_bf16_key, lc_free) == 0; }
-#endif
-
-/* The calling thread's packing buffers (A block, then B block: 704 KB), kept for the thread's lifetime;
- * NULL when they cannot be allocated (retried next time). */
+/* The calling thread's packing buffers (A block, then B block: 704 KB), kept for the thread's lifetime
+ * (core/thread_buffer.h); NULL when they cannot be allocated (retried next time). */
 static uint32_t *lc_bf16_thread_buffer(void) {
-    static _Thread_local uint32_t *buffer;
     if (atomic_load_explicit(&lc_bf16_pack_refused, memory_order_relaxed)) return NULL;
-    if (!buffer) {
-        buffer = lc_alloc_aligned((LC_BF16_A_WORDS + LC_BF16_B_WORDS) * sizeof(uint32_t));
-#ifdef _OPENMP
-        pthread_once(&lc_bf16_key_once, lc_bf16_make_key);
-        if (buffer && lc_bf16_key_made) pthread_setspecific(lc_bf16_key, buffer);
-#endif
-    }
-    return buffer;
+    return lc_thread_buffer(LC_THREAD_BUFFER_GEMM_BF16, (LC_BF16_A_WORDS + LC_BF16_B_WORDS) * sizeof(uint32_t));
 }
-
 
 static void lc_gemm_bf16_run(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha, const float *A, int lda,
                              const float *B, int ldb, float beta, float *C, int ldc) {
