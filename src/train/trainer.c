@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "model/lm.h"
 #include "train/dist.h"
+#include "train/fit.h"
 
 void lc_train_options_default(lc_train_options *o) {
     memset(o, 0, sizeof *o);
@@ -54,16 +55,6 @@ static lc_status check_options(const lc_model *m, const lc_train_options *o) {
 
 /* The global gradient norm (fp64): it decides clipping and tells whether the step diverged. */
 static double grad_norm(const lc_model *m) { return sqrt(lc_sum_squares(m->grads, m->ptab.total)); }
-
-/* A step whose loss or gradient norm is NaN or infinite has diverged: its update would write NaN into
- * the parameters, so it is refused (LC_ERR_NUMERIC) before anything changes. step is 0-based. */
-static lc_status check_finite_step(long step, double loss, double norm) {
-    if (isfinite(loss) && isfinite(norm)) return LC_OK;
-    const int bad_loss = !isfinite(loss);
-    const double v = bad_loss ? loss : norm;
-    return lc_fail(LC_ERR_NUMERIC, "training diverged at step %ld: %s is %s (try a lower --lr)", step + 1,
-                   bad_loss ? "loss" : "gradient norm", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-}
 
 /* Global-norm clipping (norm from grad_norm) followed by one AdamW step on every parameter tensor.
  * Weight decay applies where the tensor list says (model/tensors.c: matrices and embeddings; not biases,
@@ -123,15 +114,6 @@ static lc_status read_batch(const lc_batch_plan *p, long k, uint64_t seed, int *
     return LC_OK;
 }
 
-/* Every process must start from the same parameters (the same seed, or the same checkpoint file). */
-static lc_status check_same_parameters(const lc_model *m) {
-    if (lc_dist_size() == 1) return LC_OK;
-    const uint64_t h = lc_data_hash((const uint8_t *)m->params, m->ptab.total * sizeof(float));
-    if (lc_dist_same_u64(h)) return LC_OK;
-    return lc_fail(LC_ERR_ARG, "the %d processes hold different parameters at step %ld (different checkpoint files "
-                               "or seeds?)", lc_dist_size(), m->step);
-}
-
 lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn, void *user) {
     lc_clear_error();
     lc_status st = check_options(m, o);
@@ -139,7 +121,7 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
     const int B = o->batch, T = m->cfg.seq_len;
     lc_batch_plan plan = {0};
     if ((st = plan_batch(&plan, c, B, T, m->cfg.objective == LC_OBJECTIVE_MLM))) return st;
-    if ((st = check_same_parameters(m))) goto done;
+    if ((st = lc_fit_check_same_parameters(m->params, m->ptab.total, m->step))) goto done;
     long start = m->step, end = o->steps;
     if (o->stop_after > 0 && start + o->stop_after < end) end = start + o->stop_after;
     double t0 = lc_now_seconds(), comm_s = 0, valid_total_s = 0;
@@ -166,7 +148,7 @@ lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, l
         lc_dist_sum_floats(m->grads, m->ptab.total); /* the summed gradient: the same on every process */
         comm_s += lc_now_seconds() - tc;
         const double norm = grad_norm(m); /* of the whole gradient, hence global: no reduction needed */
-        if ((st = check_finite_step(step, loss, norm))) break;
+        if ((st = lc_fit_check_finite(step, loss, norm))) break;
         optimizer_step(m, o, step, norm);
         m->step = step + 1;
         lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN,
@@ -205,7 +187,7 @@ lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *token
     if ((st = lc_model_backward(m, 1.0f / (float)count))) return st;
     if (loss) *loss = sum / (double)count;
     const double norm = grad_norm(m);
-    if ((st = check_finite_step(m->step, sum / (double)count, norm))) return st;
+    if ((st = lc_fit_check_finite(m->step, sum / (double)count, norm))) return st;
     optimizer_step(m, o, m->step, norm);
     m->step++;
     return LC_OK;
