@@ -75,8 +75,10 @@ static lc_status accumulate(const lc_fit_family *f, void *run, const lc_train_op
 
 /* The update of `step` (0-based) from the accumulated gradients: summed over the processes, checked,
  * clipped, AdamW. */
-static lc_status update(const lc_fit_params *p, const lc_train_options *o, long step, double loss) {
+static lc_status update(const lc_fit_params *p, const lc_train_options *o, long step, double loss, double *comm_s) {
+    const double t0 = lc_now_seconds();
     lc_dist_sum_floats(p->grads, p->ptab->total);
+    *comm_s += lc_now_seconds() - t0;
     const double norm = sqrt(lc_sum_squares(p->grads, p->ptab->total));
     lc_status st = lc_fit_check_finite(step, loss, norm);
     if (st) return st;
@@ -112,7 +114,7 @@ lc_status lc_fit(const lc_fit_family *f, void *run, const lc_fit_params *p, cons
     const long first = *p->step;
     long end = o->steps;
     if (o->stop_after > 0 && first + o->stop_after < end) end = first + o->stop_after;
-    lc_fit_result r = {first, first, fo->record, 0, 0, 0, 0};
+    lc_fit_result r = {first, first, fo->record, 0, 0, 0, 0, 0};
     if (r.record.best_step <= 0) r.record.best_score = NAN;
     if ((st = lc_fit_check_same_parameters(p->params, p->ptab->total, first))) return st;
     const double t0 = lc_now_seconds();
@@ -121,20 +123,21 @@ lc_status lc_fit(const lc_fit_family *f, void *run, const lc_fit_params *p, cons
         memset(p->grads, 0, sizeof(float) * p->ptab->total);
         double loss, units;
         if ((st = accumulate(f, run, o, step, &loss, &units))) break;
-        if ((st = update(p, o, step, loss))) break;
+        if ((st = update(p, o, step, loss, &r.comm_seconds))) break;
         const long done = step + 1;
         r.steps_done = done, r.units += units;
         lc_progress pr = {done, o->steps, first, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN,
-                          0, lc_dist_size(), 0, 0};
+                          r.comm_seconds, lc_dist_size(), 0, 0};
         const double train_s = pr.elapsed_s - r.valid_seconds; /* earlier validation passes left out */
         pr.tokens_per_s = r.units / (train_s > 0 ? train_s : 1e-9);
-        lc_fit_metrics mx = {0, {{0, 0}}, NAN};
+        lc_fit_metrics mx = {0, {{0, 0}}, NAN, NAN, NAN};
         char extra[512] = "";
-        const int last = done == o->steps;
-        if (f->validate && ((o->eval_every > 0 && done % o->eval_every == 0) || last)) {
+        const int periodic = o->eval_every > 0 && done % o->eval_every == 0;
+        if (f->validate && (fo->caller_validates_end ? periodic && done < end : periodic || done == o->steps)) {
             const double v0 = lc_now_seconds();
             if ((st = f->validate(run, done, &mx))) break;
             pr.valid_s = lc_now_seconds() - v0;
+            pr.valid_bpc = mx.bpc, pr.valid_accuracy = mx.accuracy;
             r.valid_seconds += pr.valid_s;
             metrics_json(extra, sizeof extra, &mx, pr.valid_s);
             if (mx.score > r.record.best_score || (isnan(r.record.best_score) && !isnan(mx.score))) {

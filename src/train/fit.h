@@ -17,9 +17,9 @@
 
 #define LC_FIT_MAX_METRICS 6
 
-/* A validation pass's results: named numbers for the log and the progress line ("valid_accuracy",
- * "valid_rouge1", ...) and the score that selects the best checkpoint (higher is better; NaN: the
- * family keeps no best). */
+/* A validation pass's results: named numbers for the log ("valid_accuracy", "valid_rouge1", ...), the
+ * score that selects the best checkpoint (higher is better; NaN: the family keeps no best), and what the
+ * progress line shows (lc_progress's valid_bpc and valid_accuracy; NaN: nothing). */
 typedef struct {
     int n;
     struct {
@@ -27,6 +27,7 @@ typedef struct {
         double value;
     } m[LC_FIT_MAX_METRICS];
     double score;
+    double bpc, accuracy;
 } lc_fit_metrics;
 
 /* Adds key = value to mx (ignored past LC_FIT_MAX_METRICS). */
@@ -77,6 +78,8 @@ typedef struct {
     const char *best_path;     /* where a new best validation score saves the state (NULL: none) */
     const char *last_path;     /* periodic saves, a stop and the end (NULL: none) */
     lc_fit_record record;      /* the best so far of a resumed run ({0, 0, NaN} for a new one) */
+    int caller_validates_end;  /* 1: no validation at the run's last step (the caller scores the whole split
+                                  then: the language model); 0: also after the schedule's last step */
     int (*should_stop)(void *user); /* polled after each step: non-zero stops the run (a signal) */
     lc_fit_report_fn report;        /* after each step (may be NULL) */
     void *user;
@@ -88,6 +91,7 @@ typedef struct {
     lc_fit_record record;   /* the best so far */
     double seconds;         /* wall time of the run */
     double valid_seconds;   /* of which validation passes */
+    double comm_seconds;    /* of which summing gradients over the processes */
     double units;           /* units read by every process together */
     int stopped;            /* 1: should_stop ended the run early */
 } lc_fit_result;
@@ -101,7 +105,7 @@ lc_status lc_fit_check_same_parameters(const float *params, size_t n, long step)
 
 /* Trains from *p->step to o->steps (or o->stop_after steps from there). Every process of lc_dist calls
  * it with the same options. Validation runs every o->eval_every steps and after the last step of the
- * schedule; a higher score than the best so far saves to best_path. The state is saved to last_path when
+ * schedule (see caller_validates_end); a higher score than the best so far saves to best_path. The state is saved to last_path when
  * due, when the run stops early, and at its end. A non-finite loss or gradient norm stops the run
  * before the update (LC_ERR_NUMERIC, the parameters as they were). */
 lc_status lc_fit(const lc_fit_family *family, void *run, const lc_fit_params *p, const lc_fit_options *fo,

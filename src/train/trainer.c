@@ -114,60 +114,59 @@ static lc_status read_batch(const lc_batch_plan *p, long k, uint64_t seed, int *
     return LC_OK;
 }
 
+/* The language model as a family of the one training loop (train/fit.h). */
+typedef struct {
+    lc_model *m;
+    const lc_corpus *c;
+    const lc_train_options *o;
+    lc_batch_plan plan;
+    lc_progress_fn fn;
+    void *user;
+    lc_progress last; /* the latest step's report, for o->hook */
+} lc_lm_run;
+
+static lc_status lm_forward(void *run, long k, int rank, int ranks, double *loss_sum, long *count, long *units) {
+    lc_lm_run *r = run;
+    int *tok, *tgt;
+    lc_status st = read_batch(&r->plan, k, r->o->seed, &tok, &tgt);
+    if (st) return st;
+    lc_model_set_noise_key(r->m, ranks == 1 ? k : k * ranks + rank); /* each process its own dropout */
+    *units = (long)r->plan.B * r->plan.T;
+    return lc_model_forward(r->m, tok, tgt, r->plan.B, r->plan.T, 1, loss_sum, count);
+}
+
+static lc_status lm_backward(void *run, float scale) { return lc_model_backward(((lc_lm_run *)run)->m, scale); }
+
+static lc_status lm_validate(void *run, long step, lc_fit_metrics *out) {
+    lc_lm_run *r = run;
+    return validate(r->m, r->c, r->o, &out->bpc, &out->accuracy);
+}
+
+static void lm_report(const lc_progress *p, const lc_fit_metrics *valid, const char *extra, void *user) {
+    lc_lm_run *r = user;
+    r->last = *p;
+    if (r->fn) r->fn(p, r->user);
+}
+
+static int lm_should_stop(void *user) {
+    lc_lm_run *r = user;
+    return r->o->hook && r->o->hook(r->m, &r->last, r->o->hook_user);
+}
+
 lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn, void *user) {
     lc_clear_error();
     lc_status st = check_options(m, o);
     if (st) return st;
-    const int B = o->batch, T = m->cfg.seq_len;
-    lc_batch_plan plan = {0};
-    if ((st = plan_batch(&plan, c, B, T, m->cfg.objective == LC_OBJECTIVE_MLM))) return st;
-    if ((st = lc_fit_check_same_parameters(m->params, m->ptab.total, m->step))) goto done;
-    long start = m->step, end = o->steps;
-    if (o->stop_after > 0 && start + o->stop_after < end) end = start + o->stop_after;
-    double t0 = lc_now_seconds(), comm_s = 0, valid_total_s = 0;
-    for (long step = start; step < end && !st; step++) {
-        lc_model_zero_grad(m);
-        double loss = 0;
-        for (int a = 0; a < o->grad_accum && !st; a++) {
-            long k = step * o->grad_accum + a;
-            int *tok, *tgt;
-            if ((st = read_batch(&plan, k, o->seed, &tok, &tgt))) break;
-            lc_model_set_noise_key(m, plan.R == 1 ? k : k * plan.R + plan.rank); /* each process its own dropout */
-            double sum_count[2];
-            long count;
-            st = lc_model_forward(m, tok, tgt, B, T, 1, &sum_count[0], &count);
-            if (st) break;
-            sum_count[1] = (double)count;
-            lc_dist_sum_doubles(sum_count, 2); /* the loss is the mean over every process's scored bytes */
-            count = (long)sum_count[1];
-            if ((st = lc_model_backward(m, 1.0f / (float)(count * o->grad_accum)))) break;
-            loss += sum_count[0] / (double)count / o->grad_accum;
-        }
-        if (st) break;
-        const double tc = lc_now_seconds();
-        lc_dist_sum_floats(m->grads, m->ptab.total); /* the summed gradient: the same on every process */
-        comm_s += lc_now_seconds() - tc;
-        const double norm = grad_norm(m); /* of the whole gradient, hence global: no reduction needed */
-        if ((st = lc_fit_check_finite(step, loss, norm))) break;
-        optimizer_step(m, o, step, norm);
-        m->step = step + 1;
-        lc_progress p = {m->step, o->steps, start, loss, lc_learning_rate(o, step), 0, lc_now_seconds() - t0, NAN, NAN,
-                         comm_s, plan.R, 0, 0};
-        const double train_s = p.elapsed_s - valid_total_s; /* earlier validation passes left out */
-        p.tokens_per_s = (double)(step + 1 - start) * B * T * o->grad_accum * plan.R / (train_s > 0 ? train_s : 1e-9);
-        if (o->eval_every > 0 && m->step % o->eval_every == 0 && m->step < end) {
-            const double tv = lc_now_seconds();
-            st = validate(m, c, o, &p.valid_bpc, &p.valid_accuracy);
-            p.valid_s = lc_now_seconds() - tv;
-        }
-        valid_total_s += p.valid_s;
-        p.valid_total_s = valid_total_s;
-        if (fn && !st) fn(&p, user);
-        if (o->hook && !st && o->hook(m, &p, o->hook_user)) break; /* the caller asked to stop here */
-    }
-done:
-    free(plan.tok);
-    free(plan.tgt);
+    lc_lm_run r = {m, c, o, {0}, fn, user, {0}};
+    if ((st = plan_batch(&r.plan, c, o->batch, m->cfg.seq_len, m->cfg.objective == LC_OBJECTIVE_MLM))) return st;
+    static const lc_fit_family lm = {lm_forward, lm_backward, lm_validate, NULL};
+    const lc_fit_params p = {&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
+    lc_fit_options fo = {0};
+    fo.o = o, fo.record.best_score = NAN, fo.caller_validates_end = 1;
+    fo.should_stop = lm_should_stop, fo.report = lm_report, fo.user = &r;
+    st = lc_fit(&lm, &r, &p, &fo, NULL);
+    free(r.plan.tok);
+    free(r.plan.tgt);
     return st;
 }
 
