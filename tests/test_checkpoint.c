@@ -230,7 +230,14 @@ static __attribute__((unused)) size_t address_space(void) {
 }
 
 /* Load in a child whose address space may grow by at most `extra` bytes: exit 0 when the load failed
- * with LC_ERR_FORMAT naming the file within `seconds`. */
+ * with LC_ERR_FORMAT naming the file within `seconds` of the child's CPU time (the work it did: wall time
+ * on a shared machine also counts the other processes). */
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static int load_fails_small_and_fast(const char *path, size_t extra, double seconds) {
     fflush(stdout);
     const pid_t pid = fork();
@@ -241,11 +248,11 @@ static int load_fails_small_and_fast(const char *path, size_t extra, double seco
         setrlimit(RLIMIT_AS, &cap);
 #endif
         lc_model *m = NULL;
-        const double t0 = lc_now_seconds();
+        const double t0 = cpu_seconds();
         const lc_status st = lc_checkpoint_load(path, 2, &m, NULL);
-        const double dt = lc_now_seconds() - t0;
+        const double dt = cpu_seconds() - t0;
         const int ok = st == LC_ERR_FORMAT && strstr(lc_last_error(), path) && dt < seconds;
-        printf("  %s in %.3f s: %s: %s\n", ok ? "refused" : "NOT REFUSED", dt, lc_status_name(st), lc_last_error());
+        printf("  %s in %.3f s of CPU: %s: %s\n", ok ? "refused" : "NOT REFUSED", dt, lc_status_name(st), lc_last_error());
         fflush(stdout);
         _exit(ok ? 0 : 1);
     }
@@ -269,7 +276,7 @@ TEST(huge_metadata_fails_before_allocating) {
     for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
         rewrite(p, q, edits[i].key, edits[i].value, NULL);
         CHECK(load_fails_small_and_fast(q, (size_t)64 << 20, 1.0),
-              "%s = %s: must fail with LC_ERR_FORMAT naming the file, in < 1 s and < 64 MB", edits[i].key,
+              "%s = %s: must fail with LC_ERR_FORMAT naming the file, in < 1 s of CPU and < 64 MB", edits[i].key,
               edits[i].value);
     }
 }
