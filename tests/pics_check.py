@@ -5,7 +5,8 @@
       the SVG parses; every panel's series map back (through the panel's data-* axis mapping) to the
       log's values, in order: loss, then each validation measure; x ticks are at least two distinct labels.
   pics_check.py window FIG.svg W
-      the attention map parses; in every query row the cells with weight are exactly the keys t-W+1..t.
+      the attention map parses; in every query row the cells with weight are exactly the keys t-W..t (the
+      causal window kind: w keys before the query and itself).
 """
 import json
 import sys
@@ -72,7 +73,7 @@ def check_window(svg, w):
         t, s0, s1 = int(r.get("data-t")), int(r.get("data-s0")), int(r.get("data-s1"))
         seen[t].update(range(s0, s1 + 1))
     for t in range(n):
-        want = set(range(max(0, t - w + 1), t + 1))
+        want = set(range(max(0, t - w), t + 1))
         if seen[t] != want:
             fail("%s: query %d has weight on keys %s, the window is %s" % (svg, t, sorted(seen[t]), sorted(want)))
     print("pics_check.py: %s: %d rows, each exactly its window" % (svg, n))

@@ -112,8 +112,8 @@ TEST(window_weights_only_inside_the_window) {
         float *p = map_and_check(m, "window:w=5", 1, 2, 1, 1);
         int bad = 0;
         for (int t = 0; t < T; t++)
-            for (int s = 0; s < T; s++) bad += (p[t * T + s] > 0) != (s <= t && s > t - 5);
-        CHECK(bad == 0, "%s window w=5: %d cells where weight > 0 is not the window", xl ? "xl" : "vanilla", bad);
+            for (int s = 0; s < T; s++) bad += (p[t * T + s] > 0) != (s <= t && s >= t - 5); /* keys t - w .. t */
+        CHECK(bad == 0, "%s window w=5: %d cells where weight > 0 is not keys t-5..t", xl ? "xl" : "vanilla", bad);
         free(p);
         lc_model_free(m);
     }
