@@ -1,5 +1,5 @@
 /* longctx attn-map: the attention weights one head of one layer gives over a text, drawn as an SVG matrix
- * (queries down, keys across; white = zero weight, darker = more), so the pattern of the head's kind shows
+ * (queries down, keys across; white = zero weight, darker = more of the row's largest), so the pattern of the head's kind shows
  * as the papers draw it. The weights are the model's own (lc_model_attention_map). The map's <g> carries
  * its geometry and every cell run its query and key range (data-t, data-s0..data-s1, data-p: the run's
  * largest weight), so tests read the pattern back. */
@@ -106,11 +106,14 @@ static void draw(lc_strbuf *b, const float *p, int TT, int G, const unsigned cha
     char color[16];
     for (int t = 0; t < TT; t++) {
         const float *row = p + (long)t * TT;
+        float rmax = 0;
+        for (int s = 0; s < TT; s++) rmax = row[s] > rmax ? row[s] : rmax;
+#define LEVEL(x) ((x) > 0 ? (int)ceil(LEVELS * sqrt((x) / rmax)) : 0)
         for (int s = 0; s < TT;) {
-            const int level = row[s] > 0 && pmax > 0 ? (int)ceil(LEVELS * sqrt(row[s] / pmax)) : 0;
+            const int level = LEVEL(row[s]);
             int e = s + 1;
             float run_max = row[s];
-            while (e < TT && (row[e] > 0 && pmax > 0 ? (int)ceil(LEVELS * sqrt(row[e] / pmax)) : 0) == level)
+            while (e < TT && LEVEL(row[e]) == level)
                 run_max = row[e] > run_max ? row[e] : run_max, e++;
             if (level > 0) {
                 level_color(color, sizeof color, level > LEVELS ? LEVELS : level);
@@ -120,11 +123,12 @@ static void draw(lc_strbuf *b, const float *p, int TT, int G, const unsigned cha
             }
             s = e;
         }
+#undef LEVEL
     }
     lc_strbuf_puts(b, "</g>\n");
     lc_strbuf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n",
                      left, top, map, map);
-    /* the colour scale: square-root of the weight, so small weights still show */
+    /* the colour scale: the square root of the weight over its row's largest, so small weights still show */
     const double bx = left + map + 30, bh = 200;
     for (int l = 1; l <= LEVELS; l++) {
         level_color(color, sizeof color, l);
@@ -133,12 +137,14 @@ static void draw(lc_strbuf *b, const float *p, int TT, int G, const unsigned cha
     }
     lc_strbuf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", bx,
                      top, bh);
-    snprintf(label, sizeof label, "%.3g", pmax);
-    lc_svg_text(b, bx + 22, top + 9, 11, "start", "", label);
+    lc_svg_text(b, bx + 22, top + 9, 11, "start", "", "row's max");
     lc_svg_text(b, bx + 22, top + bh, 11, "start", "", "> 0");
-    lc_svg_text(b, bx, top + bh + 20, 11, "start", "", "weight");
-    lc_svg_text(b, bx, top + bh + 34, 11, "start", "", "(sqrt scale;");
-    lc_svg_text(b, bx, top + bh + 48, 11, "start", "", "white: 0)");
+    lc_svg_text(b, bx, top + bh + 20, 11, "start", "", "weight / its");
+    lc_svg_text(b, bx, top + bh + 34, 11, "start", "", "row's largest");
+    lc_svg_text(b, bx, top + bh + 48, 11, "start", "", "(sqrt scale;");
+    lc_svg_text(b, bx, top + bh + 62, 11, "start", "", "white: 0)");
+    snprintf(label, sizeof label, "largest: %.3g", pmax);
+    lc_svg_text(b, bx, top + bh + 84, 11, "start", "", label);
     lc_svg_end(b);
 }
 

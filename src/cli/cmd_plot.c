@@ -368,7 +368,7 @@ int lc_cmd_plot(int argc, char **argv) {
         if (stat(out, &so) == 0 && stat(logs_arg[i], &sl) == 0 && so.st_dev == sl.st_dev && so.st_ino == sl.st_ino)
             lc_cli_error("plot: --out %s is the log %s: refusing to replace it with a figure", out, logs_arg[i]),
                 rc = LC_EXIT_USAGE;
-    log_data *logs = rc < 0 ? calloc((size_t)nl, sizeof *logs) : NULL;
+    log_data *logs = rc < 0 ? calloc((size_t)(nl > 0 ? nl : 1), sizeof *logs) : NULL;
     metric_table t = {.n = 0};
     if (rc < 0 && !logs) lc_cli_error("plot: out of memory"), rc = LC_EXIT_RUNTIME;
     for (int i = 0; rc < 0 && i < nl; i++) {
