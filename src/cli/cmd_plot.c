@@ -251,12 +251,14 @@ static void panel(lc_strbuf *b, const x_axis *ax, const log_data *logs, int n_lo
         for (int j = 0; j < s->n; j++) joined += !s->p[j].final;
         lc_strbuf_printf(b, "<polyline class=\"series\" data-log=\"%d\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s "
                          "points=\"", i, color, dash);
-        for (int j = 0; j < s->n; j++)
-            if (!s->p[j].final) lc_strbuf_printf(b, "%s%.2f,%.2f", j ? " " : "", PX(x_of(ax, &s->p[j])), PY(s->p[j].value));
+        for (int j = 0, first = 1; j < s->n; j++) /* --x time: a line without elapsed_s has no place */
+            if (!s->p[j].final && !isnan(x_of(ax, &s->p[j])))
+                lc_strbuf_printf(b, "%s%.2f,%.2f", first ? "" : " ", PX(x_of(ax, &s->p[j])), PY(s->p[j].value)), first = 0;
         lc_strbuf_puts(b, "\"/>\n");
         const int dots = k > 0 || joined == 1; /* validation passes (few) and a lone loss point get markers */
         for (int j = 0; j < s->n; j++) {
             const point *p = &s->p[j];
+            if (isnan(x_of(ax, p))) continue;
             if (p->final)
                 lc_strbuf_printf(b, "<circle class=\"final\" data-log=\"%d\" cx=\"%.2f\" cy=\"%.2f\" r=\"4.5\" "
                                  "fill=\"white\" stroke=\"%s\" stroke-width=\"2\"/>\n", i, PX(x_of(ax, p)), PY(p->value), color);
