@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The best Tiny Shakespeare model an hour of this 2-core machine buys (issue 13, item 5): trains the
 # recipe below, writes its per-step log, evaluates the whole validation split at the end (train does),
-# and draws the validation curve (bpc against minutes) as an SVG with bench/plot_curve.py.
+# and draws the loss and validation curves against elapsed time as an SVG with `longctx plot`.
 #
 #   bench/shakespeare_1h.sh [--bin ./longctx] [--threads N] [--out DIR] [--svg FILE] [-- EXTRA TRAIN FLAGS]
 #
@@ -32,5 +32,5 @@ rm -f "$log"
 "$bin" train --layers 6 --dim 192 --heads 6 --ffn 768 --seg-len 128 --mem-len 128 --dropout 0.1 \
     --lr 1.5e-3 --min-lr 1e-4 --warmup 200 --steps 8000 --batch 16 --eval-every 500 --precision bf16 \
     --threads "$threads" --save-every-min 5 --log "$log" --json --out "$out/model.ckpt" "$@" | tee "$out/train.out"
-/usr/bin/env python3 "$(dirname "$0")/plot_curve.py" "$svg" "$log=recipe" --target 2.12 --minutes 60
+"$bin" plot "$log" --x time --out "$svg"
 echo "shakespeare_1h.sh: curve in $svg, model in $out/model.ckpt"

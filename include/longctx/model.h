@@ -136,6 +136,13 @@ lc_status lc_model_resize(lc_model *m, int max_batch, int seq_len, int mem_len);
 lc_status lc_model_set_xl_options(lc_model *m, int clamp_len, int same_length);
 /* Forget the XL memory (the next segment starts without context). No-op for vanilla models. */
 void lc_model_reset_memory(lc_model *m);
+/* The attention weights of head `head` of layer `layer` over one sequence tokens[T] from an empty memory
+ * (no dropout): weights[t * TT + s], TT = T plus the model's extra tokens (in front), is the weight query t
+ * gives key s, as the layer's attention kinds compute it from the real queries and keys (their windows,
+ * dilation, random blocks, global tokens, LSH buckets, routing clusters; Linformer and compressed
+ * attention: each token's effective share through the projections or pooled blocks). Runs one forward
+ * (T <= the planned segment length) and leaves the XL memory empty. Reversible models are refused. */
+lc_status lc_model_attention_map(lc_model *m, const int *tokens, int T, int layer, int head, float *weights);
 /* Rows currently held in each layer's XL memory. */
 int lc_model_memory_rows(const lc_model *m);
 /* Logits [B*T][256] of the last forward. */

@@ -68,6 +68,8 @@ int lc_cmd_bench_gemm(int argc, char **argv);   /* bench gemm (cmd_bench_gemm.c)
 int lc_cmd_hibert(int argc, char **argv);     /* hibert pretrain|finetune (cmd_hibert.c) */
 int lc_cmd_summarize(int argc, char **argv);  /* summarize (cmd_summarize.c) */
 int lc_cmd_export(int argc, char **argv);     /* export (cmd_export.c) */
+int lc_cmd_plot(int argc, char **argv);       /* plot: loss and validation curves of --log files (cmd_plot.c) */
+int lc_cmd_attn_map(int argc, char **argv);   /* attn-map: one head's attention weights over a text (cmd_attn_map.c) */
 
 /* Progress reporting for training on stderr (a live line on a terminal, periodic lines otherwise). */
 typedef struct {

@@ -1,5 +1,5 @@
 /* longctx command-line entry point: dispatches to the commands (train, eval, sample, bench, listops, predict,
- * hibert, summarize, export). */
+ * hibert, summarize, export, plot, attn-map). */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +21,9 @@ static void usage(FILE *f) {
           "  predict  the label a classifier (train --task classify) gives each input line\n"
           "  hibert   HIBERT (docs/hibert.md): pretrain (masked sentences) or finetune (extractive summaries)\n"
           "  summarize  extractive summaries of text files with a fine-tuned HIBERT checkpoint\n"
-          "  export   a checkpoint's weights without its optimizer state (a third of the size)\n\n"
+          "  export   a checkpoint's weights without its optimizer state (a third of the size)\n"
+          "  plot     training loss and validation curves of --log files, as an SVG\n"
+          "  attn-map the attention weights of one layer and head of a model over a text, as an SVG\n\n"
           "`longctx COMMAND --help` lists a command's options; `longctx --version` prints the version.\n",
           f);
 }
@@ -51,7 +53,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "hibert") == 0) return lc_cmd_hibert(argc - 2, argv + 2);
     if (strcmp(cmd, "summarize") == 0) return lc_cmd_summarize(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0) return lc_cmd_export(argc - 2, argv + 2);
-    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict, hibert, summarize, export)",
+    if (strcmp(cmd, "plot") == 0) return lc_cmd_plot(argc - 2, argv + 2);
+    if (strcmp(cmd, "attn-map") == 0) return lc_cmd_attn_map(argc - 2, argv + 2);
+    lc_cli_error("unknown command '%s' (commands: train, eval, sample, bench, listops, predict, hibert, summarize, export, plot, attn-map)",
                  cmd);
     return LC_EXIT_USAGE;
 }

@@ -106,6 +106,9 @@ void lc_model_fold_shared(lc_model *m);
  * default); re-plans the activations. */
 lc_status lc_model_set_reversible_store(lc_model *m, int on);
 
+/* The block context of `layer` for a pass of the model's current shape (model/lm_forward.c). */
+lc_block_ctx lc_model_block_ctx(const lc_model *m, int layer, int train, int M);
+
 /* Seed of the randomness (dropout) used at the model's current step, for stream `what`. */
 uint64_t lc_model_step_seed(const lc_model *m, uint64_t what);
 

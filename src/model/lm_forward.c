@@ -51,6 +51,10 @@ static lc_block_ctx block_ctx(const lc_model *m, int layer, int train, int M) {
 }
 
 /* The hidden state the output projection reads. */
+lc_block_ctx lc_model_block_ctx(const lc_model *m, int layer, int train, int M) {
+    return block_ctx(m, layer, train, M);
+}
+
 static const float *final_hidden(const lc_model *m) {
     return m->cfg.norm == LC_NORM_PRE ? m->lnf : m->res[m->cfg.n_layer];
 }

@@ -6,9 +6,11 @@
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/status.h"
 #include "core/threads.h"
 #include "kernels/kernels.h"
 #include "nn/nn.h"
@@ -567,4 +569,58 @@ void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w
     memset(s->d_norm, 0, sizeof(float) * (size_t)N * C);
     ffn_backward(c, w, g, a, a->norm2, dy, s->d_norm, s);
     lc_layernorm_backward(dx, g->ln2_w, g->ln2_b, s->d_norm, y, w->ln2_w, a->mean2, a->rstd2, N, C);
+}
+
+/* The weights of one head, read off the layer's own attention: values set to one-hot rows (key s: e_s in
+ * every head's D columns, a chunk of D keys per pass) make each output row the weights of that chunk. */
+lc_status lc_block_attention_weights(const lc_block_ctx *c0, const lc_block_weights *w, const float *x, int head,
+                                     float *p) {
+    lc_block_ctx c = *c0;
+    c.B = 1, c.M = 0, c.mem = NULL, c.kv = NULL, c.k_panels = c.v_rows = c.r_panels = NULL, c.n_seq = 0, c.train = 0;
+    c.r_rows = c.relpos ? c.T : 0;
+    const long T = c.T, C = c.C, H = c.H, D = C / H;
+    const int glob_on = w->qkvg_w != NULL;
+    float *buf = calloc((size_t)(T * C * (glob_on ? 10 : 7) + 2 * T + 2 * H * T), sizeof(float));
+    if (!buf) return lc_fail(LC_ERR_NOMEM, "attention map: out of memory for %ld rows of width %ld", T, C);
+    lc_block_acts a;
+    memset(&a, 0, sizeof a);
+    float *q = buf;
+    a.norm1 = q, q += T * C;
+    a.qkv = q, q += 3 * T * C;
+    a.r = q, q += T * C;
+    a.att = q, q += T * C;
+    c.tmp = q, q += T * C;
+    a.mean1 = q, q += T;
+    a.rstd1 = q, q += T;
+    a.lse = q, q += H * T;
+    a.lse_g = q, q += H * T;
+    if (glob_on) a.qkvg = q;
+    const float *in = x;
+    if (c.norm == LC_NORM_PRE) {
+        lc_layernorm_forward(a.norm1, a.mean1, a.rstd1, x, w->ln1_w, w->ln1_b, (int)T, (int)C, LC_LN_EPS);
+        in = a.norm1;
+    }
+    attention_sublayer(&c, w, &a, in); /* the projections (and one ordinary pass) */
+    lc_attn_relpos rel;
+    memset(&rel, 0, sizeof rel);
+    rel.r = a.r, rel.u = w->u, rel.v = w->v;
+    for (long s0 = 0; s0 < T; s0 += D) {
+        for (long s = 0; s < T; s++)
+            for (long h = 0; h < H; h++)
+                for (long j = 0; j < D; j++) {
+                    const float one = s == s0 + j;
+                    a.qkv[s * 3 * C + 2 * C + h * D + j] = one;
+                    if (glob_on) a.qkvg[s * 3 * C + 2 * C + h * D + j] = one;
+                }
+        lc_attn_tensors t = attn_views(&c, a.qkv, a.att);
+        t.rel = c.relpos ? &rel : NULL;
+        t.lse = a.lse;
+        lc_attn_global glob;
+        if (glob_on) glob = global_views(&c, &a, NULL);
+        run_groups(&c, w, NULL, &t, glob_on ? &glob : NULL);
+        for (long tq = 0; tq < T; tq++)
+            for (long j = 0; j < D && s0 + j < T; j++) p[tq * T + s0 + j] = a.att[tq * C + head * D + j];
+    }
+    free(buf);
+    return LC_OK;
 }

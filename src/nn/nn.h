@@ -163,6 +163,17 @@ void lc_block_ffn_sublayer_backward(const lc_block_ctx *c, const lc_block_weight
                                     const lc_block_acts *a, const float *in, const float *dsum, float *din,
                                     const lc_block_scratch *s);
 
+/* The attention weights of head `head` of this block over its input rows x[T, C], one sequence from the
+ * start (c's B and memory are ignored: B = 1, no memory, no key/value cache, not packed; no dropout):
+ * p[t * T + s] (T x T floats) is the weight query t gives key s, as the layer's kinds compute it, with
+ * their own visibility (windows, dilation, random blocks, LSH buckets, routing clusters, global rows).
+ * Read off the kinds' forward itself: attention is linear in the values, so one-hot values (key s: e_s)
+ * turn each output row into weights, D keys per pass. Kinds that mix values (Linformer's projections,
+ * compressed attention's pooled blocks) give each key its effective share. For inspection only: it
+ * allocates its buffers (LC_ERR_NOMEM when it cannot). Check the context first (lc_block_check_attention). */
+lc_status lc_block_attention_weights(const lc_block_ctx *c, const lc_block_weights *w, const float *x, int head,
+                                     float *p);
+
 /* Sinusoid embeddings of distances 0..S-1 ([sin | cos] halves, inv_freq_k = 10000^(-2k/C)), distances
  * beyond clamp_len (when > 0) using clamp_len, as Transformer-XL. out is [S, C], C even. */
 void lc_sinusoid_positions(float *out, int S, int C, int clamp_len);
