@@ -267,6 +267,42 @@ TEST(train_file_reports_and_stops) {
     lc_model_free(m);
 }
 
+/* lc_train_file checks the data against the batch before it re-plans the model for it: a batch the file
+ * cannot feed fails at once with the model as it was; one that fits is planned for and trained. */
+TEST(train_file_checks_the_batch_before_planning_it) {
+    char text[4000];
+    for (int i = 0; i < (int)sizeof text; i++) text[i] = "to be or not to be\n"[i % 19];
+    const char *path = tmp_path("batch.txt");
+    write_file(path, text, sizeof text);
+    lc_config c = tiny(LC_MODEL_XL);
+    lc_model *m;
+    CHECK(lc_model_create(&c, 2, 5, &m) == LC_OK, "create");
+    if (harness_current_failed) return;
+    lc_train_options *o = lc_train_options_new();
+    o->steps = 1, o->warmup = 0, o->eval_every = 0, o->eval_bytes = 64;
+    int B, T, M;
+    for (int k = 0; k < 2; k++) {
+        o->batch = k ? 1 << 20 : 4096;
+        lc_status st = lc_train_file(m, path, LC_SPLIT_AUTO, o, NULL, NULL);
+        char want[64];
+        snprintf(want, sizeof want, "too few for %d streams", o->batch);
+        CHECK(st == LC_ERR_ARG && strstr(lc_last_error(), want), "batch %d: %d %s", o->batch, st, lc_last_error());
+        lc_model_capacity(m, &B, &T, &M);
+        CHECK(B == 2 && lc_model_step(m) == 0, "batch %d: not planned for (capacity %d)", o->batch, B);
+    }
+    lc_corpus corpus;
+    CHECK(lc_corpus_load(path, LC_SPLIT_AUTO, &corpus) == LC_OK, "load");
+    CHECK(lc_train_check_data(&corpus, 4, c.seq_len) == LC_OK && lc_train_check_data(&corpus, 4096, c.seq_len) == LC_ERR_ARG,
+          "lc_train_check_data");
+    lc_corpus_free(&corpus);
+    o->batch = 4; /* more than planned (2), fed by the data: re-planned and trained */
+    CHECK(lc_train_file(m, path, LC_SPLIT_AUTO, o, NULL, NULL) == LC_OK, "batch 4: %s", lc_last_error());
+    lc_model_capacity(m, &B, &T, &M);
+    CHECK(B == 4 && T == c.seq_len && lc_model_step(m) == 1, "planned for 4 streams: %d, step %ld", B, lc_model_step(m));
+    lc_train_options_free(o);
+    lc_model_free(m);
+}
+
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_flat_XXXXXX")) return 1;
     lc_set_threads(1);
@@ -277,6 +313,7 @@ int main(void) {
     RUN(generator_matches_lc_sample);
     RUN(evaluate_file_is_lc_evaluate_on_the_part);
     RUN(train_file_reports_and_stops);
+    RUN(train_file_checks_the_batch_before_planning_it);
     tmpdir_remove();
     return test_summary("test_flat");
 }
