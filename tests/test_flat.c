@@ -241,11 +241,18 @@ static int on_progress(const double *v, int n, void *user) {
     return n == LC_PROGRESS_VALUES && p->calls == p->stop_at;
 }
 
-TEST(train_file_reports_and_stops) {
-    char text[4000];
+#define VERSE_BYTES 4000
+/* A file of VERSE_BYTES bytes under the test's folder; returns its path. */
+static const char *write_verse(const char *name) {
+    char text[VERSE_BYTES];
     for (int i = 0; i < (int)sizeof text; i++) text[i] = "to be or not to be\n"[i % 19];
-    const char *path = tmp_path("train.txt");
+    const char *path = tmp_path(name);
     write_file(path, text, sizeof text);
+    return path;
+}
+
+TEST(train_file_reports_and_stops) {
+    const char *path = write_verse("train.txt");
     lc_config c = tiny(LC_MODEL_XL);
     lc_model *m;
     CHECK(lc_model_create(&c, 2, 5, &m) == LC_OK, "create");
@@ -257,7 +264,7 @@ TEST(train_file_reports_and_stops) {
     CHECK(p.calls == 4 && p.last_step == 4 && p.steps == 6 && isfinite(p.loss), "stopped at 4 of 6: %d calls, step %g",
           p.calls, p.last_step);
     CHECK(lc_model_step(m) == 4, "model at step 4");
-    CHECK(o->hook == NULL && o->data.size == (long)sizeof text && o->data.path[0] == '/', "hook restored, data recorded");
+    CHECK(o->hook == NULL && o->data.size == VERSE_BYTES && o->data.path[0] == '/', "hook restored, data recorded");
     for (int i = 0; i < LC_PROGRESS_VALUES; i++) CHECK(lc_progress_key(i) != NULL, "key %d", i);
     CHECK(lc_progress_key(LC_PROGRESS_VALUES) == NULL && strcmp(lc_progress_key(3), "loss") == 0, "keys");
     p.stop_at = 0;
@@ -270,10 +277,7 @@ TEST(train_file_reports_and_stops) {
 /* lc_train_file checks the data against the batch before it re-plans the model for it: a batch the file
  * cannot feed fails at once with the model as it was; one that fits is planned for and trained. */
 TEST(train_file_checks_the_batch_before_planning_it) {
-    char text[4000];
-    for (int i = 0; i < (int)sizeof text; i++) text[i] = "to be or not to be\n"[i % 19];
-    const char *path = tmp_path("batch.txt");
-    write_file(path, text, sizeof text);
+    const char *path = write_verse("batch.txt");
     lc_config c = tiny(LC_MODEL_XL);
     lc_model *m;
     CHECK(lc_model_create(&c, 2, 5, &m) == LC_OK, "create");
