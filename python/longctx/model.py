@@ -373,6 +373,7 @@ class Model(object):
 
     def _views(self, part, trained_only):
         L = lib()
+        owner = self._live()  # what the views keep alive: the C model, even after close()
         out = {}
         for i, name, dims, trained in self._tensor_list():
             if trained_only and not trained:
@@ -381,7 +382,7 @@ class Model(object):
             addr = ctypes.cast(ptr, ctypes.c_void_p).value
             if not addr:
                 continue
-            out[name] = np.asarray(_View(self, addr, dims))
+            out[name] = np.asarray(_View(owner, addr, dims))
         return out
 
     def parameters(self):

@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 import unittest
+import weakref
 
 import numpy as np
 
@@ -420,8 +421,13 @@ class ClosedTest(unittest.TestCase):
     def test_views_outlive_close(self):
         m = longctx.Model.create(TINY, seed=1, threads=1)
         view = m.parameters()["ln_f.weight"]
+        c_model = weakref.ref(m.__dict__["_owner"])  # what owns the C model
         m.close()
-        self.assertTrue(np.all(view == 1.0))  # the buffers stay until the last view is gone
+        self.assertIsNotNone(c_model())  # the buffers stay until the last view is gone
+        self.assertTrue(np.all(view == 1.0))
+        del view
+        gc.collect()
+        self.assertIsNone(c_model())  # then the C model is freed
 
 
 class HostileArgumentTest(unittest.TestCase):
