@@ -18,7 +18,7 @@ int lc_cmd_eval(int argc, char **argv) {
     int seg_len = 0, batch = 8, threads = 0, json = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to evaluate (required)", 0},
-        {"--data", OPT_STR, &data, 0, 0, "text read as bytes (default: the data the checkpoint records)", 0},
+        {"--data", OPT_STR, &data, 0, 0, "text read as bytes (default: the file the checkpoint records, else data/tinyshakespeare.txt)", 0},
         {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (the whole file)", 0},
         {"--splits", OPT_STR, &splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "evaluation segment length (default: the model's)", 0},
