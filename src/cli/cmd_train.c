@@ -12,10 +12,10 @@
 #include "cli/cli.h"
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
-#include "longctx/flat.h"
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
+#include "longctx/flat.h"
 #include "train/dist.h"
 
 typedef struct {
