@@ -80,8 +80,10 @@ _LM_FAMILIES = ("xl", "vanilla")
 
 
 def _family_of(path):
-    """The metadata "model" of a longctx safetensors file, or None when it cannot be read."""
+    """The metadata "model" of a longctx safetensors file, or None when it cannot be read (C says why)."""
     try:
+        if not os.path.isfile(path):  # never open a FIFO or device here: C refuses them
+            return None
         with open(path, "rb") as f:
             head = f.read(8)
             if len(head) < 8:
