@@ -227,6 +227,24 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+# the bundled corpus, where the installed CLI looks when ./data/tinyshakespeare.txt is absent
+DATADIR ?= $(PREFIX)/share/longctx
+
+# Where the CLI finds the bundled corpus when ./data/tinyshakespeare.txt is absent (src/cli/data_path.c): the
+# build tree's CLI in this source tree's data/, the installed one in $(DATADIR) (make install copies it there).
+# Each path is kept in a stamp rewritten when it changes, so data_path.o is rebuilt then (and only it).
+DATADIR_SRC := $(CURDIR)/data
+DATADIR_STAMP := $(BUILD)/datadir.stamp
+DATADIR_PIC_STAMP := $(PIC)/datadir.stamp
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+  $(shell mkdir -p $(PIC) && { [ "$$(cat $(DATADIR_STAMP) 2>/dev/null)" = '$(DATADIR_SRC)' ] || printf '%s' '$(DATADIR_SRC)' >$(DATADIR_STAMP); } \
+    && { [ "$$(cat $(DATADIR_PIC_STAMP) 2>/dev/null)" = '$(DATADIR)' ] || printf '%s' '$(DATADIR)' >$(DATADIR_PIC_STAMP); })
+endif
+$(BUILD)/src/cli/data_path.o: $(DATADIR_STAMP)
+$(BUILD)/src/cli/data_path.o: CFLAGS += -DLC_DATADIR='"$(DATADIR_SRC)"'
+$(PIC)/src/cli/data_path.o: $(DATADIR_PIC_STAMP)
+$(PIC)/src/cli/data_path.o: PIC_CFLAGS += -DLC_DATADIR='"$(DATADIR)"'
+
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 # the Python package (python/longctx), where Debian's python3 looks for packages of /usr/local
 PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
@@ -244,7 +262,8 @@ $(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh
 install: $(PIC_LIB) $(SO) $(PIC_CLI) $(PIC)/longctx.1
 	@echo "  INSTALL $(DESTDIR)$(PREFIX)"
 	@install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/longctx $(DESTDIR)$(PKGCONFIGDIR) \
-	  $(DESTDIR)$(MANDIR)/man1
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)
+	@install -m 644 data/tinyshakespeare.txt $(DESTDIR)$(DATADIR)/
 	@install -m 644 include/longctx.h $(DESTDIR)$(INCLUDEDIR)/
 	@install -m 644 include/longctx/*.h $(DESTDIR)$(INCLUDEDIR)/longctx/
 	@install -m 644 $(PIC_LIB) $(DESTDIR)$(LIBDIR)/
@@ -265,9 +284,9 @@ uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/longctx.h $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(patsubst include/%,%,$(wildcard include/longctx/*.h))) \
 	  $(DESTDIR)$(LIBDIR)/liblongctx.a $(DESTDIR)$(LIBDIR)/liblongctx.so $(DESTDIR)$(LIBDIR)/$(SO_NAME) \
 	  $(DESTDIR)$(LIBDIR)/liblongctx.so.$(SO_VERSION) $(DESTDIR)$(PKGCONFIGDIR)/longctx.pc \
-	  $(DESTDIR)$(BINDIR)/longctx $(DESTDIR)$(MANDIR)/man1/longctx.1
+	  $(DESTDIR)$(BINDIR)/longctx $(DESTDIR)$(MANDIR)/man1/longctx.1 $(DESTDIR)$(DATADIR)/tinyshakespeare.txt
 	rm -rf $(DESTDIR)$(PYTHONDIR)/longctx
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/longctx
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/longctx $(DESTDIR)$(DATADIR)
 
 check:
 	@bash tests/check_all.sh

@@ -95,6 +95,43 @@ check "resume --data: the same bytes under another name" -- "$bin" train --resum
     --data "$tmp/copy.txt" --out "$tmp/copy.ckpt"
 check "... gives no warning" -- test -z "$(grep warning "$tmp/err")"
 
+# ---- eval follows the data a checkpoint records; exports and runs without --out get a warning ------
+expect 0 "^data: .*/small.txt, the data .*ref8.ckpt was trained on \(--data FILE" -- bash -c \
+    "cd / && '$bin' eval --ckpt '$tmp/ref8.ckpt' --threads 2"
+cp "$tmp/out" "$tmp/eval.out"
+check "eval of the recorded data scores its valid split" -- grep -q "^valid bpc [0-9.]* over [0-9]* bytes of .*/small.txt$" "$tmp/eval.out"
+head -c 30000 data/tinyshakespeare.txt >"$tmp/other.txt"
+check "eval --data: the given file, nothing said" -- "$bin" eval --ckpt "$tmp/ref8.ckpt" --data "$tmp/other.txt" --threads 2
+cp "$tmp/out" "$tmp/eval.out"
+check "... no data line" -- test -z "$(grep '^data:' "$tmp/err")"
+check "... of the given file" -- grep -q "bytes of $tmp/other.txt$" "$tmp/eval.out"
+tr 'a-z' 'A-Z' <"$tmp/small.orig" >"$tmp/small.txt"
+expect 1 "error: eval: .*small.txt, the data .*ref8.ckpt was trained on, has changed.*give --data FILE" -- \
+    "$bin" eval --ckpt "$tmp/ref8.ckpt" --threads 2
+check "... one line" -- test "$(wc -l <"$tmp/err")" -eq 1
+mv "$tmp/small.txt" "$tmp/small.moved"
+expect 1 "error: eval: .*small.txt, the data .*ref8.ckpt was trained on, cannot be read \(cannot open: No such file.*give --data FILE" -- \
+    "$bin" eval --ckpt "$tmp/ref8.ckpt" --threads 2
+check "... one line" -- test "$(wc -l <"$tmp/err")" -eq 1
+expect 1 "error: train: .*small.txt, the data .*half.ckpt was trained on, cannot be read.*give --data FILE" -- \
+    "$bin" train --resume "$tmp/half.ckpt"
+cp "$tmp/small.orig" "$tmp/small.txt"
+rm "$tmp/small.moved"
+# without --out the model is thrown away: said before the first step
+expect 0 "warning: no --out: the trained model will not be saved" -- "$bin" train "${run[@]}" --steps 1
+check "... before the first step" -- test "$(grep -n 'warning: no --out' "$tmp/err" | cut -d: -f1)" -lt \
+    "$(grep -n 'step 1/' "$tmp/err" | head -1 | cut -d: -f1)"
+# --resume from an export: AdamW restarts from zero moments (docs/checkpoint.md)
+check "export the 4-step checkpoint" -- "$bin" export --ckpt "$tmp/half0.ckpt" --out "$tmp/half.safetensors"
+expect 0 "warning: .*half.safetensors has no optimizer state \(an export\): AdamW restarts" -- "$bin" train \
+    --resume "$tmp/half.safetensors" --out "$tmp/from_export.ckpt"
+check "resume of the checkpoint itself: no such warning" -- "$bin" train --resume "$tmp/half0.ckpt" --out "$tmp/full.ckpt"
+check "... none" -- test -z "$(grep 'optimizer state' "$tmp/err")"
+# the default data is found from any directory: ./data/tinyshakespeare.txt, else the bundled copy
+# (the source tree's for this build; make install's share/longctx for an installed one: tests/install_test.sh)
+check "train without --data from another directory" -- bash -c "cd '$tmp' && '$bin' train ${tiny[*]} --steps 1 --out '$tmp/default.ckpt'"
+check "... on the bundled corpus" -- bash -c "'$bin' eval --ckpt '$tmp/default.ckpt' --threads 2 2>&1 | grep -q '^data: .*/tinyshakespeare.txt, the data'"
+
 # ---- saves keep the mode, never follow a symlink, remove stale temporary files --------------------
 cp "$tmp/half0.ckpt" "$tmp/m.ckpt"
 chmod 640 "$tmp/m.ckpt"

@@ -3,14 +3,16 @@
 # exported names (lc_ only), compiles the README's library example (examples/hello.c, which must match the
 # README's "Use the library" block) against the prefix with pkg-config, linked to the shared library (run
 # with LD_LIBRARY_PATH) and to the static one, runs the installed CLI's --version and man page, a DESTDIR
-# install, and make uninstall. Prints "install: N passed, N failed" (tests/check_all.sh adds it up).
+# install, and make uninstall; the installed CLI trains without --data outside the source tree (the corpus
+# installed under share/longctx) and python/examples/quickstart.py runs on the installed package.
+# Prints "install: N passed, N failed" (tests/check_all.sh adds it up).
 # usage: tests/install_test.sh [make flags...]   (run from the repository root)
 set -u
 passed=0 failed=0
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
-prefix=$(mktemp -d) work=$(mktemp -d) dest=$(mktemp -d)
+prefix=$(mktemp -d) work=$(mktemp -d) dest=$(mktemp -d) repo=$(pwd)
 trap 'rm -rf "$prefix" "$work" "$dest"' EXIT
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -60,10 +62,34 @@ if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
         sh -c "case \"\$1\" in \"$prefix\"/*) exit 0 ;; *) exit 1 ;; esac" _ "$(readlink -f "$out" 2>/dev/null || echo "$out")"
 else echo "skip python3 import (no numpy)"; fi
 
+# the installed CLI trains from any directory: the bundled corpus is installed under share/longctx
+check "installed share/longctx/tinyshakespeare.txt is data/tinyshakespeare.txt" \
+    cmp -s data/tinyshakespeare.txt "$prefix/share/longctx/tinyshakespeare.txt"
+tiny=(--preset tiny --layers 1 --dim 32 --heads 2 --ffn 64 --seg-len 16 --batch 2 --threads 2 --eval-every 0)
+check "installed longctx train without --data, outside the source tree" \
+    sh -c "cd '$work' && '$prefix/bin/longctx' train ${tiny[*]} --steps 2 --out '$work/i.ckpt' >'$work/train.log' 2>&1"
+check "... trained on the installed corpus" \
+    sh -c "'$prefix/bin/longctx' eval --ckpt '$work/i.ckpt' --threads 2 2>&1 | grep -q '^data: $prefix/share/longctx/tinyshakespeare.txt, the data'"
+# the Python example imports the package Python finds (here the installed one), not the source tree's
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+    out=$(cd "$work" && PYTHONPATH="$prefix/lib/python3/dist-packages" env -u LONGCTX_LIB /usr/bin/python3 \
+        "$repo/python/examples/quickstart.py" --steps 2 --threads 2 --out "$work/q.ckpt" --plot "$work/q.png" 2>&1)
+    pkg=$(printf '%s\n' "$out" | sed -n 's/^package: //p')
+    check "quickstart.py uses the installed package (package: ${pkg:-none})" \
+        sh -c "case \"\$1\" in \"$prefix\"/*) exit 0 ;; *) exit 1 ;; esac" _ "$pkg"
+else echo "skip quickstart.py (no numpy)"; fi
+
 # DESTDIR: staged under it, the paths inside (longctx.pc) name the final prefix
 if make -s "$@" install DESTDIR="$dest" PREFIX=/opt/lc >"$work/make.log" 2>&1; then
     check "make install DESTDIR: staged, longctx.pc says prefix=/opt/lc" \
         sh -c "[ -x '$dest/opt/lc/bin/longctx' ] && grep -qx 'prefix=/opt/lc' '$dest/opt/lc/lib/pkgconfig/longctx.pc'"
+    # a binary whose corpus is not where it was installed to (staged, not yet moved to /opt/lc) says to pass --data
+    if [ ! -e /opt/lc/share/longctx/tinyshakespeare.txt ]; then
+        err=$(cd "$work" && "$dest/opt/lc/bin/longctx" train --preset tiny --steps 1 2>&1 >/dev/null); rc=$?
+        check "no corpus anywhere: exit 2, one line that says to pass --data ($err)" sh -c "[ $rc -eq 2 ] && \
+            [ \"\$(printf '%s\n' \"\$1\" | wc -l)\" -eq 1 ] && printf '%s' \"\$1\" | grep -q \
+            '^longctx: error: train: no --data given, .*/opt/lc/share/longctx/tinyshakespeare.txt: pass --data FILE$'" _ "$err"
+    fi
 else cat "$work/make.log"; bad "make install DESTDIR"; fi
 make -s "$@" uninstall PREFIX="$prefix" >"$work/make.log" 2>&1
 left=$(find "$prefix" ! -type d | head -3)

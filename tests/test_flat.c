@@ -241,11 +241,18 @@ static int on_progress(const double *v, int n, void *user) {
     return n == LC_PROGRESS_VALUES && p->calls == p->stop_at;
 }
 
-TEST(train_file_reports_and_stops) {
-    char text[4000];
+#define VERSE_BYTES 4000
+/* A file of VERSE_BYTES bytes under the test's folder; returns its path. */
+static const char *write_verse(const char *name) {
+    char text[VERSE_BYTES];
     for (int i = 0; i < (int)sizeof text; i++) text[i] = "to be or not to be\n"[i % 19];
-    const char *path = tmp_path("train.txt");
+    const char *path = tmp_path(name);
     write_file(path, text, sizeof text);
+    return path;
+}
+
+TEST(train_file_reports_and_stops) {
+    const char *path = write_verse("train.txt");
     lc_config c = tiny(LC_MODEL_XL);
     lc_model *m;
     CHECK(lc_model_create(&c, 2, 5, &m) == LC_OK, "create");
@@ -257,12 +264,45 @@ TEST(train_file_reports_and_stops) {
     CHECK(p.calls == 4 && p.last_step == 4 && p.steps == 6 && isfinite(p.loss), "stopped at 4 of 6: %d calls, step %g",
           p.calls, p.last_step);
     CHECK(lc_model_step(m) == 4, "model at step 4");
-    CHECK(o->hook == NULL && o->data.size == (long)sizeof text && o->data.path[0] == '/', "hook restored, data recorded");
+    CHECK(o->hook == NULL && o->data.size == VERSE_BYTES && o->data.path[0] == '/', "hook restored, data recorded");
     for (int i = 0; i < LC_PROGRESS_VALUES; i++) CHECK(lc_progress_key(i) != NULL, "key %d", i);
     CHECK(lc_progress_key(LC_PROGRESS_VALUES) == NULL && strcmp(lc_progress_key(3), "loss") == 0, "keys");
     p.stop_at = 0;
     CHECK(lc_train_file(m, path, LC_SPLIT_AUTO, o, NULL, NULL) == LC_OK && lc_model_step(m) == 6, "no callback");
     CHECK(lc_train_file(m, tmp_path("nothing"), LC_SPLIT_AUTO, o, NULL, NULL) == LC_ERR_IO, "missing data");
+    lc_train_options_free(o);
+    lc_model_free(m);
+}
+
+/* lc_train_file checks the data against the batch before it re-plans the model for it: a batch the file
+ * cannot feed fails at once with the model as it was; one that fits is planned for and trained. */
+TEST(train_file_checks_the_batch_before_planning_it) {
+    const char *path = write_verse("batch.txt");
+    lc_config c = tiny(LC_MODEL_XL);
+    lc_model *m;
+    CHECK(lc_model_create(&c, 2, 5, &m) == LC_OK, "create");
+    if (harness_current_failed) return;
+    lc_train_options *o = lc_train_options_new();
+    o->steps = 1, o->warmup = 0, o->eval_every = 0, o->eval_bytes = 64;
+    int B, T, M;
+    for (int k = 0; k < 2; k++) {
+        o->batch = k ? 1 << 20 : 4096;
+        lc_status st = lc_train_file(m, path, LC_SPLIT_AUTO, o, NULL, NULL);
+        char want[64];
+        snprintf(want, sizeof want, "too few for %d streams", o->batch);
+        CHECK(st == LC_ERR_ARG && strstr(lc_last_error(), want), "batch %d: %d %s", o->batch, st, lc_last_error());
+        lc_model_capacity(m, &B, &T, &M);
+        CHECK(B == 2 && lc_model_step(m) == 0, "batch %d: not planned for (capacity %d)", o->batch, B);
+    }
+    lc_corpus corpus;
+    CHECK(lc_corpus_load(path, LC_SPLIT_AUTO, &corpus) == LC_OK, "load");
+    CHECK(lc_train_check_data(&corpus, 4, c.seq_len) == LC_OK && lc_train_check_data(&corpus, 4096, c.seq_len) == LC_ERR_ARG,
+          "lc_train_check_data");
+    lc_corpus_free(&corpus);
+    o->batch = 4; /* more than planned (2), fed by the data: re-planned and trained */
+    CHECK(lc_train_file(m, path, LC_SPLIT_AUTO, o, NULL, NULL) == LC_OK, "batch 4: %s", lc_last_error());
+    lc_model_capacity(m, &B, &T, &M);
+    CHECK(B == 4 && T == c.seq_len && lc_model_step(m) == 1, "planned for 4 streams: %d, step %ld", B, lc_model_step(m));
     lc_train_options_free(o);
     lc_model_free(m);
 }
@@ -277,6 +317,7 @@ int main(void) {
     RUN(generator_matches_lc_sample);
     RUN(evaluate_file_is_lc_evaluate_on_the_part);
     RUN(train_file_reports_and_stops);
+    RUN(train_file_checks_the_batch_before_planning_it);
     tmpdir_remove();
     return test_summary("test_flat");
 }

@@ -115,7 +115,9 @@ const char *lc_progress_key(int i);
 typedef int (*lc_train_callback)(const double *values, int n, void *user);
 /* lc_train on the file at path (read by lc_corpus_load with `mode`; recorded in o->data so a checkpoint
  * saved with o names it), reporting every step to fn (may be NULL). o's hook is used for the callback
- * and restored afterwards. */
+ * and restored afterwards. The data is checked against o->batch (lc_train_check_data) first; then, when
+ * o->batch exceeds the planned batch or the planned segment is not the model's seq_len, the model is
+ * re-planned for them (lc_model_resize, which resets the XL memory). */
 lc_status lc_train_file(lc_model *m, const char *path, lc_split_mode mode, lc_train_options *o, lc_train_callback fn,
                         void *user);
 

@@ -149,6 +149,11 @@ double lc_lr_scale_factor(const char *spec, const char *name, long step);
  * or '@'; F a number in [0, 1000]; STEPS an integer >= 1; else LC_ERR_ARG naming the rule at fault. */
 lc_status lc_lr_scale_check(const char *spec);
 
+/* Whether corpus c feeds `batch` streams (per process; the processes of lc_dist together) of seq_len + 1
+ * bytes each from its training split: LC_OK, else LC_ERR_ARG saying it is too short. lc_train and
+ * lc_train_file check it before they allocate anything for the batch. */
+lc_status lc_train_check_data(const lc_corpus *c, int batch, int seq_len);
+
 /* Train from the model's current step (0 for a new model, the saved step after lc_checkpoint_load)
  * to o->steps (or stop_after steps from here), reporting every step to fn. Periodic validation uses
  * the corpus's valid part. */

@@ -12,11 +12,10 @@ See docs/python.md.
 """
 
 import ctypes
-import os
 
 from ._lib import ExportInfo, call, library_path
 from .errors import (ArgumentError, FormatError, IOFailure, LongctxError, NumericError, OutOfMemory)
-from .model import MASK_TOKEN, VOCAB, Model
+from .model import MASK_TOKEN, VOCAB, Model, _path
 
 __version__ = "0.1.0"
 
@@ -40,5 +39,5 @@ def export(src, dst):
     """Write checkpoint src (any kind) to dst without its AdamW moments (lc_checkpoint_export; a third of the
     size, loads wherever src does, with zero moments). Returns {"tensors", "dropped", "bytes_in", "bytes_out"}."""
     info = ExportInfo()
-    call("lc_checkpoint_export", os.fsencode(src), os.fsencode(dst), ctypes.byref(info))
+    call("lc_checkpoint_export", _path(src, "src"), _path(dst, "dst"), ctypes.byref(info))
     return {k: getattr(info, k) for k, _ in ExportInfo._fields_}

@@ -3,14 +3,18 @@ kind), driven from Python through ctypes. See docs/python.md for the whole API."
 
 import codecs
 import ctypes
+import errno
+import json
 import math
+import numbers
 import os
+import struct
 
 import numpy as np
 
 from . import _lib
 from ._lib import call, check, lib
-from .errors import ArgumentError, LongctxError
+from .errors import ArgumentError, FormatError, LongctxError
 
 VOCAB = 256
 MASK_TOKEN = 256  # the masked-LM mask symbol (models with objective "mlm")
@@ -41,6 +45,56 @@ def _to_text(value):
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+def _cstr(text, what):
+    """text (str) as the bytes of a C string; a NUL inside would cut it short there, so it raises."""
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    if b"\0" in data:
+        raise ValueError("%s: embedded null byte" % what)
+    return data
+
+
+def _path(path, what="path"):
+    """A path argument (str or os.PathLike) as the bytes C reads; TypeError for other types, ValueError for a
+    path holding a NUL (C would read it cut short there)."""
+    if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError("%s must be a str or os.PathLike, got %s" % (what, type(path).__name__))
+    return _cstr(os.fsencode(path), "%s %r" % (what, os.fspath(path)))
+
+
+def _int(value, what):
+    """An int argument (a Python or numpy integer; not a float, str or bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an int, got %s" % (what, type(value).__name__))
+    return int(value)
+
+
+def _number(value, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s must be a number, got %s" % (what, type(value).__name__))
+    return float(value)
+
+
+_LM_FAMILIES = ("xl", "vanilla")
+
+
+def _family_of(path):
+    """The metadata "model" of a longctx safetensors file, or None when it cannot be read (C says why)."""
+    try:
+        if not os.path.isfile(path):  # never open a FIFO or device here: C refuses them
+            return None
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                return None
+            (n,) = struct.unpack("<Q", head)
+            if n > 1 << 26:
+                return None
+            meta = json.loads(f.read(n).decode("utf-8")).get("__metadata__") or {}
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+        return None
+    return meta.get("model") if meta.get("format") == "longctx" else None
 
 
 def _from_text(text, kind):
@@ -83,7 +137,7 @@ def _config_handle(config):
             ck = _canonical(key)
             if ck == "preset":
                 continue
-            call("lc_config_set_str", cfg, str(key).encode(), _to_text(value).encode())
+            call("lc_config_set_str", cfg, _cstr(str(key), "config key"), _cstr(_to_text(value), "config %s" % key))
             given.add(_field_of(cfg, ck))
         current = _read_fields(cfg, L.lc_config_key, L.lc_config_get_str)
         if current["objective"] == "mlm" and "model" not in given:
@@ -111,8 +165,28 @@ def _field_of(cfg, key):
     return aliases.get(key, key)
 
 
+class _Handle(object):
+    """The C model and its training options, freed when the last holder lets go: the Model (until close()),
+    the numpy views of its buffers, an open generate() iterator."""
+
+    def __init__(self, model, options):
+        self.model = ctypes.c_void_p(model)
+        self.options = ctypes.c_void_p(options)
+
+    def __del__(self):
+        L = _lib._lib
+        if L is None:
+            return
+        if self.model.value:
+            L.lc_model_free(self.model)
+            self.model = ctypes.c_void_p(None)
+        if self.options.value:
+            L.lc_train_options_free(self.options)
+            self.options = ctypes.c_void_p(None)
+
+
 class _View(object):
-    """An __array_interface__ over memory the model owns; numpy arrays made from it keep the model alive."""
+    """An __array_interface__ over memory the model owns; numpy arrays made from it keep it alive."""
 
     def __init__(self, owner, address, shape):
         self._owner = owner
@@ -127,20 +201,40 @@ class Model(object):
     call: other Python threads run meanwhile. One model must not be used by two threads at once."""
 
     def __init__(self, handle, options):
-        self._h = ctypes.c_void_p(handle)
-        self._opts = ctypes.c_void_p(options)
-        self._gen = None
+        self._owner = _Handle(handle, options)
+
+    def close(self):
+        """Let go of the C model: it is freed now, or when the last array from parameters() (or an open
+        generate() iterator) is gone. Any later call on this Model raises ArgumentError. Also `with`."""
+        self.__dict__["_owner"] = None
 
     def __del__(self):
-        L = _lib._lib
-        if L is None:
-            return
-        if getattr(self, "_h", None) and self._h.value:
-            L.lc_model_free(self._h)
-            self._h = ctypes.c_void_p(None)
-        if getattr(self, "_opts", None) and self._opts.value:
-            L.lc_train_options_free(self._opts)
-            self._opts = ctypes.c_void_p(None)
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def closed(self):
+        return self.__dict__.get("_owner") is None
+
+    def _live(self):
+        owner = self.__dict__.get("_owner")
+        if owner is None:
+            raise ArgumentError(1, "this longctx.Model is closed (close() or __del__ was called)")
+        return owner
+
+    @property
+    def _h(self):
+        return self._live().model
+
+    @property
+    def _opts(self):
+        return self._live().options
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -173,14 +267,23 @@ class Model(object):
     def load(cls, path, max_batch=0, threads=None):
         """A model from a language-model checkpoint (lc_checkpoint_load): weights, AdamW state, step, XL
         memory and the training options it was saved with. max_batch: rows planned for (0: the saved
-        training batch). Raises IOFailure (unreadable) or FormatError (not a longctx LM checkpoint)."""
+        training batch). Raises IOFailure (unreadable) or FormatError (not a longctx LM checkpoint; for a
+        checkpoint of another family, such as hibert or classify, the message names the families the
+        package loads)."""
+        cpath = _path(path)
+        max_batch = _int(max_batch, "max_batch")
         L = lib()
         opts = L.lc_train_options_new()
         if not opts:
             raise MemoryError("out of memory")
         h = ctypes.c_void_p()
         try:
-            call("lc_checkpoint_load", os.fsencode(path), int(max_batch), ctypes.byref(h), opts)
+            family = _family_of(path)
+            if family is not None and family not in _LM_FAMILIES:
+                raise FormatError(3, "%s: a %s checkpoint: longctx.Model loads language models only (model = %s); "
+                                  "%s checkpoints are not in the Python package yet (use the longctx command)"
+                                  % (os.fspath(path), family, " or ".join(_LM_FAMILIES), family))
+            call("lc_checkpoint_load", cpath, max_batch, ctypes.byref(h), opts)
         except BaseException:
             L.lc_train_options_free(opts)
             raise
@@ -192,7 +295,8 @@ class Model(object):
     def save(self, path):
         """Write a checkpoint (lc_checkpoint_save: atomic; weights, AdamW state, step, training options
         and data record; XL memory from training, not inference state)."""
-        call("lc_checkpoint_save", self._h, self._opts, os.fsencode(path))
+        cpath = _path(path)
+        call("lc_checkpoint_save", self._h, self._opts, cpath)
 
     # ------------------------------------------------------------ properties
     @property
@@ -211,7 +315,8 @@ class Model(object):
         """Set training options by name (steps, lr, warmup, batch, ...; lc_train_options' fields or the CLI's
         spellings). They are used by train_step and train and saved in checkpoints."""
         for key, value in options.items():
-            call("lc_train_options_set_str", self._opts, str(key).encode(), _to_text(value).encode())
+            call("lc_train_options_set_str", self._opts, _cstr(str(key), "option name"),
+                 _cstr(_to_text(value), "option %s" % key))
 
     @property
     def num_params(self):
@@ -229,7 +334,7 @@ class Model(object):
     def set_threads(self, n):
         """The compute plan's thread count (n <= 0: the cores this process may use). Results do not depend
         on it (every sum is taken in a fixed order)."""
-        call("lc_model_set_threads", self._h, int(n))
+        call("lc_model_set_threads", self._h, _int(n, "threads"))
 
     @property
     def capacity(self):
@@ -242,8 +347,8 @@ class Model(object):
         """Re-plan the activations for other batch, segment and (XL) memory lengths (lc_model_resize;
         resets the XL memory). Omitted values keep the current capacity."""
         b, t, mlen = self.capacity
-        call("lc_model_resize", self._h, int(b if max_batch is None else max_batch),
-             int(t if seg_len is None else seg_len), int(mlen if mem_len is None else mem_len))
+        call("lc_model_resize", self._h, _int(b if max_batch is None else max_batch, "max_batch"),
+             _int(t if seg_len is None else seg_len, "seg_len"), _int(mlen if mem_len is None else mem_len, "mem_len"))
 
     @property
     def memory_rows(self):
@@ -270,6 +375,7 @@ class Model(object):
 
     def _views(self, part, trained_only):
         L = lib()
+        owner = self._live()  # what the views keep alive: the C model, even after close()
         out = {}
         for i, name, dims, trained in self._tensor_list():
             if trained_only and not trained:
@@ -278,7 +384,7 @@ class Model(object):
             addr = ctypes.cast(ptr, ctypes.c_void_p).value
             if not addr:
                 continue
-            out[name] = np.asarray(_View(self, addr, dims))
+            out[name] = np.asarray(_View(owner, addr, dims))
         return out
 
     def parameters(self):
@@ -305,6 +411,10 @@ class Model(object):
             arr = arr[None, :]
         if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
             raise ArgumentError(1, "%s must have shape [B, T] with B, T >= 1, got %s" % (what, arr.shape))
+        lo, hi = int(arr.min()), int(arr.max())  # a C int each: a wider value must not wrap into a byte
+        if lo < -2 ** 31 or hi >= 2 ** 31:
+            bad = lo if lo < -2 ** 31 else hi
+            raise ArgumentError(1, "%s: value %d is not a byte (0..255)" % (what, bad))
         return np.ascontiguousarray(arr, dtype=np.int32)
 
     def _fit(self, B, T, memory):
@@ -346,43 +456,57 @@ class Model(object):
              out.ctypes.data_as(_lib.c_float_p))
         return out[0] if squeeze else out
 
-    def eval(self, text_or_path, split=None, seg_len=0, batch=0, splits="auto", details=False):
-        """Bits per byte (lc_evaluate; MLM models: per masked byte, lc_evaluate_mlm).
+    def eval(self, path=None, split=None, seg_len=0, batch=0, splits="auto", details=False, text=None):
+        """Bits per byte (lc_evaluate; MLM models: per masked byte, lc_evaluate_mlm) of a file or of a text.
 
-        text_or_path: bytes or bytearray (scored whole), a path (os.PathLike, or a str naming an existing
-        file: part `split` of it, "valid" by default as in `longctx eval`, or "train", "test", "all";
-        `splits` picks the split rule: auto, enwik8, nanogpt), or any other str (its UTF-8 bytes, scored
-        whole). seg_len: evaluation segment (0: the model's); batch: vanilla segments per pass (0: the
-        planned batch). XL models read one stream with memory carried across segments; the model's own
+        path: a file (str or os.PathLike; FileNotFoundError when it names none): part `split` of it, "valid"
+        by default as in `longctx eval`, or "train", "test", "all"; `splits` picks the split rule: auto,
+        enwik8, nanogpt. text (keyword): a str (its UTF-8 bytes) or bytes-like, scored whole. Give exactly
+        one of the two. seg_len: evaluation segment (0: the model's); batch: vanilla segments per pass (0:
+        the planned batch). XL models read one stream with memory carried across segments; the model's own
         memory is kept. Returns the bpc as a float, or with details=True a dict {bpc, accuracy, tokens}."""
-        L = lib()
-        bpc, acc, n = ctypes.c_double(), ctypes.c_double(float("nan")), ctypes.c_long()
-        b, t, mlen = self.capacity
-        if seg_len and seg_len > t:
-            self.resize(b, seg_len, mlen)
-        if batch and batch > b:
-            self.resize(batch, None, None)
-        seg = int(seg_len or self.capacity[1])
-        is_path = isinstance(text_or_path, os.PathLike) or (
-            isinstance(text_or_path, str) and "\n" not in text_or_path and os.path.isfile(text_or_path))
-        if is_path:
+        if (path is None) == (text is None):
+            raise TypeError("eval: give a file as path or a text as text= (one of them)")
+        seg_len, batch = _int(seg_len, "seg_len"), _int(batch, "batch")
+        if path is not None:
+            cpath = _path(path)
+            if not os.path.exists(path):
+                raise FileNotFoundError(errno.ENOENT, "eval: no such file (to score a str, pass it as text=)",
+                                        os.fspath(path))
             part = _PARTS.get(split or "valid")
             if part is None:
                 raise ArgumentError(1, "split must be train, valid, test or all, got %r" % (split,))
             if splits not in _SPLITS:
                 raise ArgumentError(1, "splits must be auto, enwik8 or nanogpt, got %r" % (splits,))
-            call("lc_evaluate_file", self._h, os.fsencode(text_or_path), _SPLITS[splits], part, seg, int(batch),
-                 ctypes.byref(bpc), ctypes.byref(acc), ctypes.byref(n))
+            size = os.path.getsize(path) if os.path.isfile(path) else 0
         else:
+            if isinstance(text, str):
+                data = text.encode("utf-8")
+            elif isinstance(text, (bytes, bytearray, memoryview)):
+                data = bytes(text)
+            else:
+                raise TypeError("text must be a str or bytes, got %s" % type(text).__name__)
             if split is not None:
                 raise ArgumentError(1, "split applies to a file; text is scored whole")
-            data = text_or_path.encode("utf-8") if isinstance(text_or_path, str) else bytes(text_or_path)
-            if self.config["objective"] == "mlm":
-                call("lc_evaluate_mlm", self._h, data, len(data), seg, int(batch or b), 0x6D6C6D2D6576616C,
-                     ctypes.byref(bpc), ctypes.byref(acc), ctypes.byref(n))
-            else:
-                call("lc_evaluate", self._h, data, len(data), seg, int(batch or b), ctypes.byref(bpc),
-                     ctypes.byref(n))
+            size = len(data)
+        L = lib()
+        bpc, acc, n = ctypes.c_double(), ctypes.c_double(float("nan")), ctypes.c_long()
+        b, t, mlen = self.capacity
+        if seg_len and seg_len > t:
+            self.resize(b, seg_len, mlen)
+        seg = int(seg_len or self.capacity[1])
+        if batch:  # never plan for more segments than the data has
+            batch = max(1, min(batch, -(-size // max(seg, 1))))
+            if batch > b:
+                self.resize(batch, None, None)
+        if path is not None:
+            call("lc_evaluate_file", self._h, cpath, _SPLITS[splits], part, seg, batch,
+                 ctypes.byref(bpc), ctypes.byref(acc), ctypes.byref(n))
+        elif self.config["objective"] == "mlm":
+            call("lc_evaluate_mlm", self._h, data, len(data), seg, int(batch or b), 0x6D6C6D2D6576616C,
+                 ctypes.byref(bpc), ctypes.byref(acc), ctypes.byref(n))
+        else:
+            call("lc_evaluate", self._h, data, len(data), seg, int(batch or b), ctypes.byref(bpc), ctypes.byref(n))
         if details:
             return {"bpc": bpc.value, "accuracy": acc.value, "tokens": n.value}
         return bpc.value
@@ -395,29 +519,38 @@ class Model(object):
 
         A str prompt yields str chunks (UTF-8 decoded incrementally, a character is never split;
         undecodable bytes become U+FFFD); a bytes prompt yields bytes chunks. chunk: bytes per yielded
-        chunk (the last may be shorter). The model is busy until the iterator ends or is closed."""
-        text = isinstance(prompt, str)
-        data = prompt.encode("utf-8") if text else bytes(prompt)
+        chunk (the last may be shorter). Arguments of another type raise TypeError. The model is busy until
+        the iterator ends or is closed; closing the model first makes the iterator raise."""
+        if isinstance(prompt, str):
+            text, data = True, prompt.encode("utf-8")
+        elif isinstance(prompt, (bytes, bytearray, memoryview)):
+            text, data = False, bytes(prompt)
+        else:
+            raise TypeError("prompt must be a str or bytes, got %s" % type(prompt).__name__)
+        n, top_k, seed, chunk = _int(n, "n"), _int(top_k, "top_k"), _int(seed, "seed"), _int(chunk, "chunk")
+        temperature = _number(temperature, "temperature")
         if n < 0:
             raise ArgumentError(1, "n must be >= 0, got %d" % n)
         if top_k < 0 or top_k > 256:
             raise ArgumentError(1, "top_k must be 0..256, got %d" % top_k)
-        return self._generate(data, int(n), float(temperature), int(top_k), int(seed) & (2 ** 64 - 1), text,
-                              max(1, int(chunk)))
+        self._live()
+        return self._generate(data, n, temperature, top_k, seed & (2 ** 64 - 1), text, max(1, chunk))
 
     def _generate(self, data, n, temperature, top_k, seed, text, chunk):
         L = lib()
+        owner = self._live()  # held until the C generator is freed, whatever happens to the Model meanwhile
         cfg = self.config
         b, t, mlen = self.capacity
         if t != cfg["seq_len"]:  # read the prompt in segments of the trained length, as `longctx sample` does
             self.resize(b, cfg["seq_len"], mlen)
         g = ctypes.c_void_p()
-        call("lc_generator_new", self._h, data, len(data), temperature, top_k, seed, ctypes.byref(g))
+        call("lc_generator_new", owner.model, data, len(data), temperature, top_k, seed, ctypes.byref(g))
         decoder = codecs.getincrementaldecoder("utf-8")("replace") if text else None
         byte = ctypes.c_int()
         try:
             buf = bytearray()
             for i in range(n):
+                self._live()  # a Model closed meanwhile: raise, never step a generator of a freed model
                 check(L.lc_generator_next(g, ctypes.byref(byte)))
                 buf.append(byte.value)
                 if len(buf) >= chunk or i == n - 1:
@@ -461,14 +594,10 @@ class Model(object):
         valid_bpc, valid_accuracy, comm_s, processes; valid_* are NaN except after a validation pass);
         return True from it to stop. An exception in the callback (KeyboardInterrupt included) stops
         training after that step and is raised from train(). Returns the list of progress dicts."""
+        cpath = _path(data_path, "data_path")
         self.set_train_options(**options)
         if splits not in _SPLITS:
             raise ArgumentError(1, "splits must be auto, enwik8 or nanogpt, got %r" % (splits,))
-        batch = self.train_options["batch"]
-        b, t, mlen = self.capacity
-        cfg = self.config
-        if batch > b or t != cfg["seq_len"]:
-            self.resize(max(batch, b), cfg["seq_len"], mlen)
         keys = []
         while lib().lc_progress_key(len(keys)) is not None:
             keys.append(lib().lc_progress_key(len(keys)).decode())
@@ -488,13 +617,16 @@ class Model(object):
                 return 1
 
         fn = _lib.TRAIN_CALLBACK(hook)
-        st = lib().lc_train_file(self._h, os.fsencode(data_path), _SPLITS[splits], self._opts, fn, None)
+        # lc_train_file checks the data against the batch, then re-plans the model for it
+        st = lib().lc_train_file(self._h, cpath, _SPLITS[splits], self._opts, fn, None)
         if failure:
             raise failure[0]
         check(st)
         return history
 
     def __repr__(self):
+        if self.closed:
+            return "<longctx.Model (closed)>"
         c = self.config
         return "<longctx.Model %s %d layers, d_model %d, %d heads, seq_len %d, attn %r, %d parameters, step %d>" % (
             c["model"], c["n_layer"], c["d_model"], c["n_head"], c["seq_len"], c["attn"] or "full", self.num_params,

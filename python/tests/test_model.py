@@ -3,6 +3,7 @@
 (tests/py_test.sh does this for the test suite). Tiny models only: the whole file runs in a few seconds."""
 
 import ctypes
+import gc
 import math
 import os
 import pathlib
@@ -13,6 +14,7 @@ import tempfile
 import threading
 import time
 import unittest
+import weakref
 
 import numpy as np
 
@@ -209,20 +211,40 @@ class ModelTest(unittest.TestCase):
         data = TEXT[:17]
         x = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
         want = cross_entropy(m.logits(x[:-1]), x[1:]) / math.log(2)
-        self.assertAlmostEqual(m.eval(data), want, delta=1e-5 * want)
-        self.assertAlmostEqual(m.eval(data.decode()), want, delta=1e-5 * want)  # a str that is not a file: text
+        self.assertAlmostEqual(m.eval(text=data), want, delta=1e-5 * want)
+        self.assertAlmostEqual(m.eval(text=data.decode()), want, delta=1e-5 * want)  # a str: its UTF-8 bytes
         path = os.path.join(tmp, "eval.txt")
         with open(path, "wb") as f:
             f.write(TEXT)
         d = m.eval(path, split="all", details=True)
-        self.assertAlmostEqual(d["bpc"], m.eval(TEXT), delta=1e-9)
+        self.assertAlmostEqual(d["bpc"], m.eval(text=TEXT), delta=1e-9)
         self.assertEqual(d["tokens"], len(TEXT) - 1)
         self.assertTrue(math.isnan(d["accuracy"]))
         self.assertLess(m.eval(path, split="valid"), 9)
-        with self.assertRaises(longctx.IOFailure):
+        with self.assertRaises(FileNotFoundError):
             m.eval(pathlib.Path(tmp, "missing.txt"))
         with self.assertRaises(longctx.ArgumentError):
             m.eval(path, split="dev")
+
+    def test_eval_takes_a_path_or_a_text_never_a_guess(self):
+        m = self.m
+        with self.assertRaises(FileNotFoundError) as e:
+            m.eval("nope.txt")  # a typo used to be scored as the 8 bytes "nope.txt"
+        self.assertEqual(e.exception.filename, "nope.txt")
+        with self.assertRaises(TypeError):
+            m.eval(b"some bytes")  # bytes are text=, not a path
+        with self.assertRaises(TypeError):
+            m.eval()
+        with self.assertRaises(TypeError):
+            m.eval(os.path.join(tmp, "eval.txt"), text="both")
+        with self.assertRaises(TypeError):
+            m.eval(text=5)
+        self.assertTrue(math.isfinite(m.eval(text="nope.txt")))  # explicit: the text itself
+
+    def test_eval_batch_is_bounded_by_the_data(self):
+        m = longctx.Model.create(dict(TINY, model="vanilla"), seed=5, max_batch=2, threads=1)
+        m.eval(text=TEXT[:100], batch=1 << 20)  # 7 segments of 16: no plan for a million
+        self.assertLessEqual(m.capacity[0], 7)
 
     def test_train_step_lowers_the_loss(self):
         m = self.m
@@ -281,6 +303,29 @@ class GenerateTest(unittest.TestCase):
                                        top_k=int(model_args[3]) if len(model_args) > 2 else 0, seed=77))
             self.assertEqual(out, b"First Citizen:" + ours + b"\n")
 
+    def test_wrong_types_raise_type_error(self):
+        m = longctx.Model.load(self.path, threads=1)
+        for args, kw in (((5, 3), {}), ((None,), {}), (("a", "3"), {}), (("a", 3.0), {}), (("a", 3), {"seed": 1.5}),
+                         (("a", 3), {"top_k": "2"}), (("a", 3), {"temperature": "hot"}), (("a", True), {})):
+            with self.assertRaises(TypeError, msg="generate%r %r" % (args, kw)):
+                m.generate(*args, **kw)
+        self.assertEqual(len(b"".join(m.generate(b"a", np.int64(3)))), 3)  # numpy integers are ints
+
+    def test_closing_the_model_under_an_open_iterator_raises(self):
+        m = longctx.Model.load(self.path, threads=1)
+        it = m.generate(b"First", 50)
+        next(it)
+        m.__del__()  # freed the C model under the iterator: the next byte read freed memory
+        with self.assertRaises(longctx.ArgumentError) as e:
+            next(it)
+        self.assertIn("closed", str(e.exception))
+        m = longctx.Model.load(self.path, threads=1)
+        it = m.generate(b"First", 50)
+        first = next(it)
+        del m  # the iterator keeps what it needs
+        gc.collect()
+        self.assertEqual(len(first + b"".join(it)), 50)
+
     def test_mlm_cannot_generate(self):
         m = longctx.Model.create({"preset": "tiny", "objective": "mlm"})
         with self.assertRaises(longctx.ArgumentError) as e:
@@ -321,6 +366,106 @@ class TrainTest(unittest.TestCase):
         self.assertEqual(m.step, 4)  # the step before the callback was done
         with self.assertRaises(longctx.IOFailure):
             m.train(os.path.join(tmp, "none.txt"), steps=20)
+
+    def test_a_batch_the_data_cannot_feed_fails_before_allocating(self):
+        m = longctx.Model.create(TINY, seed=3, max_batch=2, threads=1)
+        before = m.capacity
+        t0 = time.perf_counter()
+        with self.assertRaises(longctx.ArgumentError) as e:
+            m.train(self.data, steps=1, batch=2048)
+        self.assertIn("too few for 2048 streams", str(e.exception))
+        self.assertEqual(m.capacity, before)  # the model was not re-planned (allocated) for 2048 streams first
+        with self.assertRaises(longctx.ArgumentError) as e:
+            m.train(self.data, steps=1, batch=65536)  # used to take minutes and 16 GB
+        self.assertIn("too few for 65536 streams", str(e.exception))
+        self.assertLess(time.perf_counter() - t0, 10)
+        self.assertEqual(m.capacity, before)
+        hist = m.train(self.data, steps=1, batch=4, warmup=0, eval_every=0, eval_bytes=64)  # a batch that fits
+        self.assertEqual(len(hist), 1)
+        self.assertEqual(m.capacity[0], 4)
+
+
+class ClosedTest(unittest.TestCase):
+    CALLS = {
+        "config": lambda m: m.config, "train_options": lambda m: m.train_options,
+        "num_params": lambda m: m.num_params, "step": lambda m: m.step, "threads": lambda m: m.threads,
+        "capacity": lambda m: m.capacity, "memory_rows": lambda m: m.memory_rows,
+        "set_threads": lambda m: m.set_threads(1), "resize": lambda m: m.resize(2, 16, 16),
+        "reset_memory": lambda m: m.reset_memory(), "set_train_options": lambda m: m.set_train_options(lr=1e-3),
+        "parameters": lambda m: m.parameters(), "tensors": lambda m: m.tensors(), "gradients": lambda m: m.gradients(),
+        "logits": lambda m: m.logits([[1, 2]]), "eval": lambda m: m.eval(text=TEXT),
+        "generate": lambda m: m.generate("a", 2), "train_step": lambda m: m.train_step([[1, 2]], [[2, 3]]),
+        "train": lambda m: m.train(os.path.join(tmp, "closed.txt"), steps=1, batch=1),
+        "save": lambda m: m.save(os.path.join(tmp, "closed.ckpt")),
+    }
+
+    def test_every_call_after_close_or_del_raises(self):
+        with open(os.path.join(tmp, "closed.txt"), "wb") as f:
+            f.write(TEXT)
+        for how in ("close", "__del__", "with"):
+            for name, fn in self.CALLS.items():
+                m = longctx.Model.create(TINY, seed=1, max_batch=2, threads=1)
+                if how == "with":
+                    with m as same:
+                        self.assertIs(same, m)
+                else:
+                    getattr(m, how)()
+                self.assertTrue(m.closed)
+                with self.assertRaises(longctx.ArgumentError, msg="%s after %s" % (name, how)) as e:
+                    fn(m)
+                self.assertIn("closed", str(e.exception))
+                m.close()  # again: nothing happens
+        self.assertFalse(os.path.exists(os.path.join(tmp, "closed.ckpt")))
+        self.assertEqual(repr(m), "<longctx.Model (closed)>")
+
+    def test_views_outlive_close(self):
+        m = longctx.Model.create(TINY, seed=1, threads=1)
+        view = m.parameters()["ln_f.weight"]
+        c_model = weakref.ref(m.__dict__["_owner"])  # what owns the C model
+        m.close()
+        self.assertIsNotNone(c_model())  # the buffers stay until the last view is gone
+        self.assertTrue(np.all(view == 1.0))
+        del view
+        gc.collect()
+        self.assertIsNone(c_model())  # then the C model is freed
+
+
+class HostileArgumentTest(unittest.TestCase):
+    def test_wide_tokens_do_not_wrap(self):
+        m = longctx.Model.create(TINY, seed=1, threads=1)
+        for bad in (2 ** 32 + 65, -(2 ** 32) + 65, 2 ** 63 - 1):
+            with self.assertRaises(longctx.ArgumentError, msg=str(bad)) as e:
+                m.logits(np.array([[65, bad]], dtype=np.int64))
+            self.assertIn(str(bad), str(e.exception))
+            with self.assertRaises(longctx.ArgumentError):
+                m.train_step(np.array([[65, 66]]), np.array([[66, bad]], dtype=np.int64))
+        with self.assertRaises(longctx.ArgumentError):
+            m.logits(np.array([[65, 2 ** 64 - 1]], dtype=np.uint64))
+        self.assertEqual(m.logits(np.array([[65, 66]], dtype=np.int64)).shape, (1, 2, 256))
+
+    def test_paths_with_a_nul_raise(self):
+        m = longctx.Model.create(TINY, seed=1, threads=1)
+        real = os.path.join(tmp, "nul.ckpt")
+        m.save(real)
+        cut = real + "\0.bak"  # C would read it as `real`
+        for fn in (lambda: longctx.Model.load(cut), lambda: m.save(cut), lambda: m.eval(cut),
+                   lambda: m.train(cut, steps=1), lambda: longctx.export(real, cut), lambda: longctx.export(cut, real),
+                   lambda: m.set_train_options(lr_scale="wte=0\0junk"), lambda: longctx.Model.create({"attn": "full\0x"})):
+            with self.assertRaises(ValueError):
+                fn()
+        with self.assertRaises(TypeError):
+            longctx.Model.load(3)
+
+    def test_other_families_say_which_are_supported(self):
+        for name, family in (("listops-best.safetensors", "classify"), ("hibert-bbc.safetensors", "hibert")):
+            path = os.path.join(REPO, "models", name)
+            if not os.path.exists(path):
+                self.skipTest("no %s" % path)
+            with self.assertRaises(longctx.FormatError) as e:
+                longctx.Model.load(path)
+            msg = str(e.exception)
+            self.assertIn("a %s checkpoint" % family, msg)
+            self.assertIn("language models only (model = xl or vanilla)", msg)
 
 
 class ErrorTest(unittest.TestCase):
@@ -384,7 +529,7 @@ class GilTest(unittest.TestCase):
             for _ in range(3):
                 before = count[0]
                 t0 = time.perf_counter()
-                m.eval(data)  # one C call of some tens of milliseconds
+                m.eval(text=data)  # one C call of some tens of milliseconds
                 elapsed = time.perf_counter() - t0
                 best = max(best, count[0] - before)
                 if best > 1000:

@@ -50,6 +50,13 @@ const char *lc_json_number(double x);
 int lc_apply_runtime_lengths(lc_model *m, const char *cmd, int batch, int *seg_len, int mem_len, int clamp_len,
                              int same_length);
 
+/* The data a command reads without --data (data_path.c): ./data/tinyshakespeare.txt, else the copy installed
+ * in LC_DATADIR; NULL after one error line saying to pass --data. */
+const char *lc_cli_default_data(const char *cmd);
+/* Loads the file a checkpoint `ckpt` records (its path and split): -1 when it holds the recorded bytes, else
+ * an exit code after one error line (the file is gone, unreadable or changed; give --data). */
+int lc_cli_load_recorded(const char *cmd, const char *ckpt, const lc_data_record *rec, lc_corpus *c);
+
 /* Stopping training on SIGINT / SIGTERM (stop.c): install the handler; the signal received (0: none);
  * its name; whether a periodic save is due after `step` (every N steps, or M minutes after the last save). */
 void lc_cli_catch_stop_signals(void);

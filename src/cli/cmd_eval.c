@@ -1,4 +1,5 @@
-/* `longctx eval`: bits per byte of a checkpoint on a split of a byte corpus. */
+/* `longctx eval`: bits per byte of a checkpoint on a split of a byte corpus: --data, else the file the
+ * checkpoint records (said on stderr), else the bundled corpus. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,11 +14,11 @@ int lc_cmd_eval(int argc, char **argv) {
     if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_eval_classify(argc, argv);
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--task") == 0 || strncmp(argv[i], "--task=", 7) == 0) return lc_cmd_eval_summary(argc, argv);
-    const char *ckpt = NULL, *data = "data/tinyshakespeare.txt", *split = "valid", *splits = "auto", *precision = NULL;
+    const char *ckpt = NULL, *data = NULL, *split = "valid", *splits = "auto", *precision = NULL;
     int seg_len = 0, batch = 8, threads = 0, json = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to evaluate (required)", 0},
-        {"--data", OPT_STR, &data, 0, 0, "text read as bytes (default data/tinyshakespeare.txt)", 0},
+        {"--data", OPT_STR, &data, 0, 0, "text read as bytes (default: the file the checkpoint records, else data/tinyshakespeare.txt)", 0},
         {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (the whole file)", 0},
         {"--splits", OPT_STR, &splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "evaluation segment length (default: the model's)", 0},
@@ -47,7 +48,8 @@ int lc_cmd_eval(int argc, char **argv) {
     else { lc_cli_error("eval: --splits must be auto, enwik8 or nanogpt, got '%s'", splits); return LC_EXIT_USAGE; }
     lc_set_threads(threads);
     lc_model *m;
-    lc_status st = lc_checkpoint_load(ckpt, batch, &m, NULL);
+    lc_train_options saved;
+    lc_status st = lc_checkpoint_load(ckpt, batch, &m, &saved);
     if (st) return lc_cli_fail(st);
     if ((rc = lc_apply_precision_flag(m, "eval", precision)) >= 0 ||
         (rc = lc_apply_runtime_lengths(m, "eval", batch, &seg_len, mem_len, clamp_len, same_length)) >= 0) {
@@ -56,7 +58,21 @@ int lc_cmd_eval(int argc, char **argv) {
     }
     int T = seg_len;
     lc_corpus c;
-    if ((st = lc_corpus_load(data, mode, &c))) { lc_model_free(m); return lc_cli_fail(st); }
+    const lc_data_record *rec = &saved.data;
+    if (!data && rec->path[0]) { /* the checkpoint's own data, with its split unless --splits says otherwise */
+        if (!lc_opt_get(opts, n, "--splits")->seen) mode = (lc_split_mode)rec->split;
+        lc_data_record r = *rec;
+        r.split = (int)mode;
+        if ((rc = lc_cli_load_recorded("eval", ckpt, &r, &c)) >= 0) { lc_model_free(m); return rc; }
+        data = rec->path;
+        fprintf(stderr, "data: %s, the data %s was trained on (--data FILE to score another)\n", data, ckpt);
+    } else {
+        if (!data && !(data = lc_cli_default_data("eval"))) { lc_model_free(m); return LC_EXIT_USAGE; }
+        if (!rec->path[0] && !lc_opt_get(opts, n, "--data")->seen)
+            fprintf(stderr, "data: %s (%s does not record its training data; --data FILE to score another)\n", data,
+                    ckpt);
+        if ((st = lc_corpus_load(data, mode, &c))) { lc_model_free(m); return lc_cli_fail(st); }
+    }
     size_t begin = c.begin[part], len = c.end[part] - begin;
     double bpc = 0;
     long tokens = 0;

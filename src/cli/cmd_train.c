@@ -15,9 +15,8 @@
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
+#include "longctx/flat.h"
 #include "train/dist.h"
-
-#define DEFAULT_DATA "data/tinyshakespeare.txt"
 
 typedef struct {
     const char *data, *out, *resume, *splits, *loss_log, *log, *task;
@@ -31,7 +30,7 @@ typedef struct {
 static int build_opts(train_args *a, lc_opt *opts) {
     lc_train_options *o = &a->o;
     lc_opt base[] = {
-        {"--data", OPT_STR, &a->data, 0, 0, "training text, read as bytes (default " DEFAULT_DATA ")", 0},
+        {"--data", OPT_STR, &a->data, 0, 0, "training text, read as bytes (default data/tinyshakespeare.txt, else the installed copy)", 0},
         {"--splits", OPT_STR, &a->splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
         {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps of the schedule (default 2000)", 0},
         {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
@@ -292,9 +291,26 @@ static int check_data_size(const train_args *a, const lc_corpus *corpus, int T) 
     return LC_EXIT_RUNTIME;
 }
 
+/* Whether every parameter's AdamW moments are zero: a resumed export (longctx export leaves them out). */
+static int moments_are_zero(lc_model *m) {
+    long shape[2];
+    const char *name;
+    int ndim, trained;
+    for (int i = 0; i < lc_model_tensor_count(m); i++) {
+        if (lc_model_tensor_info(m, i, &name, &ndim, shape, &trained) || !trained) continue;
+        const size_t n = (size_t)shape[0] * (size_t)(ndim == 2 ? shape[1] : 1);
+        const float *mv[2] = {lc_model_tensor_data(m, i, LC_TENSOR_ADAM_M), lc_model_tensor_data(m, i, LC_TENSOR_ADAM_V)};
+        for (int w = 0; w < 2; w++)
+            for (size_t j = 0; mv[w] && j < n; j++)
+                if (mv[w][j] != 0) return 0;
+    }
+    return 1;
+}
+
 /* Settings that make a run useless or surprising get a warning line (those that cannot work are errors). */
-static void warn_useless(const train_args *a, long start_step, const char *out, int stop_after_seen) {
+static void warn_useless(const train_args *a, lc_model *m, const char *out, int stop_after_seen) {
     const lc_train_options *o = &a->o;
+    const long start_step = lc_model_step(m);
     const long left = o->steps - start_step;
     if (left <= 0)
         warn("the run starts at step %ld of a %ld-step schedule: nothing to train (raise --steps)", start_step,
@@ -309,6 +325,11 @@ static void warn_useless(const train_args *a, long start_step, const char *out, 
         warn("--save-every %ld is not below the %ld steps left: only the final save", a->save_every, left);
     if (stop_after_seen && o->stop_after > 0 && !out)
         warn("--stop-after without --out: the stopped run is not saved and cannot be resumed");
+    else if (!out && left > 0)
+        warn("no --out: the trained model will not be saved (give --out FILE to keep it)");
+    if (a->resume && start_step > 0 && left > 0 && moments_are_zero(m))
+        warn("%s has no optimizer state (an export): AdamW restarts from zero moments, so the first updates are "
+             "larger than the saved run's (docs/checkpoint.md)", a->resume);
 }
 
 /* --out must not be the training data (compared by device and inode, so other names of it count). */
@@ -320,20 +341,12 @@ static int check_out_is_not_data(const char *out, const char *data) {
     return LC_EXIT_USAGE;
 }
 
-/* A resumed run trains on the data its checkpoint records, unless --data names another file explicitly
- * (then a warning says so). The recorded file must still hold the same bytes. */
-static int check_resumed_data(const train_args *a, const lc_data_record *rec, const lc_corpus *c, int explicit_data) {
-    if (!rec->path[0]) return -1;
-    const int same = (long)c->size == rec->size && lc_data_hash(c->bytes, c->size) == rec->hash;
-    if (same) return -1;
-    if (!explicit_data) {
-        lc_cli_error("train: %s, the data %s was trained on, has changed (%zu bytes now, %ld recorded, or other "
-                     "contents): give --data to continue on it anyway", rec->path, a->resume, c->size, rec->size);
-        return LC_EXIT_RUNTIME;
-    }
+/* A resumed run trains on the data its checkpoint records (lc_cli_load_recorded checks it), unless --data
+ * names another file explicitly: then a warning says so when its bytes are not the recorded ones. */
+static void warn_other_data(const train_args *a, const lc_data_record *rec, const lc_corpus *c) {
+    if (!rec->path[0] || ((long)c->size == rec->size && lc_data_hash(c->bytes, c->size) == rec->hash)) return;
     warn("--data %s is not the data %s was trained on (%s, %ld bytes): continuing on %s", a->data, a->resume,
          rec->path, rec->size, a->data);
-    return -1;
 }
 
 /* Processes training together start only when every one is ready: rc -1 (ready) or an exit code; returns
@@ -397,6 +410,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
     } else {
         rc = lc_model_flags_apply(&a->mf, opts, n, "train", &cfg);
         if (rc >= 0) return rc;
+        if (!explicit_data && !(a->data = lc_cli_default_data("train"))) return LC_EXIT_USAGE;
     }
     rc = check_out_is_not_data(out, a->data);
     if (rc >= 0) {
@@ -404,11 +418,17 @@ static int run(train_args *a, lc_opt *opts, int n) {
         return rc;
     }
     lc_corpus corpus;
-    if ((st = lc_corpus_load(a->data, mode, &corpus))) {
+    if (a->resume && !explicit_data) {
+        if ((rc = lc_cli_load_recorded("train", a->resume, &rec, &corpus)) >= 0) {
+            lc_model_free(m);
+            return rc;
+        }
+    } else if ((st = lc_corpus_load(a->data, mode, &corpus))) {
         lc_model_free(m);
         return lc_cli_fail(st);
+    } else if (a->resume) {
+        warn_other_data(a, &rec, &corpus);
     }
-    if (a->resume) rc = check_resumed_data(a, &rec, &corpus, explicit_data);
     if (rc < 0) rc = check_data_size(a, &corpus, cfg.seq_len);
     if (rc < 0 && !m && (st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) rc = lc_cli_fail(st);
     FILE *loss_log = NULL; /* process 0's */
@@ -421,7 +441,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
     if ((rc = all_ready(rc)) < 0) {
         lc_data_record_set(&a->o.data, a->data, &corpus);
         if (!quiet()) print_summary(m, &a->o);
-        if (!quiet()) warn_useless(a, lc_model_step(m), out, lc_opt_get(opts, n, "--stop-after")->seen);
+        if (!quiet()) warn_useless(a, m, out, lc_opt_get(opts, n, "--stop-after")->seen);
         lc_cli_catch_stop_signals();
         rc = finish(a, m, &corpus, out, loss_log, &log);
     } else {
@@ -438,7 +458,6 @@ int lc_cmd_train(int argc, char **argv) {
     lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     train_args a;
     memset(&a, 0, sizeof a);
-    a.data = DEFAULT_DATA;
     lc_train_options_default(&a.o);
     lc_model_flags_init(&a.mf);
     lc_opt opts[56];

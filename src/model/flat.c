@@ -348,6 +348,13 @@ lc_status lc_train_file(lc_model *m, const char *path, lc_split_mode mode, lc_tr
     lc_corpus c;
     lc_status st = lc_corpus_load(path, mode, &c);
     if (st) return st;
+    st = lc_train_check_data(&c, o->batch, m->cfg.seq_len); /* before the model is planned for the batch */
+    if (!st && (o->batch > m->max_B || m->cap_T != m->cfg.seq_len))
+        st = lc_model_resize(m, o->batch > m->max_B ? o->batch : m->max_B, m->cfg.seq_len, m->cap_M);
+    if (st) {
+        lc_corpus_free(&c);
+        return st;
+    }
     lc_data_record_set(&o->data, path, &c);
     const lc_train_hook_fn hook = o->hook;
     void *hook_user = o->hook_user;

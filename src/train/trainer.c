@@ -81,19 +81,27 @@ typedef struct {
     int *tok, *tgt; /* [R*B*T] with MLM, else [B*T] */
 } lc_batch_plan;
 
+lc_status lc_train_check_data(const lc_corpus *c, int batch, int seq_len) {
+    const size_t n_train = c->end[LC_PART_TRAIN] - c->begin[LC_PART_TRAIN];
+    const int R = lc_dist_size();
+    if (batch < 1 || seq_len < 1) return lc_fail(LC_ERR_ARG, "batch and seg-len must be >= 1, got %d and %d", batch, seq_len);
+    const size_t streams = (size_t)batch * (size_t)R;
+    if (n_train / streams >= (size_t)seq_len + 1) return LC_OK; /* lc_stream_batch's condition */
+    if (R == 1)
+        return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %d streams of one segment plus "
+                                   "one byte (%d)", n_train, batch, seq_len + 1);
+    return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %zu streams (%d processes x batch "
+                               "%d) of one segment plus one byte (%d)", n_train, streams, R, batch, seq_len + 1);
+}
+
 static lc_status plan_batch(lc_batch_plan *p, const lc_corpus *c, int B, int T, int mlm) {
     p->tok = p->tgt = NULL;
     p->train = c->bytes + c->begin[LC_PART_TRAIN];
     p->n_train = c->end[LC_PART_TRAIN] - c->begin[LC_PART_TRAIN];
     p->B = B, p->T = T, p->R = lc_dist_size(), p->rank = lc_dist_rank(), p->mlm = mlm;
     const size_t streams = (size_t)B * (size_t)p->R, rows = mlm ? streams : (size_t)B;
-    if (p->n_train / streams < (size_t)T + 1) { /* before any allocation; lc_stream_batch's condition */
-        if (p->R == 1)
-            return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %d streams of one segment plus "
-                                       "one byte (%d)", p->n_train, B, T + 1);
-        return lc_fail(LC_ERR_ARG, "the training split has %zu bytes, too few for %zu streams (%d processes x batch "
-                                   "%d) of one segment plus one byte (%d)", p->n_train, streams, p->R, B, T + 1);
-    }
+    lc_status st = lc_train_check_data(c, B, T); /* before any allocation */
+    if (st) return st;
     p->tok = malloc(sizeof(int) * rows * (size_t)T);
     p->tgt = malloc(sizeof(int) * rows * (size_t)T);
     if (p->tok && p->tgt) return LC_OK;
