@@ -80,6 +80,8 @@ expect 1 "standard input:2: a NUL byte" -- bash -c "\"$bin\" predict --ckpt \"$t
 keep nul
 check "  nothing printed" -- test ! -s "$tmp/nul.out"
 expect 1 "/dev/zero: is a character device" -- timeout 20 "$bin" sample --ckpt "$tmp/w.st" --prompt-file /dev/zero
+truncate -s 65M "$tmp/big.txt"
+expect 1 "sample: --prompt-file .*big.txt: 68157440 bytes, more than 67108864" -- "$bin" sample --ckpt "$tmp/w.st" --prompt-file "$tmp/big.txt"
 expect 1 "sample: --prompt-file standard input: more than 67108864 bytes" -- \
     timeout 60 bash -c "\"$bin\" sample --ckpt \"$tmp/w.st\" --prompt-file - </dev/zero"
 

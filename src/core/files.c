@@ -23,15 +23,26 @@ lc_status lc_file_read_all(const char *path, size_t max, char **buf, size_t *len
     const int std_in = strcmp(path, "-") == 0;
     const char *name = std_in ? "standard input" : path;
     struct stat sb;
-    if (!std_in) { /* stat before open: opening a FIFO would wait for a writer */
-        if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        if (!S_ISREG(sb.st_mode)) return lc_fail(LC_ERR_IO, "%s: is %s, not a regular file", path, lc_file_kind(sb.st_mode));
-        if ((unsigned long long)sb.st_size > max)
-            return lc_fail(LC_ERR_FORMAT, "%s: %lld bytes, more than %zu, the most it may have", path,
-                           (long long)sb.st_size, max);
-    }
-    const int fd = std_in ? 0 : open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    /* stat before open (opening a FIFO would wait for a writer, opening a device may have effects), then the
+     * descriptor itself, opened without blocking, so that a path swapped in between cannot slip by */
+    if (!std_in && stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!std_in && !S_ISREG(sb.st_mode))
+        return lc_fail(LC_ERR_IO, "%s: is %s, not a regular file", path, lc_file_kind(sb.st_mode));
+    const int fd = std_in ? 0 : open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!std_in) {
+        lc_status bad = LC_OK;
+        if (fstat(fd, &sb) != 0) bad = lc_fail(LC_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        else if (!S_ISREG(sb.st_mode))
+            bad = lc_fail(LC_ERR_IO, "%s: is %s, not a regular file", path, lc_file_kind(sb.st_mode));
+        else if ((unsigned long long)sb.st_size > max)
+            bad = lc_fail(LC_ERR_FORMAT, "%s: %lld bytes, more than %zu, the most it may have", path,
+                          (long long)sb.st_size, max);
+        if (bad) {
+            close(fd);
+            return bad;
+        }
+    }
     size_t cap = std_in ? 1 << 16 : (size_t)sb.st_size + 1, n = 0;
     char *b = malloc(cap + 1);
     lc_status st = b ? LC_OK : lc_fail(LC_ERR_NOMEM, "%s: out of memory", name);
