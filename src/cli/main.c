@@ -21,7 +21,7 @@ static void usage(FILE *f) {
           "  listops  write a split of Long Range Arena's ListOps task (docs/lra.md)\n"
           "  predict  the label a classifier (train --task classify) gives each input line\n"
           "  hibert   HIBERT (docs/hibert.md): pretrain (masked sentences) or finetune (extractive summaries)\n"
-          "  summarize  extractive summaries of text files with a fine-tuned HIBERT checkpoint\n"
+          "  summarize  extractive summaries of text files: a fine-tuned HIBERT checkpoint, LexRank or lead-k\n"
           "  export   a checkpoint's weights without its optimizer state (a third of the size)\n\n"
           "`longctx COMMAND --help` lists a command's options; `longctx --version` prints the version.\n",
           f);
