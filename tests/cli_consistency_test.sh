@@ -235,8 +235,8 @@ check "sample --interactive: each turn as its own sample command (seed + turn)" 
 check "sample --interactive: empty input" -- bash -c '"$@" </dev/null' _ "${sm[@]}" --interactive
 one_line 2 "sample: give one of --prompt, --prompt-file and --interactive" -- "${sm[@]}" --prompt x --interactive
 one_line 2 "sample: give one of --prompt, --prompt-file and --interactive" -- "${sm[@]}" --prompt x --prompt-file "$tmp/prompt.txt"
-one_line 1 "sample: --prompt-file $tmp/none.txt: cannot open" -- "${sm[@]}" --prompt-file "$tmp/none.txt"
-one_line 1 "sample: --prompt-file $tmp: cannot read" -- "${sm[@]}" --prompt-file "$tmp"
+one_line 1 "sample: --prompt-file $tmp/none.txt: cannot open: No such file or directory$" -- "${sm[@]}" --prompt-file "$tmp/none.txt"
+one_line 1 "sample: --prompt-file $tmp: is a directory, not a regular file" -- "${sm[@]}" --prompt-file "$tmp"
 check "an MLM checkpoint" -- "$bin" train "${lm[@]}" --objective mlm --steps 1 --eval-every 0 --eval-bytes 100 --out "$tmp/mlm.ckpt"
 one_line 2 "sampling needs a causal model" -- bash -c '"$@" </dev/null' _ "$bin" sample --ckpt "$tmp/mlm.ckpt" --interactive
 

@@ -177,13 +177,13 @@ check "pretrain --encoding latin1" -- "$bin" hibert pretrain --docs "$tmp/ldoc" 
 printf 'Some text for a tiny language model to read, twice over. %.0s' 1 2 3 4 5 6 >"$tmp/lm.txt"
 check "tiny language model" -- "$bin" train --preset tiny --layers 1 --dim 16 --heads 2 --ffn 32 --seg-len 16 \
     --batch 2 --threads 1 --steps 1 --eval-every 0 --data "$tmp/lm.txt" --out "$tmp/lm.ckpt"
-lm="lm.ckpt: a language model checkpoint \(model = [a-z]+\), not a hibert model"
+lm="lm.ckpt: a language model checkpoint \(model = [a-z]+\), not a HIBERT model: use it with longctx eval, sample"
 expect 1 "$lm" -- "$bin" summarize --ckpt "$tmp/lm.ckpt" "$tmp/a.txt"
 expect 1 "$lm" -- "${ft[@]}" --init "$tmp/lm.ckpt" --out "$tmp/x.st"
 expect 1 "$lm" -- "$bin" hibert pretrain --resume "$tmp/lm.ckpt" --docs "$tmp/docs"
 expect 1 "$lm" -- "$bin" eval --task summarize --data "$tmp/bbc" --split test --ckpt "$tmp/lm.ckpt"
-expect 1 "ft.st: a hibert checkpoint, not a language model" -- "$bin" sample --ckpt "$tmp/ft.st" --tokens 4
-expect 1 "ft.st: a hibert checkpoint, not a language model" -- "$bin" eval --ckpt "$tmp/ft.st" --data "$tmp/lm.txt"
+expect 1 "ft.st: a HIBERT checkpoint \(model = hibert\), not a language model: use it with longctx summarize" -- "$bin" sample --ckpt "$tmp/ft.st" --tokens 4
+expect 1 "ft.st: a HIBERT checkpoint \(model = hibert\), not a language model: use it with longctx summarize" -- "$bin" eval --ckpt "$tmp/ft.st" --data "$tmp/lm.txt"
 expect 2 "--resume .*pre.st is a pretrain checkpoint" -- "${ft[@]}" --resume "$tmp/pre.st"
 
 # where the checkpoint goes, and the shape fixed by --init

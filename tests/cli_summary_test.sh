@@ -17,7 +17,7 @@ ev=("$bin" eval --task summarize)
 expect 2 "--method or --ckpt is required" -- "${ev[@]}"
 expect 2 "--method must be lead3, leadk, lexrank or oracle, got 'lead4'" -- "${ev[@]}" --method lead4
 expect 2 "--split must be valid, test, train or all" -- "${ev[@]}" --method lead3 --split dev
-expect 2 "--task must be summarize, got 'translate'" -- "$bin" eval --task translate --method lead3
+expect 2 "--task must be summarize or classify, got 'translate'" -- "$bin" eval --task translate --method lead3
 expect 2 "--task needs a value" -- "$bin" eval --task
 expect 2 "give --ckpt or --method, not both" -- "${ev[@]}" --method lead3 --ckpt model.ckpt
 expect 1 "model.ckpt" -- "${ev[@]}" --ckpt=model.ckpt
@@ -58,7 +58,7 @@ doc "$tmp/small" 2 'T\n\nCaf\xe9 prices rose. Nobody knew why.' 'Caf\xe9 prices 
 check "one-sentence and Latin-1 documents" -- "${ev[@]}" --method oracle --split all --data "$tmp/small" --json
 cp "$tmp/out" "$tmp/small.txt"
 check "oracle of exact references is 100" -- grep -q '^{"rouge1":100.000000,"rouge2":100.000000,"rougeL":100.000000,"docs":2}$' "$tmp/small.txt"
-check "the Latin-1 file is reported" -- grep -q "1 of the files were not UTF-8 and were read as Latin-1" "$tmp/small.txt"
+check "the Latin-1 file is reported" -- grep -q "1 of the files was not UTF-8 and was read as Latin-1" "$tmp/small.txt"
 
 # the bundled corpus: the issue's baselines on the test split, within 0.5; JSON is the last line
 bbc=data/bbc-news-summary

@@ -100,7 +100,7 @@ check "an export exported again is the same file" -- cmp -s "$tmp/a.export" "$tm
 expect 2 "export: --ckpt is required" -- "$bin" export --out "$tmp/x.st"
 expect 2 "export: --out is required" -- "$bin" export --ckpt "$tmp/a.ckpt"
 expect 1 "nope\.ckpt: cannot open" -- "$bin" export --ckpt "$tmp/nope.ckpt" --out "$tmp/x.st"
-expect 1 "small\.txt: header size" -- "$bin" export --ckpt "$tmp/small.txt" --out "$tmp/x.st"
+expect 1 "small\.txt: not a safetensors checkpoint" -- "$bin" export --ckpt "$tmp/small.txt" --out "$tmp/x.st"
 # a safetensors file written by PyTorch (a parity fixture), not by longctx
 expect 1 "bigbird_itc\.safetensors: not a longctx checkpoint" -- "$bin" export \
     --ckpt "$(dirname "${BASH_SOURCE[0]}")/fixtures/bigbird_itc.safetensors" --out "$tmp/x.st"

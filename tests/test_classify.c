@@ -258,10 +258,13 @@ TEST(checkpoint_round_trip_words) {
     CHECK(lm && lc_checkpoint_save(lm, &o, lm_path) == LC_OK, "%s", lc_last_error());
     lc_classifier *x = NULL;
     lc_label_set xl;
-    CHECK(lc_classifier_load(lm_path, 0, 0, &x, NULL, &xl, NULL) == LC_ERR_FORMAT && strstr(lc_last_error(), "not a classifier"),
+    CHECK(lc_classifier_load(lm_path, 0, 0, &x, NULL, &xl, NULL) == LC_ERR_FORMAT && strstr(lc_last_error(), "a language model checkpoint (model = vanilla), not a classifier: use it with longctx eval"),
           "%s", lc_last_error());
     lc_model *y = NULL;
-    CHECK(lc_checkpoint_load(path, 0, &y, NULL) == LC_ERR_FORMAT, "the LM reader refuses a classifier: %s", lc_last_error());
+    CHECK(lc_checkpoint_load(path, 0, &y, NULL) == LC_ERR_FORMAT &&
+              strstr(lc_last_error(), "a classifier checkpoint (model = classify), not a language model: use it with "
+                                      "longctx predict, eval --task classify"),
+          "the LM reader refuses a classifier: %s", lc_last_error());
     lc_model_free(lm), lc_model_free(y);
     lc_label_set_free(&back);
     lc_word_vocab_free(vb), lc_word_vocab_free(v);

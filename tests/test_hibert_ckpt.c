@@ -260,10 +260,10 @@ TEST(damaged_and_other_kinds_are_refused) {
     CHECK(lc_model_create(&c, 1, 1, &lm) == LC_OK, "%s", lc_last_error());
     CHECK(lc_checkpoint_save(lm, &o, tmp_path("lm.safetensors")) == LC_OK, "%s", lc_last_error());
     lc_model_free(lm);
-    expect_refusal(tmp_path("lm.safetensors"), "lm.safetensors: a language model checkpoint (model = xl), not a hibert model");
+    expect_refusal(tmp_path("lm.safetensors"), "lm.safetensors: a language model checkpoint (model = xl), not a HIBERT model: use it with longctx eval, sample");
     lm = NULL;
     CHECK(lc_checkpoint_load(good, 0, &lm, NULL) == LC_ERR_FORMAT && !lm, "hibert as LM");
-    CHECK(strstr(lc_last_error(), "good.safetensors: a hibert checkpoint, not a language model"), "%s", lc_last_error());
+    CHECK(strstr(lc_last_error(), "good.safetensors: a HIBERT checkpoint (model = hibert), not a language model: use it with longctx summarize"), "%s", lc_last_error());
     lc_hibert_config cfg;
     CHECK(lc_hibert_checkpoint_info(tmp_path("lm.safetensors"), &cfg, NULL) == LC_ERR_FORMAT, "info of an LM");
     CHECK(lc_hibert_checkpoint_info(tmpdir, &cfg, NULL) != LC_OK && strstr(lc_last_error(), tmpdir), "a directory");

@@ -282,11 +282,11 @@ TEST(test_st_open_file_errors) {
     write_raw(path, 0, "{}", NULL, 0);
     expect_open_error(path, LC_ERR_FORMAT, "header size is 0", "zero header size");
     write_raw(path, 1ull << 40, "{}", NULL, 0);
-    expect_open_error(path, LC_ERR_FORMAT, "absurd", "absurd header size");
+    expect_open_error(path, LC_ERR_FORMAT, "not a safetensors checkpoint (its first 8 bytes give a header size of", "absurd header size");
     write_raw(path, 100000001, "{}", NULL, 0);
     expect_open_error(path, LC_ERR_FORMAT, "absurd", "header size just over the limit");
     write_raw(path, 3, "{}", NULL, 0);
-    expect_open_error(path, LC_ERR_FORMAT, "exceeds", "header size past the end");
+    expect_open_error(path, LC_ERR_FORMAT, "not a safetensors checkpoint, or a truncated one (header size 3 exceeds", "header size past the end");
     write_raw(path, ~0ull, "{}", NULL, 0);
     expect_open_error(path, LC_ERR_FORMAT, "absurd", "header size 2^64-1");
 }

@@ -77,8 +77,9 @@ static int parse_number(const char *cmd, const lc_opt *o, const char *text) {
         lc_cli_error("%s: %s expects a number, got '%s'", cmd, o->name, text);
         return 0;
     }
-    if (x < o->lo || x > o->hi) {
-        lc_cli_error("%s: %s must be in %g..%g, got %s", cmd, o->name, o->lo, o->hi, text);
+    if (x < o->lo || x > o->hi) { /* an integer flag's range in integers ("0..1000000000000", not "0..1e+12") */
+        if (o->type == OPT_FLOAT) lc_cli_error("%s: %s must be in %g..%g, got %s", cmd, o->name, o->lo, o->hi, text);
+        else lc_cli_error("%s: %s must be in %.0f..%.0f, got %s", cmd, o->name, o->lo, o->hi, text);
         return 0;
     }
     if (o->type == OPT_INT) *(int *)o->dst = (int)x;
@@ -88,15 +89,30 @@ static int parse_number(const char *cmd, const lc_opt *o, const char *text) {
 }
 
 int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv) {
+    return lc_parse_opts_args(cmd, usage, opts, n, argc, argv, NULL, 0, NULL);
+}
+
+int lc_parse_opts_args(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv, char **pos,
+                       int max_pos, int *n_pos) {
+    int flags_end = argc; /* "--": every later argument is positional */
+    if (n_pos) *n_pos = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        if (i < flags_end && pos && strcmp(a, "--") == 0) {
+            flags_end = i;
+            continue;
+        }
+        if (i < flags_end && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
             print_help(cmd, usage, opts, n);
             return LC_EXIT_OK;
         }
-        if (strncmp(a, "--", 2) != 0) {
-            lc_cli_error("%s: unexpected argument '%s' (see longctx %s --help)", cmd, a, cmd);
-            return LC_EXIT_USAGE;
+        if (i > flags_end || strncmp(a, "--", 2) != 0) {
+            if (!pos || *n_pos >= max_pos) {
+                lc_cli_error("%s: unexpected argument '%s' (see longctx %s --help)", cmd, a, cmd);
+                return LC_EXIT_USAGE;
+            }
+            pos[(*n_pos)++] = argv[i];
+            continue;
         }
         const char *eq = strchr(a, '=');
         size_t len = eq ? (size_t)(eq - a) : strlen(a);

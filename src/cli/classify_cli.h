@@ -27,9 +27,10 @@ lc_status lc_cli_classify_batch(lc_classifier *m, const lc_word_vocab *v, const 
                                 const lc_train_options *o, double *loss);
 
 /* The predicted class of every text into pred[n] (batches of up to `batch` examples, in order of length),
- * and, with labels (-1: a label the model lacks, counted wrong), the number of correct predictions. */
+ * and, with labels (-1: a label the model lacks, counted wrong), the number of correct predictions; with
+ * probs (n x n_classes), each text's class probabilities (the softmax of its logits). */
 lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, int batch, int *pred,
-                          const int *labels, long *correct);
+                          const int *labels, long *correct, double *probs);
 
 /* cmd_predict.c, cmd_classify.c, classify_run.c */
 int lc_cmd_predict(int argc, char **argv);

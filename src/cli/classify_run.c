@@ -1,6 +1,7 @@
 /* What the classification commands share (classify_cli.h): `--task` detection, batches tokenized and
  * packed by length, a classifier run over a set of texts; and `longctx eval --task classify` (docs/lra.md):
  * a checkpoint's accuracy on a labelled file. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ lc_status lc_cli_classify_batch(lc_classifier *m, const lc_word_vocab *v, const 
 }
 
 lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, int batch, int *pred,
-                          const int *labels, long *correct) {
+                          const int *labels, long *correct, double *probs) {
     const lc_classify_config *c = lc_classifier_config(m);
     long *keys = malloc(sizeof(long) * (size_t)(t->n > 0 ? t->n : 1)), *idx = malloc(sizeof(long) * (size_t)batch);
     int *buf = malloc(sizeof(int) * (size_t)batch * (size_t)c->max_len), *len = malloc(sizeof(int) * (size_t)batch);
@@ -67,6 +68,12 @@ lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli
                 if (z[(size_t)i * c->n_classes + k] > z[(size_t)i * c->n_classes + best]) best = k;
             pred[idx[i]] = best;
             if (labels) right += labels[idx[i]] == best;
+            if (probs) { /* the softmax, from the largest logit */
+                const float *zi = z + (size_t)i * c->n_classes;
+                double *p = probs + (size_t)idx[i] * c->n_classes, sum = 0;
+                for (int k = 0; k < c->n_classes; k++) sum += p[k] = exp((double)zi[k] - (double)zi[best]);
+                for (int k = 0; k < c->n_classes; k++) p[k] /= sum;
+            }
         }
     }
     if (correct) *correct = right;
@@ -107,7 +114,7 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     if (!st && (!ids || !pred)) st = lc_fail(LC_ERR_NOMEM, "out of memory");
     if (!st) st = lc_labelled_map(&d, &labels, ids, &unseen);
     const lc_cli_texts t = lc_cli_texts_of(&d);
-    if (!st) st = lc_cli_classify(m, v, &t, batch, pred, ids, &right);
+    if (!st) st = lc_cli_classify(m, v, &t, batch, pred, ids, &right, NULL);
     if (st) {
         rc = lc_cli_fail(st);
     } else {

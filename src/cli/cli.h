@@ -32,6 +32,11 @@ typedef struct {
 /* Parses argv[first..argc) into opts. Returns -1 when parsing succeeded and the command should run,
  * LC_EXIT_OK after printing --help, or LC_EXIT_USAGE after printing one error line. */
 int lc_parse_opts(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv);
+/* lc_parse_opts for a command that also takes positional arguments (files, "-"): they may come before, between
+ * or after the flags (one convention for every command), and every argument after "--" is one. They are put in
+ * pos[0 .. *n_pos), at most max_pos of them (one more is a usage error naming it). */
+int lc_parse_opts_args(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv, char **pos,
+                       int max_pos, int *n_pos);
 /* The option named `name` (which must exist in opts). */
 lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name);
 /* Marks the option `name` (which must exist) as one this command does not use: --help leaves it out and
@@ -40,6 +45,9 @@ lc_opt *lc_opt_get(lc_opt *opts, int n, const char *name);
 void lc_opt_refuse(lc_opt *opts, int n, const char *name, const char *why);
 /* The --help lines of opts[0..n) that the command uses (each "  --name ARG  help\n"). */
 void lc_opt_print(FILE *f, const lc_opt *opts, int n);
+
+/* "s" unless n is 1: "%ld step%s" for English plurals. */
+static inline const char *lc_plural(long n) { return n == 1 ? "" : "s"; }
 
 /* A number formatted for JSON (%.6f, or null when not finite), in a static rotating buffer. */
 const char *lc_json_number(double x);

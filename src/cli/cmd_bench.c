@@ -103,11 +103,11 @@ static int bench_train(int argc, char **argv) {
         const double step_gflops = (lin + att) / (med / 1e3) / 1e9, gemm_gflops = gemm_flops / gemm_s / 1e9;
         if (!json) {
             printf("bench train: %s, %d layers, dim %d, %d heads, ffn %d, attn %s%s%s | batch %d x %d | %.2fM params | "
-                   "gemm %s%s | %d threads | median of %d steps\n",
+                   "gemm %s%s | %d thread%s | median of %d steps\n",
                    cfg.model == LC_MODEL_XL ? "xl" : "vanilla", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
                    cfg.attn[0] ? cfg.attn : "full", cfg.reversible ? ", reversible" : "", cfg.ffn_chunk ? ", ffn chunks" : "",
                    batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_precision_note(cfg.precision),
-                   lc_get_threads(), steps);
+                   lc_get_threads(), lc_plural(lc_get_threads()), steps);
             printf("%11s %11s %11s %12s %12s %11s %10s %14s\n", "ms/step", "tokens/s", "CPU ms/step", "step GFLOP/s",
                    "gemm GFLOP/s", "gemm share", "params MB", "activations MB");
             printf("%11.2f %11.0f %11.2f %12.2f %12.2f %11.3f %10.1f %14.1f\n", med, tok_s, cpu_med, step_gflops, gemm_gflops,
@@ -223,9 +223,9 @@ static int bench_xl_eval(int argc, char **argv) {
         p = *end ? end + 1 : end;
     }
     if (!json) {
-        printf("bench xl-eval: %d layers, dim %d, %d heads, ffn %d, attn %s | xl segments of %d | %d threads | "
+        printf("bench xl-eval: %d layers, dim %d, %d heads, ffn %d, attn %s | xl segments of %d | %d thread%s | "
                "ms per predicted byte\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.attn[0] ? cfg.attn : "full",
-               seg, lc_get_threads());
+               seg, lc_get_threads(), lc_plural(lc_get_threads()));
         printf("%9s %10s %12s %8s %13s %10s\n", "attn len", "xl eval", "vanilla", "speedup", "xl generate", "speedup");
         fflush(stdout);
     }
@@ -267,6 +267,9 @@ int lc_cmd_bench(int argc, char **argv) {
              "`longctx bench NAME --help` lists a benchmark's options.");
         return LC_EXIT_OK;
     }
-    lc_cli_error("bench: expected a benchmark name: train, xl-eval, attn, hibert or gemm (see longctx bench --help)");
+    if (argc >= 1 && argv[0][0] != '-')
+        lc_cli_error("bench: unknown benchmark '%s' (benchmarks: train, xl-eval, attn, hibert, gemm; see longctx bench --help)",
+                     argv[0]);
+    else lc_cli_error("bench: expected a benchmark name: train, xl-eval, attn, hibert or gemm (see longctx bench --help)");
     return LC_EXIT_USAGE;
 }

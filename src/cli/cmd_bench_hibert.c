@@ -190,8 +190,9 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         double lm_tok_s = (double)bm.lm_batch * cfg.seq_len / (lm / 1e3);
         if (!json) {
             printf("bench hibert: %d layers, dim %d, %d heads, ffn %d | HIBERT %d documents (%ld rows) per step, LM batch "
-                   "%d x %d | %d threads%s | medians of %d interleaved steps\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
-                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_get_threads(), lc_precision_note(cfg.precision), steps);
+                   "%d x %d | %d thread%s%s | medians of %d interleaved steps\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
+                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_get_threads(), lc_plural(lc_get_threads()),
+                   lc_precision_note(cfg.precision), steps);
             printf("%15s %16s %15s %11s %13s %17s\n", "HIBERT ms/step", "HIBERT bytes/s", "HIBERT rows/s", "LM ms/step",
                    "LM tokens/s", "LM / HIBERT rows");
             printf("%15.2f %16.0f %15.0f %11.2f %13.0f %17.3f\n", hm, bytes_s, rows_s, lm, lm_tok_s, lm_tok_s / rows_s);

@@ -81,7 +81,7 @@ static lc_status validate(crun *r, double *acc) {
     const double t0 = lc_now_seconds();
     long right = 0;
     const lc_cli_texts t = lc_cli_texts_of(&r->valid);
-    lc_status st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right);
+    lc_status st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right, NULL);
     *acc = (double)right / (double)r->valid.n;
     r->valid_s += lc_now_seconds() - t0;
     return st;
@@ -290,10 +290,10 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
         c = *lc_classifier_config(r.m);
         r.run.opts = a->o, r.run.train_examples = r.train.n;
         fprintf(stderr, "classify: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
-                        "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d threads%s%s\n",
+                        "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d thread%s%s%s\n",
                 c.n_layer, c.d_model, c.n_head, c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
                 lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
-                lc_precision_note(c.precision), a->resume ? " | resumed" : "");
+                lc_plural(lc_get_threads()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
         lc_cli_catch_stop_signals();
         rc = train_loop(&r);
     }
@@ -333,7 +333,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 200; 0: end only)", 0},
         {"--save-every", OPT_LONG, &a.save_every, 0, 1e12, "also save OUT.last every N steps (0: at the end only)", 0},
-        {"--save-every-min", OPT_FLOAT, &a.save_every_min, 0, 1e7, "also save OUT.last every M minutes (0: off)", 0},
+        {"--save-every-min", OPT_FLOAT, &a.save_every_min, 0, 1e7, "also save OUT.last every N minutes (0: off)", 0},
         {"--seed", OPT_U64, &o->seed, 0, 0, "random seed: initialisation, order, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a.threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},

@@ -13,8 +13,6 @@
 int lc_cmd_eval_summary(int argc, char **argv);
 int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json); /* cmd_summarize.c */
 
-typedef enum { METHOD_LEAD3, METHOD_LEADK, METHOD_LEXRANK, METHOD_ORACLE } method;
-
 /* The idf of the training split of ROOT (LexRank's collection): each document's sentences joined. */
 static lc_status train_idf(const char *root, lc_idf *idf) {
     lc_doc_list train;
@@ -35,33 +33,48 @@ static lc_status train_idf(const char *root, lc_idf *idf) {
     return st;
 }
 
+int lc_summ_method_parse(const char *name, lc_summ_method *out) {
+    static const char *names[] = {"lead3", "leadk", "lexrank", "oracle", "hibert"};
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+        if (strcmp(name, names[i]) == 0) return *out = (lc_summ_method)i, 0;
+    return -1;
+}
+
+lc_status lc_summ_pick(lc_summ_method how, const char *const *sent, int n, int k, const lc_idf *idf, float *score,
+                       uint8_t *pick) {
+    if (how != LC_SUMM_LEXRANK) {
+        const int lead = how == LC_SUMM_LEAD3 ? 3 : k;
+        for (int i = 0; i < n; i++) pick[i] = i < lead;
+        return LC_OK;
+    }
+    /* compared as floats, as HIBERT's scores are (lc_top_k): sentences in the same place of the graph get the
+     * same score up to the last bits of its double sums, and float makes those ties exact */
+    lc_idf own = {0};
+    double *s64 = malloc(sizeof *s64 * (size_t)(n ? n : 1));
+    float *s32 = score ? score : malloc(sizeof *s32 * (size_t)(n ? n : 1));
+    lc_status st = s64 && s32 ? LC_OK : lc_fail(LC_ERR_NOMEM, "lexrank: out of memory");
+    if (!st && !idf && !(st = lc_idf_build(sent, n, &own))) idf = &own;
+    if (!st && !(st = lc_lexrank_scores(sent, n, idf, 0.1, 0.85, s64))) {
+        for (int i = 0; i < n; i++) s32[i] = (float)s64[i];
+        lc_top_k(s32, n, k, pick);
+    }
+    lc_idf_free(&own);
+    free(s64);
+    if (s32 != score) free(s32);
+    return st;
+}
+
 /* Scores one document: picks the method's sentences, joins them and adds its F1 scores to sum[3]. */
-static lc_status score_document(const lc_document *d, method how, lc_label_rule rule, const lc_idf *idf,
+static lc_status score_document(const lc_document *d, lc_summ_method how, lc_label_rule rule, const lc_idf *idf,
                                 uint8_t *pick, double sum[3]) {
     const char *const *sent = (const char *const *)d->sents.sent;
     int n = d->sents.n, k;
     lc_status st = lc_summary_labels(sent, n, d->reference, LC_LABELS_CONTAINED, pick, &k);
     if (st) return st;
-    if (how == METHOD_ORACLE && rule == LC_LABELS_GREEDY &&
+    if (how == LC_SUMM_ORACLE && rule == LC_LABELS_GREEDY &&
         (st = lc_summary_labels(sent, n, d->reference, LC_LABELS_GREEDY, pick, NULL)))
         return st;
-    if (how == METHOD_LEXRANK) {
-        /* compared as floats, as HIBERT's scores are (lc_top_k): sentences in the same place of the graph
-         * get the same score up to the last bits of its double sums, and float makes those ties exact */
-        double *score = malloc(sizeof *score * (size_t)n);
-        float *score32 = malloc(sizeof *score32 * (size_t)n);
-        if (!score || !score32) st = lc_fail(LC_ERR_NOMEM, "eval --task summarize: out of memory");
-        else if (!(st = lc_lexrank_scores(sent, n, idf, 0.1, 0.85, score))) {
-            for (int i = 0; i < n; i++) score32[i] = (float)score[i];
-            lc_top_k(score32, n, k, pick);
-        }
-        free(score);
-        free(score32);
-        if (st) return st;
-    } else if (how != METHOD_ORACLE) {
-        int lead = how == METHOD_LEAD3 ? 3 : k;
-        for (int i = 0; i < n; i++) pick[i] = i < lead;
-    }
+    if (how != LC_SUMM_ORACLE && (st = lc_summ_pick(how, sent, n, k, idf, NULL, pick))) return st;
     char *summary;
     if ((st = lc_sentences_join(sent, n, pick, &summary))) return st;
     lc_rouge r;
@@ -93,7 +106,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!task || strcmp(task, "summarize") != 0) {
-        lc_cli_error("eval: --task must be summarize, got '%s' (without --task, eval scores a language model)",
+        lc_cli_error("eval: --task must be summarize or classify, got '%s' (without --task, eval scores a language model)",
                      task ? task : "");
         return LC_EXIT_USAGE;
     }
@@ -101,16 +114,11 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_cli_error("eval --task summarize: give --ckpt or --method, not both");
         return LC_EXIT_USAGE;
     }
-    method how;
+    lc_summ_method how = LC_SUMM_HIBERT;
     if (!method_name && !ckpt) {
         lc_cli_error("eval --task summarize: --method or --ckpt is required (lead3, leadk, lexrank or oracle)");
         return LC_EXIT_USAGE;
-    } else if (!method_name) how = METHOD_LEADK; /* --ckpt */
-    else if (strcmp(method_name, "lead3") == 0) how = METHOD_LEAD3;
-    else if (strcmp(method_name, "leadk") == 0) how = METHOD_LEADK;
-    else if (strcmp(method_name, "lexrank") == 0) how = METHOD_LEXRANK;
-    else if (strcmp(method_name, "oracle") == 0) how = METHOD_ORACLE;
-    else {
+    } else if (method_name && (lc_summ_method_parse(method_name, &how) || how == LC_SUMM_HIBERT)) {
         lc_cli_error("eval --task summarize: --method must be lead3, leadk, lexrank or oracle, got '%s'", method_name);
         return LC_EXIT_USAGE;
     }
@@ -121,7 +129,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_cli_error("eval --task summarize: --labels must be contained or greedy, got '%s'", labels);
         return LC_EXIT_USAGE;
     }
-    if (lc_opt_get(opts, n, "--labels")->seen && (ckpt || how != METHOD_ORACLE)) {
+    if (lc_opt_get(opts, n, "--labels")->seen && (ckpt || how != LC_SUMM_ORACLE)) {
         lc_cli_error("eval --task summarize: --labels applies to --method oracle only");
         return LC_EXIT_USAGE;
     }
@@ -150,7 +158,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         return LC_EXIT_RUNTIME;
     }
     lc_idf idf = {0};
-    if (how == METHOD_LEXRANK && (st = train_idf(data, &idf))) {
+    if (how == LC_SUMM_LEXRANK && (st = train_idf(data, &idf))) {
         lc_doc_list_free(&docs);
         return lc_cli_fail(st);
     }
@@ -182,9 +190,11 @@ int lc_cmd_eval_summary(int argc, char **argv) {
     double r1 = 100 * sum[0] / docs.n, r2 = 100 * sum[1] / docs.n, rl = 100 * sum[2] / docs.n;
     printf("%s: %s%s ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (F1 %%, mean of %d documents, %ld sentences, of %s; "
            "%.2f s)\n",
-           split, method_name, how == METHOD_ORACLE ? (rule == LC_LABELS_GREEDY ? " (greedy)" : " (contained)") : "",
+           split, method_name, how == LC_SUMM_ORACLE ? (rule == LC_LABELS_GREEDY ? " (greedy)" : " (contained)") : "",
            r1, r2, rl, docs.n, sentences, data, lc_now_seconds() - t0);
-    if (latin1) printf("%d of the files were not UTF-8 and were read as Latin-1\n", latin1);
+    if (latin1)
+        printf("%d of the files %s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? "was" : "were",
+               latin1 == 1 ? "was" : "were");
     if (json)
         printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"docs\":%d}\n", lc_json_number(r1), lc_json_number(r2),
                lc_json_number(rl), docs.n);

@@ -69,7 +69,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--seed", OPT_U64, &o->seed, 0, 0, "seed: initialisation, shuffling, masking, dropout (default 1337)", 0},
         {"--threads", OPT_INT, &a->threads, 0, 1024, "threads (0: all cores)", 0},
         {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save every N steps", 0},
-        {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save every M minutes", 0},
+        {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save every N minutes", 0},
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
         {"--log", OPT_STR, &a->log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
     };
@@ -416,13 +416,15 @@ static int run(hargs *a, lc_opt *opts, int n) {
         }
         if (a->resume && !a->out) t.last = a->resume;
         fprintf(stderr, "hibert %s: %d+%d+%d layers, dims %d/%d/%d | %.2fM params | %d train documents (%d chunks), %d held out | "
-                        "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d threads%s\n", a->finetune ? "finetune" : "pretrain",
+                        "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d thread%s%s\n", a->finetune ? "finetune" : "pretrain",
                 a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
                 a->cfg.dec.d_model, (double)lc_hibert_num_params(t.m) / 1e6, t.train.n_docs, t.train.n_chunks,
                 t.valid.n_docs, t.run.opts.batch, t.run.limits.max_sents, t.run.limits.max_bytes,
-                t.run.limits.no_decoder ? 0 : t.run.limits.max_dec_rows, lc_get_threads(),
+                t.run.limits.no_decoder ? 0 : t.run.limits.max_dec_rows, lc_get_threads(), lc_plural(lc_get_threads()),
                 lc_precision_note(a->cfg.precision));
-        if (t.train.latin1 + t.valid.latin1) fprintf(stderr, "%d files were not UTF-8 and were read as Latin-1\n", t.train.latin1 + t.valid.latin1);
+        const int latin1 = t.train.latin1 + t.valid.latin1;
+        if (latin1) fprintf(stderr, "%d file%s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? " was" : "s were",
+                            latin1 == 1 ? "was" : "were");
         rc = train_loop(&t);
     }
     lc_train_log_close(&t.log);

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_flags.h"
+#include "core/files.h"
 #include "core/threads.h"
 
 static void emit_byte(uint8_t b, void *user) {
@@ -18,39 +19,14 @@ static void emit_byte(uint8_t b, void *user) {
     fflush(stdout);
 }
 
-/* The whole of `path` ("-": standard input) into a malloc'd buffer; -1 on success, else an exit code
- * after one error line. */
+/* The whole of `path` ("-": standard input) into a malloc'd buffer: a regular file or standard input, at most
+ * LC_TEXT_MAX_BYTES (a device such as /dev/zero is refused, not read); -1 on success, else an exit code after
+ * one error line. */
 static int read_prompt_file(const char *path, char **text, size_t *len) {
-    const int std_in = strcmp(path, "-") == 0;
-    FILE *f = std_in ? stdin : fopen(path, "rb");
-    if (!f) {
-        lc_cli_error("sample: --prompt-file %s: cannot open (%s)", path, strerror(errno));
-        return LC_EXIT_RUNTIME;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int err = 0;
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            char *b = realloc(buf, 2 * cap);
-            if (!b) { free(buf), buf = NULL; break; }
-            buf = b, cap *= 2;
-        }
-    }
-    if (buf && ferror(f)) err = errno ? errno : EIO;
-    if (!std_in) fclose(f);
-    if (!buf) {
-        lc_cli_error("sample: --prompt-file %s: out of memory", path);
-        return LC_EXIT_RUNTIME;
-    }
-    if (err) {
-        free(buf);
-        lc_cli_error("sample: --prompt-file %s: cannot read (%s)", path, strerror(err));
-        return LC_EXIT_RUNTIME;
-    }
-    *text = buf, *len = n;
-    return -1;
+    lc_status st = lc_file_read_all(path, LC_TEXT_MAX_BYTES, text, len);
+    if (!st) return -1;
+    lc_cli_error("sample: --prompt-file %s", lc_last_error());
+    return st == LC_ERR_ARG ? LC_EXIT_USAGE : LC_EXIT_RUNTIME;
 }
 
 /* --interactive: "> " on stderr, a line from stdin (without its newline), its continuation streamed to

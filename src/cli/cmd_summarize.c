@@ -1,6 +1,8 @@
-/* `longctx summarize --ckpt CKPT [--sentences K] [--scores] FILE...`: each file's extractive summary by a
- * fine-tuned HIBERT checkpoint (the K best-scored sentences in document order; with --scores every sentence
- * with its score and whether it was picked), and `eval --task summarize --ckpt`:
+/* `longctx summarize [--ckpt CKPT] [--method M] [--sentences K] [--scores] FILE...`: each file's extractive
+ * summary by a fine-tuned HIBERT checkpoint or a baseline of eval --task summarize (LexRank over the file's
+ * own sentences, lead-K, lead-3): the K best-scored sentences in document order; with --scores every sentence
+ * with its score and whether it was picked. A BBC article's title line is detected (body_of). And
+ * `eval --task summarize --ckpt`:
  * the checkpoint's ROUGE on a BBC split with k = the number of contained reference sentences. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,44 +31,62 @@ static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **
     return LC_OK;
 }
 
+/* The BBC layout without --title: a first line that is followed by a blank line and does not end a sentence
+ * ('.', '!' or '?', a closing quote allowed after it) is a title, not part of the text. */
+static const char *body_of(const char *text, int title, int no_title) {
+    const char *nl = strchr(text, '\n');
+    if (title) return nl ? nl + 1 : text + strlen(text);
+    if (no_title || !nl) return text;
+    const char *end = nl, *next = nl + 1;
+    while (end > text && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t')) end--;
+    while (*next == ' ' || *next == '\t' || *next == '\r') next++;
+    if (*next != '\n' || end == text) return text; /* no blank line after it, or line 1 is blank */
+    while (end > text && (end[-1] == '"' || end[-1] == '\'')) end--;
+    return end[-1] == '.' || end[-1] == '!' || end[-1] == '?' ? text : nl + 1;
+}
+
 int lc_cmd_summarize(int argc, char **argv) {
-    const char *ckpt = NULL, *encoding = NULL;
-    int k = 3, threads = 0, title = 0, show_scores = 0;
+    const char *ckpt = NULL, *encoding = NULL, *method_name = NULL;
+    int k = 3, threads = 0, title = 0, no_title = 0, show_scores = 0;
     lc_opt opts[] = {
-        {"--ckpt", OPT_STR, &ckpt, 0, 0, "a fine-tuned HIBERT checkpoint (required)", 0},
-        {"--sentences", OPT_INT, &k, 1, 1 << 20, "sentences per summary (default 3)", 0},
-        {"--title", OPT_FLAG, &title, 0, 0, "line 1 of each file is a title, not part of the text (as in BBC articles)", 0},
+        {"--ckpt", OPT_STR, &ckpt, 0, 0, "a fine-tuned HIBERT checkpoint (--method hibert)", 0},
+        {"--method", OPT_STR, &method_name, 0, 0, "hibert (the default with --ckpt), lexrank (the default without), leadk (the first K) or lead3", 0},
+        {"--sentences", OPT_INT, &k, 1, 1 << 20, "K, sentences per summary (default 3; eval --task summarize takes as many as the reference has)", 0},
+        {"--title", OPT_FLAG, &title, 0, 0, "line 1 of each file is a title, not part of the text", 0},
+        {"--no-title", OPT_FLAG, &no_title, 0, 0, "line 1 is text even in the BBC layout (default: a first line without a sentence end, then a blank line, is a title)", 0},
         {"--encoding", OPT_STR, &encoding, 0, 0, "utf8 (default: refuse other files) or latin1", 0},
-        {"--scores", OPT_FLAG, &show_scores, 0, 0, "print every sentence as SCORE<tab>PICKED (1/0)<tab>SENTENCE instead", 0},
+        {"--scores", OPT_FLAG, &show_scores, 0, 0, "hibert, lexrank: print every sentence as SCORE<tab>PICKED (1/0)<tab>SENTENCE instead", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
     };
     const int n = (int)(sizeof opts / sizeof opts[0]);
-    char **files = malloc(sizeof(char *) * (size_t)(argc + 1)), **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
-    int nf = 0, nr = 0;
-    for (int i = 0; i < argc; i++) {
-        const int flag_with_value = !strcmp(argv[i], "--ckpt") || !strcmp(argv[i], "--sentences") ||
-                                    !strcmp(argv[i], "--encoding") || !strcmp(argv[i], "--threads");
-        if (strncmp(argv[i], "--", 2) != 0 && strcmp(argv[i], "-h") != 0) files[nf++] = argv[i];
-        else {
-            rest[nr++] = argv[i];
-            if (flag_with_value && i + 1 < argc) rest[nr++] = argv[++i];
-        }
-    }
-    int rc = lc_parse_opts("summarize", "--ckpt CKPT [--sentences K] [--title] [--scores] FILE...", opts, n, nr, rest);
-    if (rc < 0 && !ckpt) lc_cli_error("summarize: --ckpt is required"), rc = LC_EXIT_USAGE;
+    char **files = malloc(sizeof(char *) * (size_t)(argc + 1));
+    int nf = 0;
+    int rc = files ? lc_parse_opts_args("summarize", "[--ckpt CKPT] [--method M] [--sentences K] [--title] [--scores] FILE...",
+                                        opts, n, argc, argv, files, argc, &nf)
+                   : (lc_cli_error("summarize: out of memory"), LC_EXIT_RUNTIME);
+    lc_summ_method how = ckpt ? LC_SUMM_HIBERT : LC_SUMM_LEXRANK;
+    if (rc < 0 && method_name && (lc_summ_method_parse(method_name, &how) || how == LC_SUMM_ORACLE))
+        lc_cli_error("summarize: --method must be hibert, lexrank, leadk or lead3, got '%s'", method_name), rc = LC_EXIT_USAGE;
+    if (rc < 0 && how == LC_SUMM_HIBERT && !ckpt)
+        lc_cli_error("summarize: --method hibert needs --ckpt (a fine-tuned HIBERT checkpoint)"), rc = LC_EXIT_USAGE;
+    if (rc < 0 && how != LC_SUMM_HIBERT && ckpt)
+        lc_cli_error("summarize: --ckpt is for --method hibert, not %s", method_name), rc = LC_EXIT_USAGE;
+    if (rc < 0 && show_scores && (how == LC_SUMM_LEAD3 || how == LC_SUMM_LEADK))
+        lc_cli_error("summarize: --scores needs --method hibert or lexrank (%s scores nothing)", method_name), rc = LC_EXIT_USAGE;
+    if (rc < 0 && title && no_title) lc_cli_error("summarize: give --title or --no-title, not both"), rc = LC_EXIT_USAGE;
     if (rc < 0 && nf == 0) lc_cli_error("summarize: no FILE given"), rc = LC_EXIT_USAGE;
     if (rc < 0 && encoding && strcmp(encoding, "utf8") && strcmp(encoding, "latin1"))
         lc_cli_error("summarize: --encoding must be utf8 or latin1, got '%s'", encoding), rc = LC_EXIT_USAGE;
     lc_hibert_config cfg;
+    cfg.max_sents = 1 << 20; /* the baselines see each document whole */
     lc_status st = LC_OK;
-    if (rc < 0 && (st = lc_hibert_checkpoint_info(ckpt, &cfg, NULL))) rc = lc_cli_fail(st);
+    if (rc < 0 && ckpt && (st = lc_hibert_checkpoint_info(ckpt, &cfg, NULL))) rc = lc_cli_fail(st);
     lc_hdocs d;
     lc_hdocs_init(&d, rc < 0 ? cfg.max_sents : 1);
     for (int i = 0; i < nf && rc < 0; i++) {
         char *text = NULL;
         if ((st = lc_text_read_user(files[i], encoding && !strcmp(encoding, "latin1"), &text, NULL))) { rc = lc_cli_fail(st); break; }
-        char *body = text;
-        if (title) body = strchr(text, '\n') ? strchr(text, '\n') + 1 : text + strlen(text);
+        const char *body = body_of(text, title, no_title);
         lc_sentences s;
         if (!(st = lc_sentences_split(body, &s)) && s.n < 2) {
             lc_cli_error("%s: %s: a summary needs at least 2 sentences (the sentence rule: docs/hibert.md)", files[i],
@@ -79,16 +99,17 @@ int lc_cmd_summarize(int argc, char **argv) {
     }
     lc_set_threads(threads);
     lc_hibert *m = NULL;
-    if (rc < 0 && (st = load_for(ckpt, &d, 1, &m))) rc = lc_cli_fail(st);
-    float *scores = rc < 0 ? malloc(sizeof(float) * (size_t)d.n_sents) : NULL;
-    uint8_t *pick = rc < 0 ? malloc((size_t)d.n_sents) : NULL;
+    if (rc < 0 && ckpt && (st = load_for(ckpt, &d, 1, &m))) rc = lc_cli_fail(st);
+    float *scores = rc < 0 ? malloc(sizeof(float) * (size_t)(d.n_sents ? d.n_sents : 1)) : NULL;
+    uint8_t *pick = rc < 0 ? malloc((size_t)(d.n_sents ? d.n_sents : 1)) : NULL;
     if (rc < 0 && (!scores || !pick)) lc_cli_error("summarize: out of memory"), rc = LC_EXIT_RUNTIME;
-    if (rc < 0 && (st = lc_hdocs_scores(m, &d, 1, scores))) rc = lc_cli_fail(st);
+    if (rc < 0 && m && (st = lc_hdocs_scores(m, &d, 1, scores))) rc = lc_cli_fail(st);
     for (int j = 0; j < d.n_docs && rc < 0; j++) {
         const int f = d.doc_first[j], c = d.doc_first[j + 1] - f;
-        lc_top_k(scores + f, c, k, pick);
+        if (m) lc_top_k(scores + f, c, k, pick);
+        else if ((st = lc_summ_pick(how, d.sent + f, c, k, NULL, scores + f, pick))) { rc = lc_cli_fail(st); break; }
         if (nf > 1) printf("==> %s <==\n", d.name[j]);
-        if (show_scores) { /* the logit as %.9g: a float read back exactly */
+        if (show_scores) { /* the score as %.9g: a float read back exactly */
             for (int i = 0; i < c; i++) printf("%.9g\t%d\t%s\n", (double)scores[f + i], pick[i], d.sent[f + i]);
             continue;
         }
@@ -97,7 +118,7 @@ int lc_cmd_summarize(int argc, char **argv) {
         printf("%s\n", summary);
         free(summary);
     }
-    free(scores), free(pick), free(files), free(rest);
+    free(scores), free(pick), free(files);
     lc_hibert_free(m);
     lc_hdocs_free(&d);
     return rc < 0 ? LC_EXIT_OK : rc;

@@ -1,5 +1,6 @@
 /* `longctx train`: build (or resume) a model, train it on a byte corpus, report validation bpc, save.
  * Under mpirun the processes train together (docs/distributed.md): process 0 alone prints and saves. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +44,7 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--out", OPT_STR, &a->out, 0, 0, "write the trained model to this checkpoint (with --resume: default the resumed one)", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue training from this checkpoint (and its recorded data)", 0},
         {"--save-every", OPT_LONG, &a->save_every, 0, 1e12, "also save the checkpoint every N steps (0: at the end only)", 0},
-        {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save the checkpoint every M minutes (0: off)", 0},
+        {"--save-every-min", OPT_FLOAT, &a->save_every_min, 0, 1e7, "also save the checkpoint every N minutes (0: off)", 0},
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
         {"--log", OPT_STR, &a->log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
         {"--loss-log", OPT_STR, &a->loss_log, 0, 0, "append each step's training loss to this file ('step loss')", 0},
@@ -91,15 +92,17 @@ static void print_summary(const lc_model *m, const lc_train_options *o) {
         snprintf(xl, sizeof xl, "xl: mem-len %d, clamp-len %d%s%s\n", c->mem_len, c->clamp_len,
                  c->same_length ? ", same-length" : "", c->shared_uv ? ", shared u/v" : "");
     fprintf(stderr,
-            "model: %s, %d layers, dim %d, %d heads, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
+            "model: %s, %d layer%s, dim %d, %d head%s, ffn %d, seg-len %d, %s-LN, %s, %s | %.2fM params\n"
             "%s"
-            "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d threads%s\n"
-            "training: %ld steps from step %ld, batch %d x %d, lr %.2g%s\n",
-            c->model == LC_MODEL_XL ? "xl" : "vanilla", c->n_layer, c->d_model, c->n_head, c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
+            "memory: parameters+gradients+AdamW %.1f MB, activations %.1f MB | gemm %s | %d thread%s%s\n"
+            "training: %ld step%s, from step %ld to %ld, batch %d x %d, lr %.2g%s\n",
+            c->model == LC_MODEL_XL ? "xl" : "vanilla", c->n_layer, lc_plural(c->n_layer), c->d_model, c->n_head,
+            lc_plural(c->n_head), c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
             c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
             (double)lc_model_num_params(m) / 1e6, xl, (double)lc_model_param_bytes(m) / 1e6,
-            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), lc_precision_note(c->precision), o->steps,
-            lc_model_step(m), o->batch, c->seq_len, (double)o->lr, procs);
+            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), lc_plural(lc_get_threads()),
+            lc_precision_note(c->precision), o->steps - lc_model_step(m), lc_plural(o->steps - lc_model_step(m)),
+            lc_model_step(m), o->steps, o->batch, c->seq_len, (double)o->lr, procs);
 }
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -433,7 +436,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
     if (rc < 0 && !m && (st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) rc = lc_cli_fail(st);
     FILE *loss_log = NULL; /* process 0's */
     if (rc < 0 && a->loss_log && !quiet() && !(loss_log = fopen(a->loss_log, "a"))) {
-        lc_cli_error("train: --loss-log %s: cannot open for writing", a->loss_log);
+        lc_cli_error("train: --loss-log %s: cannot open for writing: %s", a->loss_log, strerror(errno));
         rc = LC_EXIT_RUNTIME;
     }
     lc_train_log log = {NULL, NULL};

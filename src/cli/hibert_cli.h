@@ -66,4 +66,15 @@ lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]
 /* pick[i] = 1 for the k highest scores of n (ties: the earlier sentence). */
 void lc_top_k(const float *scores, int n, int k, uint8_t *pick);
 
+/* The extractive baselines of eval --task summarize and summarize --method (cmd_eval_summary.c). */
+typedef enum { LC_SUMM_LEAD3, LC_SUMM_LEADK, LC_SUMM_LEXRANK, LC_SUMM_ORACLE, LC_SUMM_HIBERT } lc_summ_method;
+/* "lead3", "leadk", "lexrank", "oracle" or "hibert" into *out; -1 for another name. */
+int lc_summ_method_parse(const char *name, lc_summ_method *out);
+/* pick[0..n) of a baseline over sentences sent[0..n): lead3 the first 3, leadk the first k, lexrank the k
+ * highest LexRank scores (threshold 0.1, damping 0.85, the ties of float scores to the earlier sentence) with
+ * the collection's idf (NULL: the document's own sentences are the collection); score[n] (may be NULL)
+ * gets lexrank's scores. */
+lc_status lc_summ_pick(lc_summ_method how, const char *const *sent, int n, int k, const lc_idf *idf, float *score,
+                       uint8_t *pick);
+
 #endif

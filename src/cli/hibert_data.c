@@ -2,6 +2,7 @@
  * and TSV files into sentences cut into model-sized chunks, batches of chunks, sentence scores, and the
  * top-k extractive summaries' ROUGE. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,7 @@ static lc_status add_bbc(lc_hdocs *d, const char *root, lc_part part) {
 
 static lc_status add_dir(lc_hdocs *d, const char *dir, int held_out, int latin1) {
     DIR *dp = opendir(dir);
-    if (!dp) return lc_fail(LC_ERR_IO, "%s: cannot open the directory", dir);
+    if (!dp) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
     char **names = NULL;
     int n = 0, cap = 0;
     struct dirent *e;
@@ -184,7 +185,7 @@ static lc_status add_tsv(lc_hdocs *d, const char *path, int held_out, int latin1
 
 lc_status lc_hdocs_add(lc_hdocs *d, const char *path, lc_part part, int held_out, int latin1) {
     struct stat sb;
-    if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: no such file or directory", path);
+    if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode)) return lc_hdocs_is_bbc(path) ? add_bbc(d, path, part) : add_dir(d, path, held_out, latin1);
     return add_tsv(d, path, held_out, latin1);
 }

@@ -53,7 +53,7 @@ int lc_train_log_open(lc_train_log *l, const char *cmd, const char *path, int ap
     l->f = NULL, l->path = path;
     if (!path) return -1;
     if (!(l->f = fopen(path, append ? "a" : "w"))) {
-        lc_cli_error("%s: --log %s: cannot open for writing (%s)", cmd, path, strerror(errno));
+        lc_cli_error("%s: --log %s: cannot open for writing: %s", cmd, path, strerror(errno));
         return LC_EXIT_RUNTIME;
     }
     return -1;

@@ -1,8 +1,9 @@
-/* Small facts about files shared by every reader and writer of the library, and the atomic writer. */
+/* Small facts about files shared by every reader and writer of the library, the atomic writer and the bounded reader. */
 #ifndef LC_CORE_FILES_H
 #define LC_CORE_FILES_H
 
 #include <stdio.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 #include "core/status.h"
@@ -21,5 +22,11 @@ lc_status lc_file_check_out(const char *path, const char *what);
  * value; then fsync, rename over path, fsync the directory. First removes path's temporary files whose
  * writer PID no longer runs. A failure leaves path as it was. */
 lc_status lc_file_write_atomic(const char *path, const char *what, int (*write)(FILE *f, void *ctx), void *ctx);
+/* The whole of `path` into *buf (NUL-terminated; free() it) and *len. "-" is standard input, read up to the
+ * bound like a file; any other path must be a regular file (checked before it is opened, so a FIFO cannot
+ * block and a device such as /dev/zero is never read). More than `max` bytes is refused. Messages name
+ * the path ("standard input" for "-"): "PATH: cannot open: REASON", "PATH: is a directory, not a regular
+ * file", "PATH: more than MAX bytes, the most it may have", "PATH: read error: REASON". */
+lc_status lc_file_read_all(const char *path, size_t max, char **buf, size_t *len);
 
 #endif

@@ -28,4 +28,8 @@ int lc_lra_buf_put_escaped(lc_lra_buf *b, const uint8_t *s, size_t len);
  * bytes); *out_len receives its length. -1 on a malformed escape or a byte that should have been escaped. */
 int lc_lra_unescape(const char *s, size_t len, uint8_t *out, size_t *out_len);
 
+/* A TSV file's bytes as lc_labelled_read reads them (tsv.c): a regular file, decompressed when gzip (an error
+ * without zlib), at most LC_TSV_MAX_BYTES, not empty; *buf NUL-terminated (free() it), *gzip 1 when it was. */
+lc_status lc_tsv_read_bytes(const char *path, char **buf, size_t *n, int *gzip);
+
 #endif

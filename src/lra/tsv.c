@@ -134,6 +134,8 @@ static lc_status read_file(const char *path, char **buf, size_t *n, int *gzip) {
     return LC_OK;
 }
 
+lc_status lc_tsv_read_bytes(const char *path, char **buf, size_t *n, int *gzip) { return read_file(path, buf, n, gzip); }
+
 /* ------------------------------------------------------------------------------------------ labels */
 
 /* A label that is a decimal integer written the canonical way ("0", "17", "-3"; no '+', no leading zero),

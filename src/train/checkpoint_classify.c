@@ -121,6 +121,8 @@ static lc_status parse(const lc_st_file *f, cmeta *h, lc_label_set *labels, lc_w
     memset(h, 0, sizeof *h);
     lc_classify_run_default(&h->run);
     const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
+    lc_status fam = lc_ckpt_check_family(f, LC_FAMILY_CLASSIFY);
+    if (fam) return fam;
     if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && (!model || strcmp(model, "classify") != 0))
         return lc_fail(LC_ERR_FORMAT, "%s: a checkpoint of model '%.40s', not a classifier (model = classify)", path,
                        model ? model : "(none)");

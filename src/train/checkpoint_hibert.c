@@ -112,10 +112,12 @@ static lc_status parse(const lc_st_file *f, hmeta *h) {
     memset(h, 0, sizeof *h);
     lc_hibert_run_default(&h->run);
     const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
+    lc_status fam = lc_ckpt_check_family(f, LC_FAMILY_HIBERT);
+    if (fam) return fam;
     if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && (!model || strcmp(model, "hibert") != 0))
-        return lc_fail(LC_ERR_FORMAT, "%s: %s%.40s%s, not a hibert model; use longctx eval or sample", path,
-                       model ? "a language model checkpoint (model = " : "a checkpoint without metadata 'model'",
-                       model ? model : "", model ? ")" : "");
+        return model ? lc_fail(LC_ERR_FORMAT, "%s: a checkpoint of model '%.40s', not a HIBERT model (model = hibert)",
+                               path, model)
+                     : lc_fail(LC_ERR_FORMAT, "%s: a checkpoint without metadata 'model', not a HIBERT model", path);
     meta_part p[2];
     get_parts(p);
     lc_status st = lc_meta_parse(f, p, 2, h, NULL);

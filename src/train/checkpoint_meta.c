@@ -260,14 +260,33 @@ lc_status lc_meta_parse(const lc_st_file *f, const meta_part *parts, int n_parts
     return LC_OK;
 }
 
+lc_status lc_ckpt_check_family(const lc_st_file *f, lc_ckpt_family want) {
+    static const struct {
+        const char *model, *name, *commands;
+        lc_ckpt_family family;
+    } kinds[] = {
+        {"vanilla", "language model", "longctx eval, sample or train --resume", LC_FAMILY_LM},
+        {"xl", "language model", "longctx eval, sample or train --resume", LC_FAMILY_LM},
+        {"classify", "classifier", "longctx predict, eval --task classify or train --task classify --resume",
+         LC_FAMILY_CLASSIFY},
+        {"hibert", "HIBERT", "longctx summarize, eval --task summarize or hibert finetune --init", LC_FAMILY_HIBERT},
+    };
+    static const char *wanted[] = {"a language model", "a classifier", "a HIBERT model"};
+    const char *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
+    if (!format || strcmp(format, LC_CKPT_FORMAT) != 0 || !model) return LC_OK;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (strcmp(model, kinds[i].model) == 0 && kinds[i].family != want)
+            return lc_fail(LC_ERR_FORMAT, "%s: a %s checkpoint (model = %s), not %s: use it with %s", lc_st_path(f),
+                           kinds[i].name, model, wanted[want], kinds[i].commands);
+    return LC_OK;
+}
+
 lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h) {
     memset(h, 0, sizeof *h);
     lc_train_options_default(&h->opts);
-    const char *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
-    if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && model && strcmp(model, "hibert") == 0)
-        return lc_fail(LC_ERR_FORMAT, "%s: a hibert checkpoint, not a language model; use longctx summarize, "
-                                      "eval --task summarize or hibert", lc_st_path(f));
-    lc_status st = lc_meta_parse(f, lm_parts, N_PARTS, h, lm_skip); /* "model" comes before every XL_ONLY key */
+    lc_status st = lc_ckpt_check_family(f, LC_FAMILY_LM);
+    if (st) return st;
+    st = lc_meta_parse(f, lm_parts, N_PARTS, h, lm_skip); /* "model" comes before every XL_ONLY key */
     if (st) return st;
     if (lc_config_validate(&h->cfg)) {
         char why[400];

@@ -34,6 +34,15 @@ void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out);
  * with a message naming the file and the key otherwise. */
 lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h);
 
+/* The families of longctx checkpoints (metadata "model"): language models (vanilla, xl), classifiers
+ * (classify) and HIBERT (hibert). */
+typedef enum { LC_FAMILY_LM, LC_FAMILY_CLASSIFY, LC_FAMILY_HIBERT } lc_ckpt_family;
+/* The one refusal of a longctx checkpoint of another family than `want`, naming its family and the commands
+ * that take it ("X: a classifier checkpoint (model = classify), not a language model: use it with longctx
+ * predict, eval --task classify or train --task classify --resume"). LC_OK for the wanted family, and for a
+ * file whose "format" or "model" is not one of longctx's (the key table's reader then says what is wrong). */
+lc_status lc_ckpt_check_family(const lc_st_file *f, lc_ckpt_family want);
+
 /* Restore the XL memory saved in state.memory.* (shape [memory_batch, rows, C]) of streams first ..
  * first+count-1 into the model's streams 0 .. count-1, when it fits the model as built (a resume); an
  * evaluation or sampling model of another shape starts without memory instead. The file's tensor table

@@ -291,10 +291,13 @@ static lc_status lc_st_read_header_size(const char *path, FILE *fp, size_t file_
     unsigned long long n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | le[i];
     if (n == 0) return lc_fail(LC_ERR_FORMAT, "%s: header size is 0", path);
+    /* a text or other file: its first 8 bytes read as a little-endian size are far larger than the file */
     if (n > LC_ST_MAX_HEADER)
-        return lc_fail(LC_ERR_FORMAT, "%s: header size %llu is absurd (over %llu bytes)", path, n, LC_ST_MAX_HEADER);
+        return lc_fail(LC_ERR_FORMAT, "%s: not a safetensors checkpoint (its first 8 bytes give a header size of %llu, "
+                       "absurd: over %llu bytes)", path, n, LC_ST_MAX_HEADER);
     if (n > file_size - 8)
-        return lc_fail(LC_ERR_FORMAT, "%s: header size %llu exceeds the %zu bytes after it", path, n, file_size - 8);
+        return lc_fail(LC_ERR_FORMAT, "%s: not a safetensors checkpoint, or a truncated one (header size %llu exceeds "
+                       "the %zu bytes after it)", path, n, file_size - 8);
     if (file_size - 8 - n > LC_ST_MAX_DATA) return lc_fail(LC_ERR_FORMAT, "%s: file is too large", path);
     *header_size = (size_t)n;
     return LC_OK;
