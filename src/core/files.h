@@ -1,4 +1,5 @@
-/* Small facts about files shared by every reader and writer of the library, the atomic writer and the bounded reader. */
+/* Small facts about files shared by every reader and writer of the library, the atomic writer and the
+ * bounded reader. */
 #ifndef LC_CORE_FILES_H
 #define LC_CORE_FILES_H
 
