@@ -1,13 +1,10 @@
-/* Safetensors files (see safetensors.h): the header is built and parsed with core/json; writes go to a
- * temporary file that is fsynced and renamed over the target; reads load the header and the data
+/* Safetensors files (see safetensors.h): the header is built and parsed with core/json; writes go through
+ * the atomic writer of core/files.h (a temporary file fsynced and renamed over the target); reads load the header and the data
  * section (64-byte aligned) and validate every field before anything is handed out. */
 #include "train/safetensors.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,160 +184,18 @@ static int lc_st_write_stream(FILE *fp, const lc_strbuf *header, const lc_st_ten
     return 0;
 }
 
-/* The directory of path ("." when it has none; caller frees) and its last component. */
-static char *lc_st_dir_of(const char *path, const char **name) {
-    const char *slash = strrchr(path, '/');
-    *name = slash ? slash + 1 : path;
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    char *dir = malloc((size_t)(slash - path) + 1);
-    if (dir) memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = '\0';
-    return dir;
-}
+lc_status lc_st_check_path(const char *path) { return lc_file_check_output(path, "a checkpoint"); }
 
-/* fsync a directory so a rename in it is durable; failures are ignored. */
-static void lc_st_sync_directory(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-}
+typedef struct {
+    const lc_strbuf *header;
+    const lc_st_tensor *tensors;
+    int n_tensors;
+    const long long *bytes;
+} lc_st_parts;
 
-/* Temporary files are NAME.tmp.PID.RANDOM: the writer's PID, then the six random characters mkstemp puts
- * in place of its template (LC_ST_TMP_TEMPLATE). */
-#define LC_ST_TMP_TEMPLATE "XXXXXX" /* mkstemp's required template, not a marker */
-#define LC_ST_TMP_SUFFIX_MAX (int)sizeof(".tmp.4294967295." LC_ST_TMP_TEMPLATE)
-
-/* Whether entry is a temporary file of the checkpoint `name` whose writer no longer runs. A writer that
- * still runs (another run saving the same checkpoint) keeps its file; other checkpoints' files never
- * match (the whole name is compared and the suffix must be exactly .tmp.DIGITS. and six letters or digits). */
-static int lc_st_is_stale_temp(const char *entry, const char *name) {
-    const size_t n = strlen(name);
-    if (strncmp(entry, name, n) != 0 || strncmp(entry + n, ".tmp.", 5) != 0) return 0;
-    const char *p = entry + n + 5;
-    long long pid = 0;
-    int digits = 0;
-    for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++) pid = pid * 10 + (*p - '0');
-    if (!digits || *p != '.' || pid <= 0 || pid > 0x7fffffff) return 0;
-    p++;
-    for (int i = 0; i < 6; i++, p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return 0;
-    if (*p) return 0;
-    if ((pid_t)pid == getpid()) return 1; /* ours: a save of this process never leaves one behind */
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-}
-
-/* Remove the stale temporary files of checkpoint `name` in dir (regular files only, never followed). */
-static void lc_st_remove_stale(const char *dir, const char *name) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    struct stat st;
-    while ((e = readdir(d)))
-        if (lc_st_is_stale_temp(e->d_name, name) && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode))
-            (void)unlinkat(dirfd(d), e->d_name, 0);
-    closedir(d);
-}
-
-/* path absent (*exists = 0) or a regular file (its mode in *mode); anything else is refused. */
-static lc_status lc_st_check_target(const char *path, int *exists, mode_t *mode) {
-    struct stat st;
-    *exists = stat(path, &st) == 0;
-    if (!*exists) {
-        if (errno == ENOENT) return LC_OK;
-        return lc_fail(LC_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode))
-        return lc_fail(LC_ERR_ARG, "%s: is %s, not a regular file: refusing to replace it with a checkpoint", path,
-                       lc_file_kind(st.st_mode));
-    *mode = st.st_mode & 07777;
-    return LC_OK;
-}
-
-lc_status lc_st_check_path(const char *path) {
-    if (!path || !*path) return lc_fail(LC_ERR_ARG, "safetensors: empty path");
-    const char *name;
-    char *dir = lc_st_dir_of(path, &name);
-    if (!dir) return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
-    lc_status s = LC_OK;
-    struct stat st;
-    long name_max = -1;
-    int exists;
-    mode_t mode;
-    if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        s = lc_fail(LC_ERR_ARG, "%s: names a directory, not a file", path);
-    else if (stat(dir, &st) != 0)
-        s = lc_fail(LC_ERR_IO, "%s: directory %s: %s", path, dir, strerror(errno));
-    else if (!S_ISDIR(st.st_mode))
-        s = lc_fail(LC_ERR_IO, "%s: %s is not a directory", path, dir);
-    else if (access(dir, W_OK | X_OK) != 0)
-        s = lc_fail(LC_ERR_IO, "%s: directory %s is not writable: %s", path, dir, strerror(errno));
-    if (!s) {
-        errno = 0;
-        name_max = pathconf(dir, _PC_NAME_MAX);
-        if (name_max <= 0) name_max = 255;
-        if ((long)strlen(name) + LC_ST_TMP_SUFFIX_MAX - 1 > name_max)
-            s = lc_fail(LC_ERR_ARG, "%s: the name is too long: with the temporary suffix (%d characters) it must "
-                                    "fit in %ld", path, LC_ST_TMP_SUFFIX_MAX - 1, name_max);
-        else if (strlen(path) + LC_ST_TMP_SUFFIX_MAX > PATH_MAX)
-            s = lc_fail(LC_ERR_ARG, "%s: the path is too long: with the temporary suffix it must fit in %d", path,
-                        PATH_MAX - 1);
-    }
-    if (!s) s = lc_st_check_target(path, &exists, &mode);
-    free(dir);
-    return s;
-}
-
-static lc_status lc_st_write_atomic(const char *path, const lc_strbuf *header, const lc_st_tensor *tensors,
-                                    int n_tensors, const long long *bytes) {
-    lc_status s = lc_st_check_path(path);
-    if (s) return s;
-    int exists;
-    mode_t mode = 0;
-    if ((s = lc_st_check_target(path, &exists, &mode))) return s;
-    if (!exists) {
-        const mode_t mask = umask(022); /* read the umask (there is no other portable way) */
-        umask(mask);
-        mode = 0666 & ~mask;
-    }
-    const char *name;
-    char *dir = lc_st_dir_of(path, &name);
-    size_t tmp_cap = strlen(path) + LC_ST_TMP_SUFFIX_MAX + 1;
-    char *tmp = malloc(tmp_cap);
-    if (!tmp || !dir) {
-        free(tmp), free(dir);
-        return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
-    }
-    lc_st_remove_stale(dir, name);
-    snprintf(tmp, tmp_cap, "%s.tmp.%ld." LC_ST_TMP_TEMPLATE, path, (long)getpid());
-    const int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a symlink at the name is never followed */
-    if (fd < 0) {
-        int e = errno;
-        free(tmp), free(dir);
-        return lc_fail(LC_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
-    }
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    const char *step = "cannot write";
-    int e = fchmod(fd, mode) != 0 ? errno : 0;
-    if (e) step = "cannot set the temporary file's mode";
-    FILE *fp = e ? NULL : fdopen(fd, "wb");
-    if (!e && !fp) e = errno ? errno : ENOMEM;
-    if (!fp) close(fd);
-    if (!e) e = lc_st_write_stream(fp, header, tensors, n_tensors, bytes);
-    if (fp && fclose(fp) != 0 && !e) e = errno ? errno : EIO;
-    if (!e && (s = lc_st_check_target(path, &exists, &mode))) e = -1; /* replaced by a device meanwhile */
-    if (!e && rename(tmp, path) != 0) e = errno, step = "cannot rename the temporary file over it";
-    if (e) {
-        unlink(tmp);
-        free(tmp), free(dir);
-        return e < 0 ? s : lc_fail(LC_ERR_IO, "%s: %s: %s", path, step, strerror(e));
-    }
-    free(tmp);
-    lc_st_sync_directory(dir);
-    free(dir);
-    return LC_OK;
+static int lc_st_write_parts(FILE *fp, void *user) {
+    const lc_st_parts *p = user;
+    return lc_st_write_stream(fp, p->header, p->tensors, p->n_tensors, p->bytes);
 }
 
 lc_status lc_st_write(const char *path, const lc_st_tensor *tensors, int n_tensors, const lc_st_meta *meta,
@@ -354,7 +209,8 @@ lc_status lc_st_write(const char *path, const lc_st_tensor *tensors, int n_tenso
     if (!s) {
         lc_st_build_header(&header, tensors, n_tensors, bytes, meta, n_meta);
         s = header.failed ? lc_fail(LC_ERR_NOMEM, "%s: out of memory building the header", path)
-                          : lc_st_write_atomic(path, &header, tensors, n_tensors, bytes);
+                          : lc_file_write_atomic(path, "a checkpoint", lc_st_write_parts,
+                                                 &(lc_st_parts){&header, tensors, n_tensors, bytes});
     }
     lc_strbuf_free(&header);
     free(bytes);
