@@ -3,7 +3,7 @@
 # `predict` on tiny files and a tiny model: bad inputs (a TSV with a missing column, an empty file, --max-len 0,
 # a checkpoint of another model) fail with one line naming the file or flag; a label never seen in training
 # is counted wrong with a warning; eval's last stdout line is the JSON; predict prints one label per line;
-# --resume from OUT.last ends with the weights of an uninterrupted run.
+# --resume from OUT.last ends with the weights of an uninterrupted run; no output may be an input file.
 # usage: tests/cli_classify_test.sh path/to/longctx
 set -u
 bin=$1
@@ -27,6 +27,18 @@ expect 2 "--pool must be cls or mean" -- "${tr[@]}" "${tiny[@]}" --pool max --ou
 expect 1 "empty\.tsv" -- "$bin" train --task classify --data "$tmp/empty.tsv" --valid "$tmp/valid.tsv" --out "$tmp/c.st"
 expect 1 "nocol\.tsv.*(column|header)" -- "$bin" train --task classify --data "$tmp/train.tsv" --valid "$tmp/nocol.tsv" \
     --text-col text --out "$tmp/c.st"
+# an output is never an input: --out (or its OUT.last, or --log) naming --data, --valid or --init is refused
+cp "$tmp/train.tsv" "$tmp/train_keep.tsv"; cp "$tmp/valid.tsv" "$tmp/valid_keep.tsv"
+expect 2 "--out .*train.tsv is the --data file .*train.tsv: refusing to replace it" -- "${tr[@]}" "${tiny[@]}" --out "$tmp/train.tsv"
+expect 2 "--out .*valid.tsv is the --valid file" -- "${tr[@]}" "${tiny[@]}" --out "$tmp/valid.tsv"
+ln -f "$tmp/valid.tsv" "$tmp/hard.tsv"
+expect 2 "--out .*hard.tsv is the --valid file" -- "${tr[@]}" "${tiny[@]}" --out "$tmp/hard.tsv"
+expect 2 "--log .*train.tsv is the --data file" -- "${tr[@]}" "${tiny[@]}" --out "$tmp/c.st" --log "$tmp/train.tsv"
+cp "$tmp/train.tsv" "$tmp/x.last"
+expect 2 "--out .*x.last is the --data file .*x.last" -- "$bin" train --task classify --data "$tmp/x.last" \
+    --valid "$tmp/valid.tsv" "${tiny[@]}" --out "$tmp/x"
+check "the refused runs left --data as it was" -- cmp "$tmp/train.tsv" "$tmp/train_keep.tsv"
+check "the refused runs left --valid as it was" -- cmp "$tmp/valid.tsv" "$tmp/valid_keep.tsv"
 check "no checkpoint from failed runs" -- test ! -e "$tmp/c.st"
 
 check "train words" -- "${tr[@]}" "${tiny[@]}" --tokens words --attn window:w=2 --out "$tmp/w.st" --json

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs that keep their work (issue 12, items 1 and 2): a training run killed with SIGKILL at random
 # moments and resumed, ten times, ends bit-identical to an uninterrupted one and leaves no temporary file;
-# SIGINT/SIGTERM stop after the step and save; --out is checked before the first step (not the data file,
+# SIGINT/SIGTERM/SIGHUP stop after the step and save; --out is checked before the first step (not the data file,
 # not a device, a writable directory, a name that fits); saves keep the file's mode, never follow a
 # symlink at a temporary name and remove stale temporary files of killed runs; --resume writes back to
 # its checkpoint and trains on the data it records.
@@ -157,7 +157,7 @@ check "a live writer's temporary file is kept" -- test -e "$tmp/t.ckpt.tmp.$$.aB
 check "another checkpoint's temporary file is kept" -- test -e "$tmp/t2.ckpt.tmp.2147483646.aB3dE9"
 check "a name outside the pattern is kept" -- test -e "$tmp/t.ckpt.tmp.2147483646.aB3dE9x"
 
-# ---- SIGINT / SIGTERM: finish the step, save, exit 128+N with one clear line -------------------------
+# ---- SIGINT / SIGTERM / SIGHUP: finish the step, save, exit 128+N with one clear line -------------------------
 long_run=("${tiny[@]}" --data "$tmp/small.txt" --steps 1000000 --warmup 0)
 wait_for() { # wait_for FILE SECONDS: until FILE exists
     local i
@@ -174,14 +174,18 @@ check "SIGINT: exit 130" -- test $rc -eq 130
 check "SIGINT: one clear line" -- grep -Eq "^longctx: interrupted by SIGINT at step [0-9]+ of 1000000: saved .*sig.ckpt \(continue with: longctx train --resume .*sig.ckpt\)$" "$tmp/sig.err"
 stopped=$(sed -nE 's/.*interrupted by SIGINT at step ([0-9]+) of.*/\1/p' "$tmp/sig.err")
 check "SIGINT: the checkpoint holds the last step" -- bash -c "'$bin' train --resume '$tmp/sig.ckpt' --steps ${stopped:-0} 2>&1 | grep -q 'after ${stopped:-x} steps'"
-"$bin" train "${long_run[@]}" --out "$tmp/term.ckpt" >/dev/null 2>"$tmp/term.err" &
-pid=$!
-sleep 1
-kill -TERM $pid
-wait $pid
-rc=$?
-check "SIGTERM: exit 143 after saving" -- test $rc -eq 143 -a -f "$tmp/term.ckpt"
-check "SIGTERM: the line" -- grep -q "interrupted by SIGTERM" "$tmp/term.err"
+# SIGTERM, and SIGHUP (a closed terminal or ssh session) alike: save, exit 128+N, the same line
+for sig in TERM:143 HUP:129; do
+    name=${sig%%:*} code=${sig##*:}
+    "$bin" train "${long_run[@]}" --out "$tmp/$name.ckpt" >/dev/null 2>"$tmp/$name.err" &
+    pid=$!
+    sleep 1
+    kill -"$name" $pid
+    wait $pid
+    rc=$?
+    check "SIG$name: exit $code after saving" -- test $rc -eq "$code" -a -f "$tmp/$name.ckpt"
+    check "SIG$name: the line" -- grep -Eq "^longctx: interrupted by SIG$name at step [0-9]+ of 1000000: saved .*$name.ckpt" "$tmp/$name.err"
+done
 # a second signal stops at once; the last periodic checkpoint stays whole
 "$bin" train "${long_run[@]}" --save-every 2 --out "$tmp/two.ckpt" >/dev/null 2>"$tmp/two.err" &
 pid=$!

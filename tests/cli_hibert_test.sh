@@ -4,7 +4,8 @@
 # equals the uninterrupted one (byte-identical checkpoints); a SIGINT save that resumes; help texts; and
 # every bad input (exit 1 or 2, one line naming the file or flag): empty documents, no sentence
 # boundary, non-UTF-8 files (and --encoding latin1), an empty directory, checkpoints of the other kind,
-# a missing --out directory, shape flags that disagree with --init.
+# a missing --out directory, shape flags that disagree with --init, flags that --resume cannot change, outputs
+# that are inputs, paths the checkpoint cannot record.
 # usage: tests/cli_hibert_test.sh path/to/longctx
 set -u
 bin=$1
@@ -185,6 +186,44 @@ expect 1 "$lm" -- "$bin" eval --task summarize --data "$tmp/bbc" --split test --
 expect 1 "ft.st: a HIBERT checkpoint \(model = hibert\), not a language model: use it with longctx summarize" -- "$bin" sample --ckpt "$tmp/ft.st" --tokens 4
 expect 1 "ft.st: a HIBERT checkpoint \(model = hibert\), not a language model: use it with longctx summarize" -- "$bin" eval --ckpt "$tmp/ft.st" --data "$tmp/lm.txt"
 expect 2 "--resume .*pre.st is a pretrain checkpoint" -- "${ft[@]}" --resume "$tmp/pre.st"
+# --resume: a flag the checkpoint fixes, given another value, is refused, not silently ignored (the
+# recorded value is accepted: the resumes above repeat --data and --batch); the checkpoint is left as it was
+cp "$tmp/pre.st" "$tmp/pre_keep.st"
+printf 'id\ttext\n1\t%s\n' "$(article 50 4)" >"$tmp/other.tsv"
+for flag in "--docs $tmp/other.tsv" "--lr 5" "--batch 7" "--seed 9" "--warmup 1" "--dropout 0.5" "--intruders 0.5"; do
+    expect 2 "hibert pretrain: ${flag%% *} .* disagrees with --resume .*pre.st, which records .*the checkpoint fixes it" -- \
+        "$bin" hibert pretrain --resume "$tmp/pre.st" $flag --steps 99 --threads 1
+done
+expect 2 "hibert finetune: --labels greedy disagrees with --resume .*, which records contained" -- \
+    "${ft[@]}" --resume "$tmp/half.st.last" --labels greedy --steps 9
+check "the refused resumes left pre.st alone" -- cmp "$tmp/pre.st" "$tmp/pre_keep.st"
+
+# an output is never an input: not a document, not inside a document folder or BBC root, not --init
+printf 'id\ttext\n1\t%s\n2\t%s\n' "$(article 60 4)" "$(article 61 4)" >"$tmp/x.tsv"
+cp -r "$tmp/docs" "$tmp/docs_keep"; cp -r "$tmp/bbc" "$tmp/bbc_keep"; cp "$tmp/x.tsv" "$tmp/x_keep.tsv"
+expect 2 "--out .*docs/doc03.txt lies inside the --docs directory .*docs: refusing to write into an input" -- \
+    "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 --out "$tmp/docs/doc03.txt"
+expect 2 "--out .*docs/new.st lies inside the --docs directory" -- \
+    "$bin" hibert pretrain --docs "$tmp/a.txt" "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 --out "$tmp/docs/new.st"
+expect 2 "--out .*x.tsv is the --docs file .*x.tsv: refusing to replace it" -- \
+    "$bin" hibert pretrain --docs "$tmp/x.tsv" "${shape[@]}" "${run[@]}" --steps 1 --out "$tmp/x.tsv"
+expect 2 "--log .*x.tsv is the --docs file" -- \
+    "$bin" hibert pretrain --docs "$tmp/x.tsv" "${shape[@]}" "${run[@]}" --steps 1 --out "$tmp/x.st" --log "$tmp/x.tsv"
+expect 2 "--out .*summaries/t/002.txt lies inside the --data directory .*bbc" -- \
+    "${ft[@]}" --init "$tmp/pre.st" --steps 1 --out "$tmp/bbc/summaries/t/002.txt"
+expect 2 "--out .*pre.st is the --init file" -- "${ft[@]}" --init "$tmp/pre.st" --steps 1 --out "$tmp/pre.st"
+check "the documents are untouched" -- diff -r "$tmp/docs" "$tmp/docs_keep"
+check "the BBC root is untouched" -- diff -r "$tmp/bbc" "$tmp/bbc_keep"
+check "the TSV is untouched" -- cmp "$tmp/x.tsv" "$tmp/x_keep.tsv"
+rm -rf "$tmp/docs_keep" "$tmp/bbc_keep"
+# paths the checkpoint records (data.sources) are checked before the first step, not at the save
+bad=$'bad\xffdir' nl=$'new\nline'
+mkdir "$tmp/$bad" "$tmp/$nl"; cp "$tmp/docs"/doc0*.txt "$tmp/$bad/"; cp "$tmp/docs"/doc0*.txt "$tmp/$nl/"
+expect 2 "dir: the checkpoint records this path, which must be UTF-8 without a newline: rename it" -- \
+    "$bin" hibert pretrain --docs "$tmp/$bad" "${shape[@]}" "${run[@]}" --steps 30 --out "$tmp/bad.st"
+expect 2 "hibert pretrain: --docs .*new\?line: the checkpoint records this path" -- \
+    "$bin" hibert pretrain --docs "$tmp/$nl" "${shape[@]}" "${run[@]}" --steps 30 --out "$tmp/bad.st"
+check "no checkpoint from either" -- test ! -e "$tmp/bad.st"
 
 # where the checkpoint goes, and the shape fixed by --init
 expect 1 "nodir/x.st: directory .*nodir: No such file" -- "$bin" hibert pretrain --docs "$tmp/docs" --out "$tmp/nodir/x.st"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CLI tests of `longctx listops` (Long Range Arena's ListOps generator): usage errors (exit 2), files that
-# cannot be written (exit 1, one line naming the file, nothing left behind), and a small run: LRA's TSV
+# cannot be written (exit 1 or 2, one line naming the file, nothing left behind; written as checkpoints are:
+# no symlink followed, no device replaced, the mode kept, no temporary file left by SIGTERM or kill -9), a small run: LRA's TSV
 # format, the JSON statistics line, determinism in the seed, and every Target checked by the independent
 # Python evaluator (tests/reference/listops_ref.py) when python3 is installed.
 # usage: tests/cli_lra_test.sh path/to/longctx
@@ -30,10 +31,11 @@ cp "$tmp/out" "$tmp/help.txt"
 check "listops --help lists --seed" -- grep -q -- "--seed" "$tmp/help.txt"
 
 # files that cannot be written
-expect 1 "longctx: error: $tmp/missing/a.tsv: cannot create a temporary file beside it" -- "${lo[@]}" --n 5 --seed 1 \
-    --out "$tmp/missing/a.tsv"
+expect 1 "longctx: error: $tmp/missing/a.tsv: directory $tmp/missing: No such file or directory" -- "${lo[@]}" --n 5 \
+    --seed 1 --out "$tmp/missing/a.tsv"
 mkdir "$tmp/dir.tsv"
-expect 1 "$tmp/dir.tsv: cannot rename" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/dir.tsv"
+expect 2 "$tmp/dir.tsv: is a directory, not a regular file: refusing to replace it with a TSV file" -- "${lo[@]}" --n 5 \
+    --seed 1 --out "$tmp/dir.tsv"
 check "a failed write leaves no temporary file" -- test -z "$(ls "$tmp" | grep -v '^dir.tsv$\|^out$\|^err$\|^help.txt$')"
 
 # a small run: header, rows, JSON statistics, the summary line on stderr
@@ -62,6 +64,38 @@ check "another seed, other sequences" -- test -z "$(comm -12 <(sort "$tmp/a.tsv"
 cp "$tmp/a.tsv" "$tmp/keep.tsv"
 check "overwrites an existing file" -- "${lo[@]}" --n 30 --seed 6 --out "$tmp/b.tsv"
 check "the overwritten file is the new split" -- test "$(wc -l <"$tmp/b.tsv")" -eq 31 -a -n "$(cmp "$tmp/b.tsv" "$tmp/keep.tsv")"
+
+# --out goes through the checkpoints' atomic writer: no predictable temporary name followed through a
+# symlink (planted at OUT.tmp.PID, the process's own id: the subshell execs it), a FIFO or device refused
+# rather than replaced, the file's mode kept, no temporary file left by SIGTERM, and a kill -9's leftover removed
+printf 'victim\n' >"$tmp/victim"; chmod 600 "$tmp/victim"
+check "listops beside a planted symlink" -- bash -c 'ln -s "$1/victim" "$1/lo.tsv.tmp.$$" && shift && exec "$@"' _ "$tmp" \
+    "${lo[@]}" --n 30 --seed 5 --out "$tmp/lo.tsv"
+check "the symlinks' target is untouched" -- test "$(cat "$tmp/victim")" = victim
+check "the output is a regular file, not a symlink" -- test -f "$tmp/lo.tsv" -a ! -L "$tmp/lo.tsv"
+rm -f "$tmp"/lo.tsv.tmp.*
+mkfifo "$tmp/fifo"
+expect 2 "fifo: is a FIFO, not a regular file: refusing to replace it with a TSV file" -- "${lo[@]}" --n 3 --seed 5 --out "$tmp/fifo"
+check "the FIFO is still a FIFO" -- test -p "$tmp/fifo"
+expect 2 "null: is a character device" -- "${lo[@]}" --n 3 --seed 5 --out /dev/null
+check "/dev/null is still a device" -- test -c /dev/null
+chmod 600 "$tmp/lo.tsv"
+check "listops over a 0600 file" -- "${lo[@]}" --n 30 --seed 6 --out "$tmp/lo.tsv"
+check "the file keeps mode 600" -- test "$(stat -c %a "$tmp/lo.tsv")" = 600
+"${lo[@]}" --n 2000000 --seed 1 --out "$tmp/big.tsv" 2>/dev/null &
+pid=$!
+for ((i = 0; i < 400; i++)); do ls "$tmp"/big.tsv.tmp.* >/dev/null 2>&1 && break; sleep 0.05; done
+check "a temporary file while it writes" -- ls "$tmp"/big.tsv.tmp.$pid.*
+kill -TERM $pid; wait $pid; rc=$?
+check "SIGTERM ends it (exit 143)" -- test $rc -eq 143
+check "SIGTERM leaves no temporary file and no output" -- test -z "$(ls "$tmp" | grep '^big.tsv')"
+"${lo[@]}" --n 2000000 --seed 1 --out "$tmp/big.tsv" 2>/dev/null &
+pid=$!
+for ((i = 0; i < 400; i++)); do ls "$tmp"/big.tsv.tmp.* >/dev/null 2>&1 && break; sleep 0.05; done
+{ kill -KILL $pid; wait $pid; } 2>/dev/null
+check "kill -9 leaves its temporary file" -- ls "$tmp"/big.tsv.tmp.$pid.*
+check "the next write" -- "${lo[@]}" --n 3 --seed 1 --out "$tmp/big.tsv"
+check "removes the leftover" -- test "$(ls "$tmp" | grep -c '^big.tsv')" -eq 1
 
 # every row checked by the independent Python evaluator (Target, lengths, depth, arguments, duplicates)
 if command -v python3 >/dev/null 2>&1; then

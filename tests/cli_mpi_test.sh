@@ -4,11 +4,19 @@
 # alone prints and writes the checkpoint, a 2-process checkpoint resumes with 1 process (the 4 streams
 # re-divided, the same curve) and with 2 (bit-identical to an uninterrupted run), a rank count that does
 # not divide the streams is refused, SIGUSR1 (what mpirun forwards) saves and stops every process at one
-# step. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
+# step, processes started with different settings stop with one line each before writing anything, and
+# the commands that are not data-parallel refuse several processes. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
 # usage: tests/cli_mpi_test.sh path/to/longctx
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# Under ASan (LC_VARIANT=asan, or a binary under build/asan) leak detection is off in the MPI processes:
+# Open MPI's own allocations in plugins it has unloaded cannot be told apart or suppressed by name. Every
+# other check stays on, and each run below is searched for sanitizer reports (the C and single-process
+# CLI tests check this code's leaks).
+case "${LC_VARIANT:-}:$bin" in
+asan:* | */asan/*) export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 ;;
+esac
 mpi=(mpirun --oversubscribe --allow-run-as-root)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -66,6 +74,53 @@ wait $pid
 grep -q "interrupted by SIGUSR1 at step [0-9]* of 1000000: saved sig.ckpt" sig.err && ok ||
     fail "SIGUSR1: $(grep -v '^\[' sig.err | tail -c 400)"
 check "the interrupted run resumes" -- "${mpi[@]}" -np 2 "$bin" train --resume sig.ckpt --stop-after 2
+
+# ---- processes started with different settings: one line on every process, exit 2, nothing written ------
+# (MPMD: process 0 and process 1 get different command lines). Before the check, a different --batch or
+# --mem-len overflowed process 0's heap in the memory gather of the save, --steps ended in MPI_ERR_TRUNCATE
+# and --data or --attn trained each process on its own data or attention.
+head -c 100000 "$OLDPWD/data/tinyshakespeare.txt" >other.txt
+base=("${tiny[@]}" --steps 20 --eval-every 0 --batch 2)
+mismatch() { # mismatch FLAG_SHOWN -- FLAGS OF PROCESS 1...
+    local flag=$1; shift 2
+    rm -f mm.ckpt mm.log
+    "${mpi[@]}" -np 1 "$bin" train "${base[@]}" --log mm.log --out mm.ckpt : \
+        -np 1 "$bin" train "${base[@]}" "$@" --log mm.log --out mm.ckpt >mm.out 2>mm.err
+    local rc=$? lines
+    lines=$(grep -c "^longctx: error: train: process [01] of 2 has $flag .*, which another process does not: start every process with the same flags and data$" mm.err)
+    [ $rc -ne 0 ] && [ "$lines" -eq 2 ] && [ "$(grep -c '^longctx: error' mm.err)" -eq 2 ] && ok ||
+        fail "different $*: exit $rc, $lines lines: $(head -c 600 mm.err)"
+    grep -Eq "Sanitizer|runtime error|MPI_ERR|corrupted" mm.err && fail "different $*: $(grep -Em2 'Sanitizer|runtime error|MPI_ERR|corrupted' mm.err)" || ok
+    [ ! -e mm.ckpt ] && [ ! -e mm.log ] && ok || fail "different $*: a file was written"
+}
+mismatch --batch -- --batch 3
+mismatch --mem-len -- --mem-len 64
+mismatch --steps -- --steps 30
+mismatch --data -- --data other.txt
+mismatch --attn -- --attn window:w=4
+grep -q "^longctx: error: train: process 1 of 2 has --attn window:w=4," mm.err && ok || fail "the value: $(cat mm.err)"
+# one process failing before the check (its --data is missing) ends every process, none waits forever
+timeout 120 "${mpi[@]}" -np 1 "$bin" train "${base[@]}" --out mm.ckpt : -np 1 "$bin" train "${base[@]}" \
+    --data missing.txt --out mm.ckpt >mm.out 2>mm.err
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c '^longctx: error: .*missing.txt' mm.err)" -eq 1 ] && [ ! -e mm.ckpt ] && ok ||
+    fail "a missing --data on one process: exit $rc: $(head -c 400 mm.err)"
+check "the same settings in MPMD form still train" -- "${mpi[@]}" -np 1 "$bin" train "${base[@]}" --out same.ckpt : \
+    -np 1 "$bin" train "${base[@]}" --out same.ckpt
+
+# ---- commands that are not data-parallel refuse to run as several processes -----------------------------
+printf 'label\ttext\n1\tgood\n0\tbad\n' >t.tsv
+"${mpi[@]}" -np 2 "$bin" train --task classify --data t.tsv --valid t.tsv --out c.st --steps 2 >/dev/null 2>np.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train --task classify runs in one process (it is not data-parallel yet)' np.err)" -eq 2 ] &&
+    [ ! -e c.st ] && ok || fail "classify under mpirun -np 2: exit $rc: $(head -c 400 np.err)"
+mkdir -p docs && printf 'One sentence here. Another one there.\n' >docs/a.txt
+for stage in "pretrain --docs docs" "finetune --data docs"; do
+    "${mpi[@]}" -np 2 "$bin" hibert $stage --out h.st --steps 2 >/dev/null 2>np.err
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(grep -c "^longctx: error: hibert ${stage%% *} runs in one process" np.err)" -eq 2 ] &&
+        [ ! -e h.st ] && ok || fail "hibert $stage under mpirun -np 2: exit $rc: $(head -c 400 np.err)"
+done
 
 echo "cli_mpi_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,13 +9,15 @@
 
 #include "cli/cli.h"
 
+/* Formatted first and printed with one call (one write on unbuffered stderr), so the lines of processes
+ * sharing a terminal under mpirun never interleave. */
 void lc_cli_error(const char *fmt, ...) {
+    char line[4096];
     va_list ap;
     va_start(ap, fmt);
-    fputs("longctx: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "longctx: error: %s\n", line);
 }
 
 int lc_cli_fail(lc_status st) {

@@ -65,7 +65,16 @@ const char *lc_cli_default_data(const char *cmd);
  * an exit code after one error line (the file is gone, unreadable or changed; give --data). */
 int lc_cli_load_recorded(const char *cmd, const char *ckpt, const lc_data_record *rec, lc_corpus *c);
 
-/* Stopping training on SIGINT / SIGTERM (stop.c): install the handler; the signal received (0: none);
+/* A file a command reads or writes, and what names it: {"--data", "t.tsv"} (out_check.c). */
+typedef struct {
+    const char *flag; /* "--data", "--out", "training data" (a word for the message) */
+    const char *path; /* NULL: none */
+} lc_cli_path;
+/* Before any work: none of the outputs is an input file (same device and inode) or lies inside an input
+ * directory tree. -1, or LC_EXIT_USAGE after one line naming both. */
+int lc_cli_check_outputs(const char *cmd, const lc_cli_path *outs, int n_out, const lc_cli_path *ins, int n_in);
+
+/* Stopping training on SIGINT / SIGTERM / SIGHUP / SIGUSR1 (stop.c): install the handler; the signal received (0: none);
  * its name; whether a periodic save is due after `step` (every N steps, or M minutes after the last save). */
 void lc_cli_catch_stop_signals(void);
 int lc_cli_stop_signal(void);

@@ -171,7 +171,7 @@ int lc_cmd_attn_map(int argc, char **argv) {
         lc_cli_error("attn-map: %s is required (usage: longctx attn-map %s)", missing, usage);
         return LC_EXIT_USAGE;
     }
-    lc_status st = lc_file_check_out(out, "a figure");
+    lc_status st = lc_file_check_output(out, "a figure");
     if (st) {
         lc_cli_error("attn-map: --out %s", lc_last_error());
         return st == LC_ERR_ARG ? LC_EXIT_USAGE : LC_EXIT_RUNTIME;

@@ -10,6 +10,7 @@
 #include "cli/classify_cli.h"
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
+#include "cli/same_settings.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/threads.h"
@@ -265,6 +266,9 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
         lc_cli_error("train: --out %s: the path is too long", a->out);
         return LC_EXIT_USAGE;
     }
+    const lc_cli_path outs[] = {{"--out", a->out}, {"--out", r.last}, {"--log", a->log}},
+                      ins[] = {{"--data", a->data}, {"--valid", a->valid}, {"--init", a->init}};
+    if ((rc = lc_cli_check_outputs("train --task classify", outs, 3, ins, 3)) >= 0) return rc;
     lc_status st = lc_checkpoint_check_path(a->out);
     if (!st) st = lc_checkpoint_check_path(r.last);
     if (st) return lc_cli_fail(st);
@@ -350,5 +354,6 @@ int lc_cmd_train_classify(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (!a.data) { lc_cli_error("train --task classify: --data is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
     if ((rc = lc_optim_flags_apply("train --task classify", &a.o)) >= 0) return rc;
+    if ((rc = lc_cli_refuse_processes("train --task classify")) >= 0) return rc;
     return train_run(&a, opts, n);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 
 int lc_cmd_export(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
@@ -20,6 +21,7 @@ int lc_cmd_export(int argc, char **argv) {
         return LC_EXIT_USAGE;
     }
     lc_export_info info;
+    lc_file_clean_up_on_signals(); /* SIGTERM mid-write: no temporary file left behind */
     lc_status st = lc_checkpoint_export(in, out, &info);
     if (st) return lc_cli_fail(st);
     if (json)

@@ -10,6 +10,8 @@
 #include "cli/hibert_cli.h"
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
+#include "cli/same_settings.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/threads.h"
@@ -136,6 +138,78 @@ static int check_shape_flags(lc_opt *opts, int n, const lc_hibert_config *want, 
         }
     }
     return -1;
+}
+
+/* The data sources as the checkpoint records them (data.sources): the absolute paths, one a line, in buf.
+ * -1, or an exit code after one line (a path the checkpoint cannot record: checked before the first step). */
+static int sources_of(const char *cmd, const hargs *a, char *buf, size_t cap) {
+    char *p = buf;
+    const char *src[MAX_SOURCES];
+    const int ns = a->finetune ? 1 : a->n_docs;
+    for (int i = 0; i < ns; i++) src[i] = a->finetune ? (a->data ? a->data : "data/bbc-news-summary") : a->docs[i];
+    *p = 0;
+    for (int i = 0; i < ns; i++) {
+        char *abs = realpath(src[i], NULL);
+        const char *s = abs ? abs : src[i];
+        if (strchr(s, '\n') || !lc_utf8_valid(s, strlen(s))) { /* the checkpoint records it: say so now, not after training */
+            char shown[160]; /* the path on one line: control bytes as '?' */
+            snprintf(shown, sizeof shown, "%s", src[i]);
+            for (char *c = shown; *c; c++)
+                if ((unsigned char)*c < 32) *c = '?';
+            lc_cli_error("%s: %s %s: the checkpoint records this path, which must be UTF-8 without a newline: "
+                         "rename it (or link it under such a name)", cmd, a->finetune ? "--data" : "--docs", shown);
+            free(abs);
+            return LC_EXIT_USAGE;
+        }
+        if ((size_t)(p - buf) + strlen(s) + 2 >= cap) { free(abs); lc_cli_error("%s: too many --docs paths", cmd); return LC_EXIT_USAGE; }
+        p += sprintf(p, "%s%s", i ? "\n" : "", s);
+        free(abs);
+    }
+    return -1;
+}
+
+/* With --resume the checkpoint fixes the run: its documents, the batch and the optimizer, the seed and what
+ * the loss trains. A flag given with the recorded value is accepted, another value refused (as shape flags:
+ * check_shape_flags); --steps, --eval-every, --eval-docs, --precision, --threads, the saves and the log
+ * apply. dropout: the --dropout flag's value. */
+static int refuse_resume_flags(const char *cmd, const hargs *a, lc_opt *opts, int n, const lc_hibert_run *run,
+                               float dropout, float saved_dropout) {
+    const lc_train_options *o = &a->o, *r = &run->opts;
+    char given[4096 + 64] = "", saved[4096 + 64] = "";
+    const char *which = NULL;
+    if (a->n_docs > 0 || lc_opt_get(opts, n, "--data")->seen) {
+        int rc = sources_of(cmd, a, given, sizeof given);
+        if (rc >= 0) return rc;
+        if (strcmp(given, run->data) != 0) which = a->finetune ? "--data" : "--docs";
+        snprintf(saved, sizeof saved, "%s", run->data);
+    }
+#define FIXED(flag, differs, fmt, x, y)                                                                               \
+    if (!which && lc_opt_get(opts, n, flag)->seen && (differs))                                                     \
+        which = flag, snprintf(given, sizeof given, fmt, x), snprintf(saved, sizeof saved, fmt, y);
+    FIXED("--batch", o->batch != r->batch, "%d", o->batch, r->batch)
+    FIXED("--seed", o->seed != r->seed, "%llu", (unsigned long long)o->seed, (unsigned long long)r->seed)
+    FIXED("--lr", o->lr != r->lr, "%.9g", (double)o->lr, (double)r->lr)
+    FIXED("--min-lr", o->min_lr != r->min_lr, "%.9g", (double)o->min_lr, (double)r->min_lr)
+    FIXED("--warmup", o->warmup != r->warmup, "%ld", o->warmup, r->warmup)
+    FIXED("--weight-decay", o->weight_decay != r->weight_decay, "%.9g", (double)o->weight_decay, (double)r->weight_decay)
+    FIXED("--clip", o->clip != r->clip, "%.9g", (double)o->clip, (double)r->clip)
+    FIXED("--lr-scale", strcmp(o->lr_scale, r->lr_scale) != 0, "'%s'", o->lr_scale, r->lr_scale)
+    FIXED("--dropout", dropout != saved_dropout, "%.9g", (double)dropout, (double)saved_dropout)
+    const int latin1 = a->encoding && strcmp(a->encoding, "latin1") == 0, greedy = a->labels && strcmp(a->labels, "greedy") == 0;
+    FIXED("--encoding", latin1 != run->latin1, "%s", latin1 ? "latin1" : "utf8", run->latin1 ? "latin1" : "utf8")
+    FIXED("--labels", greedy != run->labels, "%s", greedy ? "greedy" : "contained", run->labels ? "greedy" : "contained")
+    FIXED("--intruders", a->intruders != run->intruders, "%.9g", (double)a->intruders, (double)run->intruders)
+    FIXED("--intruder-weight", a->intruder_weight != run->intruder_weight, "%.9g", (double)a->intruder_weight,
+          (double)run->intruder_weight)
+#undef FIXED
+    if (!which) return -1;
+    for (char *c = given; *c; c++)
+        if (*c == '\n') *c = ' ';
+    for (char *c = saved; *c; c++)
+        if (*c == '\n') *c = ' ';
+    lc_cli_error("%s: %s %.300s disagrees with --resume %s, which records %.300s (the checkpoint fixes it: leave the "
+                 "flag out to continue its run)", cmd, which, given, a->resume, saved);
+    return LC_EXIT_USAGE;
 }
 
 typedef struct {
@@ -328,6 +402,25 @@ static lc_status load_data(trainer *t, const char *sources) {
     return st;
 }
 
+/* The checkpoint (and fine-tuning's OUT.last) and the log are none of the documents read (sources: the
+ * paths, one a line, recorded or given) nor inside their folders, nor the --init checkpoint. */
+static int check_outputs(const char *cmd, const hargs *a, const char *sources) {
+    char last[4200] = "";
+    if (a->out && a->finetune) snprintf(last, sizeof last, "%s.last", a->out);
+    const lc_cli_path outs[] = {{"--out", a->out}, {"--out", last[0] ? last : NULL}, {"--log", a->log}};
+    lc_cli_path ins[MAX_SOURCES + 1] = {{"--init", a->init}};
+    int n_in = 1;
+    char *copy = strdup(sources);
+    if (!copy) { lc_cli_error("%s: out of memory", cmd); return LC_EXIT_RUNTIME; }
+    for (char *p = copy, *nl; p && *p && n_in <= MAX_SOURCES; p = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(p, '\n'))) *nl = 0;
+        ins[n_in++] = (lc_cli_path){a->finetune ? "--data" : "--docs", p};
+    }
+    const int rc = lc_cli_check_outputs(cmd, outs, 3, ins, n_in);
+    free(copy);
+    return rc;
+}
+
 static int run(hargs *a, lc_opt *opts, int n) {
     const char *cmd = a->finetune ? "hibert finetune" : "hibert pretrain";
     if (a->init && a->resume) { lc_cli_error("%s: --init and --resume exclude each other", cmd); return LC_EXIT_USAGE; }
@@ -346,6 +439,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     lc_hibert_run_default(&t.run);
     lc_hibert_config ck;
     const char *fixed = a->resume ? a->resume : a->init;
+    const float dropout_flag = a->cfg.dropout; /* before the checkpoint's replaces it */
     if (fixed) {
         if ((st = lc_hibert_checkpoint_info(fixed, &ck, a->resume ? &t.run : NULL))) return lc_cli_fail(st);
         int rc = check_shape_flags(opts, n, &a->cfg, &ck, fixed);
@@ -359,6 +453,8 @@ static int run(hargs *a, lc_opt *opts, int n) {
             lc_cli_error("%s: --resume %s is a %s checkpoint", cmd, a->resume, t.run.stage ? "finetune" : "pretrain");
             return LC_EXIT_USAGE;
         }
+        int rc = refuse_resume_flags(cmd, a, opts, n, &t.run, dropout_flag, ck.dropout);
+        if (rc >= 0) return rc;
         if (lc_opt_get(opts, n, "--steps")->seen) t.run.opts.steps = a->o.steps;
         if (lc_opt_get(opts, n, "--eval-every")->seen) t.run.opts.eval_every = a->o.eval_every;
     } else {
@@ -371,19 +467,12 @@ static int run(hargs *a, lc_opt *opts, int n) {
             lc_cli_error("%s: --labels must be contained or greedy, got '%s'", cmd, a->labels);
             return LC_EXIT_USAGE;
         }
-        char *p = t.run.data;
-        const char *src[MAX_SOURCES];
-        int ns = a->finetune ? 1 : a->n_docs;
-        for (int i = 0; i < ns; i++) src[i] = a->finetune ? (a->data ? a->data : "data/bbc-news-summary") : a->docs[i];
-        for (int i = 0; i < ns; i++) {
-            char *abs = realpath(src[i], NULL);
-            const char *s = abs ? abs : src[i];
-            if ((size_t)(p - t.run.data) + strlen(s) + 2 >= sizeof t.run.data) { free(abs); lc_cli_error("%s: too many --docs paths", cmd); return LC_EXIT_USAGE; }
-            p += sprintf(p, "%s%s", i ? "\n" : "", s);
-            free(abs);
-        }
+        const int rc = sources_of(cmd, a, t.run.data, sizeof t.run.data);
+        if (rc >= 0) return rc;
     }
-    int rc = lc_precision_flag(cmd, a->precision, &a->cfg.precision);
+    int rc = check_outputs(cmd, a, t.run.data);
+    if (rc >= 0) return rc;
+    rc = lc_precision_flag(cmd, a->precision, &a->cfg.precision);
     if (rc >= 0) return rc;
     if ((st = lc_hibert_config_validate(&a->cfg))) return lc_cli_fail(st);
     /* a model of the shape first (its max_sents cuts documents), then the plan for the data */
@@ -503,6 +592,7 @@ int lc_cmd_hibert(int argc, char **argv) {
     int rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
     if (rc < 0) rc = apply_strings(&a);
     if (rc < 0) rc = lc_optim_flags_apply(cmd, &a.o);
+    if (rc < 0) rc = lc_cli_refuse_processes(cmd);
     if (rc < 0) rc = run(&a, opts, n);
     free(rest);
     return rc;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/timer.h"
 
 int lc_cmd_listops(int argc, char **argv);
@@ -41,6 +42,7 @@ int lc_cmd_listops(int argc, char **argv) {
         return LC_EXIT_USAGE;
     }
     lc_listops_summary s;
+    lc_file_clean_up_on_signals(); /* SIGTERM mid-write: no temporary file left behind */
     double t0 = lc_now_seconds();
     lc_status st = lc_listops_write(out, n, seed, NULL, &s);
     if (st) return lc_cli_fail(st);

@@ -362,7 +362,7 @@ int lc_cmd_plot(int argc, char **argv) {
     if (rc < 0 && strcmp(x, "step") && strcmp(x, "time"))
         lc_cli_error("plot: --x must be step or time, got '%s'", x), rc = LC_EXIT_USAGE;
     if (rc < 0) {
-        lc_status st = lc_file_check_out(out, "a figure");
+        lc_status st = lc_file_check_output(out, "a figure");
         if (st) lc_cli_error("plot: --out %s", lc_last_error()), rc = st == LC_ERR_ARG ? LC_EXIT_USAGE : LC_EXIT_RUNTIME;
     }
     struct stat so, sl;

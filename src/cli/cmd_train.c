@@ -5,18 +5,20 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/classify_cli.h"
 #include "cli/cli.h"
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
+#include "cli/same_settings.h"
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
 #include "longctx/flat.h"
+#include "train/checkpoint_meta.h"
 #include "train/dist.h"
 
 typedef struct {
@@ -335,15 +337,6 @@ static void warn_useless(const train_args *a, lc_model *m, const char *out, int 
              "larger than the saved run's (docs/checkpoint.md)", a->resume);
 }
 
-/* --out must not be the training data (compared by device and inode, so other names of it count). */
-static int check_out_is_not_data(const char *out, const char *data) {
-    struct stat so, sd;
-    if (!out || stat(out, &so) != 0 || stat(data, &sd) != 0) return -1;
-    if (so.st_dev != sd.st_dev || so.st_ino != sd.st_ino) return -1;
-    lc_cli_error("train: --out %s is the training data file %s: refusing to replace it with a checkpoint", out, data);
-    return LC_EXIT_USAGE;
-}
-
 /* A resumed run trains on the data its checkpoint records (lc_cli_load_recorded checks it), unless --data
  * names another file explicitly: then a warning says so when its bytes are not the recorded ones. */
 static void warn_other_data(const train_args *a, const lc_data_record *rec, const lc_corpus *c) {
@@ -353,14 +346,40 @@ static void warn_other_data(const train_args *a, const lc_data_record *rec, cons
 }
 
 /* Processes training together start only when every one is ready: rc -1 (ready) or an exit code; returns
- * -1, or the code of a process that failed (it printed why). Made once by every process: run() makes it
- * before training, lc_cmd_train for a process that stopped before. */
+ * -1, or the code of a process that failed (it printed why). Made by every process: run() makes it before
+ * the settings check (and once more after opening the logs when all were ready and agree), lc_cmd_train
+ * for a process that stopped before. */
 static int readiness_shared;
 static int all_ready(int rc) {
     long worst = rc;
     readiness_shared = 1;
     lc_dist_max_longs(&worst, 1);
     return rc >= 0 ? rc : (int)worst;
+}
+
+/* Collective: the processes training together hold the same settings (what the checkpoint would record,
+ * the data by size and hash, and when they save and stop); -1, or LC_EXIT_USAGE after one line on each. */
+static int same_run(const train_args *a, const lc_model *m, const char *out) {
+    if (lc_dist_size() < 2) return -1;
+    lc_ckpt_meta *h = calloc(1, sizeof *h);
+    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
+    lc_cli_settings *s = calloc(1, sizeof *s);
+    if (!h || !meta || !s) lc_dist_abort(LC_EXIT_RUNTIME); /* the others wait in the comparison */
+    h->cfg = *lc_model_config(m);
+    h->opts = a->o;
+    h->step = lc_model_step(m);
+    h->seed = a->o.seed;
+    lc_ckpt_meta_format(h, meta);
+    lc_cli_settings_add_meta(s, meta->items, meta->n);
+    lc_cli_settings_add(s, "--data", "of %ld bytes (FNV-1a %016llx, split %d)", a->o.data.size,
+                        (unsigned long long)a->o.data.hash, a->o.data.split);
+    lc_cli_settings_add(s, "--stop-after", "%ld", a->o.stop_after);
+    lc_cli_settings_add(s, "--save-every", "%ld", a->save_every);
+    lc_cli_settings_add(s, "--save-every-min", "%.9g", (double)a->save_every_min);
+    lc_cli_settings_add(s, "--out", "%s", out ? "given" : "not given");
+    const int rc = lc_cli_same_settings("train", s);
+    free(h), free(meta), free(s);
+    return rc;
 }
 
 static int run(train_args *a, lc_opt *opts, int n) {
@@ -415,7 +434,9 @@ static int run(train_args *a, lc_opt *opts, int n) {
         if (rc >= 0) return rc;
         if (!explicit_data && !(a->data = lc_cli_default_data("train"))) return LC_EXIT_USAGE;
     }
-    rc = check_out_is_not_data(out, a->data);
+    const lc_cli_path outs[] = {{"--out", out}, {"--log", a->log}, {"--loss-log", a->loss_log}},
+                      ins[] = {{"training data", a->data}};
+    rc = lc_cli_check_outputs("train", outs, 3, ins, 1);
     if (rc >= 0) {
         lc_model_free(m);
         return rc;
@@ -434,6 +455,11 @@ static int run(train_args *a, lc_opt *opts, int n) {
     }
     if (rc < 0) rc = check_data_size(a, &corpus, cfg.seq_len);
     if (rc < 0 && !m && (st = lc_model_create(&cfg, a->o.batch, a->o.seed, &m))) rc = lc_cli_fail(st);
+    if (rc < 0) lc_data_record_set(&a->o.data, a->data, &corpus);
+    /* every process gets the same answer from both (a failure anywhere, a setting that differs), so all of
+     * them make the second readiness check below, or none */
+    if ((rc = all_ready(rc)) < 0) rc = same_run(a, m, out); /* before any file is opened */
+    const int agreed = rc < 0;
     FILE *loss_log = NULL; /* process 0's */
     if (rc < 0 && a->loss_log && !quiet() && !(loss_log = fopen(a->loss_log, "a"))) {
         lc_cli_error("train: --loss-log %s: cannot open for writing: %s", a->loss_log, strerror(errno));
@@ -441,8 +467,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
     }
     lc_train_log log = {NULL, NULL};
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&log, "train", a->log, a->resume != NULL);
-    if ((rc = all_ready(rc)) < 0) {
-        lc_data_record_set(&a->o.data, a->data, &corpus);
+    if (agreed && (rc = all_ready(rc)) < 0) {
         if (!quiet()) print_summary(m, &a->o);
         if (!quiet()) warn_useless(a, m, out, lc_opt_get(opts, n, "--stop-after")->seen);
         lc_cli_catch_stop_signals();

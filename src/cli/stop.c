@@ -1,4 +1,4 @@
-/* Stopping a training command on SIGINT / SIGTERM / SIGUSR1 (train, hibert): the handler only sets a flag, which the
+/* Stopping a training command on SIGINT / SIGTERM / SIGHUP / SIGUSR1 (train, hibert): the handler only sets a flag, which the
  * command reads after each step (then saves and exits 128 + N); a second signal ends the process at once
  * (the last saved checkpoint is whole: saves are atomic). Also when a periodic save is due. */
 #include <signal.h>
@@ -33,12 +33,16 @@ void lc_cli_catch_stop_signals(void) {
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);  /* a closed terminal or ssh session: save as for SIGTERM */
     sigaction(SIGUSR1, &sa, NULL); /* what mpirun forwards to every process (docs/distributed.md) */
 }
 
 int lc_cli_stop_signal(void) { return stop_signal; }
 
-const char *lc_cli_signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal"; }
+const char *lc_cli_signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : sig == SIGUSR1 ? "SIGUSR1"
+                                                                                                  : "a signal";
+}
 
 int lc_cli_save_due(long save_every, float save_every_min, long step, double last_save_s) {
     return (save_every > 0 && step % save_every == 0) ||

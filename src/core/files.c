@@ -1,6 +1,6 @@
 /* Small facts about files shared by every reader and writer of the library (see files.h), the one atomic
- * writer (checkpoints, figures: a temporary file beside the target, fsync, rename over it) and the one
- * bounded reader of a whole input file or standard input. */
+ * writer every file the library and the CLI write goes through (checkpoints, ListOps splits, figures), and
+ * the one bounded reader of a whole input file or standard input. */
 #include "core/files.h"
 
 #include <dirent.h>
@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/status.h"
 
 const char *lc_file_kind(mode_t mode) {
     if (S_ISDIR(mode)) return "a directory";
@@ -46,9 +48,9 @@ static void sync_directory(const char *dir) {
 #define TMP_TEMPLATE "XXXXXX" /* mkstemp's required template, not a marker */
 #define TMP_SUFFIX_MAX (int)sizeof(".tmp.4294967295." TMP_TEMPLATE)
 
-/* Whether entry is a temporary file of the checkpoint `name` whose writer no longer runs. A writer that
- * still runs (another run saving the same checkpoint) keeps its file; other checkpoints' files never
- * match (the whole name is compared and the suffix must be exactly .tmp.DIGITS. and six letters or digits). */
+/* Whether entry is a temporary file of the file `name` whose writer no longer runs. A writer that still
+ * runs (another run writing the same file) keeps its file; other files' temporaries never match (the
+ * whole name is compared and the suffix must be exactly .tmp.DIGITS. and six letters or digits). */
 static int is_stale_temp(const char *entry, const char *name) {
     const size_t n = strlen(name);
     if (strncmp(entry, name, n) != 0 || strncmp(entry + n, ".tmp.", 5) != 0) return 0;
@@ -61,11 +63,11 @@ static int is_stale_temp(const char *entry, const char *name) {
     for (int i = 0; i < 6; i++, p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return 0;
     if (*p) return 0;
-    if ((pid_t)pid == getpid()) return 1; /* ours: a save of this process never leaves one behind */
+    if ((pid_t)pid == getpid()) return 1; /* ours: a write of this process never leaves one behind */
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Remove the stale temporary files of checkpoint `name` in dir (regular files only, never followed). */
+/* Remove the stale temporary files of `name` in dir (regular files only, never followed). */
 static void remove_stale(const char *dir, const char *name) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -93,8 +95,8 @@ static lc_status check_target(const char *path, const char *what, int *exists, m
     return LC_OK;
 }
 
-lc_status lc_file_check_out(const char *path, const char *what) {
-    if (!path || !*path) return lc_fail(LC_ERR_ARG, "empty file name for %s", what);
+lc_status lc_file_check_output(const char *path, const char *what) {
+    if (!path || !*path) return lc_fail(LC_ERR_ARG, "empty output path");
     const char *name;
     char *dir = dir_of(path, &name);
     if (!dir) return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
@@ -127,8 +129,38 @@ lc_status lc_file_check_out(const char *path, const char *what) {
     return s;
 }
 
-lc_status lc_file_write_atomic(const char *path, const char *what, int (*write)(FILE *f, void *ctx), void *ctx) {
-    lc_status s = lc_file_check_out(path, what);
+/* The temporary file of the write in progress, for the signal handler (one write at a time: the CLI's). */
+static char temp_now[PATH_MAX + TMP_SUFFIX_MAX];
+static volatile sig_atomic_t temp_live;
+
+static void on_signal(int sig) {
+    if (temp_live) (void)unlink(temp_now); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void lc_file_clean_up_on_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Blocks the signals of lc_file_clean_up_on_signals while the temporary file's name is being recorded or
+ * forgotten, so the handler never sees half a name. */
+static void hold_signals(int hold, sigset_t *old) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT), sigaddset(&s, SIGTERM), sigaddset(&s, SIGHUP);
+    if (hold) sigprocmask(SIG_BLOCK, &s, old);
+    else sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+lc_status lc_file_write_atomic(const char *path, const char *what, int (*fill)(FILE *f, void *user), void *user) {
+    lc_status s = lc_file_check_output(path, what);
     if (s) return s;
     int exists;
     mode_t mode = 0;
@@ -148,11 +180,15 @@ lc_status lc_file_write_atomic(const char *path, const char *what, int (*write)(
     }
     remove_stale(dir, name);
     snprintf(tmp, tmp_cap, "%s.tmp.%ld." TMP_TEMPLATE, path, (long)getpid());
+    sigset_t old;
+    hold_signals(1, &old);
     const int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a symlink at the name is never followed */
+    const int made_errno = errno;
+    if (fd >= 0 && strlen(tmp) < sizeof temp_now) strcpy(temp_now, tmp), temp_live = 1;
+    hold_signals(0, &old);
     if (fd < 0) {
-        int e = errno;
         free(tmp), free(dir);
-        return lc_fail(LC_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+        return lc_fail(LC_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(made_errno));
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     const char *step = "cannot write";
@@ -161,17 +197,24 @@ lc_status lc_file_write_atomic(const char *path, const char *what, int (*write)(
     FILE *fp = e ? NULL : fdopen(fd, "wb");
     if (!e && !fp) e = errno ? errno : ENOMEM;
     if (!fp) close(fd);
-    if (!e) e = write(fp, ctx);
-    if (!e && (fflush(fp) != 0 || fsync(fileno(fp)) != 0)) e = errno ? errno : EIO;
+    if (!e) {
+        errno = 0;
+        e = fill(fp, user);
+        if (!e && (fflush(fp) != 0 || fsync(fileno(fp)) != 0)) e = errno ? errno : EIO;
+    }
     if (fp && fclose(fp) != 0 && !e) e = errno ? errno : EIO;
-    if (!e && (s = check_target(path, what, &exists, &mode))) e = -1; /* replaced by a device meanwhile */
+    if (e < 0) s = (lc_status)-e; /* the filler's own failure, already recorded */
+    if (!e && (s = check_target(path, what, &exists, &mode))) e = -(int)s; /* replaced by a device meanwhile */
     if (!e && rename(tmp, path) != 0) e = errno, step = "cannot rename the temporary file over it";
+    if (e) unlink(tmp);
+    hold_signals(1, &old);
+    temp_live = 0;
+    hold_signals(0, &old);
+    free(tmp);
     if (e) {
-        unlink(tmp);
-        free(tmp), free(dir);
+        free(dir);
         return e < 0 ? s : lc_fail(LC_ERR_IO, "%s: %s: %s", path, step, strerror(e));
     }
-    free(tmp);
     sync_directory(dir);
     free(dir);
     return LC_OK;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "lra/lra.h"
@@ -291,65 +292,62 @@ lc_status lc_listops_gen_next(lc_listops_gen *g, const char **source, size_t *le
     }
 }
 
-/* Writes to a temporary file next to `path` and renames it into place, so a failure never leaves a
- * half-written split and never destroys an existing file. "-" writes to standard output. */
+/* What writing a split needs: the generator, how many, and the summary it fills. */
+typedef struct {
+    lc_listops_gen *g;
+    long n;
+    lc_listops_summary s;
+} split_writer;
+
+/* The whole TSV to f: 0, an errno value, or -st after lc_fail (core/files.h's filler contract). */
+static int write_split(FILE *f, void *user) {
+    split_writer *w = user;
+    lc_listops_summary *s = &w->s;
+    double len_sum = 0;
+    errno = 0;
+    if (fputs("Source\tTarget\n", f) < 0) return errno ? errno : EIO;
+    for (long i = 0; i < w->n; i++) {
+        const char *src;
+        size_t len;
+        lc_listops_info in;
+        lc_status st = lc_listops_gen_next(w->g, &src, &len, &in);
+        if (st) return -(int)st;
+        if (fwrite(src, 1, len, f) != len || fprintf(f, "\t%d\n", in.value) < 0) return errno ? errno : EIO;
+        s->bytes += (long)len + 3;
+        len_sum += in.length;
+        if (i == 0 || in.length < s->length_min) s->length_min = in.length;
+        if (in.length > s->length_max) s->length_max = in.length;
+        if (in.depth > s->depth_max) s->depth_max = in.depth;
+        s->labels[in.value]++;
+        for (int k = 0; k < LC_LISTOPS_OPS; k++) s->ops[k] += in.ops[k];
+    }
+    s->bytes += 14;
+    lc_listops_gen_counts(w->g, &s->counts);
+    s->length_mean = s->counts.kept ? len_sum / (double)s->counts.kept : 0;
+    return fflush(f) != 0 ? (errno ? errno : EIO) : 0;
+}
+
+/* Through the one atomic writer (core/files.h), so a failure never leaves a half-written split and never
+ * destroys an existing file. "-" writes to standard output. */
 lc_status lc_listops_write(const char *path, long n, uint64_t seed, const lc_listops_options *o,
                            lc_listops_summary *sum) {
     lc_clear_error();
     if (n < 1 || n > LC_LISTOPS_MAX_EXAMPLES)
         return lc_fail(LC_ERR_ARG, "listops: the number of sequences must be in 1..%ld, got %ld",
                        (long)LC_LISTOPS_MAX_EXAMPLES, n);
-    lc_listops_summary s;
-    memset(&s, 0, sizeof s);
-    lc_listops_gen *g;
-    lc_status st = lc_listops_gen_create(o, seed, &g);
-    if (st) return st;
-    int to_stdout = strcmp(path, "-") == 0;
-    char *tmp = NULL;
-    FILE *f = stdout;
-    if (!to_stdout) {
-        size_t cap = strlen(path) + 32;
-        tmp = malloc(cap);
-        if (!tmp) { lc_listops_gen_free(g); return lc_fail(LC_ERR_NOMEM, "listops: out of memory"); }
-        snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
-        f = fopen(tmp, "wb");
-        if (!f) {
-            st = lc_fail(LC_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-            free(tmp);
-            lc_listops_gen_free(g);
-            return st;
-        }
-    }
-    double len_sum = 0;
-    int werr = fputs("Source\tTarget\n", f) < 0;
-    for (long i = 0; i < n && !werr && !st; i++) {
-        const char *src;
-        size_t len;
-        lc_listops_info in;
-        if ((st = lc_listops_gen_next(g, &src, &len, &in))) break;
-        werr = fwrite(src, 1, len, f) != len || fprintf(f, "\t%d\n", in.value) < 0;
-        s.bytes += (long)len + 3;
-        len_sum += in.length;
-        if (i == 0 || in.length < s.length_min) s.length_min = in.length;
-        if (in.length > s.length_max) s.length_max = in.length;
-        if (in.depth > s.depth_max) s.depth_max = in.depth;
-        s.labels[in.value]++;
-        for (int k = 0; k < LC_LISTOPS_OPS; k++) s.ops[k] += in.ops[k];
-    }
-    s.bytes += 14;
-    lc_listops_gen_counts(g, &s.counts);
-    lc_listops_gen_free(g);
-    s.length_mean = s.counts.kept ? len_sum / (double)s.counts.kept : 0;
-    if (to_stdout) {
-        if (fflush(f) != 0) werr = 1;
+    split_writer w;
+    memset(&w, 0, sizeof w);
+    w.n = n;
+    lc_status st = strcmp(path, "-") == 0 ? LC_OK : lc_file_check_output(path, "a TSV file"); /* before any work */
+    if (st || (st = lc_listops_gen_create(o, seed, &w.g))) return st;
+    if (strcmp(path, "-") == 0) {
+        const int e = write_split(stdout, &w);
+        if (e > 0) st = lc_fail(LC_ERR_IO, "standard output: write error: %s", strerror(e));
+        else st = (lc_status)-e;
     } else {
-        if (fclose(f) != 0) werr = 1;
+        st = lc_file_write_atomic(path, "a TSV file", write_split, &w);
     }
-    if (!st && werr) st = lc_fail(LC_ERR_IO, "%s: write error: %s", to_stdout ? "standard output" : path, strerror(errno));
-    if (!st && !to_stdout && rename(tmp, path) != 0)
-        st = lc_fail(LC_ERR_IO, "%s: cannot rename the finished file into place: %s", path, strerror(errno));
-    if (st && !to_stdout) unlink(tmp);
-    free(tmp);
-    if (!st && sum) *sum = s;
+    lc_listops_gen_free(w.g);
+    if (!st && sum) *sum = w.s;
     return st;
 }

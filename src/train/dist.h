@@ -32,9 +32,13 @@ void lc_dist_sum_doubles(double *x, int n);
 void lc_dist_max_longs(long *v, int n);
 /* Whether every process holds the same v. */
 int lc_dist_same_u64(uint64_t v);
+/* The first i in [0, n) where the processes' v[i] differ, or -1 when every process holds the same v[0, n)
+ * (n must be the same everywhere: a compile-time count, say). */
+int lc_dist_first_difference(const uint64_t *v, int n);
 void lc_dist_barrier(void);
-/* Process 0 receives every process's mine[0, n) in rank order in all[0, n * size) (others pass NULL). */
-void lc_dist_gather_floats(const float *mine, size_t n, float *all);
+/* Process 0 receives every process's mine[0, n) in rank order in all[0, n * size) (others pass NULL).
+ * Returns 0, or -1 on every process (nothing gathered) when the processes passed different n. */
+int lc_dist_gather_floats(const float *mine, size_t n, float *all);
 
 /* ---- checkpoints of processes training together (train/dist_ckpt.c); collective */
 /* Process 0 writes the checkpoint, with the XL memory of every process's streams (state.memory holds

@@ -28,18 +28,29 @@ lc_status lc_checkpoint_save_dist(const lc_model *m, const lc_train_options *o, 
     lc_train_options opts = *o;
     opts.ranks = R;
     if (R == 1) return lc_checkpoint_save(m, &opts, path);
+    /* every process takes the same path below, with memory of the same shape (the settings were compared
+     * at the start: this is the last guard before process 0 gathers into a buffer of its own size) */
+    const int L = m->cfg.n_layer;
+    const size_t per = has_memory(m) ? (size_t)m->mem_B * (size_t)m->cap_M * (size_t)m->cfg.d_model : 0;
+    const uint64_t shape[3] = {(uint64_t)has_memory(m), (uint64_t)L, (uint64_t)per};
+    if (!lc_dist_same_u64(lc_data_hash((const uint8_t *)shape, sizeof shape)))
+        return lc_fail(LC_ERR_ARG, "%s: the processes hold XL memory of different shapes (different --batch or "
+                       "--mem-len?): nothing saved", path);
     if (!has_memory(m)) return shared_status(root ? lc_checkpoint_save(m, &opts, path) : LC_OK, path);
     /* the memory of every stream, laid out as one model with batch B x R would hold it */
-    const int L = m->cfg.n_layer;
-    const size_t per = (size_t)m->mem_B * (size_t)m->cap_M * (size_t)m->cfg.d_model;
     float *all = root ? malloc(sizeof(float) * per * (size_t)R * (size_t)L) : NULL;
     float **mem = root ? malloc(sizeof(float *) * (size_t)L) : NULL;
     if (root && (!all || !mem)) lc_dist_abort(1); /* the others wait in the gather: end them too */
-    for (int l = 0; l < L; l++) {
-        lc_dist_gather_floats(m->mem[l], per, root ? all + per * (size_t)R * (size_t)l : NULL);
+    lc_status st = LC_OK;
+    for (int l = 0; l < L && !st; l++) {
+        if (lc_dist_gather_floats(m->mem[l], per, root ? all + per * (size_t)R * (size_t)l : NULL))
+            st = lc_fail(LC_ERR_ARG, "%s: the processes hold XL memory of different sizes: nothing saved", path);
         if (root) mem[l] = all + per * (size_t)R * (size_t)l;
     }
-    lc_status st = LC_OK;
+    if (st) {
+        free(all), free(mem);
+        return st;
+    }
     if (root) {
         lc_model view = *m; /* the same model, seen with every process's streams */
         view.mem = mem;

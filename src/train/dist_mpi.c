@@ -69,16 +69,32 @@ int lc_dist_same_u64(uint64_t v) {
     return hi_lo[0] == v && ~hi_lo[1] == v;
 }
 
+int lc_dist_first_difference(const uint64_t *v, int n) {
+    if (dist_size < 2 || n <= 0) return -1;
+    uint64_t *both = malloc(sizeof *both * 2 * (size_t)n); /* the max of v[i] and of ~v[i], as lc_dist_same_u64 */
+    if (!both) lc_dist_abort(1);
+    for (int i = 0; i < n; i++) both[i] = v[i], both[n + i] = ~v[i];
+    MPI_Allreduce(MPI_IN_PLACE, both, 2 * n, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    int first = -1;
+    for (int i = 0; i < n && first < 0; i++)
+        if (both[i] != v[i] || ~both[n + i] != v[i]) first = i;
+    free(both);
+    return first;
+}
+
 void lc_dist_barrier(void) {
     if (dist_size > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* In pieces of at most INT_MAX / size floats (MPI counts are int), each gathered in rank order. */
-void lc_dist_gather_floats(const float *mine, size_t n, float *all) {
+/* In pieces of at most INT_MAX / size floats (MPI counts are int), each gathered in rank order. Process 0
+ * sizes its buffer and every piece by its own n: the counts are compared first, so a process that sends
+ * more cannot write past it. */
+int lc_dist_gather_floats(const float *mine, size_t n, float *all) {
     if (dist_size < 2) {
         memmove(all, mine, n * sizeof *all);
-        return;
+        return 0;
     }
+    if (!lc_dist_same_u64((uint64_t)n)) return -1;
     const size_t most = (size_t)INT_MAX / (size_t)dist_size;
     float *piece = dist_rank == 0 && n > most ? malloc(sizeof(float) * most * (size_t)dist_size) : NULL;
     if (dist_rank == 0 && n > most && !piece) lc_dist_abort(1);
@@ -91,4 +107,5 @@ void lc_dist_gather_floats(const float *mine, size_t n, float *all) {
         done += part;
     }
     free(piece);
+    return 0;
 }

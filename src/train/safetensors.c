@@ -1,5 +1,5 @@
-/* Safetensors files (see safetensors.h): the header is built and parsed with core/json; writes go to a
- * temporary file that is fsynced and renamed over the target; reads load the header and the data
+/* Safetensors files (see safetensors.h): the header is built and parsed with core/json; writes go through
+ * the atomic writer of core/files.h (a temporary file fsynced and renamed over the target); reads load the header and the data
  * section (64-byte aligned) and validate every field before anything is handed out. */
 #include "train/safetensors.h"
 
@@ -183,22 +183,18 @@ static int lc_st_write_stream(FILE *fp, const lc_strbuf *header, const lc_st_ten
     return 0;
 }
 
-/* The writer lc_file_write_atomic calls with the temporary file. */
+lc_status lc_st_check_path(const char *path) { return lc_file_check_output(path, "a checkpoint"); }
+
 typedef struct {
     const lc_strbuf *header;
     const lc_st_tensor *tensors;
     int n_tensors;
     const long long *bytes;
-} lc_st_writer;
+} lc_st_parts;
 
-static int lc_st_write_cb(FILE *fp, void *ctx) {
-    const lc_st_writer *w = ctx;
-    return lc_st_write_stream(fp, w->header, w->tensors, w->n_tensors, w->bytes);
-}
-
-lc_status lc_st_check_path(const char *path) {
-    if (!path || !*path) return lc_fail(LC_ERR_ARG, "safetensors: empty path");
-    return lc_file_check_out(path, "a checkpoint");
+static int lc_st_write_parts(FILE *fp, void *user) {
+    const lc_st_parts *p = user;
+    return lc_st_write_stream(fp, p->header, p->tensors, p->n_tensors, p->bytes);
 }
 
 lc_status lc_st_write(const char *path, const lc_st_tensor *tensors, int n_tensors, const lc_st_meta *meta,
@@ -212,8 +208,8 @@ lc_status lc_st_write(const char *path, const lc_st_tensor *tensors, int n_tenso
     if (!s) {
         lc_st_build_header(&header, tensors, n_tensors, bytes, meta, n_meta);
         s = header.failed ? lc_fail(LC_ERR_NOMEM, "%s: out of memory building the header", path)
-                          : lc_file_write_atomic(path, "a checkpoint", lc_st_write_cb,
-                                         &(lc_st_writer){&header, tensors, n_tensors, bytes});
+                          : lc_file_write_atomic(path, "a checkpoint", lc_st_write_parts,
+                                                 &(lc_st_parts){&header, tensors, n_tensors, bytes});
     }
     lc_strbuf_free(&header);
     free(bytes);
