@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lra_spt_lib.sh
-mlm_steps=1500; short_steps=3000; ft_steps=2000; scratch_steps=4000; valid_n=500
+mlm_steps=600; short_steps=3000; ft_steps=2000; scratch_steps=4000; valid_n=500
 while [ $# -gt 0 ]; do
     case $1 in
     --mlm-steps) mlm_steps=$2; shift 2 ;;
