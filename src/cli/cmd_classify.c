@@ -1,8 +1,9 @@
 /* `longctx train --task classify` (docs/lra.md): train a sequence classifier on a labelled TSV file with
  * periodic validation accuracy, keeping the best checkpoint in --out and the last state in OUT.last
  * (--resume continues from it); with --objective mlm, a masked-token pre-training of its encoder on the
- * same inputs (validation: masked-token accuracy), which --init of a classifier then reads. Batches are bucketed by length (each epoch's shuffled examples sorted by
- * length in chunks of 64 batches) and packed, so cost follows the real lengths. */
+ * same inputs (validation: masked-token accuracy), which --init of a classifier then reads. Batches are
+ * bucketed by length (each epoch's shuffled examples sorted by length in chunks of 64 batches) and packed,
+ * so cost follows the real lengths. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,6 +401,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
     n = lc_optim_flags_add(o, opts, n);
     n = lc_model_flags_add(&a.mf, opts, n);
     refuse_lm_flags(opts, n);
+    lc_opt_get(opts, n, "--objective")->help = "mlm: pre-train the encoder on masked tokens of --data (default: the labels)";
     int rc = lc_parse_opts("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
