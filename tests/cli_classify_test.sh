@@ -3,7 +3,9 @@
 # `predict` on tiny files and a tiny model: bad inputs (a TSV with a missing column, an empty file, --max-len 0,
 # a checkpoint of another model) fail with one line naming the file or flag; a label never seen in training
 # is counted wrong with a warning; eval's last stdout line is the JSON; predict prints one label per line;
-# --resume from OUT.last ends with the weights of an uninterrupted run; no output may be an input file.
+# --resume from OUT.last ends with the weights of an uninterrupted run; no output may be an input file;
+# --objective mlm pre-trains an encoder that eval refuses and --init reads (its vocabulary becomes the
+# classifier's).
 # usage: tests/cli_classify_test.sh path/to/longctx
 set -u
 bin=$1
@@ -106,4 +108,20 @@ for _ in $(seq 200); do [ -s "$tmp/k.st.last" ] && break; sleep 0.05; done
 kill -9 "$kpid" 2>/dev/null; wait "$kpid" 2>/dev/null
 check "killed between validations: OUT.last written" -- test -s "$tmp/k.st.last"
 check "a state saved between validations resumes" -- "${tr[@]}" --resume "$tmp/k.st.last" --steps 100000 --stop-after 1 --out "$tmp/k.st"
+# --objective mlm: a masked-token pre-training of the encoder on the same inputs (words), which eval refuses and
+# --init of a classifier (another attention spec, another --max-len) starts from, with its vocabulary
+expect 2 "--objective must be mlm" -- "${tr[@]}" "${tiny[@]}" --tokens words --objective clm --out "$tmp/m.st"
+check "train --objective mlm" -- "${tr[@]}" "${tiny[@]}" --tokens words --objective mlm --out "$tmp/m.st" --json
+cp "$tmp/err" "$tmp/mlm.err"
+check "mlm: validation is masked-token accuracy" -- grep -q "valid masked-token accuracy" "$tmp/mlm.err"
+expect 1 "masked-token pre-training.*--init" -- "$bin" eval --ckpt "$tmp/m.st" --task classify --data "$tmp/valid.tsv"
+check "train --init from the mlm checkpoint" -- "${tr[@]}" "${tiny[@]}" --tokens words --attn window:w=2 --max-len 24 \
+    --init "$tmp/m.st" --out "$tmp/mi.st"
+printf 'label\ttext\n' >"$tmp/other.tsv"
+for i in 1 2 3; do printf 'pos\tnice %d\nneg\tugly %d\n' "$i" "$i"; done >>"$tmp/other.tsv"
+check "--init of a words classifier on other texts" -- "$bin" train --task classify --data "$tmp/other.tsv" \
+    --valid "$tmp/other.tsv" "${tiny[@]}" --tokens words --init "$tmp/m.st" --out "$tmp/mo.st"
+cp "$tmp/err" "$tmp/mo.err"
+check "--init: the checkpoint's vocabulary (34 ids), not one built from --data (9)" -- grep -q "vocab 34)" "$tmp/mo.err"
+
 cli_summary cli_classify_test

@@ -22,7 +22,11 @@ expect 2 "listops: --seed expects an integer in 0\.\.18446744073709551615, got '
     --out "$tmp/a.tsv"
 expect 2 "listops: --out needs a value" -- "${lo[@]}" --n 5 --seed 1 --out
 expect 2 "listops: --out needs a file name" -- "${lo[@]}" --n 5 --seed 1 --out ""
-expect 2 "listops: unknown flag --max-depth" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" --max-depth 3
+expect 2 "listops: unknown flag --depth" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" --depth 3
+expect 2 "listops: lengths must satisfy" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" --min-length 50 --max-length 40
+expect 2 "listops: max_depth must be in 1\.\." -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" --max-depth 0
+expect 2 "listops: with max_depth 2 and max_args 3 no sequence is longer than 5" -- "${lo[@]}" --n 5 --seed 1 \
+    --out "$tmp/a.tsv" --max-depth 2 --max-args 3 --min-length 10
 expect 2 "listops: unexpected argument 'extra'" -- "${lo[@]}" --n 5 --seed 1 --out "$tmp/a.tsv" extra
 expect 2 "listops: --json prints on stdout, so it needs --out FILE" -- "${lo[@]}" --n 5 --seed 1 --out - --json
 check "no file from usage errors" -- test ! -e "$tmp/a.tsv"
@@ -52,6 +56,17 @@ cp "$tmp/out" "$tmp/c.out"
 cp "$tmp/err" "$tmp/c.err"
 check "summary line on stderr" -- grep -Eq "^listops: wrote 3 sequences to $tmp/c.tsv in [0-9.]+ s \(seed 5;" "$tmp/c.err"
 check "nothing on stdout without --json" -- test ! -s "$tmp/c.out"
+
+# the generator's parameters: shorter trees for a curriculum (every length in the window, checked by the JSON)
+check "listops --min-length 20 --max-length 60" -- "${lo[@]}" --n 40 --seed 5 --out "$tmp/short.tsv" --json \
+    --min-length 20 --max-length 60
+cp "$tmp/out" "$tmp/short.json"
+check "short trees: lengths within 21..59" -- python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read())
+assert d["examples"] == 40 and 21 <= d["length_min"] and d["length_max"] <= 59, d' "$tmp/short.json"
+check "--max-depth 3 writes trees of depth at most 3" -- "${lo[@]}" --n 20 --seed 5 --out "$tmp/shallow.tsv" --json \
+    --max-depth 3 --min-length 5 --max-length 100
+cp "$tmp/out" "$tmp/shallow.json"
+check "depth_max <= 3" -- grep -Eq '"depth_max":[1-3],' "$tmp/shallow.json"
 
 # deterministic in the seed; - writes the same bytes to stdout; another seed writes other sequences
 check "same seed again" -- "${lo[@]}" --n 30 --seed 5 --out "$tmp/b.tsv"

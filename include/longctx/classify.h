@@ -22,6 +22,9 @@ extern "C" {
  * ================================================================================================ */
 
 typedef enum { LC_POOL_CLS = 0, LC_POOL_MEAN = 1 } lc_pool;
+/* What a classifier trains on: its labels (the default), or a masked-token objective over its own tokens
+ * (self-pretraining: the encoder predicts masked tokens; `--init` of another classifier then reads it). */
+typedef enum { LC_CLASSIFY_LABELS = 0, LC_CLASSIFY_MLM = 1 } lc_classify_objective;
 
 typedef struct {
     int n_layer, d_model, n_head, d_ff; /* the encoder's shape */
@@ -37,6 +40,7 @@ typedef struct {
     int d_hidden;                   /* the head's hidden width (0: d_model) */
     lc_pool pool;
     lc_precision precision;         /* the encoder's linear layers' products (a run setting: changes no tensor) */
+    lc_classify_objective objective; /* labels, or masked tokens (lc_classifier_step then masks; the head idles) */
 } lc_classify_config;
 
 /* The defaults: 2 layers of width 128, 4 heads, d_ff 512, pre-LN, GELU, no dropout, full attention,
@@ -104,6 +108,22 @@ typedef struct {
 } lc_classify_run;
 void lc_classify_run_default(lc_classify_run *r);
 
+/* The masked-token objective (objective mlm; model/classify_mlm.c): BERT's rule over the token rows of the
+ * packed batch ([CLS] never): each is chosen with probability 0.15 (at least one per batch that has a token),
+ * and a chosen one becomes the mask symbol (80%: 256 for bytes, LC_WORD_MASK for words), a random token
+ * (10%: a byte, or a word id >= LC_WORD_FIRST) or stays (10%); all deterministic in seed. The encoder's
+ * final state of each chosen row is scored against every embedding row (the tied embedding as output
+ * projection). loss_sum: the summed cross-entropy in nats, *masked the chosen rows, *correct those whose
+ * largest logit is the original token (each may be NULL). Works for a classifier of either objective. */
+lc_status lc_classifier_mlm_forward(lc_classifier *m, const lc_classify_batch *b, uint64_t seed, int train,
+                                    double *loss_sum, long *masked, long *correct);
+/* Backward of the last masked-token forward for loss_sum * loss_scale; gradients ACCUMULATE. */
+lc_status lc_classifier_mlm_backward(lc_classifier *m, float loss_scale);
+/* One optimisation step of the masked-token objective (masks from the seed and the step), as
+ * lc_classifier_step: the mean loss over the chosen rows in *loss. lc_classifier_step of a classifier whose
+ * objective is mlm is this step (its labels are not read). */
+lc_status lc_classifier_mlm_step(lc_classifier *m, const lc_train_options *o, const lc_classify_batch *b, double *loss);
+
 /* Checkpoints (docs/checkpoint.md, "Classification models"): every tensor with its AdamW moments, metadata
  * model = classify with the configuration, the step, the seed, the run, the label set (classify.labels,
  * lc_label_set_save's text) and, for words, the vocabulary (classify.words, lc_word_vocab_save's text).
@@ -123,6 +143,15 @@ lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_
  * projections the checkpoint lacks (they start as a copy of the layer's qkv projection) and the head keep
  * their initialisation. LC_ERR_FORMAT naming the file and the tensor otherwise. */
 lc_status lc_classifier_init_from(lc_classifier *m, const char *mlm_path);
+/* The same from either a masked-LM checkpoint (as above) or a classifier checkpoint (model classify, of
+ * either objective: a masked-token pre-training, or a classifier trained on labels, e.g. on shorter
+ * inputs): its encoder's shape (layers, width, heads, ffn, norm, activation, --share-attn) and tokens must be
+ * m's, and for words its vocabulary must equal `words` (m's vocabulary; required for a words model); then
+ * wte (every row), the position rows both have, the blocks and ln_f are copied by name, global projections it
+ * lacks start as the layer's qkv. The head keeps its initialisation, except from a classifier trained on labels
+ * with as many classes and the same head width (an earlier stage of a curriculum on the same task, whose class
+ * order is the same sorted label set): its head is copied too. LC_ERR_FORMAT naming the file. */
+lc_status lc_classifier_init_from_any(lc_classifier *m, const lc_word_vocab *words, const char *path);
 
 #ifdef __cplusplus
 }

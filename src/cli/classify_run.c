@@ -108,6 +108,9 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     lc_labelled_data d;
     memset(&d, 0, sizeof d);
     lc_status st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
+    if (!st && lc_classifier_config(m)->objective == LC_CLASSIFY_MLM)
+        st = lc_fail(LC_ERR_FORMAT, "--ckpt %s is a masked-token pre-training (objective mlm): its head is untrained; "
+                                 "fine-tune it with train --task classify --init %s", ckpt, ckpt);
     if (!st) st = lc_labelled_read(data, label_col, text_col, &d);
     int *ids = st ? NULL : malloc(sizeof(int) * (size_t)d.n), *pred = st ? NULL : malloc(sizeof(int) * (size_t)d.n);
     long unseen = 0, right = 0;

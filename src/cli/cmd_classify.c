@@ -1,7 +1,9 @@
 /* `longctx train --task classify` (docs/lra.md): train a sequence classifier on a labelled TSV file with
  * periodic validation accuracy, keeping the best checkpoint in --out and the last state in OUT.last
- * (--resume continues from it). Batches are bucketed by length (each epoch's shuffled examples sorted by
- * length in chunks of 64 batches) and packed, so cost follows the real lengths. */
+ * (--resume continues from it); with --objective mlm, a masked-token pre-training of its encoder on the
+ * same inputs (validation: masked-token accuracy), which --init of a classifier then reads. Batches are
+ * bucketed by length (each epoch's shuffled examples sorted by length in chunks of 64 batches) and packed,
+ * so cost follows the real lengths. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,7 @@ typedef struct {
 /* The shape flags that do not describe a classifier's encoder: left out of --help, refused by the parser. */
 static void refuse_lm_flags(lc_opt *opts, int n) {
     const char *no[] = {"--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv", "--untied",
-                        "--share-qk", "--reversible", "--ffn-chunk", "--extra-tokens", "--objective"};
+                        "--share-qk", "--reversible", "--ffn-chunk", "--extra-tokens"};
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         lc_opt_refuse(opts, n, no[i], "does not apply to a classifier (its encoder is vanilla and bidirectional; "
                                       "--max-len sets the length)");
@@ -78,12 +80,46 @@ typedef struct {
     char last[4200];     /* OUT.last: the last state */
 } crun;
 
+/* Masked-token accuracy over the validation texts (batches in order of length, masks from a fixed seed, so
+ * every pass masks the same tokens). */
+static lc_status validate_mlm(crun *r, double *acc) {
+    const lc_classify_config *c = lc_classifier_config(r->m);
+    const lc_cli_texts t = lc_cli_texts_of(&r->valid);
+    const int B = r->a->o.batch;
+    long *keys = malloc(sizeof(long) * (size_t)t.n);
+    int *buf = malloc(sizeof(int) * (size_t)B * (size_t)c->max_len), *len = malloc(sizeof(int) * (size_t)B);
+    const int **ptr = malloc(sizeof(*ptr) * (size_t)B);
+    lc_status st = keys && buf && len && ptr ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory validating");
+    if (!st) lc_cli_sort_by_length(keys, NULL, t.n, t.len);
+    long masked = 0, right = 0;
+    for (long s = 0; s < t.n && !st; s += B) {
+        const int n = (int)(t.n - s < B ? t.n - s : B);
+        for (int i = 0; i < n; i++) {
+            const long k = keys[s + i];
+            ptr[i] = buf + (size_t)i * c->max_len;
+            const long all = lc_tokenize(c->tokens, r->vocab, t.text[k], t.len[k], c->max_len, buf + (size_t)i * c->max_len);
+            len[i] = (int)(all < c->max_len ? all : c->max_len);
+        }
+        const lc_classify_batch b = {n, ptr, len};
+        long nm = 0, ok = 0;
+        st = lc_classifier_mlm_forward(r->m, &b, lc_seed_mix(0x76616c6964ULL, (uint64_t)s), 0, NULL, &nm, &ok);
+        masked += nm, right += ok;
+    }
+    *acc = masked ? (double)right / (double)masked : 0;
+    free(keys), free(buf), free(len), free(ptr);
+    return st;
+}
+
 static lc_status validate(crun *r, double *acc) {
     const double t0 = lc_now_seconds();
     long right = 0;
     const lc_cli_texts t = lc_cli_texts_of(&r->valid);
-    lc_status st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right, NULL);
-    *acc = (double)right / (double)r->valid.n;
+    lc_status st;
+    if (lc_classifier_config(r->m)->objective == LC_CLASSIFY_MLM) st = validate_mlm(r, acc);
+    else {
+        st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right, NULL);
+        *acc = (double)right / (double)r->valid.n;
+    }
     r->valid_s += lc_now_seconds() - t0;
     return st;
 }
@@ -105,7 +141,8 @@ static lc_status check_point(crun *r, long step, double *acc, const lc_progress_
         best.valid_accuracy = (float)*acc, best.examples = step * (long)r->a->o.batch;
         if ((st = lc_classifier_save(r->m, &best, &r->train.labels, r->vocab, r->a->out))) return st;
     }
-    fprintf(stderr, "%sstep %ld: valid accuracy %.4f (best %.4f at step %ld)\n", pp->tty ? "\r" : "", step, *acc,
+    fprintf(stderr, "%sstep %ld: valid %saccuracy %.4f (best %.4f at step %ld)\n", pp->tty ? "\r" : "", step,
+            lc_classifier_config(r->m)->objective == LC_CLASSIFY_MLM ? "masked-token " : "", *acc,
             (double)r->run.best_accuracy, r->run.best_step);
     return LC_OK;
 }
@@ -190,6 +227,16 @@ static int train_loop(crun *r) {
     return st ? lc_cli_fail(st) : finish(r, first, t0, rows);
 }
 
+/* --init of a words classifier's checkpoint: its vocabulary is the new model's. *v stays NULL for any other
+ * file: a masked-LM or bytes checkpoint, or one that cannot be read, whose error --init then reports. */
+static void init_vocab(const char *path, lc_word_vocab **v) {
+    lc_classifier *m = NULL;
+    lc_label_set labels = {0, NULL};
+    if (lc_classifier_load(path, 1, 0, &m, NULL, &labels, v)) lc_clear_error();
+    lc_classifier_free(m);
+    lc_label_set_free(&labels);
+}
+
 /* The classifier's configuration from the flags and the training data. */
 static int build_config(cargs *a, lc_opt *opts, int n, crun *r, lc_classify_config *c) {
     lc_config shape;
@@ -206,13 +253,21 @@ static int build_config(cargs *a, lc_opt *opts, int n, crun *r, lc_classify_conf
                  : c->tokens == LC_TOKENS_WORDS ? LC_LRA_LISTOPS_MAX_LEN : LC_LRA_TEXT_MAX_LEN;
     if ((st = lc_check_max_len(c->max_len, NULL))) return lc_cli_fail(st);
     c->n_classes = r->train.labels.n, c->d_hidden = a->hidden;
+    if (a->mf.objective && strcmp(a->mf.objective, "mlm") != 0) {
+        lc_cli_error("train --task classify: --objective must be mlm (masked-token pre-training) or left out, got '%s'",
+                     a->mf.objective);
+        return LC_EXIT_USAGE;
+    }
+    c->objective = a->mf.objective ? LC_CLASSIFY_MLM : LC_CLASSIFY_LABELS;
     if (c->n_classes < 2) {
         lc_cli_error("train: --data %s has %d label%s: a classifier needs at least 2", a->data, c->n_classes,
                      c->n_classes == 1 ? "" : "s");
         return LC_EXIT_RUNTIME;
     }
+    if (c->tokens == LC_TOKENS_WORDS && a->init) init_vocab(a->init, &r->vocab);
     if (c->tokens == LC_TOKENS_WORDS) {
-        if ((st = lc_word_vocab_build(r->train.text, r->train.text_len, r->train.n, a->min_count, a->max_words, &r->vocab)))
+        if (!r->vocab &&
+            (st = lc_word_vocab_build(r->train.text, r->train.text_len, r->train.n, a->min_count, a->max_words, &r->vocab)))
             return lc_cli_fail(st);
         c->vocab = lc_word_vocab_size(r->vocab);
     }
@@ -288,14 +343,15 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
         fprintf(stderr, "longctx: warning: --valid %s: %ld examples have a label --data never has: counted wrong\n",
                 a->valid, unseen);
     if (rc < 0 && !a->resume && (st = lc_classifier_create(&c, a->o.batch, 0, a->o.seed, &r.m))) rc = lc_cli_fail(st);
-    if (rc < 0 && a->init && (st = lc_classifier_init_from(r.m, a->init))) rc = lc_cli_fail(st);
+    if (rc < 0 && a->init && (st = lc_classifier_init_from_any(r.m, r.vocab, a->init))) rc = lc_cli_fail(st);
     if (rc < 0) rc = lc_train_log_open(&r.log, "train --task classify", a->log, a->resume != NULL);
     if (rc < 0) {
         c = *lc_classifier_config(r.m);
         r.run.opts = a->o, r.run.train_examples = r.train.n;
-        fprintf(stderr, "classify: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
+        fprintf(stderr, "classify%s: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
                         "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d thread%s%s%s\n",
-                c.n_layer, c.d_model, c.n_head, c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
+                c.objective == LC_CLASSIFY_MLM ? " (masked-token pre-training)" : "", c.n_layer, c.d_model, c.n_head,
+                c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
                 lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
                 lc_plural(lc_get_threads()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
         lc_cli_catch_stop_signals();
@@ -329,7 +385,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--hidden", OPT_INT, &a.hidden, 0, 65536, "the head's hidden width (default: --dim)", 0},
         {"--min-count", OPT_LONG, &a.min_count, 1, 1e12, "words: keep words seen at least N times (default 1)", 0},
         {"--max-words", OPT_INT, &a.max_words, 0, 1 << 24, "words: keep at most N words (default 0: all)", 0},
-        {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM checkpoint", 0},
+        {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM or classifier checkpoint", 0},
         {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation accuracy (required; OUT.last: the last state)", 0},
         {"--resume", OPT_STR, &a.resume, 0, 0, "continue the run of this checkpoint (an OUT.last) with the same --data", 0},
         {"--steps", OPT_LONG, &o->steps, 1, 1e12, "optimizer steps of the schedule (default 1000)", 0},
@@ -349,6 +405,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
     n = lc_optim_flags_add(o, opts, n);
     n = lc_model_flags_add(&a.mf, opts, n);
     refuse_lm_flags(opts, n);
+    lc_opt_get(opts, n, "--objective")->help = "mlm: pre-train the encoder on masked tokens of --data (default: the labels)";
     int rc = lc_parse_opts("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;

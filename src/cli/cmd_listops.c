@@ -1,5 +1,7 @@
 /* `longctx listops`: writes a split of Long Range Arena's ListOps task (LRA's generator, docs/lra.md) as
- * the TSV LRA writes, deterministic in the seed, and reports what it generated on stderr (or as JSON). */
+ * the TSV LRA writes, deterministic in the seed, and reports what it generated on stderr (or as JSON).
+ * The generator's parameters (depth, arguments, the length window) default to LRA's; other values write
+ * the shorter or shallower trees of a curriculum. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,15 +16,22 @@ int lc_cmd_listops(int argc, char **argv) {
     uint64_t seed = 0;
     const char *out = NULL;
     int json = 0;
+    lc_listops_options o;
+    lc_listops_options_default(&o);
     lc_opt opts[] = {
         {"--n", OPT_LONG, &n, 1, (double)LC_LISTOPS_MAX_EXAMPLES,
          "required: sequences to write (LRA's splits: 96000 train, 2000 val, 2000 test)", 0},
         {"--seed", OPT_U64, &seed, 0, 0, "required: the generator's seed (the same seed writes the same file)", 0},
         {"--out", OPT_STR, &out, 0, 0, "required: the TSV file to write (- for standard output)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print a JSON line of statistics on stdout (with --out FILE)", 0},
+        {"--max-depth", OPT_INT, &o.max_depth, -1e9, 1e9, "deepest node, the root at 1 (default 10, LRA's)", 0},
+        {"--max-args", OPT_INT, &o.max_args, -1e9, 1e9, "most arguments of an operator (default 10, LRA's)", 0},
+        {"--min-length", OPT_INT, &o.min_length, -1e9, 1e9, "keep trees longer than this (default 500, LRA's)", 0},
+        {"--max-length", OPT_INT, &o.max_length, -1e9, 1e9, "keep trees shorter than this (default 2000, LRA's)", 0},
     };
     int nopt = (int)(sizeof opts / sizeof opts[0]);
-    int rc = lc_parse_opts("listops", "--n N --seed S --out FILE [--json]", opts, nopt, argc, argv);
+    int rc = lc_parse_opts("listops", "--n N --seed S --out FILE [--json] [--max-depth D --max-args A --min-length L "
+                                      "--max-length L]", opts, nopt, argc, argv);
     if (rc >= 0) return rc;
     const char *missing = !lc_opt_get(opts, nopt, "--n")->seen      ? "--n"
                           : !lc_opt_get(opts, nopt, "--seed")->seen ? "--seed"
@@ -44,7 +53,7 @@ int lc_cmd_listops(int argc, char **argv) {
     lc_listops_summary s;
     lc_file_clean_up_on_signals(); /* SIGTERM mid-write: no temporary file left behind */
     double t0 = lc_now_seconds();
-    lc_status st = lc_listops_write(out, n, seed, NULL, &s);
+    lc_status st = lc_listops_write(out, n, seed, &o, &s);
     if (st) return lc_cli_fail(st);
     double secs = lc_now_seconds() - t0;
     if (json) {

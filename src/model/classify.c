@@ -92,6 +92,8 @@ lc_status lc_classify_config_validate(const lc_classify_config *h) {
         return lc_fail(LC_ERR_ARG, "classes must be 2..%d, got %d", LC_MAX_LABELS, h->n_classes);
     if (h->d_hidden < 0 || h->d_hidden > 65536) return lc_fail(LC_ERR_ARG, "head width must be 0..65536, got %d", h->d_hidden);
     if (h->pool != LC_POOL_CLS && h->pool != LC_POOL_MEAN) return lc_fail(LC_ERR_ARG, "pool must be cls or mean");
+    if (h->objective != LC_CLASSIFY_LABELS && h->objective != LC_CLASSIFY_MLM)
+        return lc_fail(LC_ERR_ARG, "objective must be labels or mlm");
     lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c.n_layer);
     if (!layers) return lc_fail(LC_ERR_NOMEM, "out of memory parsing the attention spec");
     char err[512];
@@ -247,6 +249,7 @@ void lc_classifier_free(lc_classifier *m) {
     lc_free(m->attn_work);
     lc_table_free(&m->atab);
     lc_enc_stack_free(&m->st);
+    lc_classify_mlm_free(m);
     free(m->tok), free(m->pos), free(m->order), free(m->row0), free(m->labels), free(m->global_pos);
     free(m);
 }

@@ -34,10 +34,20 @@ struct lc_classifier {
     float *pooled, *hpre, *hid, *logits, *lse, *losses; /* [B, C], [B, Dh] x2, [B, K], [B], [B] */
     float *d_pooled, *d_hpre, *d_hid, *d_logits;
     int n, have_labels, cur_train;
+    struct lc_classify_mlm *mlm;  /* the masked-token objective's buffers (model/classify_mlm.c; NULL until used) */
 };
 
 /* The environment of this step's passes (model/stacks.h). */
 lc_pass_env lc_classify_env(const lc_classifier *m);
+
+/* model/classify_forward.c, for the masked-token objective: check and pack a batch into m->tok / m->pos
+ * (rows with pos 0 are [CLS]), the encoder's forward from m->tok (its final hidden state, [rows, C]) and its
+ * backward from m->st.dh to every encoder parameter. */
+lc_status lc_classify_pack_batch(lc_classifier *m, const lc_classify_batch *b);
+const float *lc_classify_encode(lc_classifier *m, const lc_pass_env *e, int train);
+void lc_classify_encode_backward(lc_classifier *m, const lc_pass_env *e);
+/* model/classify_mlm.c: frees m->mlm. */
+void lc_classify_mlm_free(lc_classifier *m);
 
 /* The embedding rows: 258 for bytes (bytes, mask symbol, [CLS]), vocab for words. */
 int lc_classify_emb_rows(const lc_classify_config *c);

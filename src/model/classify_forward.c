@@ -68,6 +68,12 @@ static lc_status pack(lc_classifier *m, const lc_classify_batch *b) {
     return LC_OK;
 }
 
+lc_status lc_classify_pack_batch(lc_classifier *m, const lc_classify_batch *b) {
+    m->have_labels = 0;
+    lc_status s = check_batch(m, b, NULL);
+    return s ? s : pack(m, b);
+}
+
 /* Example i's rows: from row0[i], its sequence length. */
 static int rows_of(const lc_classifier *m, int i) {
     for (int k = 0; k < m->n; k++)
@@ -106,7 +112,7 @@ static void pool_backward(lc_classifier *m, float *dh) {
     }
 }
 
-static const float *encoder_forward(lc_classifier *m, const lc_pass_env *e, int train) {
+const float *lc_classify_encode(lc_classifier *m, const lc_pass_env *e, int train) {
     lc_enc_stack *st = &m->st;
     const int C = st->cfg.d_model;
     lc_embed_rows(st->res[0], m->wte, st->wpe, m->tok, m->pos, st->rows, C);
@@ -116,7 +122,7 @@ static const float *encoder_forward(lc_classifier *m, const lc_pass_env *e, int 
 }
 
 /* From d loss / d final hidden state (st->dh) to every encoder parameter. */
-static void encoder_backward(lc_classifier *m, const lc_pass_env *e) {
+void lc_classify_encode_backward(lc_classifier *m, const lc_pass_env *e) {
     lc_enc_stack *st = &m->st;
     const int C = st->cfg.d_model;
     lc_enc_stack_backward(st, e, m->cur_train);
@@ -138,7 +144,7 @@ lc_status lc_classifier_forward(lc_classifier *m, const lc_classify_batch *b, co
     lc_set_threads(m->threads);
     m->cur_train = train;
     const int n = b->n, C = m->st.cfg.d_model, Dh = head_width(m), K = m->cfg.n_classes;
-    pool_forward(m, encoder_forward(m, &e, train));
+    pool_forward(m, lc_classify_encode(m, &e, train));
     lc_linear_forward(m->hpre, m->pooled, m->w1, m->b1, n, C, Dh);
     memset(m->hid, 0, sizeof(float) * (size_t)n * Dh);
     lc_relu_forward(m->hid, m->hpre, (size_t)n * Dh);
@@ -174,7 +180,7 @@ lc_status lc_classifier_backward(lc_classifier *m, float loss_scale) {
     lc_linear_backward(m->d_pooled, m->g_w1, m->g_b1, m->d_hpre, m->pooled, m->w1, n, C, Dh);
     pool_backward(m, m->st.dh);
     const lc_pass_env e = lc_classify_env(m);
-    encoder_backward(m, &e);
+    lc_classify_encode_backward(m, &e);
     return LC_OK;
 }
 
@@ -183,6 +189,7 @@ lc_status lc_classifier_step(lc_classifier *m, const lc_train_options *o, const 
     lc_clear_error();
     lc_status s = lc_adamw_options_check(o);
     if (s) return s;
+    if (m->cfg.objective == LC_CLASSIFY_MLM) return lc_classifier_mlm_step(m, o, b, loss);
     if (!labels) return lc_fail(LC_ERR_ARG, "classify step: labels are required");
     lc_classifier_zero_grad(m);
     double sum;

@@ -22,7 +22,8 @@ typedef struct {
 
 #define CFG(f) offsetof(cmeta, cfg.f)
 _Static_assert(sizeof(lc_tokens) == sizeof(int) && sizeof(lc_pool) == sizeof(int) && LC_TOKENS_WORDS == 1 &&
-                   LC_POOL_MEAN == 1, "choice fields are read and written as int, names in enum order");
+                   LC_POOL_MEAN == 1 && sizeof(lc_classify_objective) == sizeof(int) && LC_CLASSIFY_MLM == 1,
+               "choice fields are read and written as int, names in enum order");
 
 static const meta_key keys[] = {
     CONST("format", LC_CKPT_FORMAT),
@@ -44,6 +45,7 @@ static const meta_key keys[] = {
     INT("d_hidden", CFG(d_hidden), 0, 65536, REQUIRED),
     CHOICE("pool", CFG(pool), "cls|mean", REQUIRED),
     CHOICE("precision", CFG(precision), "fp32|bf16", 0),
+    CHOICE("objective", CFG(objective), "labels|mlm", 0),
     LONG("step", offsetof(cmeta, step), 0, 1LL << 62, REQUIRED),
     U64("seed", offsetof(cmeta, seed), REQUIRED),
     {"valid_accuracy", T_FLOAT, offsetof(cmeta, run.valid_accuracy), 0, 0, -1, 1, 0, NULL, 0},

@@ -1,7 +1,9 @@
 /* Starting a classifier's encoder from a masked-LM checkpoint (lc_classifier_init_from): the blocks and the
  * final LayerNorm by name and shape, the position rows both have, the byte rows of the embedding; global
  * projections the checkpoint lacks start as a copy of their layer's qkv projection (as Hugging Face's
- * Longformer starts them from the local ones). */
+ * Longformer starts them from the local ones). lc_classifier_init_from_any also reads a classifier's own
+ * checkpoint (a masked-token pre-training, or a shorter-input run): the same shape, tokens and vocabulary,
+ * every embedding row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,8 @@ static const char *local_twin(const char *name, char *buf, size_t cap) {
     return buf;
 }
 
-static lc_status copy_encoder(const lc_st_file *f, lc_classifier *m) {
+/* wte_rows: the embedding rows to copy (0: none); head: copy cls.* too. */
+static lc_status copy_encoder(const lc_st_file *f, lc_classifier *m, long wte_rows, int head) {
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     char twin[LC_NAME_MAX + 8];
     lc_status st = LC_OK;
@@ -38,8 +41,8 @@ static lc_status copy_encoder(const lc_st_file *f, lc_classifier *m) {
         const lc_tensor *t = &m->tensors.t[i];
         float *dst = lc_tensor_values(&m->tensors, &buf, i);
         if (!strcmp(t->name, "wpe")) st = copy_rows(f, "wpe", dst, t->shape[0], t->shape[1]);
-        else if (!strcmp(t->name, "wte") && m->cfg.tokens == LC_TOKENS_BYTES) st = copy_rows(f, "wte", dst, 257, t->shape[1]);
-        else if (!strncmp(t->name, "blocks.", 7) || !strncmp(t->name, "ln_f.", 5)) {
+        else if (!strcmp(t->name, "wte") && wte_rows > 0) st = copy_rows(f, "wte", dst, wte_rows, t->shape[1]);
+        else if (!strncmp(t->name, "blocks.", 7) || !strncmp(t->name, "ln_f.", 5) || (head && !strncmp(t->name, "cls.", 4))) {
             const char *name = lc_st_find(f, t->name) ? t->name : local_twin(t->name, twin, sizeof twin);
             if (!name && !lc_tensor_is_param(t)) continue; /* kind state the checkpoint lacks: keep it */
             if (!name) return lc_fail(LC_ERR_FORMAT, "%s: the masked-LM checkpoint lacks tensor %s", lc_st_path(f), t->name);
@@ -75,8 +78,68 @@ lc_status lc_classifier_init_from(lc_classifier *m, const char *path) {
                      "classifier's (%d, %d, %d, %d, %s-LN, %s)", path, a->n_layer, a->d_model, a->n_head, a->d_ff,
                      a->norm ? "post" : "pre", a->activation ? "relu" : "gelu", b->n_layer, b->d_model, b->n_head,
                      b->d_ff, b->norm ? "post" : "pre", b->activation ? "relu" : "gelu");
-    if (!st) st = copy_encoder(f, m);
+    if (!st) st = copy_encoder(f, m, m->cfg.tokens == LC_TOKENS_BYTES ? 257 : 0, 0);
     free(h);
     lc_st_close(f);
     return st;
+}
+
+/* A words model's vocabulary as its saved text (NULL on failure, with the error set). */
+static char *vocab_text(const lc_word_vocab *v) {
+    char *text = NULL;
+    return lc_word_vocab_save(v, &text, NULL) ? NULL : text;
+}
+
+/* A classifier checkpoint's encoder into m: the same shape, tokens and vocabulary. */
+static lc_status init_from_classifier(lc_classifier *m, const lc_word_vocab *words, const char *path) {
+    lc_classifier *src = NULL;
+    lc_label_set labels = {0, NULL};
+    lc_word_vocab *sw = NULL;
+    lc_status st = lc_classifier_load(path, 1, 0, &src, NULL, &labels, &sw);
+    if (st) return st;
+    const lc_classify_config *a = &src->cfg, *b = &m->cfg;
+    if (a->n_layer != b->n_layer || a->d_model != b->d_model || a->n_head != b->n_head || a->d_ff != b->d_ff ||
+        a->norm != b->norm || a->activation != b->activation ||
+        (a->attn_share > 1 ? a->attn_share : 0) != (b->attn_share > 1 ? b->attn_share : 0))
+        st = lc_fail(LC_ERR_FORMAT, "%s: its encoder (%d layers, dim %d, %d heads, ffn %d, %s-LN, %s) is not the "
+                     "classifier's (%d, %d, %d, %d, %s-LN, %s)", path, a->n_layer, a->d_model, a->n_head, a->d_ff,
+                     a->norm ? "post" : "pre", a->activation ? "relu" : "gelu", b->n_layer, b->d_model, b->n_head,
+                     b->d_ff, b->norm ? "post" : "pre", b->activation ? "relu" : "gelu");
+    else if (a->tokens != b->tokens)
+        st = lc_fail(LC_ERR_FORMAT, "%s: a %s model; the classifier reads %s", path, lc_tokens_name(a->tokens),
+                     lc_tokens_name(b->tokens));
+    else if (b->tokens == LC_TOKENS_WORDS && !words)
+        st = lc_fail(LC_ERR_ARG, "%s: starting a words model from a classifier needs the model's vocabulary", path);
+    else if (b->tokens == LC_TOKENS_WORDS) {
+        char *x = vocab_text(sw), *y = x ? vocab_text(words) : NULL;
+        if (x && y && (a->vocab != b->vocab || strcmp(x, y) != 0))
+            st = lc_fail(LC_ERR_FORMAT, "%s: its word vocabulary (%d ids) is not the classifier's (%d ids, built from "
+                         "--data with --min-count and --max-words)", path, a->vocab, b->vocab);
+        else if (!x || !y) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory comparing the vocabularies", path);
+        free(x), free(y);
+    }
+    const long rows = lc_classify_emb_rows(b);
+    /* a classifier trained on labels, as many classes as m's (a curriculum's earlier stage on the same task)
+     * passes on its head too */
+    int head = a->objective == LC_CLASSIFY_LABELS && b->objective == LC_CLASSIFY_LABELS && a->n_classes == b->n_classes &&
+               (a->d_hidden ? a->d_hidden : a->d_model) == (b->d_hidden ? b->d_hidden : b->d_model);
+    lc_classifier_free(src);
+    lc_label_set_free(&labels);
+    lc_word_vocab_free(sw);
+    lc_st_file *f = NULL;
+    if (!st) st = lc_st_open(path, &f);
+    if (!st) st = copy_encoder(f, m, rows, head);
+    lc_st_close(f);
+    return st;
+}
+
+lc_status lc_classifier_init_from_any(lc_classifier *m, const lc_word_vocab *words, const char *path) {
+    lc_clear_error();
+    lc_st_file *f;
+    lc_status st = lc_st_open(path, &f);
+    if (st) return st;
+    const char *model = lc_st_get_meta(f, "model");
+    const int classifier = model && strcmp(model, "classify") == 0;
+    lc_st_close(f);
+    return classifier ? init_from_classifier(m, words, path) : lc_classifier_init_from(m, path);
 }
