@@ -4,7 +4,7 @@
 # a checkpoint of another model) fail with one line naming the file or flag; a label never seen in training
 # is counted wrong with a warning; eval's last stdout line is the JSON; predict prints one label per line;
 # --resume from OUT.last ends with the weights of an uninterrupted run; no output may be an input file;
-# --objective mlm pre-trains an encoder that eval refuses and --init reads (its vocabulary becomes the
+# --objective mlm pre-trains an encoder that eval and predict refuse and --init reads (its vocabulary becomes the
 # classifier's).
 # usage: tests/cli_classify_test.sh path/to/longctx
 set -u
@@ -115,6 +115,7 @@ check "train --objective mlm" -- "${tr[@]}" "${tiny[@]}" --tokens words --object
 cp "$tmp/err" "$tmp/mlm.err"
 check "mlm: validation is masked-token accuracy" -- grep -q "valid masked-token accuracy" "$tmp/mlm.err"
 expect 1 "masked-token pre-training.*--init" -- "$bin" eval --ckpt "$tmp/m.st" --task classify --data "$tmp/valid.tsv"
+expect 1 "masked-token pre-training.*--init" -- "$bin" predict --ckpt "$tmp/m.st" "$tmp/lines.txt"
 check "train --init from the mlm checkpoint" -- "${tr[@]}" "${tiny[@]}" --tokens words --attn window:w=2 --max-len 24 \
     --init "$tmp/m.st" --out "$tmp/mi.st"
 printf 'label\ttext\n' >"$tmp/other.tsv"

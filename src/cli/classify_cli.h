@@ -26,6 +26,10 @@ lc_status lc_cli_classify_batch(lc_classifier *m, const lc_word_vocab *v, const 
                                 int *buf, int *len, const int **ptr, const int *labels, int train,
                                 const lc_train_options *o, double *loss);
 
+/* LC_ERR_FORMAT naming ckpt when m is a masked-token pre-training (objective mlm), whose head is untrained:
+ * eval and predict refuse it. */
+lc_status lc_cli_check_trained_head(const lc_classifier *m, const char *ckpt);
+
 /* The predicted class of every text into pred[n] (batches of up to `batch` examples, in order of length),
  * and, with labels (-1: a label the model lacks, counted wrong), the number of correct predictions; with
  * probs (n x n_classes), each text's class probabilities (the softmax of its logits). */

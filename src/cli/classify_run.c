@@ -48,6 +48,12 @@ lc_status lc_cli_classify_batch(lc_classifier *m, const lc_word_vocab *v, const 
     return lc_classifier_forward(m, &b, NULL, 0, NULL, NULL);
 }
 
+lc_status lc_cli_check_trained_head(const lc_classifier *m, const char *ckpt) {
+    if (lc_classifier_config(m)->objective != LC_CLASSIFY_MLM) return LC_OK;
+    return lc_fail(LC_ERR_FORMAT, "--ckpt %s is a masked-token pre-training (objective mlm): its head is untrained; "
+                                  "fine-tune it with train --task classify --init %s", ckpt, ckpt);
+}
+
 lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, int batch, int *pred,
                           const int *labels, long *correct, double *probs) {
     const lc_classify_config *c = lc_classifier_config(m);
@@ -108,9 +114,7 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     lc_labelled_data d;
     memset(&d, 0, sizeof d);
     lc_status st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
-    if (!st && lc_classifier_config(m)->objective == LC_CLASSIFY_MLM)
-        st = lc_fail(LC_ERR_FORMAT, "--ckpt %s is a masked-token pre-training (objective mlm): its head is untrained; "
-                                 "fine-tune it with train --task classify --init %s", ckpt, ckpt);
+    if (!st) st = lc_cli_check_trained_head(m, ckpt);
     if (!st) st = lc_labelled_read(data, label_col, text_col, &d);
     int *ids = st ? NULL : malloc(sizeof(int) * (size_t)d.n), *pred = st ? NULL : malloc(sizeof(int) * (size_t)d.n);
     long unseen = 0, right = 0;

@@ -106,6 +106,7 @@ int lc_cmd_predict(int argc, char **argv) {
     lc_label_set labels = {0, NULL};
     lc_word_vocab *v = NULL;
     if (!st) st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
+    if (!st) st = lc_cli_check_trained_head(m, ckpt);
     long n = 0, cap = 0, line_no = 0;
     const uint8_t **text = NULL;
     size_t *len = NULL;
