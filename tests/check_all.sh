@@ -27,6 +27,7 @@ else echo "bench programs: build FAILED (make VARIANT=release bench)"; failed=$(
 # make install PREFIX=$(mktemp -d), the exported names, examples/hello.c via pkg-config (shared and static)
 log=$(mktemp)
 bash tests/install_test.sh 2>&1 | tee "$log"
+grep -aE '^skip ' "$log" | sed 's/^/[install]   /' >>"$skips"
 line=$(grep -E '^install: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -1); rm -f "$log"
 if [ -z "$line" ]; then echo "install test: crashed"; failed=$((failed + 1))
 else
