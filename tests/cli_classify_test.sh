@@ -68,6 +68,12 @@ python3 "$(dirname "${BASH_SOURCE[0]}")/ckpt_set_meta.py" "$tmp/w.st.last" "$tmp
 expect 1 "classes\.st: 'classify\.labels' announces 2 labels for n_classes 3" -- \
     "$bin" eval --ckpt "$tmp/classes.st" --task classify --data "$tmp/valid.tsv"
 check "no checkpoint from refused runs" -- test ! -e "$tmp/huge2.st"
+# what a TSV file may make the reader hold is bounded: --max-examples (default 4,194,304), a line of 16 MiB
+expect 1 "train\.tsv:7: more than 5 examples, the most read from one file \(--max-examples\)" -- \
+    "$bin" eval --ckpt "$tmp/w.st" --task classify --data "$tmp/train.tsv" --max-examples 5
+expect 1 "train\.tsv:12: more than 10 examples" -- "${tr[@]}" "${tiny[@]}" --max-examples 10 --out "$tmp/huge2.st"
+check "eval --max-examples as many as the file has" -- "$bin" eval --ckpt "$tmp/w.st" --task classify --data \
+    "$tmp/valid.tsv" --max-examples 8
 
 # --resume: 40 steps, stopped after 20 and resumed, ends with the same weights as 40 in one go (OUT.last)
 same_weights() { python3 - "$1" "$2" <<'PY'
