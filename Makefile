@@ -277,7 +277,7 @@ check:
 # ---- make fuzz: the libFuzzer harnesses of tests/fuzz/ (checkpoint loaders of every family, TSV / gzip / label
 # set / vocabulary readers, BBC documents with ROUGE and LexRank), built with clang in build/fuzz/, each run
 # FUZZ_RUNS executions from its committed seed corpus tests/fuzz/corpus/<harness>/ (FUZZ_SECONDS=N: N seconds
-# each instead). New inputs go to build/fuzz/corpus/, crashes to build/fuzz/findings/ (tests/fuzz/README.md).
+# each instead). New inputs go to build/fuzz/fuzz/corpus/, crashes to build/fuzz/fuzz/findings/ (tests/fuzz/README.md).
 FUZZ_RUNS ?= 2000
 FUZZ_SECONDS ?= 0
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
