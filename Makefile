@@ -7,6 +7,12 @@
 #            zlib, no MPI, and the Python tests skipped (build/$(VARIANT)-bare/; make check's asan variant)
 CC ?= gcc
 VARIANT ?= release
+# VARIANT=fuzz (make fuzz): clang with libFuzzer's coverage, ASan and UBSan; the built-in kernels, no OpenMP, no MPI
+ifeq ($(VARIANT),fuzz)
+  CC := clang
+  BLAS := builtin
+  MPI := 0
+endif
 BLAS ?= auto
 ARCH ?= native
 BARE ?= 0
@@ -64,6 +70,11 @@ endif
 ifeq ($(VARIANT),asan)
   OPT := -O1 -march=$(ARCH) -fno-omit-frame-pointer
   SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+endif
+ifeq ($(VARIANT),fuzz)
+  OPT := -O1 -march=$(ARCH) -fno-omit-frame-pointer
+  SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  OMP := -Wno-unknown-pragmas
 endif
 
 ifeq ($(BLAS),openblas)
@@ -127,7 +138,7 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
   $(shell mkdir -p $(BUILD) && { [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || printf '%s' '$(FLAGS_NOW)' >$(FLAGS_STAMP); })
 endif
 
-.PHONY: all test check demo bench clean shared install uninstall
+.PHONY: all test check demo bench clean shared install uninstall fuzz fuzz-bins
 # plain `make` builds everything (the CLI, ./longctx, the library, the .so): `all` must stay the first rule
 all: $(LIB) $(CLI) longctx $(if $(filter release,$(VARIANT)),$(SO))
 shared: $(SO)
@@ -290,6 +301,27 @@ uninstall:
 
 check:
 	@bash tests/check_all.sh
+
+# ---- make fuzz: the libFuzzer harnesses of tests/fuzz/ (checkpoint loaders of every family, TSV / gzip / label
+# set / vocabulary readers, BBC documents with ROUGE and LexRank), built with clang in build/fuzz/, each run
+# FUZZ_RUNS executions from its committed seed corpus tests/fuzz/corpus/<harness>/ (FUZZ_SECONDS=N: N seconds
+# each instead). New inputs go to build/fuzz/fuzz/corpus/, crashes to build/fuzz/fuzz/findings/ (tests/fuzz/README.md).
+FUZZ_RUNS ?= 2000
+FUZZ_SECONDS ?= 0
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_kit.h $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+fuzz-bins: $(FUZZ_BIN)
+fuzz:
+ifeq ($(VARIANT),fuzz)
+	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-bins
+	@bash tests/fuzz/run.sh $(BUILD) $(FUZZ_RUNS) $(FUZZ_SECONDS)
+else
+	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz
+endif
 
 bench: $(LIB) $(CLI) $(BENCH_BIN)
 

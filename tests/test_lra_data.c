@@ -1,11 +1,13 @@
 /* Tests of the Long Range Arena data module (src/lra): the ListOps evaluator on hand examples and on the
  * Python reference's fixture, the generator's statistics against LRA's specification and against the
  * independent evaluator, duplicates and determinism; labelled TSV files (plain and gzip, columns, bad
- * rows); the label set and the word vocabulary through their text forms; tokenization. */
+ * rows, limits on lines and examples, a gzip bomb); the label set (65,536 labels in linear time) and the word
+ * vocabulary through their text forms; tokenization. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <zlib.h>
 #endif
 
+#include "core/timer.h"
 #include "harness.h"
 #include "longctx.h"
 #include "test_files.h"
@@ -453,6 +456,129 @@ TEST(tsv_gzip) {
 #endif
 }
 
+/* The peak resident memory of this process so far, in MB. */
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* A file is read as a stream within limits: a line longer than max_line and more examples than max_examples
+ * are refused naming the line. The default limit on examples holds a gzip bomb of short lines (4.5 M
+ * 'a<tab>b' lines: 18 MB decompressed from 27 KB) to about 40 bytes an example: it once cost 60 bytes a line
+ * and the whole decompressed file more (3.15 GB for 256 MB of such lines). */
+TEST(tsv_limits) {
+    const char *p = tmp_path("limits.tsv");
+    FILE *f = fopen(p, "w");
+    fputs("label\ttext\n", f);
+    for (int i = 0; i < 1500; i++) fprintf(f, "%d\t%s\n", i % 3, i == 1200 ? "a longer line of text" : "ab");
+    fclose(f);
+    lc_labelled_data d;
+    lc_tsv_limits lim = {1000, 0};
+    lc_status st = lc_labelled_read_limited(p, NULL, NULL, &lim, &d);
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "limits.tsv:1002: more than 1000 examples"), "%s",
+          lc_last_error());
+    if (!st) lc_labelled_free(&d);
+    lim = (lc_tsv_limits){0, 20};
+    st = lc_labelled_read_limited(p, NULL, NULL, &lim, &d);
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "limits.tsv:1202: a line longer than 20 bytes"), "%s",
+          lc_last_error());
+    if (!st) lc_labelled_free(&d);
+    lim = (lc_tsv_limits){1500, 24};
+    st = lc_labelled_read_limited(p, NULL, NULL, &lim, &d);
+    CHECK(st == LC_OK && d.n == 1500 && d.labels.n == 3 && d.text_len[1200] == 21, "%s", lc_last_error());
+    if (!st) lc_labelled_free(&d);
+#ifdef LC_USE_ZLIB
+    const char *bomb = tmp_path("bomb.tsv.gz");
+    gzFile z = gzopen(bomb, "wb9");
+    gzwrite(z, "label\ttext\n", 11);
+    static char block[1 << 16];
+    for (size_t i = 0; i < sizeof block; i += 4) memcpy(block + i, "a\tb\n", 4);
+    for (int i = 0; i < 275; i++) gzwrite(z, block, sizeof block); /* 4,505,600 lines */
+    gzclose(z);
+    const double before = peak_rss_mb();
+    st = lc_labelled_read(bomb, NULL, NULL, &d);
+    const double grew = peak_rss_mb() - before;
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "bomb.tsv.gz:4194306: more than 4194304 examples"), "%s",
+          lc_last_error());
+    if (!st) lc_labelled_free(&d);
+#if !defined(__SANITIZE_ADDRESS__) /* AddressSanitizer keeps freed blocks (the arrays' old sizes) in quarantine */
+    CHECK(grew < 250, "reading the bomb grew the peak RSS by %.0f MB", grew);
+#else
+    (void)grew;
+#endif
+    /* a single line longer than the default limit (16 MiB), from a 16 KB file */
+    const char *wide = tmp_path("wide.tsv.gz");
+    z = gzopen(wide, "wb9");
+    gzwrite(z, "label\ttext\nx\t", 13);
+    memset(block, 'a', sizeof block);
+    for (int i = 0; i < 257; i++) gzwrite(z, block, sizeof block);
+    gzclose(z);
+    st = lc_labelled_read(wide, NULL, NULL, &d);
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "wide.tsv.gz:2: a line longer than 16777216 bytes"), "%s",
+          lc_last_error());
+    if (!st) lc_labelled_free(&d);
+#endif
+}
+
+/* 65,536 distinct labels (the most a set may have) are read in linear time: a saved set, a TSV file, and the
+ * mapping of one onto the other take well under a second (the duplicate check and the renumbering once took
+ * 5 to 8.5 s); one more label is refused with one line. */
+TEST(label_set_large) {
+    const int n = LC_MAX_LABELS;
+    size_t cap = (size_t)n * 16 + 64;
+    char *text = malloc(cap);
+    size_t k = (size_t)snprintf(text, cap, "longctx-labels 1 %d\n", n);
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(text + k, cap - k, "label%05d\n", i);
+    const char *p = tmp_path("many.tsv");
+    FILE *f = fopen(p, "w");
+    fputs("label\ttext\n", f);
+    for (int i = 0; i < n; i++) fprintf(f, "label%05d\tt\n", (i * 7919) % n); /* every label, shuffled */
+    fclose(f);
+    lc_label_set s;
+    lc_labelled_data d;
+    double t0 = lc_now_seconds();
+    lc_status st = lc_label_set_load(text, &s);
+    CHECK(st == LC_OK && s.n == n, "%s", lc_last_error());
+    lc_status st2 = lc_labelled_read(p, NULL, NULL, &d);
+    CHECK(st2 == LC_OK && d.n == n && d.labels.n == n, "%s", lc_last_error());
+    int *ids = malloc(sizeof(int) * (size_t)n);
+    long unseen = -1;
+    if (!st && !st2) {
+        CHECK(lc_labelled_map(&d, &s, ids, &unseen) == LC_OK && unseen == 0, "map");
+        CHECK(ids[1] == 7919 && d.label[1] == 7919 && strcmp(s.name[ids[1]], "label07919") == 0, "ids");
+    }
+    const double took = lc_now_seconds() - t0;
+#ifdef __SANITIZE_ADDRESS__
+    const double budget = 5.0; /* about 4x slower under AddressSanitizer */
+#else
+    const double budget = 1.0;
+#endif
+    CHECK(took < budget, "65,536 labels took %.2f s", took);
+    printf("  65,536 labels: load, read and map in %.3f s\n", took);
+    if (!st) lc_label_set_free(&s);
+    if (!st2) lc_labelled_free(&d);
+    free(ids);
+    /* a duplicate at the end is still found */
+    snprintf(strstr(text, "label65535"), 11, "label00000");
+    st = lc_label_set_load(text, &s);
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "label 65536 ('label00000') appears twice"), "%s",
+          lc_last_error());
+    if (!st) lc_label_set_free(&s);
+    snprintf(text, cap, "longctx-labels 1 %d\n", n + 1);
+    st = lc_label_set_load(text, &s);
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "1 <= N <= 65536"), "%s", lc_last_error());
+    if (!st) lc_label_set_free(&s);
+    f = fopen(p, "a");
+    fputs("one_more\tt\n", f);
+    fclose(f);
+    st = lc_labelled_read(p, NULL, NULL, &d);
+    CHECK(st == LC_ERR_FORMAT && contains(lc_last_error(), "many.tsv:65538: more than 65536 distinct labels"), "%s",
+          lc_last_error());
+    if (!st) lc_labelled_free(&d);
+    free(text);
+}
+
 /* ------------------------------------------------------------------------------------------ text forms */
 
 TEST(label_set_round_trip) {
@@ -585,6 +711,8 @@ int main(void) {
     RUN(tsv_errors);
     RUN(tsv_nul_text);
     RUN(tsv_gzip);
+    RUN(tsv_limits);
+    RUN(label_set_large);
     RUN(label_set_round_trip);
     RUN(word_vocab_round_trip);
     RUN(tokens_and_max_len);

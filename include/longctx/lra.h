@@ -124,6 +124,18 @@ typedef struct {
  * than the header, an empty label or one with a control byte, no examples, or a header that looks like an
  * example (its label column's name is one of the labels: the header line is missing). */
 lc_status lc_labelled_read(const char *path, const char *label_col, const char *text_col, lc_labelled_data *out);
+/* What reading a TSV file may hold (0: the default): the file is read as a stream, and a line longer than
+ * max_line bytes, or more than max_examples examples, is LC_ERR_FORMAT naming the file and the line, so that
+ * a small gzip file of many short lines cannot drive memory (an example costs its text and about 40 bytes). */
+#define LC_TSV_MAX_EXAMPLES (1L << 22)
+#define LC_TSV_MAX_LINE (1u << 24)
+typedef struct {
+    long max_examples;
+    size_t max_line;
+} lc_tsv_limits;
+/* lc_labelled_read within limits (NULL: the defaults, as lc_labelled_read). */
+lc_status lc_labelled_read_limited(const char *path, const char *label_col, const char *text_col,
+                                   const lc_tsv_limits *limits, lc_labelled_data *out);
 void lc_labelled_free(lc_labelled_data *d);
 /* ids[i] (d->n entries) = the index in `s` (a checkpoint's label set) of example i's label, or -1 when `s`
  * lacks it; *unseen (may be NULL) counts the -1s. */

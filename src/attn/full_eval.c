@@ -70,7 +70,11 @@ static int first_key(const lc_attn_shape *s, int i) {
 
 /* The lanes of v in reverse order. */
 static inline lc_vn reverse_lanes(lc_vn v) {
-#if LC_VW == 16
+#ifdef __clang__ /* make fuzz: no __builtin_shuffle */
+    lc_vn r;
+    for (int i = 0; i < LC_VW; i++) r[i] = v[LC_VW - 1 - i];
+    return r;
+#elif LC_VW == 16
     return __builtin_shuffle(v, (lc_vni){15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
 #elif LC_VW == 8
     return __builtin_shuffle(v, (lc_vni){7, 6, 5, 4, 3, 2, 1, 0});

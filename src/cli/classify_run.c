@@ -93,12 +93,14 @@ lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli
 int lc_cmd_eval_classify(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *task = NULL, *label_col = NULL, *text_col = NULL;
     int batch = 16, threads = 0, json = 0;
+    long max_examples = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "classifier checkpoint (required)", 0},
         {"--task", OPT_STR, &task, 0, 0, "classify", 0},
         {"--data", OPT_STR, &data, 0, 0, "labelled TSV file, plain or gzip (required)", 0},
         {"--label-col", OPT_STR, &label_col, 0, 0, "label column (default Target, else the first)", 0},
         {"--text-col", OPT_STR, &text_col, 0, 0, "text column (default Source, else the last)", 0},
+        {"--max-examples", OPT_LONG, &max_examples, 1, 1e12, "the most examples read from the file (default 4194304)", 0},
         {"--batch", OPT_INT, &batch, 1, 4096, "examples per forward pass (default 16)", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"accuracy\":..,\"examples\":..} as the last stdout line", 0},
@@ -115,7 +117,8 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     memset(&d, 0, sizeof d);
     lc_status st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
     if (!st) st = lc_cli_check_trained_head(m, ckpt);
-    if (!st) st = lc_labelled_read(data, label_col, text_col, &d);
+    const lc_tsv_limits lim = {max_examples, 0};
+    if (!st) st = lc_labelled_read_limited(data, label_col, text_col, &lim, &d);
     int *ids = st ? NULL : malloc(sizeof(int) * (size_t)d.n), *pred = st ? NULL : malloc(sizeof(int) * (size_t)d.n);
     long unseen = 0, right = 0;
     if (!st && (!ids || !pred)) st = lc_fail(LC_ERR_NOMEM, "out of memory");
@@ -139,3 +142,4 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     lc_classifier_free(m);
     return rc;
 }
+_Static_assert(LC_TSV_MAX_EXAMPLES == 4194304, "--max-examples's help gives the default");

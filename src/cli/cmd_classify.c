@@ -21,7 +21,7 @@
 typedef struct {
     const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out, *resume, *log;
     int max_len, hidden, threads, json, max_words;
-    long min_count, save_every;
+    long min_count, save_every, max_examples;
     float save_every_min;
     lc_train_options o;
     lc_model_flags mf;
@@ -330,8 +330,9 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
     lc_set_threads(a->threads);
     lc_classify_run_default(&r.run);
     lc_classify_config c;
-    if ((st = lc_labelled_read(a->data, a->label_col, a->text_col, &r.train))) return lc_cli_fail(st);
-    if ((st = lc_labelled_read(a->valid, a->label_col, a->text_col, &r.valid))) rc = lc_cli_fail(st);
+    const lc_tsv_limits lim = {a->max_examples, 0};
+    if ((st = lc_labelled_read_limited(a->data, a->label_col, a->text_col, &lim, &r.train))) return lc_cli_fail(st);
+    if ((st = lc_labelled_read_limited(a->valid, a->label_col, a->text_col, &lim, &r.valid))) rc = lc_cli_fail(st);
     if (rc < 0) rc = a->resume ? resume(&r, opts, n) : build_config(a, opts, n, &r, &c);
     long unseen = 0;
     if (rc < 0) {
@@ -381,6 +382,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--max-len", OPT_INT, &a.max_len, -1e9, 1e9, "tokens read per example (default 4000 bytes, 2000 words)", 0},
         {"--label-col", OPT_STR, &a.label_col, 0, 0, "label column: name or number from 1 (default Target, else the first)", 0},
         {"--text-col", OPT_STR, &a.text_col, 0, 0, "text column: name or number from 1 (default Source, else the last)", 0},
+        {"--max-examples", OPT_LONG, &a.max_examples, 1, 1e12, "the most examples read from one TSV file (default 4194304)", 0},
         {"--pool", OPT_STR, &a.pool, 0, 0, "cls (default: the [CLS] state) or mean (over every position)", 0},
         {"--hidden", OPT_INT, &a.hidden, 0, 65536, "the head's hidden width (default: --dim)", 0},
         {"--min-count", OPT_LONG, &a.min_count, 1, 1e12, "words: keep words seen at least N times (default 1)", 0},

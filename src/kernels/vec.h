@@ -40,6 +40,24 @@ typedef int32_t lc_vi16 __attribute__((vector_size(64)));
 typedef float lc_vn __attribute__((vector_size(4 * LC_VW)));
 typedef int32_t lc_vni __attribute__((vector_size(4 * LC_VW)));
 
+/* x in every lane of one part, exactly (-0 stays -0): one broadcast instruction. GCC's __builtin_shuffle;
+ * clang (make fuzz) lacks it and turns the lane-by-lane loop into the same broadcast. */
+#ifdef __clang__
+static inline lc_vn lc_vndup(float x) {
+    lc_vn v;
+    for (int i = 0; i < LC_VW; i++) v[i] = x;
+    return v;
+}
+static inline lc_vni lc_vnidup(int32_t x) {
+    lc_vni v;
+    for (int i = 0; i < LC_VW; i++) v[i] = x;
+    return v;
+}
+#else
+static inline lc_vn lc_vndup(float x) { return __builtin_shuffle((lc_vn){x}, (lc_vni){0}); }
+static inline lc_vni lc_vnidup(int32_t x) { return __builtin_shuffle((lc_vni){x}, (lc_vni){0}); }
+#endif
+
 static inline lc_vn lc_vnload(const float *p) {
     lc_vn v;
     memcpy(&v, p, sizeof v);
@@ -88,9 +106,9 @@ static inline lc_v16 lc_vrepeat(lc_vn part) {
 /* x + 0 in every lane (-0 becomes +0) */
 static inline lc_v16 lc_vsplat(float x) { return lc_vrepeat((lc_vn){0} + x); }
 /* x in every lane, exactly (what `lc_v16 op scalar` does); one broadcast instruction per part */
-static inline lc_v16 lc_vbroadcast(float x) { return lc_vrepeat(__builtin_shuffle((lc_vn){x}, (lc_vni){0})); }
+static inline lc_v16 lc_vbroadcast(float x) { return lc_vrepeat(lc_vndup(x)); }
 static inline lc_vi16 lc_vibroadcast(int32_t x) {
-    const lc_vni part = __builtin_shuffle((lc_vni){x}, (lc_vni){0});
+    const lc_vni part = lc_vnidup(x);
     lc_vni parts[LC_VPARTS];
     for (int h = 0; h < LC_VPARTS; h++) parts[h] = part;
     lc_vi16 v;
@@ -204,7 +222,7 @@ static inline __attribute__((always_inline)) float lc_vdot(const float *restrict
 
 /* y += a x over D floats */
 static inline __attribute__((always_inline)) void lc_vaxpy(float *restrict y, float a, const float *restrict x, int D) {
-    const lc_vn av = __builtin_shuffle((lc_vn){a}, (lc_vni){0}); /* keeps the sign of a = -0 */
+    const lc_vn av = lc_vndup(a); /* keeps the sign of a = -0 */
     int d = 0;
     for (; d + 16 <= D; d += 16)
         for (int h = 0; h < LC_VPARTS; h++)

@@ -1,140 +1,15 @@
-/* Labelled TSV files for classification: read whole (plain, or gzip through zlib when built with it,
- * recognised by the gzip magic bytes), a header line naming the columns, one example per line; the label
- * column read as strings and collected into a sorted label set, the text column kept as bytes. Also the
+/* Labelled TSV files for classification: read as a stream of lines (lra/tsv_source.c: plain, or gzip),
+ * a header line naming the columns, one example per line, within limits on a line and on the examples
+ * held; the label column read as strings and collected into a sorted label set, the text column kept as
+ * bytes. Also the
  * label set as data: lookup, and a printable serialization for checkpoints. Formats: docs/lra.md. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#ifdef LC_USE_ZLIB
-#include <zlib.h>
-#endif
-
-#include "core/files.h"
 #include "core/status.h"
 #include "lra/lra.h"
-
-/* Appends everything fd yields to the buffer (plain files). */
-static lc_status read_plain(const char *path, int fd, lc_lra_buf *b) {
-    char chunk[1 << 16];
-    for (;;) {
-        ssize_t k = read(fd, chunk, sizeof chunk);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return lc_fail(LC_ERR_IO, "%s: read error: %s", path, strerror(errno));
-        }
-        if (k == 0) return LC_OK;
-        if (b->n + (size_t)k > LC_TSV_MAX_BYTES)
-            return lc_fail(LC_ERR_FORMAT, "%s: larger than %u bytes, the most a TSV file may have", path,
-                           (unsigned)LC_TSV_MAX_BYTES);
-        if (lc_lra_buf_put(b, chunk, (size_t)k)) return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
-    }
-}
-
-#ifdef LC_USE_ZLIB
-/* zlib's message without the "<fd:N>: " it puts in front for a stream opened with gzdopen. */
-static const char *gz_message(gzFile z, int *code) {
-    const char *msg = gzerror(z, code);
-    if (*code == Z_ERRNO) return strerror(errno);
-    const char *colon = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
-    return colon ? colon + 3 : msg;
-}
-
-/* Decompresses a gzip file (every member, as gunzip does). Takes ownership of fd. */
-static lc_status read_gzip(const char *path, int fd, lc_lra_buf *b) {
-    gzFile z = gzdopen(fd, "rb");
-    if (!z) {
-        close(fd);
-        return lc_fail(LC_ERR_NOMEM, "%s: out of memory opening the gzip stream", path);
-    }
-    char chunk[1 << 16];
-    lc_status st = LC_OK;
-    for (;;) {
-        int k = gzread(z, chunk, sizeof chunk);
-        if (k < 0) {
-            int code;
-            const char *msg = gz_message(z, &code);
-            st = lc_fail(code == Z_ERRNO ? LC_ERR_IO : LC_ERR_FORMAT, "%s: %s: %s", path,
-                         code == Z_ERRNO ? "read error" : "damaged gzip data", msg);
-            break;
-        }
-        if (k == 0) {
-            int code;
-            const char *msg = gz_message(z, &code);
-            /* a file cut short reads as a clean end followed by this error */
-            if (code != Z_OK) st = lc_fail(LC_ERR_FORMAT, "%s: damaged gzip data: %s", path, msg);
-            break;
-        }
-        if (b->n + (size_t)k > LC_TSV_MAX_BYTES) {
-            st = lc_fail(LC_ERR_FORMAT, "%s: more than %u bytes once decompressed, the most a TSV file may have",
-                         path, (unsigned)LC_TSV_MAX_BYTES);
-            break;
-        }
-        if (lc_lra_buf_put(b, chunk, (size_t)k)) {
-            st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
-            break;
-        }
-    }
-    gzclose(z);
-    return st;
-}
-#endif
-
-int lc_have_zlib(void) {
-#ifdef LC_USE_ZLIB
-    return 1;
-#else
-    return 0;
-#endif
-}
-
-/* The file's bytes (decompressed), NUL-terminated, into *buf (free() it). */
-static lc_status read_file(const char *path, char **buf, size_t *n, int *gzip) {
-    *buf = NULL;
-    *n = 0;
-    *gzip = 0;
-    struct stat sb;
-    /* stat before open: opening a FIFO would wait for a writer */
-    if (stat(path, &sb) != 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return lc_fail(LC_ERR_IO, "%s: is %s, expected a TSV file", path, lc_file_kind(sb.st_mode));
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return lc_fail(LC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char magic[2];
-    ssize_t k = pread(fd, magic, 2, 0);
-    if (k < 0) {
-        close(fd);
-        return lc_fail(LC_ERR_IO, "%s: read error: %s", path, strerror(errno));
-    }
-    lc_lra_buf b = {0};
-    lc_status st;
-    if (k == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-        *gzip = 1;
-#ifdef LC_USE_ZLIB
-        st = read_gzip(path, fd, &b);
-#else
-        close(fd);
-        return lc_fail(LC_ERR_ARG, "%s: gzip-compressed, but this longctx was built without zlib: install zlib1g-dev "
-                       "and rebuild (make clean && make), or gunzip the file", path);
-#endif
-    } else {
-        st = read_plain(path, fd, &b);
-        close(fd);
-    }
-    if (!st && b.n == 0) st = lc_fail(LC_ERR_FORMAT, "%s: file is empty", path);
-    if (st) {
-        free(b.p);
-        return st;
-    }
-    *buf = b.p;
-    *n = b.n;
-    return LC_OK;
-}
-
-lc_status lc_tsv_read_bytes(const char *path, char **buf, size_t *n, int *gzip) { return read_file(path, buf, n, gzip); }
 
 /* ------------------------------------------------------------------------------------------ labels */
 
@@ -232,7 +107,12 @@ lc_status lc_label_set_load(const char *text, lc_label_set *out) {
         return lc_fail(LC_ERR_FORMAT, "label set: not a longctx label set (expected 'longctx-labels 1 N', "
                        "1 <= N <= %d, on the first line)", LC_MAX_LABELS);
     out->name = calloc((size_t)n, sizeof *out->name);
-    if (!out->name) return lc_fail(LC_ERR_NOMEM, "label set: out of memory");
+    lc_str_index seen = {0};
+    if (!out->name || lc_str_index_init(&seen, (size_t)n)) {
+        free(out->name);
+        out->name = NULL;
+        return lc_fail(LC_ERR_NOMEM, "label set: out of memory");
+    }
     lc_status st = LC_OK;
     for (int i = 0; i < n && !st; i++) {
         if (!next_line(text, len, &pos, &line, &ll)) {
@@ -254,9 +134,11 @@ lc_status lc_label_set_load(const char *text, lc_label_set *out) {
                 st = lc_fail(LC_ERR_FORMAT, "label set: label %d has a control byte", i + 1);
                 break;
             }
-        if (!st && lc_label_set_find(&(lc_label_set){i, out->name}, name) >= 0)
-            st = lc_fail(LC_ERR_FORMAT, "label set: label %d ('%.40s') appears twice", i + 1, name);
+        lc_str_slot *e = st ? NULL : lc_str_index_slot(&seen, name);
+        if (e && e->s) st = lc_fail(LC_ERR_FORMAT, "label set: label %d ('%.40s') appears twice", i + 1, name);
+        else if (e) e->s = name, e->id = i;
     }
+    lc_str_index_free(&seen);
     if (!st && pos < len) st = lc_fail(LC_ERR_FORMAT, "label set: more lines than the %d labels announced", n);
     if (st) lc_label_set_free(out);
     return st;
@@ -297,151 +179,250 @@ static int find_column(const char *path, char **names, int ncol, const char *spe
     return -1;
 }
 
-/* Label ids are first handed out in order of appearance through this table of (label, id). */
+/* Lines of a source, one at a time, each into `line` (without its '\n'; the last may lack one). */
 typedef struct {
-    const char *s;
-    int id;
-} label_slot;
+    const char *path;
+    lc_tsv_source *src;
+    char *chunk;
+    size_t pos, len, max_line;
+    int eof;
+    long lineno;
+    lc_lra_buf line;
+    lc_status err;
+} line_reader;
 
-lc_status lc_labelled_read(const char *path, const char *label_col, const char *text_col, lc_labelled_data *out) {
-    lc_clear_error();
-    memset(out, 0, sizeof *out);
-    char *buf;
-    size_t size;
-    int gzip;
-    lc_status st = read_file(path, &buf, &size, &gzip);
-    if (st) return st;
-    out->buf_ = buf;
-    out->gzip = gzip;
+#define CHUNK (1 << 16)
 
-    /* Lines: count them, then cut the buffer into NUL-terminated lines and fields in place. */
-    long nlines = 1;
-    for (size_t i = 0; i < size; i++) nlines += buf[i] == '\n';
-    char **names = NULL;
-    label_slot *slots = NULL;
-    size_t nslots = 1;
-    while (nslots < 2 * (size_t)(nlines < 1024 ? 1024 : nlines)) nslots *= 2;
-    int nlabels = 0, cap_labels = 0;
-    char **label_names = NULL;
+/* 1: the next line is in r->line; 0: the end; -1 with the error in r->err. */
+static int read_line(line_reader *r) {
+    r->line.n = 0;
+    int any = 0;
+    for (;;) {
+        if (r->pos == r->len) {
+            size_t k = 0;
+            if (!r->eof && (r->err = lc_tsv_source_read(r->src, r->chunk, CHUNK, &k))) return -1;
+            if (k == 0) {
+                r->eof = 1;
+                r->lineno += any;
+                return any;
+            }
+            r->pos = 0, r->len = k;
+        }
+        const char *s = r->chunk + r->pos, *e = memchr(s, '\n', r->len - r->pos);
+        const size_t n = e ? (size_t)(e - s) : r->len - r->pos;
+        if (r->line.n + n > r->max_line) {
+            r->err = lc_fail(LC_ERR_FORMAT, "%s:%ld: a line longer than %zu bytes, the most a line may have", r->path,
+                             r->lineno + 1, r->max_line);
+            return -1;
+        }
+        if (lc_lra_buf_put(&r->line, s, n)) {
+            r->err = lc_fail(LC_ERR_NOMEM, "%s: out of memory", r->path);
+            return -1;
+        }
+        any = 1;
+        r->pos += n + (e != NULL);
+        if (e) {
+            r->lineno++;
+            return 1;
+        }
+    }
+}
 
-    size_t pos = 0, ll = 0;
-    const char *cline = buf;
-    next_line(buf, size, &pos, &cline, &ll); /* size > 0: there is a first line */
-    char *header = (char *)cline;
-    if (ll && header[ll - 1] == '\r') ll--;
-    header[ll] = '\0';
+/* The examples read so far: texts back to back (each NUL-terminated) in `texts` at off[i]. */
+typedef struct {
+    long n, cap;
+    size_t *off, *len;
+    int *label;
+    long *line;
+    lc_lra_buf texts;
+} examples;
+
+static int examples_add(examples *x, const char *txt, size_t txt_len, int label, long lineno) {
+    if (x->n == x->cap) {
+        const long cap = x->cap ? 2 * x->cap : 1024;
+        size_t *off = realloc(x->off, (size_t)cap * sizeof *off);
+        if (off) x->off = off;
+        size_t *len = realloc(x->len, (size_t)cap * sizeof *len);
+        if (len) x->len = len;
+        int *lab = realloc(x->label, (size_t)cap * sizeof *lab);
+        if (lab) x->label = lab;
+        long *line = realloc(x->line, (size_t)cap * sizeof *line);
+        if (line) x->line = line;
+        if (!off || !len || !lab || !line) return -1;
+        x->cap = cap;
+    }
+    x->off[x->n] = x->texts.n;
+    if (lc_lra_buf_put(&x->texts, txt, txt_len) || lc_lra_buf_put(&x->texts, "", 1)) return -1;
+    x->len[x->n] = txt_len, x->label[x->n] = label, x->line[x->n] = lineno;
+    x->n++;
+    return 0;
+}
+
+/* The header's columns: names[ncol] point into the line, cut in place. */
+static lc_status read_header(const char *path, char *header, size_t ll, char ***names_out, int *ncol_out) {
+    *names_out = NULL;
     int ncol = 1;
     for (size_t i = 0; i < ll; i++) ncol += header[i] == '\t';
-    if (ncol > LC_TSV_MAX_COLUMNS) {
-        st = lc_fail(LC_ERR_FORMAT, "%s:1: %d columns in the header; at most %d", path, ncol, LC_TSV_MAX_COLUMNS);
-        goto done;
-    }
-    names = malloc((size_t)ncol * sizeof *names);
-    slots = calloc(nslots, sizeof *slots);
-    out->text = malloc((size_t)nlines * sizeof *out->text);
-    out->text_len = malloc((size_t)nlines * sizeof *out->text_len);
-    out->label = malloc((size_t)nlines * sizeof *out->label);
-    out->line = malloc((size_t)nlines * sizeof *out->line);
-    if (!names || !slots || !out->text || !out->text_len || !out->label || !out->line) {
-        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    if (memchr(header, '\0', ll)) {
-        st = lc_fail(LC_ERR_FORMAT, "%s:1: a NUL byte in the header", path);
-        goto done;
-    }
+    if (ncol > LC_TSV_MAX_COLUMNS)
+        return lc_fail(LC_ERR_FORMAT, "%s:1: %d columns in the header; at most %d", path, ncol, LC_TSV_MAX_COLUMNS);
+    if (memchr(header, '\0', ll)) return lc_fail(LC_ERR_FORMAT, "%s:1: a NUL byte in the header", path);
+    char **names = malloc((size_t)ncol * sizeof *names);
+    if (!names) return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    *names_out = names;
+    *ncol_out = ncol;
     for (int c = 0, start = 0; c < ncol; c++) {
         char *tab = memchr(header + start, '\t', ll - (size_t)start);
         if (tab) *tab = '\0';
         names[c] = header + start;
         start += (int)strlen(names[c]) + 1;
-        if (!names[c][0]) {
-            st = lc_fail(LC_ERR_FORMAT, "%s:1: column %d of the header has no name (the first line must name the "
-                         "columns)", path, c + 1);
-            goto done;
-        }
+        if (!names[c][0])
+            return lc_fail(LC_ERR_FORMAT, "%s:1: column %d of the header has no name (the first line must name the "
+                           "columns)", path, c + 1);
         for (int p = 0; p < c; p++)
-            if (strcmp(names[p], names[c]) == 0) {
-                st = lc_fail(LC_ERR_FORMAT, "%s:1: the header names two columns '%.40s': is the header line missing?",
-                             path, names[c]);
-                goto done;
-            }
+            if (strcmp(names[p], names[c]) == 0)
+                return lc_fail(LC_ERR_FORMAT, "%s:1: the header names two columns '%.40s': is the header line missing?",
+                               path, names[c]);
     }
-    /* defaults: LRA's ListOps names (Target, Source) when the header has them, else the first and the last */
+    return LC_OK;
+}
+
+/* The label and text columns (defaults: LRA's ListOps names, Target and Source, when the header has them,
+ * else the first and the last). */
+static lc_status pick_columns(const char *path, char **names, int ncol, const char *label_col, const char *text_col,
+                              int *lc_out, int *tc_out) {
     lc_label_set header_names = {ncol, names};
     int lc, tc;
     if (label_col) lc = find_column(path, names, ncol, label_col, "label");
     else if ((lc = lc_label_set_find(&header_names, "Target")) < 0) lc = 0;
-    if (lc < 0) { st = LC_ERR_FORMAT; goto done; }
+    if (lc < 0) return LC_ERR_FORMAT;
     if (text_col) tc = find_column(path, names, ncol, text_col, "text");
     else if ((tc = lc_label_set_find(&header_names, "Source")) < 0) tc = ncol - 1;
-    if (tc < 0) { st = LC_ERR_FORMAT; goto done; }
-    if (lc == tc) {
-        st = lc_fail(LC_ERR_FORMAT, "%s: the label and the text would both be column %d ('%.40s'); a labelled file "
-                     "needs two columns", path, lc + 1, names[lc]);
+    if (tc < 0) return LC_ERR_FORMAT;
+    if (lc == tc)
+        return lc_fail(LC_ERR_FORMAT, "%s: the label and the text would both be column %d ('%.40s'); a labelled file "
+                       "needs two columns", path, lc + 1, names[lc]);
+    *lc_out = lc, *tc_out = tc;
+    return LC_OK;
+}
+
+/* One example line (NUL-terminated at ll, cut in place): its label and text fields, checked. */
+static lc_status split_row(const char *path, long lineno, char *line, size_t ll, int ncol, int lc, int tc,
+                           char **names, char **lab, char **txt, size_t *txt_len) {
+    int got = 1;
+    for (size_t i = 0; i < ll; i++) got += line[i] == '\t';
+    if (got != ncol)
+        return lc_fail(LC_ERR_FORMAT, "%s:%ld: %d column%s, the header has %d", path, lineno, got, got == 1 ? "" : "s",
+                       ncol);
+    /* fields found with memchr, not strchr: a text may hold NUL bytes (it is kept with its length) */
+    char *field = line;
+    size_t lab_len = 0;
+    for (int c = 0; c < ncol; c++) {
+        char *tab = c + 1 < ncol ? memchr(field, '\t', (size_t)(line + ll - field)) : line + ll;
+        size_t fl = (size_t)(tab - field);
+        *tab = '\0';
+        if (c == lc) *lab = field, lab_len = fl;
+        if (c == tc) *txt = field, *txt_len = fl;
+        field = tab + 1;
+    }
+    if (lab_len == 0)
+        return lc_fail(LC_ERR_FORMAT, "%s:%ld: empty label (column %d, '%.40s')", path, lineno, lc + 1, names[lc]);
+    for (size_t k = 0; k < lab_len; k++)
+        if ((unsigned char)(*lab)[k] < 0x20 || (*lab)[k] == 0x7f)
+            return lc_fail(LC_ERR_FORMAT, "%s:%ld: control byte 0x%02x in the label", path, lineno,
+                           (unsigned char)(*lab)[k]);
+    return LC_OK;
+}
+
+/* The label set sorted, and every example's label (ids in order of first appearance) renumbered into it;
+ * takes the strings of first[0..n) (the array stays the caller's). */
+static lc_status sort_label_ids(const char *path, char **first, int n, examples *x, lc_label_set *out) {
+    out->name = malloc((size_t)(n ? n : 1) * sizeof *out->name);
+    int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    lc_str_index sorted = {0};
+    lc_status st = LC_OK;
+    if (!out->name || !order) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (!out->name) {
+        for (int i = 0; i < n; i++) free(first[i]);
+    } else {
+        memcpy(out->name, first, (size_t)n * sizeof *first);
+        out->n = n;
+    }
+    if (!st && (sort_labels(out->name, n) || lc_str_index_of_set(&sorted, out)))
+        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    for (int i = 0; i < n && !st; i++) order[i] = lc_str_index_slot(&sorted, first[i])->id;
+    for (long i = 0; i < x->n && !st; i++) x->label[i] = order[x->label[i]];
+    lc_str_index_free(&sorted);
+    free(order);
+    return st;
+}
+
+lc_status lc_labelled_read(const char *path, const char *label_col, const char *text_col, lc_labelled_data *out) {
+    return lc_labelled_read_limited(path, label_col, text_col, NULL, out);
+}
+
+lc_status lc_labelled_read_limited(const char *path, const char *label_col, const char *text_col,
+                                   const lc_tsv_limits *limits, lc_labelled_data *out) {
+    lc_clear_error();
+    memset(out, 0, sizeof *out);
+    const long max_examples = limits && limits->max_examples > 0 ? limits->max_examples : LC_TSV_MAX_EXAMPLES;
+    line_reader r = {path, NULL, NULL, 0, 0, limits && limits->max_line > 0 ? limits->max_line : LC_TSV_MAX_LINE,
+                     0, 0, {0}, LC_OK};
+    examples x = {0};
+    char **names = NULL, **label_names = NULL;
+    char *header = NULL;
+    int ncol = 0, lc = 0, tc = 0, nlabels = 0, cap_labels = 0, got;
+    lc_str_index labels = {0};
+    lc_status st = lc_tsv_source_open(path, &r.src, &out->gzip);
+    if (st) return st;
+    if (!(r.chunk = malloc(CHUNK)) || lc_str_index_init(&labels, LC_MAX_LABELS)) {
+        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    out->n_cols = ncol;
-    out->label_col = lc;
-    out->text_col = tc;
+    if ((got = read_line(&r)) <= 0) {
+        st = got < 0 ? r.err : lc_fail(LC_ERR_FORMAT, "%s: file is empty", path);
+        goto done;
+    }
+    size_t ll = r.line.n;
+    if (ll && r.line.p[ll - 1] == '\r') ll--;
+    if (!(header = malloc(ll + 1))) {
+        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    memcpy(header, r.line.p, ll);
+    header[ll] = '\0';
+    if ((st = read_header(path, header, ll, &names, &ncol)) ||
+        (st = pick_columns(path, names, ncol, label_col, text_col, &lc, &tc)))
+        goto done;
+    out->n_cols = ncol, out->label_col = lc, out->text_col = tc;
 
-    long lineno = 1, n = 0;
     long blank_at = 0; /* first of a run of empty lines: an error unless only empty lines follow */
-    while (next_line(buf, size, &pos, &cline, &ll)) {
-        lineno++;
-        char *line = (char *)cline;
+    while ((got = read_line(&r)) > 0) {
+        char *line = r.line.p;
+        ll = r.line.n;
         if (ll && line[ll - 1] == '\r') ll--;
         line[ll] = '\0';
         if (ll == 0) {
-            if (!blank_at) blank_at = lineno;
+            if (!blank_at) blank_at = r.lineno;
             continue;
         }
         if (blank_at) {
             st = lc_fail(LC_ERR_FORMAT, "%s:%ld: empty line (the header has %d columns)", path, blank_at, ncol);
             goto done;
         }
-        int got = 1;
-        for (size_t i = 0; i < ll; i++) got += line[i] == '\t';
-        if (got != ncol) {
-            st = lc_fail(LC_ERR_FORMAT, "%s:%ld: %d column%s, the header has %d", path, lineno, got,
-                         got == 1 ? "" : "s", ncol);
+        char *lab = NULL, *txt = NULL;
+        size_t txt_len = 0;
+        if ((st = split_row(path, r.lineno, line, ll, ncol, lc, tc, names, &lab, &txt, &txt_len))) goto done;
+        if (x.n == max_examples) {
+            st = lc_fail(LC_ERR_FORMAT, "%s:%ld: more than %ld examples, the most read from one file (--max-examples)",
+                         path, r.lineno, max_examples);
             goto done;
         }
-        /* fields found with memchr, not strchr: a text may hold NUL bytes (it is kept with its length) */
-        char *field = line, *lab = NULL, *txt = NULL;
-        size_t txt_len = 0, lab_len = 0;
-        for (int c = 0; c < ncol; c++) {
-            char *tab = c + 1 < ncol ? memchr(field, '\t', (size_t)(line + ll - field)) : line + ll;
-            size_t fl = (size_t)(tab - field);
-            *tab = '\0';
-            if (c == lc) {
-                lab = field;
-                lab_len = fl;
-            }
-            if (c == tc) {
-                txt = field;
-                txt_len = fl;
-            }
-            field = tab + 1;
-        }
-        if (lab_len == 0) {
-            st = lc_fail(LC_ERR_FORMAT, "%s:%ld: empty label (column %d, '%.40s')", path, lineno, lc + 1, names[lc]);
-            goto done;
-        }
-        for (size_t k = 0; k < lab_len; k++)
-            if ((unsigned char)lab[k] < 0x20 || lab[k] == 0x7f) {
-                st = lc_fail(LC_ERR_FORMAT, "%s:%ld: control byte 0x%02x in the label", path, lineno,
-                             (unsigned char)lab[k]);
-                goto done;
-            }
         /* label id by first appearance */
-        uint64_t h = lc_lra_hash(lab, strlen(lab));
-        size_t s = (size_t)h & (nslots - 1);
-        while (slots[s].s && strcmp(slots[s].s, lab) != 0) s = (s + 1) & (nslots - 1);
-        if (!slots[s].s) {
+        lc_str_slot *e = lc_str_index_slot(&labels, lab);
+        if (!e->s) {
             if (nlabels == LC_MAX_LABELS) {
                 st = lc_fail(LC_ERR_FORMAT, "%s:%ld: more than %d distinct labels (is the label column right?)", path,
-                             lineno, LC_MAX_LABELS);
+                             r.lineno, LC_MAX_LABELS);
                 goto done;
             }
             if (nlabels == cap_labels) {
@@ -450,64 +431,52 @@ lc_status lc_labelled_read(const char *path, const char *label_col, const char *
                 if (!nn) { st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path); goto done; }
                 label_names = nn;
             }
-            slots[s].s = lab;
-            slots[s].id = nlabels;
-            label_names[nlabels++] = lab;
+            if (!(label_names[nlabels] = strdup(lab))) { st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path); goto done; }
+            e->s = label_names[nlabels];
+            e->id = nlabels++;
         }
-        out->text[n] = (const uint8_t *)txt;
-        out->text_len[n] = txt_len;
-        out->label[n] = slots[s].id;
-        out->line[n] = lineno;
-        n++;
-    }
-    out->n = n;
-    if (n == 0) {
-        st = lc_fail(LC_ERR_FORMAT, "%s: no examples after the header line", path);
-        goto done;
-    }
-    /* a header that is really an example: its label column's name is one of the labels */
-    for (int i = 0; i < nlabels; i++)
-        if (strcmp(label_names[i], names[lc]) == 0) {
-            long first = 0;
-            while (out->label[first] != i) first++;
-            st = lc_fail(LC_ERR_FORMAT, "%s:1: the label column's name '%.40s' is also the label of line %ld: is "
-                         "the header line missing? (the first line must name the columns)", path, names[lc],
-                         out->line[first]);
-            goto done;
-        }
-
-    /* the sorted label set, and every example's label renumbered into it */
-    size_t nl = nlabels > 0 ? (size_t)nlabels : 1; /* n > 0, so nlabels > 0 */
-    out->labels.name = calloc(nl, sizeof *out->labels.name);
-    int *order = malloc(nl * sizeof *order);
-    if (!out->labels.name || !order) {
-        free(order);
-        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    for (int i = 0; i < nlabels; i++) {
-        out->labels.name[i] = strdup(label_names[i]);
-        if (!out->labels.name[i]) {
-            free(order);
-            out->labels.n = i;
+        if (examples_add(&x, txt, txt_len, e->id, r.lineno)) {
             st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
             goto done;
         }
     }
-    out->labels.n = nlabels;
-    if (sort_labels(out->labels.name, nlabels)) {
-        free(order);
-        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (got < 0) {
+        st = r.err;
         goto done;
     }
-    for (int i = 0; i < nlabels; i++) order[i] = lc_label_set_find(&out->labels, label_names[i]);
-    for (long i = 0; i < n; i++) out->label[i] = order[out->label[i]];
-    free(order);
+    if (x.n == 0) {
+        st = lc_fail(LC_ERR_FORMAT, "%s: no examples after the header line", path);
+        goto done;
+    }
+    /* a header that is really an example: its label column's name is one of the labels */
+    const lc_str_slot *hit = lc_str_index_slot(&labels, names[lc]);
+    if (hit->s) {
+        long first = 0;
+        while (x.label[first] != hit->id) first++;
+        st = lc_fail(LC_ERR_FORMAT, "%s:1: the label column's name '%.40s' is also the label of line %ld: is "
+                     "the header line missing? (the first line must name the columns)", path, names[lc], x.line[first]);
+        goto done;
+    }
+    st = sort_label_ids(path, label_names, nlabels, &x, &out->labels);
+    nlabels = 0; /* the strings are the label set's now */
+    if (!st && !(out->text = malloc((size_t)x.n * sizeof *out->text))) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (!st) {
+        for (long i = 0; i < x.n; i++) out->text[i] = (const uint8_t *)x.texts.p + x.off[i];
+        out->n = x.n;
+        out->text_len = x.len, out->label = x.label, out->line = x.line, out->buf_ = x.texts.p;
+        x.len = NULL, x.label = NULL, x.line = NULL, x.texts.p = NULL;
+    }
 
 done:
+    lc_tsv_source_close(r.src);
+    free(r.chunk);
+    free(r.line.p);
+    free(header);
     free(names);
-    free(slots);
+    for (int i = 0; i < nlabels; i++) free(label_names[i]);
     free(label_names);
+    lc_str_index_free(&labels);
+    free(x.off), free(x.len), free(x.label), free(x.line), free(x.texts.p);
     if (st) lc_labelled_free(out);
     return st;
 }
@@ -515,8 +484,16 @@ done:
 lc_status lc_labelled_map(const lc_labelled_data *d, const lc_label_set *s, int *ids, long *unseen) {
     lc_clear_error();
     int *map = malloc((size_t)(d->labels.n ? d->labels.n : 1) * sizeof *map);
-    if (!map) return lc_fail(LC_ERR_NOMEM, "labels: out of memory");
-    for (int i = 0; i < d->labels.n; i++) map[i] = lc_label_set_find(s, d->labels.name[i]);
+    lc_str_index x = {0};
+    if (!map || lc_str_index_of_set(&x, s)) {
+        free(map);
+        return lc_fail(LC_ERR_NOMEM, "labels: out of memory");
+    }
+    for (int i = 0; i < d->labels.n; i++) {
+        const lc_str_slot *e = lc_str_index_slot(&x, d->labels.name[i]);
+        map[i] = e->s ? e->id : -1;
+    }
+    lc_str_index_free(&x);
     long u = 0;
     for (long i = 0; i < d->n; i++) {
         ids[i] = map[d->label[i]];

@@ -1,4 +1,4 @@
-/* Small helpers of the LRA data module: hashing, a growing buffer and the printable escaping with which
+/* Small helpers of the LRA data module: hashing, a string hash table for label sets, a growing buffer and the printable escaping with which
  * word vocabularies and label sets are stored as text (see lra.h). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +13,34 @@ uint64_t lc_lra_hash(const void *data, size_t len) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
     return lc_hash64(h ^ len);
+}
+
+int lc_str_index_init(lc_str_index *x, size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    x->slot = calloc(cap, sizeof *x->slot);
+    x->mask = cap - 1;
+    return x->slot ? 0 : -1;
+}
+
+lc_str_slot *lc_str_index_slot(const lc_str_index *x, const char *s) {
+    size_t i = (size_t)lc_lra_hash(s, strlen(s)) & x->mask;
+    while (x->slot[i].s && strcmp(x->slot[i].s, s) != 0) i = (i + 1) & x->mask;
+    return &x->slot[i];
+}
+
+int lc_str_index_of_set(lc_str_index *x, const lc_label_set *s) {
+    if (lc_str_index_init(x, (size_t)s->n)) return -1;
+    for (int i = 0; i < s->n; i++) {
+        lc_str_slot *e = lc_str_index_slot(x, s->name[i]);
+        if (!e->s) e->s = s->name[i], e->id = i;
+    }
+    return 0;
+}
+
+void lc_str_index_free(lc_str_index *x) {
+    free(x->slot);
+    x->slot = NULL;
 }
 
 static int buf_reserve(lc_lra_buf *b, size_t extra) {

@@ -111,16 +111,19 @@ static int is_memory(const char *name, const void *user) {
            h->memory_rows > 0;
 }
 
-/* The list's tensors, and the XL memory when the metadata says it was saved, and nothing else. */
-static lc_status check_tensor_table(const lc_st_file *f, const lc_ckpt_meta *h, const lc_tensor_list *list) {
+/* The list's tensors, and the XL memory when the metadata says it was saved, and nothing else (frees the list). */
+static lc_status check_tensor_table(const lc_st_file *f, const lc_ckpt_meta *h, lc_status built, lc_tensor_list *list) {
     char nm[NAME_CAP];
     lc_status st;
     const long mem_shape[3] = {h->memory_batch, h->memory_rows, h->cfg.d_model};
-    for (int l = 0; l < h->cfg.n_layer && h->memory_rows > 0; l++) {
+    for (int l = 0; l < h->cfg.n_layer && h->memory_rows > 0 && !built; l++) {
         snprintf(nm, sizeof nm, "state.memory.%d", l);
-        if ((st = lc_st_expect(f, nm, LC_DT_F32, 3, mem_shape))) return st;
+        if ((st = lc_st_expect(f, nm, LC_DT_F32, 3, mem_shape))) {
+            lc_tensors_free(list);
+            return st;
+        }
     }
-    return lc_ckpt_check_table(f, list, h->memory_rows > 0 ? h->cfg.n_layer : 0, is_memory, h);
+    return lc_ckpt_check_implied(f, built, list, h->memory_rows > 0 ? h->cfg.n_layer : 0, is_memory, h);
 }
 
 /* The tensor list of the configuration the metadata describes, checked against the file. */
@@ -134,10 +137,8 @@ static lc_status check_tensors(const lc_st_file *f, const lc_ckpt_meta *h) {
     if (lc_attn_spec_build(c->attn[0] ? c->attn : "full", c->n_layer, c->n_head, c->d_model / c->n_head,
                            lc_config_attn_keys(c), layers, err, sizeof err))
         st = lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), err);
-    else if (!(st = lc_tensors_build(c, layers, &list))) {
-        st = check_tensor_table(f, h, &list);
-        lc_tensors_free(&list);
-    }
+    else
+        st = check_tensor_table(f, h, lc_tensors_build(c, layers, &list), &list);
     free(layers);
     return st;
 }

@@ -139,6 +139,10 @@ static lc_status parse(const lc_st_file *f, cmeta *h, lc_label_set *labels, lc_w
     }
     const char *lt = lc_st_get_meta(f, "classify.labels"), *wt = lc_st_get_meta(f, "classify.words");
     if (!lt) return lc_fail(LC_ERR_FORMAT, "%s: checkpoint metadata lacks 'classify.labels'", path);
+    int announced = 0; /* the count first: no set of another size is parsed */
+    if (sscanf(lt, "longctx-labels 1 %d", &announced) == 1 && announced != h->cfg.n_classes)
+        return lc_fail(LC_ERR_FORMAT, "%s: 'classify.labels' announces %d labels for n_classes %d", path, announced,
+                       h->cfg.n_classes);
     if (lc_label_set_load(lt, labels)) {
         snprintf(why, sizeof why, "%s", lc_last_error());
         return lc_fail(LC_ERR_FORMAT, "%s: metadata 'classify.labels': %s", path, why);
@@ -163,6 +167,22 @@ static lc_status parse(const lc_st_file *f, cmeta *h, lc_label_set *labels, lc_w
     return st;
 }
 
+/* The tensor list of the configuration the metadata describes against the file's table, before the model
+ * is built. */
+static lc_status check_tensors(const lc_st_file *f, const lc_classify_config *c) {
+    lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c->n_layer);
+    if (!layers) return lc_fail(LC_ERR_NOMEM, "%s: out of memory checking the tensors", lc_st_path(f));
+    char err[400];
+    lc_tensor_list list;
+    lc_status st;
+    if (lc_classify_layers(c, layers, err, sizeof err))
+        st = lc_fail(LC_ERR_FORMAT, "%s: bad model config: attn: %s", lc_st_path(f), err);
+    else
+        st = lc_ckpt_check_implied(f, lc_classify_tensors(c, layers, &list), &list, 0, NULL, NULL);
+    free(layers);
+    return st;
+}
+
 lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_classifier **out, lc_classify_run *run,
                              lc_label_set *labels, lc_word_vocab **words) {
     lc_clear_error();
@@ -175,6 +195,7 @@ lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_
     cmeta *h = malloc(sizeof *h);
     lc_classifier *m = NULL;
     st = h ? parse(f, h, labels, words) : lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (!st) st = check_tensors(f, &h->cfg);
     if (!st && (st = lc_classifier_create(&h->cfg, max_batch > 0 ? max_batch : h->run.opts.batch, max_rows, h->seed, &m))) {
         char why[400];
         snprintf(why, sizeof why, "%s", lc_last_error());

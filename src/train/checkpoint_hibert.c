@@ -130,12 +130,22 @@ static lc_status parse(const lc_st_file *f, hmeta *h) {
     return LC_OK;
 }
 
+/* The tensor list of the configuration the metadata describes against the file's table, before any
+ * model is built (so nothing is allocated that the file's bytes do not back). */
+static lc_status check_tensors(const lc_st_file *f, const hmeta *h) {
+    lc_tensor_list list;
+    return lc_ckpt_check_implied(f, lc_hier_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
+}
+
+/* The file, its metadata parsed and its tensor table checked against the model the metadata describes (so
+ * that no caller builds a model the file does not back). */
 static lc_status open_parsed(const char *path, lc_st_file **f, hmeta **h) {
     *h = NULL;
     lc_status st = lc_st_open(path, f);
     if (st) return st;
     if (!(*h = malloc(sizeof **h))) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = parse(*f, *h);
+    if (!st) st = check_tensors(*f, *h);
     if (st) {
         lc_st_close(*f);
         free(*h);
@@ -157,21 +167,6 @@ lc_status lc_hibert_checkpoint_info(const char *path, lc_hibert_config *cfg, lc_
     return LC_OK;
 }
 
-/* The tensor list of the configuration the metadata describes against the file's table, before any
- * model is built (so nothing is allocated that the file's bytes do not back). */
-static lc_status check_tensors(const lc_st_file *f, const hmeta *h) {
-    lc_tensor_list list;
-    lc_status st = lc_hier_tensor_list(&h->cfg, &list);
-    if (st) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", lc_last_error());
-        return lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), why);
-    }
-    st = lc_ckpt_check_table(f, &list, 0, NULL, NULL);
-    lc_tensors_free(&list);
-    return st;
-}
-
 /* The model's list against the file, then its values (moments when asked). */
 static lc_status read_into(const lc_st_file *f, lc_hibert *m, int moments) {
     lc_status st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
@@ -187,8 +182,7 @@ lc_status lc_hibert_load(const char *path, const lc_hibert_limits *limits, lc_hi
     lc_status st = open_parsed(path, &f, &h);
     if (st) return st;
     lc_hibert *m = NULL;
-    st = check_tensors(f, h);
-    if (!st && (st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m))) {
+    if ((st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m))) {
         char why[400];
         snprintf(why, sizeof why, "%s", lc_last_error());
         st = lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: cannot build the model it describes: %s", path, why);

@@ -89,6 +89,18 @@ lc_status lc_ckpt_check_table(const lc_st_file *f, const lc_tensor_list *list, i
     return lc_st_count(f) == expected ? LC_OK : name_stray_tensor(f, list, is_extra, user);
 }
 
+lc_status lc_ckpt_check_implied(const lc_st_file *f, lc_status built, lc_tensor_list *list, int extra,
+                                int (*is_extra)(const char *name, const void *user), const void *user) {
+    if (built) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", lc_last_error());
+        return lc_fail(built == LC_ERR_NOMEM ? built : LC_ERR_FORMAT, "%s: bad model config: %s", lc_st_path(f), why);
+    }
+    const lc_status st = lc_ckpt_check_table(f, list, extra, is_extra, user);
+    lc_tensors_free(list);
+    return st;
+}
+
 lc_status lc_ckpt_read_tensors(const lc_st_file *f, const lc_ckpt_tensors *c, int moments) {
     char nm[LC_CKPT_NAME_CAP];
     for (int i = 0; i < c->list->n; i++) {

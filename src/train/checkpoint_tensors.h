@@ -1,6 +1,6 @@
 /* A model's tensor list (model/tensors.h) in a safetensors checkpoint, for every model kind (the
- * language model's train/checkpoint.c, HIBERT's train/checkpoint_hibert.c): parameters under their
- * names, AdamW moments as optim.m.<name> / optim.v.<name>, kind state; the check of a file's whole
+ * language model's train/checkpoint.c, HIBERT's train/checkpoint_hibert.c, the classifier's
+ * train/checkpoint_classify.c): parameters under their names, AdamW moments as optim.m.<name> / optim.v.<name>, kind state; the check of a file's whole
  * tensor table against the list before any model memory is allocated; and reading the values back. */
 #ifndef LC_TRAIN_CHECKPOINT_TENSORS_H
 #define LC_TRAIN_CHECKPOINT_TENSORS_H
@@ -27,6 +27,12 @@ int lc_ckpt_list_state(const lc_ckpt_tensors *c, lc_st_tensor *t);
  * accepts; LC_ERR_FORMAT naming the file and the tensor otherwise. */
 lc_status lc_ckpt_check_table(const lc_st_file *f, const lc_tensor_list *list, int extra,
                               int (*is_extra)(const char *name, const void *user), const void *user);
+/* The tensor list a file's metadata implies (built by the caller, `built` the builder's status: its failure
+ * becomes LC_ERR_FORMAT "bad model config" naming the file) against the file's table as lc_ckpt_check_table
+ * does; frees the list. Every family calls this before it allocates the model, so that nothing is allocated
+ * that the file's bytes do not back. */
+lc_status lc_ckpt_check_implied(const lc_st_file *f, lc_status built, lc_tensor_list *list, int extra,
+                                int (*is_extra)(const char *name, const void *user), const void *user);
 /* Copy the checked tensors into the model (moments when `moments` and present); non-finite values and
  * negative second moments are damage (LC_ERR_FORMAT naming the tensor). */
 lc_status lc_ckpt_read_tensors(const lc_st_file *f, const lc_ckpt_tensors *c, int moments);
