@@ -131,6 +131,15 @@ typedef struct {
  * time (candidate tokens) x (reference tokens). Corpus scores average the per-document F1. */
 lc_status lc_rouge_score(const char *candidate, const char *reference, lc_rouge *out);
 
+/* ROUGE with stemming, as ROUGE-1.5.5's -m and Google's rouge-score (use_stemmer=True): the tokens above,
+ * each of more than 3 characters replaced by its Porter stem (lc_porter_stem), then lc_rouge_score. */
+lc_status lc_rouge_score_stem(const char *candidate, const char *reference, lc_rouge *out);
+
+/* The Porter stem of word[0..len) (lower-case ASCII letters and digits) into out (at least len bytes; may
+ * be word itself), its length returned (at most len). Porter (1980) as NLTK's PorterStemmer in its default
+ * mode (NLTK_EXTENSIONS: irregular forms, words of 1 or 2 letters kept, and its rule changes; docs/hibert.md). */
+int lc_porter_stem(const char *word, int len, char *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -173,7 +173,7 @@ static void shuffled(int *perm, int N, uint64_t seed) {
  * R1, R2, RL F1 in *score). The order is shuffled because sorted order puts one topic (a BBC folder) in
  * every batch, and intruders swapped in from articles of the same topic are far harder to find than in
  * training's shuffled batches (docs/hibert.md, "The intruder plateau"). */
-static lc_status validate(trainer *t, double *bpb, double *ibce, double r[3]) {
+static lc_status validate(trainer *t, double *bpb, double *ibce, double r[6]) {
     if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
     const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
     int *order = malloc(sizeof(int) * (size_t)t->valid.n_chunks);
@@ -228,7 +228,7 @@ static int train_loop(trainer *t) {
     lc_hbatch h = {0};
     const long start = lc_hibert_steps_done(t->m);
     const double t0 = lc_now_seconds();
-    double last_save = t0, bpb = NAN, ibce = NAN, r[3] = {NAN, NAN, NAN};
+    double last_save = t0, bpb = NAN, ibce = NAN, r[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
     int rc = -1;
     lc_cli_catch_stop_signals();
     for (long s = start; s < o->steps && rc < 0; s++) {
@@ -246,7 +246,7 @@ static int train_loop(trainer *t) {
         lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (train_s > 0 ? train_s : 1e-9), el,
                          NAN, NAN};
         const int eval_now = (o->eval_every > 0 && done % o->eval_every == 0) || done == o->steps;
-        char extra[256] = "";
+        char extra[384] = "";
         int used = t->run.intruders > 0 && !a->finetune ? snprintf(extra, sizeof extra, ",\"intruder_bce\":%s", lc_json_g(intruder_bce)) : 0;
         if (eval_now && t->valid.n_chunks) {
             const double v0 = lc_now_seconds();
@@ -254,8 +254,9 @@ static int train_loop(trainer *t) {
             const double v = lc_now_seconds() - v0;
             t->valid_s += v;
             if (a->finetune)
-                snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f",
-                         lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v);
+                snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f,"
+                         "\"valid_rouge1_stem\":%s,\"valid_rouge2_stem\":%s,\"valid_rougeL_stem\":%s",
+                         lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v, lc_json_g(r[3]), lc_json_g(r[4]), lc_json_g(r[5]));
             else if (t->run.intruders > 0)
                 snprintf(extra + used, sizeof extra - (size_t)used, ",\"valid_bpb\":%s,\"valid_intruder_bce\":%s,\"valid_seconds\":%.6f",
                          lc_json_g(bpb), lc_json_g(ibce), v);
@@ -264,7 +265,8 @@ static int train_loop(trainer *t) {
             if (!a->finetune) p.valid_bpc = bpb;
             else {
                 const double score = (r[0] + r[1] + r[2]) / 3;
-                fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f\n", pp.tty ? "\n" : "", done, r[0], r[1], r[2]);
+                fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (stemmed %.2f / %.2f / %.2f)\n",
+                        pp.tty ? "\n" : "", done, r[0], r[1], r[2], r[3], r[4], r[5]);
                 if ((float)score > t->run.best) {
                     t->run.best = (float)score, t->run.best_step = done;
                     if (a->out && (rc = save_to(t, a->out, 1)) >= 0) break;

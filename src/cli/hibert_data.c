@@ -324,10 +324,10 @@ void lc_top_k(const float *scores, int n, int k, uint8_t *pick) {
     }
 }
 
-lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]) {
+lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[6]) {
     float *scores = malloc(sizeof(float) * (size_t)(d->n_sents + 1));
     uint8_t *pick = malloc((size_t)d->n_sents + 1), *gold = malloc((size_t)d->n_sents + 1);
-    r[0] = r[1] = r[2] = 0;
+    for (int i = 0; i < 6; i++) r[i] = 0;
     lc_status st = LC_OK;
     if (!scores || !pick || !gold) st = lc_fail(LC_ERR_NOMEM, "out of memory");
     else st = lc_hdocs_scores(m, d, batch, scores);
@@ -337,12 +337,13 @@ lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]
         if ((st = lc_summary_labels(d->sent + f, n, d->reference[j], LC_LABELS_CONTAINED, gold, &k))) break;
         lc_top_k(scores + f, n, k, pick);
         char *summary = NULL;
-        lc_rouge x;
-        if (!(st = lc_sentences_join(d->sent + f, n, pick, &summary))) st = lc_rouge_score(summary, d->reference[j], &x);
+        lc_rouge x, y;
+        if (!(st = lc_sentences_join(d->sent + f, n, pick, &summary)) && !(st = lc_rouge_score(summary, d->reference[j], &x)))
+            st = lc_rouge_score_stem(summary, d->reference[j], &y);
         free(summary);
-        if (!st) r[0] += x.r1.f1, r[1] += x.r2.f1, r[2] += x.rl.f1;
+        if (!st) r[0] += x.r1.f1, r[1] += x.r2.f1, r[2] += x.rl.f1, r[3] += y.r1.f1, r[4] += y.r2.f1, r[5] += y.rl.f1;
     }
-    for (int i = 0; i < 3; i++) r[i] = d->n_docs ? 100 * r[i] / d->n_docs : 0;
+    for (int i = 0; i < 6; i++) r[i] = d->n_docs ? 100 * r[i] / d->n_docs : 0;
     free(scores), free(pick), free(gold);
     return st;
 }
