@@ -114,6 +114,13 @@ double lc_idf_of(const lc_idf *idf, uint64_t key);
 lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, double threshold, double damping,
                             double *scores);
 
+/* Features of each sentence of a document that extractive systems use (longctx's HIBERT head reads them with
+ * cfg.head_features = LC_SUMMARY_FEATURES; docs/hibert.md): out[3 i ..] = 1 / (1 + i) (position), ln(1 + its
+ * ROUGE tokens) / 4 (length), n x its LexRank score (centrality: threshold 0.1, damping 0.85, idf over the
+ * document's own sentences, so that no collection is needed; 1 is the mean). */
+#define LC_SUMMARY_FEATURES 3
+lc_status lc_summary_features(const char *const *sent, int n, float *out);
+
 typedef struct {
     double precision, recall, f1; /* fractions in [0, 1] */
 } lc_rouge_prf;

@@ -34,6 +34,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
         {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
         {"--labels", OPT_STR, &a->labels, 0, 0, "finetune: contained (default) or greedy sentence labels", 0},
+        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: 3 lets the head also read each sentence's position, length and LexRank centrality (longctx's extension; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
         {"--init", OPT_STR, &a->init, 0, 0, "start from this checkpoint's weights (its shape)", 0},
         {"--out", OPT_STR, &a->out, 0, 0, "checkpoint to write (finetune: the best by valid ROUGE; OUT.last: the last state)", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue this checkpoint's run (finetune: OUT.last)", 0},
@@ -79,7 +80,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
     /* each stage's own flags: the other stage's help leaves them out and its parser refuses them */
     static const char *pre_only[] = {"--docs", "--eval-docs", "--intruders", "--intruder-weight", "--dec-layers",
                                      "--dec-dim", "--dec-heads", "--dec-ffn", "--dec-attn"};
-    static const char *fine_only[] = {"--data", "--labels"};
+    static const char *fine_only[] = {"--data", "--labels", "--head-features"};
     if (a->finetune)
         for (size_t i = 0; i < sizeof pre_only / sizeof *pre_only; i++)
             lc_opt_refuse(opts, n, pre_only[i], i < 4 ? "belongs to hibert pretrain"
@@ -92,6 +93,10 @@ static int build_opts(hargs *a, lc_opt *opts) {
 
 /* The stack attention specs (strings into the config) and the choices. */
 static int apply_strings(hargs *a) {
+    if (a->cfg.head_features != 0 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
+        lc_cli_error("hibert: --head-features must be 0 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
+        return LC_EXIT_USAGE;
+    }
     const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
     char *dst[3] = {a->cfg.sent.attn, a->cfg.doc.attn, a->cfg.dec.attn};
     for (int k = 0; k < 3; k++) {
@@ -226,6 +231,7 @@ static int train_loop(trainer *t) {
     if (!perm || !idx) { free(perm), free(idx); lc_cli_error("hibert: out of memory"); return LC_EXIT_RUNTIME; }
     long perm_epoch = -1, bytes = 0;
     lc_hbatch h = {0};
+    h.features = a->finetune ? lc_hibert_get_config(t->m)->head_features : 0;
     const long start = lc_hibert_steps_done(t->m);
     const double t0 = lc_now_seconds();
     double last_save = t0, bpb = NAN, ibce = NAN, r[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
@@ -354,7 +360,14 @@ static int run(hargs *a, lc_opt *opts, int n) {
         if (rc >= 0) return rc;
         if (!lc_opt_get(opts, n, "--dropout")->seen || a->resume) a->cfg.dropout = ck.dropout;
         const float dropout = a->cfg.dropout;
-        a->cfg = ck, a->cfg.dropout = dropout;
+        /* --init may add head features to a checkpoint without them (lc_hibert_init_from) */
+        const int features = lc_opt_get(opts, n, "--head-features")->seen && !a->resume && !ck.head_features
+                           ? a->cfg.head_features : ck.head_features;
+        if (lc_opt_get(opts, n, "--head-features")->seen && features != a->cfg.head_features) {
+            lc_cli_error("hibert: --head-features disagrees with %s (the checkpoint fixes the model's shape)", fixed);
+            return LC_EXIT_USAGE;
+        }
+        a->cfg = ck, a->cfg.dropout = dropout, a->cfg.head_features = features;
     }
     if (a->resume) {
         if ((int)t.run.stage != a->finetune) {

@@ -53,6 +53,9 @@ typedef struct {
     int *n_sents, *len;
     const uint8_t **sent;
     uint8_t *labels;
+    int features;      /* set by the caller: the model's cfg.head_features (0 or LC_SUMMARY_FEATURES): each
+                          chunk's lc_summary_features into feat, b.features */
+    float *feat;
     int cap;
 } lc_hbatch;
 lc_status lc_hbatch_make(lc_hbatch *h, const lc_hdocs *d, const int *idx, int n);
