@@ -110,6 +110,16 @@ check "finetune --init from word vectors, --sent-words repeated" -- "${ft[@]}" -
 check "summarize with word vectors" -- "$bin" summarize --ckpt "$tmp/ftw.st" --sentences 2 --threads 1 "$tmp/a.txt"
 expect 2 "--sent-words disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st" --sent-words 64 --out "$tmp/x.st"
 expect 2 "--sent-words" -- "${ft[@]}" --sent-words -1 --out "$tmp/x.st"
+# head features (position, length, LexRank centrality; longctx's extension): added to a pre-trained checkpoint
+# without them by --init, recorded, read by summarize and eval; a checkpoint with them fixes them; only 0 or 3
+check "finetune --init --head-features 3" -- "${ft[@]}" --init "$tmp/pre.st" --head-features 3 --steps 2 --eval-every 2 \
+    --out "$tmp/hf.st"
+check "head.features recorded" -- grep -aq '"head.features":"3"' "$tmp/hf.st"
+check "summarize with head features" -- "$bin" summarize --ckpt "$tmp/hf.st" --sentences 2 --threads 1 "$tmp/a.txt"
+check "eval with head features" -- "$bin" eval --task summarize --data "$tmp/bbc" --split all --ckpt "$tmp/hf.st" --threads 1
+expect 2 "--head-features disagrees with .*hf.st" -- "${ft[@]}" --init "$tmp/hf.st" --head-features 0 --out "$tmp/x.st"
+expect 2 "--head-features must be 0 or 3, got 2" -- "${ft[@]}" --head-features 2 --out "$tmp/x.st"
+expect 2 "--head-features belongs to hibert finetune" -- "$bin" hibert pretrain --docs "$tmp/docs" --head-features 3 --out "$tmp/x.st"
 expect 2 "hibert finetune: --lr-scale: 'sent.=2@0' is not PREFIX=F" -- "${ft[@]}" --lr-scale sent.=2@0 --out "$tmp/x.st"
 check "finetune --lr-scale (sentence encoder frozen 1 step, then at a tenth)" -- "${ft[@]}" --init "$tmp/pre.st" \
     --lr-scale "sent.=0@1,sent.blocks.=0.1" --steps 2 --eval-every 2 --out "$tmp/ls.st"

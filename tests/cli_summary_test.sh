@@ -24,6 +24,7 @@ expect 1 "model.ckpt" -- "${ev[@]}" --ckpt=model.ckpt
 expect 2 "unknown flag --seg-len" -- "${ev[@]}" --method lead3 --seg-len 64
 expect 2 "--labels applies to --method oracle only" -- "${ev[@]}" --method leadk --labels greedy
 expect 2 "--labels must be contained or greedy" -- "${ev[@]}" --method oracle --labels rouge
+expect 2 "--rouge must be plain or stem, got 'porter'" -- "${ev[@]}" --method lead3 --rouge porter
 check "eval --task summarize --help" -- "${ev[@]}" --help
 cp "$tmp/out" "$tmp/help.txt"
 check "help lists --method" -- grep -q -- "--method" "$tmp/help.txt"
@@ -80,5 +81,32 @@ done
 check "lexrank on the test split" -- "${ev[@]}" --method lexrank --split test --data "$bbc" --json
 cp "$tmp/out" "$tmp/lexrank.json"
 check "lexrank matches bench/summ_surface_baseline.py --lexrank" -- within "$tmp/lexrank.json" 70.19 60.69 43.85 0.006
+
+
+# Stemmed ROUGE (--rouge stem) against the independent NLTK-based reference, tests/reference/rouge_stem_ref.py,
+# whose scores of the whole test split are tests/fixtures/rouge_stem_bbc.tsv (both kinds of ROUGE, within 0.01;
+# remake the fixture when models/hibert-bbc.safetensors changes). REFERENCE figures for Lead-3 stemmed with NLTK
+# (tokens longer than 3 characters): 43.88 / 35.18 / 33.36.
+stem_fix=tests/fixtures/rouge_stem_bbc.tsv
+within_stem() { # within_stem FILE ROW: the JSON line's six scores are within 0.01 of the fixture's row ROW
+    awk -F'\t' -v row="$2" '$1 == row { print $4, $5, $6, $7, $8, $9 }' "$stem_fix" >"$tmp/want"
+    tail -1 "$1" | awk -F'[:,}]' -v want="$(cat "$tmp/want")" '
+        function off(x, y) { return x - y > 0.01 || y - x > 0.01 }
+        /^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"rouge1_stem":[0-9.]+,"rouge2_stem":[0-9.]+,"rougeL_stem":[0-9.]+,"docs":223\}$/ {
+            if (split(want, w, " ") != 6) exit 1
+            for (i = 1; i <= 6; i++) if (off($(2 * i), w[i])) exit 1
+            ok = 1 }
+        END { exit !ok }'
+}
+for m in lead3 lexrank; do
+    check "$m --rouge stem on the test split" -- "${ev[@]}" --method $m --split test --data "$bbc" --rouge stem --json
+    cp "$tmp/out" "$tmp/$m.stem.json"
+    check "$m --rouge stem matches rouge_stem_ref.py" -- within_stem "$tmp/$m.stem.json" $m
+done
+check "the stemmed line is printed" -- grep -q "^test: lexrank stemmed ROUGE-1 70.66 ROUGE-2 60.76 ROUGE-L 44.05 " "$tmp/lexrank.stem.json"
+check "lead3 stemmed is the NLTK figure 43.88 / 35.18 / 33.36" -- grep -q "^test: lead3 stemmed ROUGE-1 43.88 ROUGE-2 35.18 ROUGE-L 33.36 " "$tmp/lead3.stem.json"
+check "the shipped HIBERT --rouge stem" -- "${ev[@]}" --ckpt models/hibert-bbc.safetensors --split test --data "$bbc" --rouge stem --json
+cp "$tmp/out" "$tmp/ckpt.stem.json"
+check "the shipped HIBERT --rouge stem matches rouge_stem_ref.py" -- within_stem "$tmp/ckpt.stem.json" ckpt
 
 cli_summary cli_summary_test

@@ -24,8 +24,11 @@ typedef struct {
     uint8_t bytes[16][24];
     const uint8_t *ptr[16];
     uint8_t labels[16];
+    float feat[16 * LC_HIBERT_MAX_FEATURES]; /* sentence features (cfg.head_features of them each) */
     int total;
 } toy;
+
+static int head_feats; /* cfg.head_features of the models made (the head-feature tests set it) */
 
 static void toy_make(toy *t, uint64_t seed) {
     static const int n_sents[N_DOCS] = {3, 2, 4};
@@ -40,12 +43,13 @@ static void toy_make(toy *t, uint64_t seed) {
         t->ptr[i] = t->bytes[i];
         t->labels[i] = (uint8_t)(lc_rng_next(&r) % 2);
     }
+    for (int i = 0; i < 16 * LC_HIBERT_MAX_FEATURES; i++) t->feat[i] = (float)(lc_rng_next(&r) % 2001) / 1000.0f - 1;
 }
 
 static lc_hibert_batch toy_batch(const toy *t, int doc0, int n_docs) {
     int s0 = 0;
     for (int j = 0; j < doc0; j++) s0 += t->n_sents[j];
-    lc_hibert_batch b = {n_docs, t->n_sents + doc0, t->ptr + s0, t->len + s0};
+    lc_hibert_batch b = {n_docs, t->n_sents + doc0, t->ptr + s0, t->len + s0, head_feats ? t->feat + s0 * head_feats : NULL};
     return b;
 }
 
@@ -56,6 +60,7 @@ static lc_hibert *make_dec(const char *sent_attn, const char *doc_attn, const ch
     lc_hibert_config c;
     lc_hibert_config_default(&c);
     c.sent_words = word_buckets;
+    c.head_features = head_feats;
     c.sent = (lc_hibert_stack){2, 16, 2, 24, ""};
     c.doc = (lc_hibert_stack){2, doc_width, 2, 20, ""};
     c.dec = (lc_hibert_stack){2, dec_width, 2, 18, ""};
@@ -402,6 +407,47 @@ TEST(gradients_with_word_vectors) {
     word_buckets = 0;
 }
 
+/* The head's sentence features (cfg.head_features, longctx's extension): gradients of head.features with the
+ * rest; from zero weights the scores are the plain head's (same seed: the zeros draw nothing); with weights w
+ * each score moves by w . x; a batch without features, or with a non-finite one, is refused. */
+TEST(head_features) {
+    head_feats = 3;
+    check_gradients("full", "full", LC_NORM_PRE, 12);
+    lc_hibert *f = make("full", "full", LC_NORM_PRE, 12, 9);
+    head_feats = 0;
+    lc_hibert *p = make("full", "full", LC_NORM_PRE, 12, 9);
+    if (!f || !p) return;
+    CHECK(f->ptab.n == p->ptab.n + 1 && f->feat_w && !p->feat_w, "one tensor more: head.features");
+    toy t;
+    toy_make(&t, 4);
+    lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    float base[16];
+    CHECK(lc_hibert_extract_forward(p, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    memcpy(base, p->scores, sizeof(float) * (size_t)t.total);
+    b.features = t.feat;
+    CHECK(lc_hibert_extract_forward(f, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(memcmp(base, f->scores, sizeof(float) * (size_t)t.total) == 0, "zero feature weights: the plain head's scores");
+    const float w[3] = {0.5f, -2.0f, 0.25f};
+    memcpy(f->feat_w, w, sizeof w);
+    CHECK(lc_hibert_extract_forward(f, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    for (int i = 0; i < t.total; i++) {
+        const double want = base[i] + w[0] * t.feat[3 * i] + w[1] * t.feat[3 * i + 1] + w[2] * t.feat[3 * i + 2];
+        CHECK(fabs(f->scores[i] - want) < 1e-5, "sentence %d: %g, want %g", i, f->scores[i], want);
+    }
+    b.features = NULL;
+    CHECK(lc_hibert_extract_forward(f, &b, NULL, 0, NULL, NULL) == LC_ERR_ARG && strstr(lc_last_error(), "3 features"),
+          "no features: %s", lc_last_error());
+    t.feat[4] = NAN;
+    b.features = t.feat;
+    CHECK(lc_hibert_extract_forward(f, &b, NULL, 0, NULL, NULL) == LC_ERR_ARG && strstr(lc_last_error(), "not finite"),
+          "NaN feature: %s", lc_last_error());
+    lc_hibert_config c = *lc_hibert_get_config(f);
+    c.head_features = LC_HIBERT_MAX_FEATURES + 1;
+    CHECK(lc_hibert_config_validate(&c) == LC_ERR_ARG && strstr(lc_last_error(), "head-features"), "too many features");
+    lc_hibert_free(f);
+    lc_hibert_free(p);
+}
+
 /* The decoder's tensors: names and shapes of docs/hibert.md's table. */
 TEST(pretrain_tensor_list) {
     lc_hibert *m = make_dec("full", "full", "full", LC_NORM_PRE, 12, 10, 1);
@@ -498,6 +544,7 @@ int main(void) {
     RUN(masking_rule_statistics);
     RUN(pretrain_gradients);
     RUN(gradients_with_word_vectors);
+    RUN(head_features);
     RUN(pretrain_tensor_list);
     RUN(pretrain_packed_documents_equal_alone);
     RUN(pretrain_learns_a_repeated_sentence);

@@ -269,6 +269,38 @@ TEST(damaged_and_other_kinds_are_refused) {
     CHECK(lc_hibert_checkpoint_info(tmpdir, &cfg, NULL) != LC_OK && strstr(lc_last_error(), tmpdir), "a directory");
 }
 
+/* head.features (lc_hibert_config.head_features): saved and loaded with the rest; init from a checkpoint whose
+ * head reads no features copies every other tensor and leaves head.features at zero; the reverse is refused. */
+TEST(head_features_travel_and_init) {
+    lc_hibert_config c;
+    config(&c, 16);
+    c.head_features = 2;
+    const lc_hibert_limits lim = {2, 0, 0};
+    lc_hibert *f = NULL, *g = NULL, *plain = make(16), *h = NULL;
+    CHECK(lc_hibert_create(&c, &lim, 7, &f) == LC_OK && lc_hibert_create(&c, &lim, 8, &g) == LC_OK, "%s", lc_last_error());
+    if (!f || !g || !plain) { lc_hibert_free(f), lc_hibert_free(g), lc_hibert_free(plain); return; }
+    lc_hibert_batch b = batch();
+    const float feats[10] = {1, 0, 0.5f, -1, 0, 2, 1, 1, -0.5f, 0};
+    b.features = feats;
+    lc_train_options o;
+    options(&o);
+    for (int s = 0; s < 3; s++) CHECK(lc_hibert_step(f, &o, &b, labels, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(f->feat_w[0] != 0 && f->feat_w[1] != 0, "head.features trained");
+    const lc_hibert_run r = run_record(&o);
+    CHECK(lc_hibert_save(f, &r, tmp_path("hf.safetensors")) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_load(tmp_path("hf.safetensors"), NULL, &h, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(h && lc_hibert_get_config(h)->head_features == 2 && same_floats(f->params, h->params, f->ptab.total),
+          "round trip");
+    train(plain, &o, 2);
+    CHECK(lc_hibert_save(plain, &r, tmp_path("hp.safetensors")) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_init_from(g, tmp_path("hp.safetensors")) == LC_OK, "%s", lc_last_error());
+    CHECK(same_floats(plain->head_w, g->head_w, 16) && same_floats(plain->wte, g->wte, 258 * 16) && g->feat_w[0] == 0 &&
+              g->feat_w[1] == 0, "every tensor but head.features copied; it stays zero");
+    CHECK(lc_hibert_init_from(plain, tmp_path("hf.safetensors")) == LC_ERR_ARG &&
+              strstr(lc_last_error(), "head-features 2: not the model's (0)"), "%s", lc_last_error());
+    lc_hibert_free(f), lc_hibert_free(g), lc_hibert_free(plain), lc_hibert_free(h);
+}
+
 TEST(docs_list_every_key) {
     long n;
     char *doc = slurp("docs/checkpoint.md", &n);
@@ -292,6 +324,7 @@ int main(void) {
     RUN(lr_scale_freezes_named_tensors);
     RUN(init_copies_weights_only);
     RUN(damaged_and_other_kinds_are_refused);
+    RUN(head_features_travel_and_init);
     RUN(docs_list_every_key);
     tmpdir_remove();
     return test_summary("test_hibert_ckpt");

@@ -258,16 +258,18 @@ TEST(greedy_oracle_hand_example) {
     CHECK(lc_summary_labels(sent, 3, ref, (lc_label_rule)7, lab, &k) == LC_ERR_ARG, "bad rule");
 }
 
-/* Checks one ROUGE result against expected precision/recall/F1 triples. */
-static void check_rouge(const char *cand, const char *ref, const double want[9]) {
+/* Checks one ROUGE result (of lc_rouge_score or lc_rouge_score_stem) against expected precision/recall/F1 triples. */
+typedef lc_status (*rouge_fn)(const char *, const char *, lc_rouge *);
+static void check_rouge_with(rouge_fn fn, const char *cand, const char *ref, const double want[9]) {
     lc_rouge r;
-    CHECK(lc_rouge_score(cand, ref, &r) == LC_OK, "rouge: %s", lc_last_error());
+    CHECK(fn(cand, ref, &r) == LC_OK, "rouge: %s", lc_last_error());
     const double got[9] = {r.r1.precision, r.r1.recall, r.r1.f1, r.r2.precision, r.r2.recall,
                            r.r2.f1,        r.rl.precision, r.rl.recall, r.rl.f1};
     for (int i = 0; i < 9; i++)
         CHECK(fabs(got[i] - want[i]) <= 1e-12, "'%s' vs '%s': value %d (%s-%c) got %.15g want %.15g", cand, ref, i,
               i < 3 ? "R1" : i < 6 ? "R2" : "RL", "PRF"[i % 3], got[i], want[i]);
 }
+static void check_rouge(const char *cand, const char *ref, const double want[9]) { check_rouge_with(lc_rouge_score, cand, ref, want); }
 
 TEST(rouge_hand_values) {
     /* identical texts: every score 1 */
@@ -381,24 +383,68 @@ TEST(lexrank_hand_example) {
     lc_idf_free(&idf);
 }
 
-TEST(rouge_matches_python_fixture) {
+/* The cases of a ROUGE fixture (candidate, reference, 9 values a line) checked with fn; how many there were. */
+static int rouge_fixture(const char *path, rouge_fn fn) {
     char *buf;
-    char **lines = fixture_lines("tests/fixtures/rouge_cases.tsv", &buf);
-    CHECK(lines != NULL, "fixture");
-    if (!lines) return;
+    char **lines = fixture_lines(path, &buf);
+    CHECK(lines != NULL, "fixture %s", path);
+    if (!lines) return 0;
     int cases = 0;
     for (char **l = lines; *l; l++) {
         char *f[11];
         CHECK(tsv_fields(*l, f, 11) == 11, "line %d: fields", cases + 1);
         double want[9];
         for (int i = 0; i < 9; i++) want[i] = strtod(f[2 + i], NULL);
-        check_rouge(f[0], f[1], want);
+        check_rouge_with(fn, f[0], f[1], want);
         cases++;
     }
-    CHECK(cases >= 50, "only %d cases", cases);
-    printf("  %d ROUGE cases from rouge_ref.py\n", cases);
     free(lines);
     free(buf);
+    return cases;
+}
+
+TEST(rouge_matches_python_fixture) {
+    const int cases = rouge_fixture("tests/fixtures/rouge_cases.tsv", lc_rouge_score);
+    CHECK(cases >= 50, "only %d cases", cases);
+    printf("  %d ROUGE cases from rouge_ref.py\n", cases);
+}
+
+/* lc_porter_stem against NLTK's PorterStemmer().stem (default mode, NLTK_EXTENSIONS) on every distinct token
+ * of the BBC test split and Porter's own examples (tests/fixtures/porter_words.tsv, rouge_stem_ref.py). */
+TEST(porter_matches_nltk) {
+    char *buf;
+    char **lines = fixture_lines("tests/fixtures/porter_words.tsv", &buf);
+    CHECK(lines != NULL, "fixture");
+    if (!lines) return;
+    int words = 0, wrong = 0;
+    for (char **l = lines; *l; l++) {
+        char *f[2] = {NULL, NULL}, out[256];
+        if (tsv_fields(*l, f, 2) != 2 || strlen(f[0]) >= sizeof out) {
+            CHECK(0, "line %d: fields", words + 1);
+            break;
+        }
+        const int n = lc_porter_stem(f[0], (int)strlen(f[0]), out);
+        if (n < 0 || n > (int)strlen(f[0]) || (size_t)n != strlen(f[1]) || memcmp(out, f[1], (size_t)n) != 0)
+            if (++wrong <= 10) CHECK(0, "%s: got '%.*s', NLTK '%s'", f[0], n, out, f[1]);
+        words++;
+    }
+    CHECK(words >= 10000 && wrong == 0, "%d of %d words differ", wrong, words);
+    printf("  %d words stemmed as NLTK's PorterStemmer\n", words);
+    free(lines);
+    free(buf);
+}
+
+/* Stemmed ROUGE: by hand, then the fixture of rouge_stem_ref.py (rouge-score's tokens, NLTK's stems). */
+TEST(rouge_stem_matches_python_fixture) {
+    lc_rouge r;
+    /* cats -> cat, running -> run, runs -> run; "cat" (3 characters) is not stemmed: both are "cat run" */
+    CHECK(lc_rouge_score_stem("Cats, running!", "cat runs", &r) == LC_OK && r.r1.f1 == 1 && r.r2.f1 == 1 && r.rl.f1 == 1,
+          "hand case: %g %g %g", r.r1.f1, r.r2.f1, r.rl.f1);
+    CHECK(lc_rouge_score("Cats, running!", "cat runs", &r) == LC_OK && r.r1.f1 == 0, "unstemmed: no overlap");
+    CHECK(lc_rouge_score_stem(NULL, "x", &r) == LC_ERR_ARG, "NULL candidate");
+    const int cases = rouge_fixture("tests/fixtures/rouge_stem_cases.tsv", lc_rouge_score_stem);
+    CHECK(cases >= 26, "only %d cases", cases);
+    printf("  %d stemmed ROUGE cases from rouge_stem_ref.py\n", cases);
 }
 
 TEST(oracle_matches_python_fixture) {
@@ -455,6 +501,8 @@ int main(void) {
     RUN(lexrank_hand_example);
     RUN(rouge_matches_python_fixture);
     RUN(oracle_matches_python_fixture);
+    RUN(porter_matches_nltk);
+    RUN(rouge_stem_matches_python_fixture);
     tmpdir_remove();
     return test_summary("test_summary");
 }

@@ -47,7 +47,15 @@ typedef struct {
     lc_activation activation;
     float dropout;        /* on the embeddings and the sublayer outputs of both stacks (training only) */
     lc_precision precision; /* the three stacks' linear layers' products (a run setting: changes no tensor) */
+    int head_features;    /* longctx's extension, not the paper's (0: off, the paper's head): the extraction head
+                             also reads this many features of each sentence (lc_hibert_batch.features, e.g. its
+                             position, length and centrality in its document) through head.features [1, F], zeros at
+                             initialisation: logit = head.weight . doc state + head.bias + head.features . x.
+                             At most LC_HIBERT_MAX_FEATURES; used by fine-tuning and scoring (lc_hibert_extract_forward),
+                             not by pre-training's intruder head. */
 } lc_hibert_config;
+
+#define LC_HIBERT_MAX_FEATURES 16
 
 /* The defaults: both encoders 2 layers of width 128, 4 heads, d_ff 512, full attention; the decoder 1 layer
  * of width 128, 4 heads, d_ff 512, full (causal) attention; sentences of up to 256 bytes, documents of up to
@@ -77,6 +85,8 @@ typedef struct {
     const int *n_sents;
     const uint8_t *const *sent;
     const int *sent_len;
+    const float *features; /* cfg.head_features > 0: [sentences, head_features] in batch order, finite (required by
+                              lc_hibert_extract_forward and lc_hibert_step; ignored otherwise) */
 } lc_hibert_batch;
 
 typedef struct lc_hibert lc_hibert;

@@ -114,6 +114,13 @@ double lc_idf_of(const lc_idf *idf, uint64_t key);
 lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, double threshold, double damping,
                             double *scores);
 
+/* Features of each sentence of a document that extractive systems use (longctx's HIBERT head reads them with
+ * cfg.head_features = LC_SUMMARY_FEATURES; docs/hibert.md): out[3 i ..] = 1 / (1 + i) (position), ln(1 + its
+ * ROUGE tokens) / 4 (length), n x its LexRank score (centrality: threshold 0.1, damping 0.85, idf over the
+ * document's own sentences, so that no collection is needed; 1 is the mean). */
+#define LC_SUMMARY_FEATURES 3
+lc_status lc_summary_features(const char *const *sent, int n, float *out);
+
 typedef struct {
     double precision, recall, f1; /* fractions in [0, 1] */
 } lc_rouge_prf;
@@ -130,6 +137,15 @@ typedef struct {
  * F1 = 2 overlap / (candidate + reference) = 2PR / (P + R), 0 when the overlap is 0. ROUGE-L takes
  * time (candidate tokens) x (reference tokens). Corpus scores average the per-document F1. */
 lc_status lc_rouge_score(const char *candidate, const char *reference, lc_rouge *out);
+
+/* ROUGE with stemming, as ROUGE-1.5.5's -m and Google's rouge-score (use_stemmer=True): the tokens above,
+ * each of more than 3 characters replaced by its Porter stem (lc_porter_stem), then lc_rouge_score. */
+lc_status lc_rouge_score_stem(const char *candidate, const char *reference, lc_rouge *out);
+
+/* The Porter stem of word[0..len) (lower-case ASCII letters and digits) into out (at least len bytes; may
+ * be word itself), its length returned (at most len). Porter (1980) as NLTK's PorterStemmer in its default
+ * mode (NLTK_EXTENSIONS: irregular forms, words of 1 or 2 letters kept, and its rule changes; docs/hibert.md). */
+int lc_porter_stem(const char *word, int len, char *out);
 
 #ifdef __cplusplus
 }

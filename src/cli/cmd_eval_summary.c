@@ -11,7 +11,7 @@
 #include "core/timer.h"
 
 int lc_cmd_eval_summary(int argc, char **argv);
-int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json); /* cmd_summarize.c */
+int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json, int stem); /* cmd_summarize.c */
 
 /* The idf of the training split of ROOT (LexRank's collection): each document's sentences joined. */
 static lc_status train_idf(const char *root, lc_idf *idf) {
@@ -64,9 +64,10 @@ lc_status lc_summ_pick(lc_summ_method how, const char *const *sent, int n, int k
     return st;
 }
 
-/* Scores one document: picks the method's sentences, joins them and adds its F1 scores to sum[3]. */
+/* Scores one document: picks the method's sentences, joins them and adds its F1 scores to sum[0..3), and
+ * with stem its stemmed ones to sum[3..6). */
 static lc_status score_document(const lc_document *d, lc_summ_method how, lc_label_rule rule, const lc_idf *idf,
-                                uint8_t *pick, double sum[3]) {
+                                int stem, uint8_t *pick, double sum[6]) {
     const char *const *sent = (const char *const *)d->sents.sent;
     int n = d->sents.n, k;
     lc_status st = lc_summary_labels(sent, n, d->reference, LC_LABELS_CONTAINED, pick, &k);
@@ -77,19 +78,30 @@ static lc_status score_document(const lc_document *d, lc_summ_method how, lc_lab
     if (how != LC_SUMM_ORACLE && (st = lc_summ_pick(how, sent, n, k, idf, NULL, pick))) return st;
     char *summary;
     if ((st = lc_sentences_join(sent, n, pick, &summary))) return st;
-    lc_rouge r;
-    st = lc_rouge_score(summary, d->reference, &r);
+    lc_rouge r, s = {0};
+    if (!(st = lc_rouge_score(summary, d->reference, &r)) && stem) st = lc_rouge_score_stem(summary, d->reference, &s);
     free(summary);
     if (st) return st;
-    sum[0] += r.r1.f1;
-    sum[1] += r.r2.f1;
-    sum[2] += r.rl.f1;
+    const double f[6] = {r.r1.f1, r.r2.f1, r.rl.f1, s.r1.f1, s.r2.f1, s.rl.f1};
+    for (int i = 0; i < 6; i++) sum[i] += f[i];
     return LC_OK;
+}
+
+void lc_print_summary_scores(const char *split, const char *name, const double r[6], int docs, int stem, int json) {
+    if (stem)
+        printf("%s: %s stemmed ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (Porter stems of tokens longer than 3 "
+               "characters, as rouge-score)\n", split, name, r[3], r[4], r[5]);
+    if (!json) return;
+    printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s", lc_json_number(r[0]), lc_json_number(r[1]), lc_json_number(r[2]));
+    if (stem)
+        printf(",\"rouge1_stem\":%s,\"rouge2_stem\":%s,\"rougeL_stem\":%s", lc_json_number(r[3]), lc_json_number(r[4]),
+               lc_json_number(r[5]));
+    printf(",\"docs\":%d}\n", docs);
 }
 
 int lc_cmd_eval_summary(int argc, char **argv) {
     const char *task = NULL, *data = "data/bbc-news-summary", *split = "valid", *method_name = NULL;
-    const char *labels = "contained", *ckpt = NULL;
+    const char *labels = "contained", *ckpt = NULL, *rouge = "plain";
     int json = 0, threads = 0;
     lc_opt opts[] = {
         {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
@@ -99,10 +111,11 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "or a fine-tuned HIBERT checkpoint: its top k sentences (k as leadk)", 0},
         {"--labels", OPT_STR, &labels, 0, 0, "oracle's sentences: contained (default) or greedy (ROUGE oracle)", 0},
         {"--threads", OPT_INT, &threads, 0, 1024, "--ckpt: threads of the model (0: all cores)", 0},
+        {"--rouge", OPT_STR, &rouge, 0, 0, "plain (default) or stem: also ROUGE with Porter stems, as ROUGE-1.5.5 -m", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"rouge1\":..,\"rouge2\":..,\"rougeL\":..,\"docs\":..} last", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
-    int rc = lc_parse_opts("eval --task summarize", "(--method M | --ckpt CKPT) [--data ROOT] [--split S] [--labels L] [--threads N] [--json]",
+    int rc = lc_parse_opts("eval --task summarize", "(--method M | --ckpt CKPT) [--data ROOT] [--split S] [--labels L] [--threads N] [--rouge stem] [--json]",
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!task || strcmp(task, "summarize") != 0) {
@@ -133,6 +146,11 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_cli_error("eval --task summarize: --labels applies to --method oracle only");
         return LC_EXIT_USAGE;
     }
+    const int stem = strcmp(rouge, "stem") == 0;
+    if (!stem && strcmp(rouge, "plain") != 0) {
+        lc_cli_error("eval --task summarize: --rouge must be plain or stem, got '%s'", rouge);
+        return LC_EXIT_USAGE;
+    }
     lc_part part;
     if (strcmp(split, "valid") == 0) part = LC_PART_VALID;
     else if (strcmp(split, "test") == 0) part = LC_PART_TEST;
@@ -145,7 +163,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
 
     if (ckpt) {
         lc_set_threads(threads);
-        return lc_eval_summary_ckpt(ckpt, data, part, split, json);
+        return lc_eval_summary_ckpt(ckpt, data, part, split, json, stem);
     }
     double t0 = lc_now_seconds();
     lc_doc_list docs;
@@ -162,7 +180,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_doc_list_free(&docs);
         return lc_cli_fail(st);
     }
-    double sum[3] = {0, 0, 0};
+    double sum[6] = {0, 0, 0, 0, 0, 0};
     long sentences = 0;
     int latin1 = 0;
     for (int i = 0; i < docs.n && !st; i++) {
@@ -175,7 +193,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
             lc_doc_list_free(&docs);
             return LC_EXIT_RUNTIME;
         }
-        st = score_document(&d, how, rule, &idf, pick, sum);
+        st = score_document(&d, how, rule, &idf, stem, pick, sum);
         sentences += d.sents.n;
         latin1 += d.latin1 != 0;
         free(pick);
@@ -187,17 +205,17 @@ int lc_cmd_eval_summary(int argc, char **argv) {
         lc_doc_list_free(&docs);
         return rc;
     }
-    double r1 = 100 * sum[0] / docs.n, r2 = 100 * sum[1] / docs.n, rl = 100 * sum[2] / docs.n;
-    printf("%s: %s%s ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (F1 %%, mean of %d documents, %ld sentences, of %s; "
-           "%.2f s)\n",
-           split, method_name, how == LC_SUMM_ORACLE ? (rule == LC_LABELS_GREEDY ? " (greedy)" : " (contained)") : "",
-           r1, r2, rl, docs.n, sentences, data, lc_now_seconds() - t0);
+    double r[6];
+    for (int i = 0; i < 6; i++) r[i] = 100 * sum[i] / docs.n;
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", method_name,
+             how == LC_SUMM_ORACLE ? (rule == LC_LABELS_GREEDY ? " (greedy)" : " (contained)") : "");
+    printf("%s: %s ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (F1 %%, mean of %d documents, %ld sentences, of %s; "
+           "%.2f s)\n", split, name, r[0], r[1], r[2], docs.n, sentences, data, lc_now_seconds() - t0);
     if (latin1)
         printf("%d of the files %s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? "was" : "were",
                latin1 == 1 ? "was" : "were");
-    if (json)
-        printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"docs\":%d}\n", lc_json_number(r1), lc_json_number(r2),
-               lc_json_number(rl), docs.n);
+    lc_print_summary_scores(split, name, r, docs.n, stem, json);
     lc_doc_list_free(&docs);
     return LC_EXIT_OK;
 }

@@ -36,6 +36,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
         {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
         {"--labels", OPT_STR, &a->labels, 0, 0, "finetune: contained (default) or greedy sentence labels", 0},
+        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: 3 lets the head also read each sentence's position, length and LexRank centrality (longctx's extension; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
         {"--init", OPT_STR, &a->init, 0, 0, "start from this checkpoint's weights (its shape)", 0},
         {"--out", OPT_STR, &a->out, 0, 0, "checkpoint to write (finetune: the best by valid ROUGE; OUT.last: the last state)", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue this checkpoint's run (finetune: OUT.last)", 0},
@@ -81,7 +82,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
     /* each stage's own flags: the other stage's help leaves them out and its parser refuses them */
     static const char *pre_only[] = {"--docs", "--eval-docs", "--intruders", "--intruder-weight", "--dec-layers",
                                      "--dec-dim", "--dec-heads", "--dec-ffn", "--dec-attn"};
-    static const char *fine_only[] = {"--data", "--labels"};
+    static const char *fine_only[] = {"--data", "--labels", "--head-features"};
     if (a->finetune)
         for (size_t i = 0; i < sizeof pre_only / sizeof *pre_only; i++)
             lc_opt_refuse(opts, n, pre_only[i], i < 4 ? "belongs to hibert pretrain"
@@ -94,6 +95,10 @@ static int build_opts(hargs *a, lc_opt *opts) {
 
 /* The stack attention specs (strings into the config) and the choices. */
 static int apply_strings(hargs *a) {
+    if (a->cfg.head_features != 0 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
+        lc_cli_error("hibert: --head-features must be 0 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
+        return LC_EXIT_USAGE;
+    }
     const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
     char *dst[3] = {a->cfg.sent.attn, a->cfg.doc.attn, a->cfg.dec.attn};
     for (int k = 0; k < 3; k++) {
@@ -247,7 +252,7 @@ static void shuffled(int *perm, int N, uint64_t seed) {
  * R1, R2, RL F1 in *score). The order is shuffled because sorted order puts one topic (a BBC folder) in
  * every batch, and intruders swapped in from articles of the same topic are far harder to find than in
  * training's shuffled batches (docs/hibert.md, "The intruder plateau"). */
-static lc_status validate(trainer *t, double *bpb, double *ibce, double r[3]) {
+static lc_status validate(trainer *t, double *bpb, double *ibce, double r[6]) {
     if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
     const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
     int *order = malloc(sizeof(int) * (size_t)t->valid.n_chunks);
@@ -300,9 +305,10 @@ static int train_loop(trainer *t) {
     if (!perm || !idx) { free(perm), free(idx); lc_cli_error("hibert: out of memory"); return LC_EXIT_RUNTIME; }
     long perm_epoch = -1, bytes = 0;
     lc_hbatch h = {0};
+    h.features = a->finetune ? lc_hibert_get_config(t->m)->head_features : 0;
     const long start = lc_hibert_steps_done(t->m);
     const double t0 = lc_now_seconds();
-    double last_save = t0, bpb = NAN, ibce = NAN, r[3] = {NAN, NAN, NAN};
+    double last_save = t0, bpb = NAN, ibce = NAN, r[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
     int rc = -1;
     lc_cli_catch_stop_signals();
     for (long s = start; s < o->steps && rc < 0; s++) {
@@ -320,7 +326,7 @@ static int train_loop(trainer *t) {
         lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (train_s > 0 ? train_s : 1e-9), el,
                          NAN, NAN};
         const int eval_now = (o->eval_every > 0 && done % o->eval_every == 0) || done == o->steps;
-        char extra[256] = "";
+        char extra[384] = "";
         int used = t->run.intruders > 0 && !a->finetune ? snprintf(extra, sizeof extra, ",\"intruder_bce\":%s", lc_json_g(intruder_bce)) : 0;
         if (eval_now && t->valid.n_chunks) {
             const double v0 = lc_now_seconds();
@@ -328,8 +334,9 @@ static int train_loop(trainer *t) {
             const double v = lc_now_seconds() - v0;
             t->valid_s += v;
             if (a->finetune)
-                snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f",
-                         lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v);
+                snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f,"
+                         "\"valid_rouge1_stem\":%s,\"valid_rouge2_stem\":%s,\"valid_rougeL_stem\":%s",
+                         lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v, lc_json_g(r[3]), lc_json_g(r[4]), lc_json_g(r[5]));
             else if (t->run.intruders > 0)
                 snprintf(extra + used, sizeof extra - (size_t)used, ",\"valid_bpb\":%s,\"valid_intruder_bce\":%s,\"valid_seconds\":%.6f",
                          lc_json_g(bpb), lc_json_g(ibce), v);
@@ -338,7 +345,8 @@ static int train_loop(trainer *t) {
             if (!a->finetune) p.valid_bpc = bpb;
             else {
                 const double score = (r[0] + r[1] + r[2]) / 3;
-                fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f\n", pp.tty ? "\n" : "", done, r[0], r[1], r[2]);
+                fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (stemmed %.2f / %.2f / %.2f)\n",
+                        pp.tty ? "\n" : "", done, r[0], r[1], r[2], r[3], r[4], r[5]);
                 if ((float)score > t->run.best) {
                     t->run.best = (float)score, t->run.best_step = done;
                     if (a->out && (rc = save_to(t, a->out, 1)) >= 0) break;
@@ -446,7 +454,14 @@ static int run(hargs *a, lc_opt *opts, int n) {
         if (rc >= 0) return rc;
         if (!lc_opt_get(opts, n, "--dropout")->seen || a->resume) a->cfg.dropout = ck.dropout;
         const float dropout = a->cfg.dropout;
-        a->cfg = ck, a->cfg.dropout = dropout;
+        /* --init may add head features to a checkpoint without them (lc_hibert_init_from) */
+        const int features = lc_opt_get(opts, n, "--head-features")->seen && !a->resume && !ck.head_features
+                           ? a->cfg.head_features : ck.head_features;
+        if (lc_opt_get(opts, n, "--head-features")->seen && features != a->cfg.head_features) {
+            lc_cli_error("hibert: --head-features disagrees with %s (the checkpoint fixes the model's shape)", fixed);
+            return LC_EXIT_USAGE;
+        }
+        a->cfg = ck, a->cfg.dropout = dropout, a->cfg.head_features = features;
     }
     if (a->resume) {
         if ((int)t.run.stage != a->finetune) {

@@ -124,23 +124,21 @@ int lc_cmd_summarize(int argc, char **argv) {
     return rc < 0 ? LC_EXIT_OK : rc;
 }
 
-int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json) {
+int lc_eval_summary_ckpt(const char *ckpt, const char *data, lc_part part, const char *split, int json, int stem) {
     lc_hdocs d;
     lc_hibert_config cfg;
     lc_status st = lc_hibert_checkpoint_info(ckpt, &cfg, NULL);
     if (st) return lc_cli_fail(st);
     lc_hdocs_init(&d, cfg.max_sents);
     lc_hibert *m = NULL;
-    double r[3];
+    double r[6];
     int rc = LC_EXIT_OK;
     if ((st = lc_hdocs_add(&d, data, part, 0, 0)) || (st = load_for(ckpt, &d, 8, &m)) || (st = lc_hdocs_rouge(m, &d, 8, r)))
         rc = lc_cli_fail(st);
     if (!rc) {
         printf("%s: %s ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (F1 %%, mean of %d documents, k = contained sentences, of %s)\n",
                split, ckpt, r[0], r[1], r[2], d.n_docs, data);
-        if (json)
-            printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"docs\":%d}\n", lc_json_number(r[0]), lc_json_number(r[1]),
-                   lc_json_number(r[2]), d.n_docs);
+        lc_print_summary_scores(split, ckpt, r, d.n_docs, stem, json);
     }
     lc_hibert_free(m);
     lc_hdocs_free(&d);

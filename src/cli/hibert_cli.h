@@ -53,6 +53,9 @@ typedef struct {
     int *n_sents, *len;
     const uint8_t **sent;
     uint8_t *labels;
+    int features;      /* set by the caller: the model's cfg.head_features (0 or LC_SUMMARY_FEATURES): each
+                          chunk's lc_summary_features into feat, b.features */
+    float *feat;
     int cap;
 } lc_hbatch;
 lc_status lc_hbatch_make(lc_hbatch *h, const lc_hdocs *d, const int *idx, int n);
@@ -61,8 +64,12 @@ void lc_hbatch_free(lc_hbatch *h);
 /* Scores of every sentence of d (batches of `batch` chunks), into scores[d->n_sents]. */
 lc_status lc_hdocs_scores(lc_hibert *m, const lc_hdocs *d, int batch, float *scores);
 /* Extractive summaries of d's documents: top k scored sentences in document order, k = the number of
- * sentences contained in the reference; the mean ROUGE-1/2/L F1 in percent in r[3]. */
-lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]);
+ * sentences contained in the reference; the mean ROUGE-1/2/L F1 in percent in r[0..3), and with stemming
+ * (lc_rouge_score_stem) in r[3..6). */
+lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[6]);
+/* `eval --task summarize`'s last lines: with stem, "SPLIT: NAME stemmed ROUGE-1 .." of r[3..6); with json,
+ * {"rouge1":..,"rouge2":..,"rougeL":..[,"rouge1_stem":..,"rouge2_stem":..,"rougeL_stem":..],"docs":..}. */
+void lc_print_summary_scores(const char *split, const char *name, const double r[6], int docs, int stem, int json);
 /* pick[i] = 1 for the k highest scores of n (ties: the earlier sentence). */
 void lc_top_k(const float *scores, int n, int k, uint8_t *pick);
 

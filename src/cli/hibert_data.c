@@ -278,28 +278,39 @@ lc_status lc_hbatch_make(lc_hbatch *h, const lc_hdocs *d, const int *idx, int n)
         h->len = malloc(sizeof(int) * (size_t)h->cap);
         h->sent = malloc(sizeof *h->sent * (size_t)h->cap);
         h->labels = malloc((size_t)h->cap);
-        if (!h->n_sents || !h->len || !h->sent || !h->labels) return lc_fail(LC_ERR_NOMEM, "batch: out of memory");
+        h->feat = malloc(sizeof(float) * LC_SUMMARY_FEATURES * (size_t)h->cap);
+        if (!h->n_sents || !h->len || !h->sent || !h->labels || !h->feat)
+            return lc_fail(LC_ERR_NOMEM, "batch: out of memory");
     }
+    if (h->features && h->features != LC_SUMMARY_FEATURES)
+        return lc_fail(LC_ERR_ARG, "the model's head reads %d features a sentence; the CLI makes %d (position, length, "
+                                   "LexRank centrality)", h->features, LC_SUMMARY_FEATURES);
     int k = 0;
     for (int i = 0; i < n; i++) {
         const int f = d->chunk_first[idx[i]], c = d->chunk_first[idx[i] + 1] - f;
         h->n_sents[i] = c;
+        lc_status st;
+        if (h->features && (st = lc_summary_features(d->sent + f, c, h->feat + (size_t)k * LC_SUMMARY_FEATURES)))
+            return st;
         for (int j = f; j < f + c; j++, k++) {
             h->sent[k] = (const uint8_t *)d->sent[j], h->len[k] = d->len[j];
             h->labels[k] = d->label ? d->label[j] : 0;
         }
     }
-    h->b = (lc_hibert_batch){n, h->n_sents, h->sent, h->len};
+    h->b = (lc_hibert_batch){n, h->n_sents, h->sent, h->len, h->features ? h->feat : NULL};
     return LC_OK;
 }
 
 void lc_hbatch_free(lc_hbatch *h) {
-    free(h->n_sents), free(h->len), free(h->sent), free(h->labels);
+    const int features = h->features;
+    free(h->n_sents), free(h->len), free(h->sent), free(h->labels), free(h->feat);
     memset(h, 0, sizeof *h);
+    h->features = features;
 }
 
 lc_status lc_hdocs_scores(lc_hibert *m, const lc_hdocs *d, int batch, float *scores) {
     lc_hbatch h = {0};
+    h.features = lc_hibert_get_config(m)->head_features;
     int *idx = malloc(sizeof(int) * (size_t)batch);
     lc_status st = idx ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory");
     for (int c0 = 0; c0 < d->n_chunks && !st; c0 += batch) {
@@ -325,10 +336,10 @@ void lc_top_k(const float *scores, int n, int k, uint8_t *pick) {
     }
 }
 
-lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]) {
+lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[6]) {
     float *scores = malloc(sizeof(float) * (size_t)(d->n_sents + 1));
     uint8_t *pick = malloc((size_t)d->n_sents + 1), *gold = malloc((size_t)d->n_sents + 1);
-    r[0] = r[1] = r[2] = 0;
+    for (int i = 0; i < 6; i++) r[i] = 0;
     lc_status st = LC_OK;
     if (!scores || !pick || !gold) st = lc_fail(LC_ERR_NOMEM, "out of memory");
     else st = lc_hdocs_scores(m, d, batch, scores);
@@ -338,12 +349,13 @@ lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[3]
         if ((st = lc_summary_labels(d->sent + f, n, d->reference[j], LC_LABELS_CONTAINED, gold, &k))) break;
         lc_top_k(scores + f, n, k, pick);
         char *summary = NULL;
-        lc_rouge x;
-        if (!(st = lc_sentences_join(d->sent + f, n, pick, &summary))) st = lc_rouge_score(summary, d->reference[j], &x);
+        lc_rouge x, y;
+        if (!(st = lc_sentences_join(d->sent + f, n, pick, &summary)) && !(st = lc_rouge_score(summary, d->reference[j], &x)))
+            st = lc_rouge_score_stem(summary, d->reference[j], &y);
         free(summary);
-        if (!st) r[0] += x.r1.f1, r[1] += x.r2.f1, r[2] += x.rl.f1;
+        if (!st) r[0] += x.r1.f1, r[1] += x.r2.f1, r[2] += x.rl.f1, r[3] += y.r1.f1, r[4] += y.r2.f1, r[5] += y.rl.f1;
     }
-    for (int i = 0; i < 3; i++) r[i] = d->n_docs ? 100 * r[i] / d->n_docs : 0;
+    for (int i = 0; i < 6; i++) r[i] = d->n_docs ? 100 * r[i] / d->n_docs : 0;
     free(scores), free(pick), free(gold);
     return st;
 }

@@ -40,6 +40,8 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
         return lc_fail(LC_ERR_ARG, "max-sents must be 1..1048576, got %d", h->max_sents);
     if (h->sent_words < 0 || h->sent_words > 1 << 22)
         return lc_fail(LC_ERR_ARG, "sent-words must be 0..4194304, got %d", h->sent_words);
+    if (h->head_features < 0 || h->head_features > LC_HIBERT_MAX_FEATURES)
+        return lc_fail(LC_ERR_ARG, "head-features must be 0..%d, got %d", LC_HIBERT_MAX_FEATURES, h->head_features);
     lc_status st = lc_precision_check(h->precision);
     if (st) return st;
     const lc_hibert_stack *s[3] = {&h->sent, &h->doc, &h->dec};
@@ -89,6 +91,7 @@ static lc_status build_acts(lc_hibert *m) {
     lc_act_plan_add(&p, &m->logit_rows, "head.logits", S, 1);
     lc_act_plan_add(&p, &m->dlogit_rows, "d.head.logits", S, 1);
     lc_act_plan_add(&p, &m->scores, "scores", S, 1);
+    if (m->cfg.head_features) lc_act_plan_add(&p, &m->feats, "head.features.in", S, m->cfg.head_features);
     const int longest = m->cfg.max_sent_len + 1 > m->cfg.max_sents ? m->cfg.max_sent_len + 1 : m->cfg.max_sents;
     const size_t ints = (m->cfg.sent_words ? 3 : 2) * (size_t)sent_rows + 9 * (size_t)E +
                         3 * (size_t)m->lim.max_docs + (size_t)longest + 4 * (size_t)S;

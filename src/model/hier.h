@@ -42,6 +42,9 @@ struct lc_hibert {
     float *in_w, *in_b, *g_in_w, *g_in_b; /* doc.proj [C_d, C_s] (NULL when the widths agree) */
     float *head_w, *head_b, *g_head_w, *g_head_b; /* head [1, C_d], [1] */
     float *words, *g_words;       /* sent.words [cfg.sent_words, C_s] (NULL when 0) */
+    float *feat_w, *g_feat_w;     /* head.features [1, cfg.head_features] (NULL when 0) */
+    float *feats;                 /* [max_sents, cfg.head_features] the last extraction's features, batch order */
+    int head_feats;               /* the last head forward added feats (backward: their gradient) */
 
     lc_table atab;
     float *acts;
@@ -119,10 +122,11 @@ void lc_hier_centre_documents(const lc_hibert *m, float *x);
  * and a sentence's length after truncation. */
 lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
 int lc_hier_clipped_len(const lc_hibert *m, int len);
-/* model/hier_extract.c: the head over doc_out (logit_rows; scores in batch order) and, with labels (copied
- * to m->labels), their summed binary cross-entropy; its backward for the loss times loss_scale (the head's
- * gradients; d loss / d doc_out written to st[LC_HIER_DOC].dh). */
-lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, double *loss_sum);
+/* model/hier_extract.c: the head over doc_out (logit_rows; scores in batch order, plus head.features . feats[i]
+ * when with_feats: the batch's features copied into m->feats) and, with labels (copied to m->labels), their
+ * summed binary cross-entropy; its backward for the loss times loss_scale (the head's gradients; d loss / d
+ * doc_out written to st[LC_HIER_DOC].dh). */
+lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, int with_feats, double *loss_sum);
 void lc_hier_head_backward(lc_hibert *m, float loss_scale);
 /* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n . */
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);

@@ -11,10 +11,15 @@
 /* Binary cross-entropy of logit z against label y, stable for any z: log(1 + e^z) - y z. */
 static double bce(double z, int y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }
 
-lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, double *loss_sum) {
-    const int Cd = m->st[LC_HIER_DOC].cfg.d_model, rows = m->st[LC_HIER_DOC].rows;
+lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, int with_feats, double *loss_sum) {
+    const int Cd = m->st[LC_HIER_DOC].cfg.d_model, rows = m->st[LC_HIER_DOC].rows, F = m->cfg.head_features;
     lc_linear_forward(m->logit_rows, m->doc_out, m->head_w, m->head_b, rows, Cd, 1);
-    for (int i = 0; i < m->n_sents; i++) m->scores[i] = m->logit_rows[m->d_row[i]];
+    m->head_feats = with_feats && F > 0;
+    for (int i = 0; i < m->n_sents; i++) {
+        double z = m->logit_rows[m->d_row[i]];
+        for (int f = 0; m->head_feats && f < F; f++) z += (double)m->feat_w[f] * m->feats[(size_t)i * F + f];
+        m->scores[i] = (float)z;
+    }
     if (!labels) return LC_OK;
     double sum = 0;
     for (int i = 0; i < m->n_sents; i++) {
@@ -34,6 +39,9 @@ void lc_hier_head_backward(lc_hibert *m, float loss_scale) {
         const double z = m->scores[i];
         m->dlogit_rows[m->d_row[i]] = (float)(loss_scale * (1.0 / (1.0 + exp(-z)) - m->labels[i]));
     }
+    const int F = m->cfg.head_features;
+    for (int i = 0; m->head_feats && i < m->n_sents; i++) /* d loss / d head.features = sum of d logit x features */
+        for (int f = 0; f < F; f++) m->g_feat_w[f] += m->dlogit_rows[m->d_row[i]] * m->feats[(size_t)i * F + f];
     lc_set_threads(m->threads);
     memset(ds->dh, 0, sizeof(float) * (size_t)ds->rows * Cd);
     lc_linear_backward(ds->dh, m->g_head_w, m->g_head_b, m->dlogit_rows, m->doc_out, m->head_w, ds->rows, Cd, 1);
@@ -43,9 +51,18 @@ lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, cons
                                     double *loss_sum, long *count) {
     lc_clear_error();
     m->have_labels = 0, m->pretrained = 0;
+    const int F = m->cfg.head_features;
+    if (F && b && !b->features)
+        return lc_fail(LC_ERR_ARG, "hibert: the model's head reads %d features a sentence; the batch has none", F);
     lc_status st = lc_hier_encode(m, b, train);
+    if (!st && F) {
+        for (long i = 0; i < (long)m->n_sents * F; i++)
+            if (!isfinite(b->features[i]))
+                return lc_fail(LC_ERR_ARG, "hibert: feature %ld of sentence %ld is not finite", i % F, i / F);
+        memcpy(m->feats, b->features, sizeof(float) * (size_t)m->n_sents * F);
+    }
     double sum = 0;
-    if (st || (st = lc_hier_head_forward(m, labels, &sum)) || !labels) return st;
+    if (st || (st = lc_hier_head_forward(m, labels, F > 0, &sum)) || !labels) return st;
     m->have_labels = 1;
     if (loss_sum) *loss_sum = sum;
     if (count) *count = m->n_sents;

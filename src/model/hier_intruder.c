@@ -109,7 +109,7 @@ static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t se
         return st;
     for (int i = 0; i < n; i++) m->source[i] = m->vec_row[m->source[i]], m->labels[i] = !m->labels[i];
     double bce_sum = 0;
-    if ((st = lc_hier_documents_forward(m, b, m->source, 1)) || (st = lc_hier_head_forward(m, m->labels, &bce_sum)))
+    if ((st = lc_hier_documents_forward(m, b, m->source, 1)) || (st = lc_hier_head_forward(m, m->labels, 0, &bce_sum)))
         return st;
     lc_hier_head_backward(m, weight / (float)n);
     lc_hier_documents_backward(m, m->source);

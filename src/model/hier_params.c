@@ -10,7 +10,7 @@
 #include "model/hier.h"
 
 /* The list: sent.wte, sent.words (cfg.sent_words), sent.wpe, sent.blocks, sent.ln_f; doc.proj (widths differ), doc.wpe, doc.blocks,
- * doc.ln_f; head; then the kinds' state of both stacks. */
+ * doc.ln_f; head (and head.features); then the kinds' state of both stacks. */
 lc_status lc_hier_list_tensors(lc_hibert *m) {
     lc_tensor_builder b;
     lc_tensor_builder_init(&b, &m->tensors);
@@ -45,6 +45,10 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
     b.stack = LC_HIER_HEAD;
     lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, 1, Cd, "head.weight");
     lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_HEAD_B, -1, 0, 1, 0, "head.bias");
+    if (m->cfg.head_features) { /* longctx's sentence features (lc_hibert_config.head_features), from zero */
+        lc_tensor *t = lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD_FEAT, -1, 0, 1, m->cfg.head_features, "head.features");
+        if (t) t->init = LC_INIT_ZEROS;
+    }
     /* the sentence decoder (pre-training): after every encoder tensor, so their draws do not move */
     const lc_dec_stack *d = &m->dec.s;
     const long Cx = d->cfg.d_model;
@@ -84,6 +88,7 @@ static float **site(void *user, const lc_tensor *t, int l, int grad) {
     case LC_SITE_IN_B: return grad ? &m->g_in_b : &m->in_b;
     case LC_SITE_HEAD: return grad ? &m->g_head_w : &m->head_w;
     case LC_SITE_HEAD_B: return grad ? &m->g_head_b : &m->head_b;
+    case LC_SITE_HEAD_FEAT: return grad ? &m->g_feat_w : &m->feat_w;
     default: return t->stack < LC_HIER_STACKS ? lc_enc_stack_site(&m->st[t->stack], t, l, grad) : NULL;
     }
 }

@@ -44,8 +44,8 @@ typedef enum {
     LC_SITE_QK_W, LC_SITE_QK_B, LC_SITE_V_W, LC_SITE_V_B,
     LC_SITE_KIND_STATE,
     /* the hierarchical model's own (model/hier.h): the head's bias, the projection between two stacks, the
-     * sentence encoder's hashed word vectors */
-    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B, LC_SITE_WORDS,
+     * sentence encoder's hashed word vectors, the head's feature weights */
+    LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B, LC_SITE_WORDS, LC_SITE_HEAD_FEAT,
     /* the decoder block's cross-attention (lc_decoder_weights) */
     LC_SITE_LNC_W, LC_SITE_LNC_B, LC_SITE_CQ_W, LC_SITE_CQ_B, LC_SITE_CKV_W, LC_SITE_CKV_B, LC_SITE_CPROJ_W,
     LC_SITE_CPROJ_B

@@ -1,7 +1,8 @@
 /* LexRank (Erkan and Radev 2004), the graph-centrality baseline of extractive summarization that
  * docs/hibert.md compares HIBERT with: inverse document frequencies of ROUGE tokens over a collection,
  * idf-modified cosine between a document's sentences, and the stationary distribution of a damped random
- * walk on the thresholded similarity graph. Tokens are kept as 64-bit hashes (lc_rouge_token_hashes). */
+ * walk on the thresholded similarity graph; and the sentence features HIBERT's head may read (position, length,
+ * LexRank centrality). Tokens are kept as 64-bit hashes (lc_rouge_token_hashes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,5 +176,24 @@ lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, d
     free(edge);
     free(deg);
     free(next);
+    return st;
+}
+
+lc_status lc_summary_features(const char *const *sent, int n, float *out) {
+    lc_clear_error();
+    if (n <= 0) return LC_OK;
+    lc_idf idf;
+    double *score = malloc(sizeof *score * (size_t)n);
+    lc_status st = score ? lc_idf_build(sent, n, &idf) : lc_fail(LC_ERR_NOMEM, "features: out of memory");
+    if (!st) {
+        st = lc_lexrank_scores(sent, n, &idf, 0.1, 0.85, score);
+        lc_idf_free(&idf);
+    }
+    for (int i = 0; i < n && !st; i++) {
+        out[3 * i] = (float)(1.0 / (1 + i));
+        out[3 * i + 1] = (float)(log1p((double)lc_rouge_token_hashes(sent[i], NULL)) / 4);
+        out[3 * i + 2] = (float)(n * score[i]);
+    }
+    free(score);
     return st;
 }

@@ -33,6 +33,10 @@ lc_status lc_rouge_tokenize(const char *text, lc_vocab *v, int **ids, int *n);
  * bytes, in order, into out[] (NULL: only count them); returns how many there are. */
 int lc_rouge_token_hashes(const char *text, uint64_t *out);
 
+/* The text's ROUGE tokens, lower-cased, each of more than 3 characters replaced by its Porter stem, each
+ * followed by one space, as a new string (free() it; NULL when out of memory): lc_rouge_score_stem's input. */
+char *lc_rouge_stem_text(const char *text);
+
 /* Sorted n-gram keys (n = 1 or 2) of ids[0..len) with their counts: *keys and *counts (free() both)
  * hold *m distinct n-grams in increasing key order. */
 lc_status lc_ngram_counts(const int *ids, int len, int n, uint64_t **keys, int **counts, int *m);

@@ -41,6 +41,7 @@ static const meta_key keys[] = {
     INT("max_sent_len", CFG(max_sent_len), 1, 1 << 20, REQUIRED),
     INT("max_sents", CFG(max_sents), 1, 1 << 20, REQUIRED),
     INT("sent.words", CFG(sent_words), 0, 1 << 22, 0),
+    INT("head.features", CFG(head_features), 0, LC_HIBERT_MAX_FEATURES, 0),
     CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
     CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
     FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
@@ -167,12 +168,16 @@ lc_status lc_hibert_checkpoint_info(const char *path, lc_hibert_config *cfg, lc_
     return LC_OK;
 }
 
-/* The model's list against the file, then its values (moments when asked). */
-static lc_status read_into(const lc_st_file *f, lc_hibert *m, int moments) {
-    lc_status st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
-    const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+/* A list of the model's tensors against the file, then their values (moments when asked). */
+static lc_status read_list(const lc_st_file *f, lc_hibert *m, const lc_tensor_list *list, int moments) {
+    lc_status st = lc_ckpt_check_table(f, list, 0, NULL, NULL);
+    const lc_ckpt_tensors bufs = {list, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
     return st ? st : lc_ckpt_read_tensors(f, &bufs, moments);
 }
+
+/* The model's whole list. */
+static lc_status read_into(const lc_st_file *f, lc_hibert *m, int moments) { return read_list(f, m, &m->tensors, moments); }
+
 
 lc_status lc_hibert_load(const char *path, const lc_hibert_limits *limits, lc_hibert **out, lc_hibert_run *run) {
     lc_clear_error();
@@ -228,7 +233,21 @@ lc_status lc_hibert_init_from(lc_hibert *m, const char *path) {
                      path, a->max_sent_len, a->max_sents, a->norm ? "post" : "pre", a->activation ? "relu" : "gelu",
                      a->sent_words, b->max_sent_len, b->max_sents, b->norm ? "post" : "pre",
                      b->activation ? "relu" : "gelu", b->sent_words);
-    if (!st) st = read_into(f, m, 0);
+    if (!st && a->head_features != b->head_features && a->head_features)
+        st = lc_fail(LC_ERR_ARG, "%s: head-features %d: not the model's (%d)", path, a->head_features, b->head_features);
+    /* a checkpoint whose head reads no features (pre-training, the paper's head) starts a model whose head does:
+     * every tensor but head.features, which keeps its initial zeros */
+    lc_tensor_list only = m->tensors;
+    if (!st && a->head_features != b->head_features && !(only.t = malloc(sizeof *only.t * (size_t)m->tensors.n)))
+        st = lc_fail(LC_ERR_NOMEM, "out of memory");
+    if (!st && only.t != m->tensors.t) {
+        only.n = 0;
+        for (int i = 0; i < m->tensors.n; i++)
+            if (strcmp(m->tensors.t[i].name, "head.features") != 0) only.t[only.n++] = m->tensors.t[i];
+        only.cap = only.n;
+    }
+    if (!st) st = read_list(f, m, &only, 0);
+    if (only.t != m->tensors.t) free(only.t);
     lc_st_close(f);
     free(h);
     return st;
