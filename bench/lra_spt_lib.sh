@@ -1,6 +1,6 @@
 # Shared by bench/lra_spt_text.sh and bench/lra_spt_listops.sh (sourced, not run): resumable stages of a
 # self-pretraining recipe. Each stage ends by writing WORK/NAME.done (the command's JSON summary line); a
-# stage whose .done exists is skipped, and a stage interrupted (end of session, SIGINT, reboot) continues
+# stage whose .done exists is skipped, and a stage interrupted (a machine that goes away, SIGINT, reboot) continues
 # from its last periodic save when the script is run again. Every stage appends one JSON line per step to
 # WORK/NAME.log and its stderr to WORK/NAME.err. Sets and uses mode, W (the work folder), BIN (the longctx
 # binary) and T (threads).
