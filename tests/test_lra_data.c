@@ -456,12 +456,14 @@ TEST(tsv_gzip) {
 #endif
 }
 
-/* The peak resident memory of this process so far, in MB. */
+#ifdef LC_USE_ZLIB
+/* The peak resident memory of this process so far, in MB (the gzip bomb's bound). */
 static double peak_rss_mb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_maxrss / 1024.0;
 }
+#endif
 
 /* A file is read as a stream within limits: a line longer than max_line and more examples than max_examples
  * are refused naming the line. The default limit on examples holds a gzip bomb of short lines (4.5 M
