@@ -72,13 +72,13 @@ check "predict --tsv: 8 labels" -- test "$(wc -l <"$tmp/p.txt")" -eq 8
 # metadata that claims a larger model than the file's tensors (d_ff 2^20 in a 50 KB file) is refused by the tensor
 # table before anything is allocated: it once built the model it claimed (21 s and 4.9 GB for --resume). Release
 # builds run it in 1 GB of address space (AddressSanitizer needs more).
-python3 "$(dirname "${BASH_SOURCE[0]}")/ckpt_set_meta.py" "$tmp/w.st.last" "$tmp/huge.st" d_ff=1048576
+ckpt_set_meta "$tmp/w.st.last" "$tmp/huge.st" d_ff=1048576
 in_1gb() { if [ "${LC_VARIANT:-release}" = asan ]; then "$@"; else bash -c 'ulimit -v 1000000 && "$@"' _ "$@"; fi; }
 claims="huge\.st: tensor blocks\.0\.ffn\.fc1\.weight has shape \[32, 16\] but the model expects \[1048576, 16\]"
 expect 1 "$claims" -- in_1gb "${tr[@]}" --resume "$tmp/huge.st" --out "$tmp/huge2.st" --threads 1
 expect 1 "$claims" -- in_1gb "$bin" eval --ckpt "$tmp/huge.st" --task classify --data "$tmp/valid.tsv"
 expect 1 "$claims" -- in_1gb "$bin" predict --ckpt "$tmp/huge.st" "$tmp/lines.txt"
-python3 "$(dirname "${BASH_SOURCE[0]}")/ckpt_set_meta.py" "$tmp/w.st.last" "$tmp/classes.st" n_classes=3
+ckpt_set_meta "$tmp/w.st.last" "$tmp/classes.st" n_classes=3
 expect 1 "classes\.st: 'classify\.labels' announces 2 labels for n_classes 3" -- \
     "$bin" eval --ckpt "$tmp/classes.st" --task classify --data "$tmp/valid.tsv"
 check "no checkpoint from refused runs" -- test ! -e "$tmp/huge2.st"

@@ -147,9 +147,8 @@ check "eval: the same scores on 1 thread as on all cores" -- cmp <(tail -1 "$tmp
 # metadata that claims a larger model than the file's tensors (a sentence encoder's ffn of 2^20) is refused by the
 # tensor table before any model is built: --init and --resume once built the model it claimed (0.58 GB). Release
 # builds run in 1 GB of address space (AddressSanitizer needs more).
-set_meta="$(dirname "${BASH_SOURCE[0]}")/ckpt_set_meta.py"
-python3 "$set_meta" "$tmp/intr.st" "$tmp/huge_pre.st" sent.d_ff=1048576
-python3 "$set_meta" "$tmp/ft.st.last" "$tmp/huge_ft.st" sent.d_ff=1048576
+ckpt_set_meta "$tmp/intr.st" "$tmp/huge_pre.st" sent.d_ff=1048576
+ckpt_set_meta "$tmp/ft.st.last" "$tmp/huge_ft.st" sent.d_ff=1048576
 in_1gb() { if [ "${LC_VARIANT:-release}" = asan ]; then "$@"; else bash -c 'ulimit -v 1000000 && "$@"' _ "$@"; fi; }
 claims="tensor sent\.blocks\.0\.ffn\.fc1\.weight has shape \[32, 16\] but the model expects \[1048576, 16\]"
 expect 1 "huge_pre\.st: $claims" -- in_1gb "${ft[@]}" --init "$tmp/huge_pre.st" --steps 1 --out "$tmp/x.st"

@@ -27,6 +27,33 @@ check() { # check DESCRIPTION -- command: succeeds when the command does
     if "$@" >"$tmp/out" 2>"$tmp/err"; then passed=$((passed + 1)); else
         failed=$((failed + 1)); echo "FAIL: $what: $(tail -c 300 "$tmp/err")"; fi
 }
+# pycheck DESCRIPTION -- python3 ...: check, where python3 is installed; elsewhere (a bare machine) a note
+# says the check was skipped, and nothing is counted.
+pycheck() {
+    if command -v python3 >/dev/null 2>&1; then check "$@"; else echo "note: python3 not found: skipped: $1"; fi
+}
+# ckpt_set_meta IN OUT KEY=VALUE...: OUT is the checkpoint IN with those metadata values rewritten in its
+# safetensors JSON header (a key that is absent is added) and every tensor byte kept: the CLI tests craft
+# checkpoints whose metadata lies about the tensors they hold. Shell and coreutils only (a bare machine has
+# no python3).
+ckpt_set_meta() {
+    local in=$1 out=$2 n header kv key value len hex i LC_ALL=C
+    shift 2
+    n=$(od -An -tu8 -N8 "$in" | tr -d ' ')
+    header=$(head -c $((n + 8)) "$in" | tail -c "$n" | sed 's/ *$//')
+    for kv in "$@"; do
+        key=${kv%%=*} value=${kv#*=}
+        if [[ $header == *"\"$key\":\""* ]]; then
+            header=$(printf '%s' "$header" | sed "s/\"$key\":\"[^\"]*\"/\"$key\":\"$value\"/")
+        else
+            header=${header/\"__metadata__\":\{/\"__metadata__\":\{\"$key\":\"$value\",}
+        fi
+    done
+    while [ $((${#header} % 8)) -ne 0 ]; do header+=" "; done
+    len=${#header} hex=""
+    for i in 0 1 2 3 4 5 6 7; do hex+=$(printf '\\x%02x' $(((len >> (8 * i)) & 255))); done
+    { printf "$hex"; printf '%s' "$header"; tail -c +$((n + 9)) "$in"; } >"$out"
+}
 # cli_summary NAME: the "NAME: N passed, N failed" line tests/run.sh reads; the status is 0 when none failed.
 cli_summary() {
     echo "$1: $passed passed, $failed failed"

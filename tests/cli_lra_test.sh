@@ -61,7 +61,7 @@ check "nothing on stdout without --json" -- test ! -s "$tmp/c.out"
 check "listops --min-length 20 --max-length 60" -- "${lo[@]}" --n 40 --seed 5 --out "$tmp/short.tsv" --json \
     --min-length 20 --max-length 60
 cp "$tmp/out" "$tmp/short.json"
-check "short trees: lengths within 21..59" -- python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read())
+pycheck "short trees: lengths within 21..59" -- python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read())
 assert d["examples"] == 40 and 21 <= d["length_min"] and d["length_max"] <= 59, d' "$tmp/short.json"
 check "--max-depth 3 writes trees of depth at most 3" -- "${lo[@]}" --n 20 --seed 5 --out "$tmp/shallow.tsv" --json \
     --max-depth 3 --min-length 5 --max-length 100
