@@ -88,9 +88,9 @@ lacks() { # lacks HELP FLAG...: none of the flags in that help text
 }
 has() { local h=$1 f; shift; for f in "$@"; do flags_of "$h" | grep -qx -- "$f" || { echo "$h --help lacks $f" >&2; return 1; }; done; }
 check "train --task classify --help: no LM-only flags" -- lacks "train --task classify" --seg-len --model --mem-len --clamp-len \
-    --same-length --shared-uv --untied --share-qk --reversible --ffn-chunk --extra-tokens --objective
+    --same-length --shared-uv --untied --share-qk --reversible --ffn-chunk --extra-tokens
 check "train --task classify --help: its own and the encoder's flags" -- has "train --task classify" --valid --max-len --pool \
-    --layers --dim --attn --share-attn --dropout --lr --log
+    --layers --dim --attn --share-attn --dropout --lr --log --objective
 check "train --help: the LM's flags, --log and --task" -- has "train" --seg-len --mem-len --objective --log --task
 check "hibert finetune --help: no pretrain-only flags" -- lacks "hibert finetune" --docs --eval-docs --dec-layers --dec-dim \
     --dec-heads --dec-ffn --dec-attn
