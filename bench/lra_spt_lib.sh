@@ -26,6 +26,26 @@ spt_init() {
     [ -x "$BIN" ] || { echo "$1: error: --bin $BIN is not an executable (run make)" >&2; exit 2; }
 }
 
+# spt_args SCRIPT ARGS...: the flags every recipe takes (spt_common) and the script's own --NAME N, each
+# setting the variable NAME (dashes as underscores) to which the script gave a default before the call;
+# anything else is refused. Then spt_init.
+spt_args() {
+    local script=$1 var
+    shift
+    while [ $# -gt 0 ]; do
+        spt_common "$1" "${2-}" && { shift 2; continue; }
+        var=${1#--} && var=${var//-/_}
+        if [[ $1 == --* && $var =~ ^[a-z_]+$ ]] && [ -n "${!var+set}" ] && [ $# -ge 2 ]; then
+            printf -v "$var" '%s' "$2"
+            shift 2
+            continue
+        fi
+        echo "$script: error: unknown argument '$1' (see the usage at the top of the script)" >&2
+        exit 2
+    done
+    spt_init "$script"
+}
+
 # spt_lm NAME STEPS -- FLAGS: a byte-level masked LM (`longctx train --objective mlm`) into W/NAME.ckpt,
 # run inside W (the checkpoint records its --data path, which --resume reads back).
 spt_lm() {

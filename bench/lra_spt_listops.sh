@@ -19,18 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lra_spt_lib.sh
 mlm_steps=600; short_steps=3000; ft_steps=2000; scratch_steps=4000; valid_n=500
-while [ $# -gt 0 ]; do
-    case $1 in
-    --mlm-steps) mlm_steps=$2; shift 2 ;;
-    --short-steps) short_steps=$2; shift 2 ;;
-    --ft-steps) ft_steps=$2; shift 2 ;;
-    --scratch-steps) scratch_steps=$2; shift 2 ;;
-    --valid-n) valid_n=$2; shift 2 ;;
-    *) spt_common "$1" "${2-}" && shift 2 && continue
-       echo "lra_spt_listops.sh: error: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
-    esac
-done
-spt_init lra_spt_listops.sh
+spt_args lra_spt_listops.sh "$@"
 
 gen() { [ -s "$W/$1" ] || "$BIN" listops --out "$W/$1" "${@:2}"; }
 gen listops_train.tsv --n 96000 --seed 1

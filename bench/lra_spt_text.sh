@@ -15,17 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lra_spt_lib.sh
 mlm_steps=2000; ft_steps=2500; scratch_steps=5000; valid_n=1000
-while [ $# -gt 0 ]; do
-    case $1 in
-    --mlm-steps) mlm_steps=$2; shift 2 ;;
-    --ft-steps) ft_steps=$2; shift 2 ;;
-    --scratch-steps) scratch_steps=$2; shift 2 ;;
-    --valid-n) valid_n=$2; shift 2 ;;
-    *) spt_common "$1" "${2-}" && shift 2 && continue
-       echo "lra_spt_text.sh: error: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
-    esac
-done
-spt_init lra_spt_text.sh
+spt_args lra_spt_text.sh "$@"
 
 # The encoder both stages share (LRA's Text model is 4 layers of width 256; half the width here), window
 # attention (docs/lra.md: 7x full's speed at 4K), positions for 4,096 bytes (the classifier's --max-len +
