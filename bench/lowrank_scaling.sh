@@ -2,7 +2,7 @@
 # Reformer and Linformer attention against length, beside full attention (issue 5): `longctx bench attn
 # --json` (B = 1, 8 heads x 64, bidirectional as Linformer needs, forward + backward, median of REPS) for
 # lsh with 1, 2 and 4 hash rounds (buckets 32, chunk 64), linformer with k = 128 and 256, and full
-# attention up to 16K. Writes experiments/benchmarks/bench_lowrank.jsonl and prints the table of docs/benchmarks.md
+# attention up to 16K. Writes experiments/benchmarks/bench_lowrank.jsonl and prints the table of docs/results/speed-attention.md
 # (time and memory per token, speed-up over full at the same length) via bench/lowrank_table.py.
 # usage: bench/lowrank_scaling.sh [THREADS] [REPS]     defaults: 2 3
 set -euo pipefail

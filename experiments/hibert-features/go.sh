@@ -1,5 +1,5 @@
 #!/bin/bash
-# docs/hibert.md, "Head features": the shipped model's greedy fine-tuning of the committed pre-trained weights
+# experiments/hibert-features/README.md, "Head features": the shipped model's greedy fine-tuning of the committed pre-trained weights
 # (experiments/hibert-greedy/seeds/go.sh) with the head also reading each sentence's position, length and LexRank
 # centrality (--head-features 3, longctx's extension), one fine-tuning per seed, chosen among by validation.
 # Run from the repository root after `make`; LONGCTX names the binary (default ./longctx), THREADS its threads.

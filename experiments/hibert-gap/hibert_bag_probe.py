@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A PyTorch probe for docs/hibert.md ("Why the gap"): is the byte-level sentence encoder what keeps HIBERT
+"""A PyTorch probe for experiments/hibert-gap/README.md ("Why the gap"): is the byte-level sentence encoder what keeps HIBERT
 below LexRank on BBC News, or the document-level model?
 
 It replaces the sentence encoder by the easiest content representation there is, the mean of hashed

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What a fine-tuned HIBERT checkpoint picks on the BBC splits, and how ROUGE moves when the ranking favours
-long sentences (docs/hibert.md, "Greedy labels and long sentences").
+long sentences (experiments/hibert-greedy/README.md, "Greedy labels and long sentences").
 
 For the valid and test splits: the checkpoint's ROUGE-1/2/L with the top k sentences (k = the contained
 reference sentences, as `longctx eval --task summarize`), the tokens its picks hold, the share of its picks

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A PyTorch probe for docs/hibert.md: does a sentence-intruder pre-training objective give the document
+"""A PyTorch probe for experiments/hibert-intruders/README.md: does a sentence-intruder pre-training objective give the document
 encoder the centrality signal that BBC's extraction labels follow?
 
 Model: experiments/hibert-gap/hibert_bag_probe.py's (mean of hashed word embeddings as the sentence vector, a 2-layer

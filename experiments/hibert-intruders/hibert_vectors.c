@@ -1,4 +1,4 @@
-/* How much of HIBERT's sentence vectors is one vector shared by every sentence (docs/hibert.md, "Sentence
+/* How much of HIBERT's sentence vectors is one vector shared by every sentence (experiments/hibert-intruders/README.md, "Sentence
  * intruders"): the sentence encoder's EOS state (after its final LayerNorm) for every sentence of the first
  * 8 articles of a BBC root's valid split, then the share of their mean in their mean squared norm and the
  * mean pairwise cosine before and after removing that mean. A share near 1 leaves little of a sentence's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIBERT fine-tuning with per-tensor learning rates (docs/hibert.md, "Slower encoders in fine-tuning"):
+# HIBERT fine-tuning with per-tensor learning rates (experiments/hibert-lr-scale/README.md, "Slower encoders in fine-tuning"):
 # stages (a) and (b) of experiments/hibert-recipe/hibert_recipe.sh in bf16, then fine-tuning from (b) with the pre-trained
 # encoders slowed or frozen by --lr-scale, the head at the recipe's rate; same fine-tuning budget and
 # settings as the recipe's ablation. Each fine-tuning's test ROUGE is printed at the end.

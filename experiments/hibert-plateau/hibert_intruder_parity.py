@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does PyTorch, started from the very weights of a longctx HIBERT checkpoint, learn the sentence intruders as
-longctx does (docs/hibert.md, "The intruder plateau is an onset time")? The checkpoint's sentence vectors are
+longctx does (experiments/hibert-plateau/README.md, "The intruder plateau is an onset time")? The checkpoint's sentence vectors are
 made word-only (`zero` sets sent.ln_f to 0, so every EOS state is 0 and the document encoder reads the hashed
 word vectors alone), and `train` runs the intruder objective on its document encoder, word vectors and head
 in PyTorch: longctx's tokens and FNV-1a buckets, pre-LN blocks with tanh GELU and a final LayerNorm, AdamW

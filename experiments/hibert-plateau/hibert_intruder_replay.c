@@ -1,4 +1,4 @@
-/* Step-for-step comparison of longctx's intruder pre-training with PyTorch's (docs/hibert.md, "The intruder
+/* Step-for-step comparison of longctx's intruder pre-training with PyTorch's (experiments/hibert-plateau/README.md, "The intruder
  * plateau is an onset time"): STEPS steps of lc_hibert_pretrain_step_intruders from CKPT on fixed batches
  * (BATCHES: one line of 8 train-split document indices per step, first 64 sentences of each), intruders
  * alone (rate 0.25, weight 10^6), constant lr 1e-3, clipping at CLIP (0: off), the sentence encoder frozen

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIBERT with a longer out-of-domain pre-training (docs/hibert.md, "Longer pre-training"): stage (a) on the
+# HIBERT with a longer out-of-domain pre-training (experiments/hibert-pretraining-length/README.md, "Longer pre-training"): stage (a) on the
 # IMDB train + validation reviews for 16,000 steps in bf16 (the recipe's (a) is 2,400 steps in fp32), then
 # the recipe's (b) and (c) unchanged (fp32): 650 steps on the BBC train split from it, 1,200 steps of
 # fine-tuning, and the test split's ROUGE of the best checkpoint. One thread; a stopped run continues from

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIBERT's three stages and the pre-training ablation (docs/hibert.md, "Results"), as run on 2026-12-01:
+# HIBERT's three stages and the pre-training ablation (experiments/hibert-recipe/README.md, "Results"), as run on 2026-12-01:
 # every command one thread, two at a time on a 2-core machine. Stage (a): masked-sentence pre-training on
 # the IMDB train + validation reviews (never its test reviews); (b) on the BBC train split, from (a) or
 # from scratch; (c) fine-tuning for extraction, from (b), from BBC-only pre-training, or from scratch,

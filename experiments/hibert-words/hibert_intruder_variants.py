@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Which difference between the PyTorch intruder probe (experiments/hibert-intruders/hibert_intruder_probe.py, which learns sentence
-intruders on BBC News) and longctx's HIBERT (which did not) stops the learning? docs/hibert.md, "Hashed word
+intruders on BBC News) and longctx's HIBERT (which did not) stops the learning? experiments/hibert-words/README.md, "Hashed word
 vectors". Pre-trains the probe's word-level model on intruders alone (BBC train split, rate 0.25) and prints
 the mean training BCE every 125 steps (the constant predictor's is about 0.562); no fine-tuning.
 Switches (environment variables, any combination):
@@ -13,7 +13,7 @@ Switches (environment variables, any combination):
   OURS=1     longctx's document encoder otherwise too: GELU, a final LayerNorm, AdamW betas (0.9, 0.99),
              gradient clipping at 1 (with INIT002's initialisation)
   INBATCH=1  intruders come from the other documents of the batch (as longctx's swaps), not from the pool
-  SYN=DIR    documents from DIR/*.txt instead of BBC (MAKE_SYN=DIR writes the synthetic corpus of docs/hibert.md
+  SYN=DIR    documents from DIR/*.txt instead of BBC (MAKE_SYN=DIR writes the synthetic corpus of experiments/hibert-words/README.md
              there and exits: 2,000 documents of 8 to 20 sentences of 6 to 14 words, each word from the
              document's own 40-word vocabulary with probability 0.5, else from 5,000 random 3-8 letter words)
   TAG=text   a label for the output lines

@@ -1,6 +1,6 @@
 """How far the outermost operator alone goes on ListOps: predict, for each test sequence, the most frequent
 label among training sequences with the same outermost operator (the first [MIN / [MAX / [MED / [SM token
-of the printed sequence). docs/lra.md quotes it to explain why ~36% is what LRA's models reach and why a
+of the printed sequence). experiments/lra-hour/README.md quotes it to explain why ~36% is what LRA's models reach and why a
 kind whose [CLS] sees the first 64 tokens learns it quickly. Plain python3.
 usage: python3 experiments/lra-budgets/listops_outer_op.py TRAIN.tsv TEST.tsv [N_TRAIN]   (files written by `longctx listops`)"""
 import collections

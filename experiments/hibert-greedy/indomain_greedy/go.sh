@@ -1,5 +1,5 @@
 #!/bin/bash
-# s19: docs/hibert.md, "Four seeds of the greedy fine-tuning, and the in-domain row with greedy labels": the
+# s19: experiments/hibert-greedy/README.md, "Four seeds of the greedy fine-tuning, and the in-domain row with greedy labels": the
 # in-domain-only row of the ablation (BBC 3,000 steps of 8 from scratch with sentence intruders, the twelfth
 # session's in-domain stage: experiments/hibert-ood10k/go.sh) fine-tuned with greedy labels (the recipe's 1,200
 # steps of 8, word vectors at 3x the rate, seed 1337). Two threads. Run from the repository root after `make`;
