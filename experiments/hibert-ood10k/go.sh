@@ -1,5 +1,5 @@
 #!/bin/bash
-# The twelfth session's runs (experiments/hibert-ood10k/README.md, "Longer out-of-domain pre-training, faster word vectors");
+# The runs of (experiments/hibert-ood10k/README.md, "Longer out-of-domain pre-training, faster word vectors");
 # run from the repository root after `make`. As run: LONGCTX pointed at a copy of the build's longctx;
 # the IMDB stage's first 4,000 steps are eos0_ablation's ood.ckpt (go_a.sh), continued to 10,000 with
 # `longctx hibert pretrain --resume ood.ckpt --out ood10k.ckpt --steps 10000 --eval-every 1000 --threads 1

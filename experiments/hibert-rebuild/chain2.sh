@@ -1,5 +1,5 @@
 #!/bin/bash
-# s17: finish the best row's pre-training (IMDB to 10,000, BBC 1,000), fine-tune it with the paper's greedy
+# finish the best row's pre-training (IMDB to 10,000, BBC 1,000), fine-tune it with the paper's greedy
 # labels first (experiments/hibert-greedy/README.md "Greedy labels and long sentences"), then with the contained labels (the row as
 # shipped); each prints its test ROUGE. Usage: chain2.sh [THREADS]
 cd /work/main   # the script reads data/ from here; it runs a copy (s17) so that edits to bench/ do not touch a running chain

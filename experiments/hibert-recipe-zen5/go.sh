@@ -1,5 +1,5 @@
 #!/bin/bash
-# s19: experiments/hibert-recipe-zen5/README.md, "The whole recipe on one machine": the shipped row's three stages in one run on an AMD
+# experiments/hibert-recipe-zen5/README.md, "The whole recipe on one machine": the shipped row's three stages in one run on an AMD
 # EPYC Zen 5 (2 cores, AVX-512 with bf16), two threads each, to time the recipe: (a) IMDB train + validation
 # reviews, 10,000 steps of 16, and (b) BBC train split, 1,000 steps of 8, both with sentence intruders (0.25,
 # weight 1000), constant rate, bf16; (c) the greedy-label fine-tuning (1,200 steps of 8, word vectors at 3x the

@@ -1,7 +1,7 @@
 #!/bin/bash
-# s19: experiments/hibert-greedy/README.md, "Four seeds of the greedy fine-tuning, and the in-domain row with greedy labels": the
-# in-domain-only row of the ablation (BBC 3,000 steps of 8 from scratch with sentence intruders, the twelfth
-# session's in-domain stage: experiments/hibert-ood10k/go.sh) fine-tuned with greedy labels (the recipe's 1,200
+# experiments/hibert-greedy/README.md, "Four seeds of the greedy fine-tuning, and the in-domain row with greedy labels": the
+# in-domain-only row of the ablation (BBC 3,000 steps of 8 from scratch with sentence intruders, the
+# in-domain stage of experiments/hibert-ood10k/go.sh) fine-tuned with greedy labels (the recipe's 1,200
 # steps of 8, word vectors at 3x the rate, seed 1337). Two threads. Run from the repository root after `make`;
 # as run, LONGCTX pointed at a copy of the build's longctx and the folder was /work/runs/s19/indomain
 # (AMD EPYC Zen 5: 15 min 24 s + 8 min 7 s). Run it again to continue a stopped stage.

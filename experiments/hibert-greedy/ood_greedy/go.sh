@@ -1,6 +1,5 @@
 #!/bin/bash
-# s18: the model shipped in the eighteenth session (experiments/hibert-greedy/README.md, "Greedy labels after pre-training"; since
-# the nineteenth, its seed 4): the best row's pre-training (IMDB 10,000 steps of 16 + BBC 1,000 of 8,
+# the model shipped before its seed 4 (experiments/hibert-greedy/README.md, "Greedy labels after pre-training"): the best row's pre-training (IMDB 10,000 steps of 16 + BBC 1,000 of 8,
 # experiments/hibert-rebuild/) fine-tuned with the paper's greedy ROUGE-oracle labels, the word vectors at 3x
 # the rate, the recipe's 1,200 steps of 8, seed 1337, 2 threads. As run: experiments/hibert-rebuild/chain2.sh
 # (its first fine-tuning, FT_NAME=ft_ood_greedy). The same from the committed weights after both stages is

@@ -1,8 +1,8 @@
 #!/bin/bash
-# s19: experiments/hibert-greedy/README.md, "Four seeds of the greedy fine-tuning": the eighteenth session's greedy fine-tuning of
+# experiments/hibert-greedy/README.md, "Four seeds of the greedy fine-tuning": the greedy fine-tuning of
 # the committed pre-trained weights (seed 1337: ../ood_greedy/) with seeds 2, 3 and 4 beside it, chosen among by the
 # validation split (the mean of the three F1 scores, as fine-tuning picks its checkpoints). Seed 4 is the
-# shipped model since the nineteenth session. Run from the repository root after `make`; as run, the build's
+# shipped model. Run from the repository root after `make`; as run, the build's
 # longctx was copied to /work/runs/s19/ and the folders were /work/runs/s19/seedN (AMD EPYC Zen 5, 2 threads,
 # about 8 minutes a seed). On another CPU the same command is another run (experiments/hibert-averaging/README.md, "Averaging the
 # last checkpoints of a run"): fp32 products round differently with other kernels.
