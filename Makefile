@@ -90,10 +90,13 @@ LIB_SRC := $(filter-out $(DIST_OFF),$(wildcard src/core/*.c src/kernels/*.c src/
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
+# one-off research probes beside their studies (experiments/<study>/*.c; they may read private headers)
+EXP_SRC := $(wildcard experiments/*/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+EXP_BIN := $(EXP_SRC:%.c=$(BUILD)/%)
 LIB := $(BUILD)/liblongctx.a
 CLI := $(BUILD)/longctx
 # ---- the portable library: liblongctx.so, and everything `make install` installs (docs/install.md) ----
@@ -229,6 +232,11 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
+$(BUILD)/experiments/%: experiments/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+
 test: $(LIB) $(CLI) $(TEST_BIN)
 	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS) $(MPI)
 
@@ -323,7 +331,7 @@ else
 	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz
 endif
 
-bench: $(LIB) $(CLI) $(BENCH_BIN)
+bench: $(LIB) $(CLI) $(BENCH_BIN) $(EXP_BIN)
 
 # The main job: build the CLI (not the shared library), train the default model on the bundled corpus, report
 # valid bpc, sample text.

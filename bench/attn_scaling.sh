@@ -3,9 +3,9 @@
 # (B = 1, 8 heads x 64, causal, forward + backward, median of REPS) for the sparse kinds at 2K..64K and
 # full attention up to 16K (its time grows with T: 16K is ~20 s for 3 repetitions on 2 cores). Kinds the
 # build does not have yet (bigbird, window with global tokens) are skipped with a note. Writes
-# docs/bench_attn_scaling.jsonl, then draws docs/attn_scaling.svg and prints the summary table
+# experiments/benchmarks/bench_attn_scaling.jsonl, then draws docs/figures/attn_scaling.svg and prints the summary table
 # (bench/plot_attn.py). With KIND arguments only those kinds are measured again: their rows in
-# docs/bench_attn_scaling.jsonl are replaced, the other kinds' rows kept, and the figure redrawn.
+# experiments/benchmarks/bench_attn_scaling.jsonl are replaced, the other kinds' rows kept, and the figure redrawn.
 # usage: bench/attn_scaling.sh [THREADS] [REPS] [KIND ...]     defaults: 2 3, every kind
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ threads=${1:-2}; reps=${2:-3}
 shift $(($# < 2 ? $# : 2))
 sparse_lens=2048,4096,8192,16384,32768,65536
 full_lens=2048,4096,8192,16384
-out=docs/bench_attn_scaling.jsonl
+out=experiments/benchmarks/bench_attn_scaling.jsonl
 kinds=(window:w=256 block:b=256 strided:s=256 compressed:w=256,s=64 window:w=256,global=2 bigbird:b=64,r=3 full)
 only=("$@")
 [ ${#only[@]} -gt 0 ] && kinds=("${only[@]}")
@@ -51,4 +51,4 @@ PY
 fi
 cp "$tmp" "$out"
 echo "wrote $out" >&2
-/usr/bin/python3 bench/plot_attn.py "$out" docs/attn_scaling.svg
+/usr/bin/python3 bench/plot_attn.py "$out" docs/figures/attn_scaling.svg

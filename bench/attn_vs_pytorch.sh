@@ -2,7 +2,7 @@
 # Attention kinds of longctx against the same attention written the usual PyTorch way
 # (bench/torch_attn.py: Hugging Face's Longformer chunked band + global, BigBird blocked gather, dense),
 # forward + backward, B = 1, 8 heads x 64, causal, the same thread count on both sides. For each kind
-# and length the two sides run back to back; every JSON line goes to docs/bench_attn_torch.jsonl
+# and length the two sides run back to back; every JSON line goes to experiments/benchmarks/bench_attn_torch.jsonl
 # (longctx: "impl":"longctx", PyTorch: "impl":"pytorch"), followed by one summary line per pair
 # ("bench":"attn_vs_pytorch", ratio = PyTorch ms / longctx ms, fwd + bwd).
 # A kind the C side does not support yet (its spec fails to parse or check) is run on the PyTorch side
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}; reps=${2:-3}; lens=${3:-4096,16384}
-out=docs/bench_attn_torch.jsonl
+out=experiments/benchmarks/bench_attn_torch.jsonl
 kinds=(full window:w=256 window:w=256,global=2 bigbird:b=64,r=3)
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 make -s >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIBERT pre-training with sentence intruders beside the masked sentences (docs/hibert.md, "Sentence
+# HIBERT pre-training with sentence intruders beside the masked sentences (experiments/hibert-intruders/README.md, "Sentence
 # intruders"): the recipe's stages with --intruders, then the recipe's fine-tuning (same budget and settings
 # as its ablation), and each fine-tuned model's test ROUGE.
 #   usage: bench/hibert_intruders.sh [DIR] [ood|indomain|none] [RATE] [WEIGHT]   (from the repository root, after `make`)
@@ -11,7 +11,7 @@
 #   FT_FLAGS: more fine-tuning flags, e.g. FT_FLAGS="--lr-scale sent.words=3" (the word vectors at 3x the rate).
 #   FT_NAME: the fine-tuning's name (its files FT_NAME.ckpt, .log, .jsonl; default ft_CHAIN), so that one
 #   pre-training can be fine-tuned more than one way, e.g. FT_NAME=ft_ood_greedy FT_FLAGS="--labels greedy".
-#   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (docs/hibert.md, "Hashed word
+#   SHAPE: more shape flags for the new models, e.g. SHAPE="--sent-words 4096" (experiments/hibert-words/README.md, "Hashed word
 #   vectors"); the stages that start from a checkpoint keep its shape.
 #   Stopped (a signal, the end of a session)? Run the same command again: each unfinished stage continues
 #   from its last save (every 5 minutes, and on SIGINT/SIGTERM) and finished ones are skipped.

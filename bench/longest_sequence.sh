@@ -3,11 +3,11 @@
 # a single sequence, with the peak resident memory from /usr/bin/time. Two settings:
 #   262,144 bytes: dim 128, 8 heads, ffn 512, window w=256, ordinary layers;
 #   1,048,576 bytes: dim 64, 4 heads, ffn 256, window w=128, reversible layers and chunked feed-forward.
-# Writes JSON lines (bench train's fields plus peak_rss_bytes) to docs/bench_longest.jsonl.
+# Writes JSON lines (bench train's fields plus peak_rss_bytes) to experiments/benchmarks/bench_longest.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s all
-out=docs/bench_longest.jsonl
+out=experiments/benchmarks/bench_longest.jsonl
 : >"$out"
 run() {
     log=$(mktemp)

@@ -1,6 +1,6 @@
 """Prints the table of bench/lowrank_scaling.sh: per kind and length, forward + backward time per token,
 attention memory per token, and the speed-up and memory saving over full attention at the same length.
-usage: bench/lowrank_table.py docs/bench_lowrank.jsonl"""
+usage: bench/lowrank_table.py experiments/benchmarks/bench_lowrank.jsonl"""
 import json
 import sys
 

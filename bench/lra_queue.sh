@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the accuracy part of many rows of the Long Range Arena table (docs/lra.md) one after another, for
+# Runs the accuracy part of many rows of the Long Range Arena table (docs/results/lra.md) one after another, for
 # runs that outlast a session: each spec's run of one task goes through bench/lra_row.sh --no-speed, a spec
 # whose row for that task is already in --out is skipped, and a run that was interrupted resumes from its
 # last state (lra_row.sh keeps its clock). So the same command, run again after a stop, continues the queue.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One row of the Long Range Arena table of docs/lra.md for one attention spec (issue 11, item 6): the same
+# One row of the Long Range Arena table of docs/results/lra.md for one attention spec (issue 11, item 6): the same
 # classifier shape and budget for every kind. Prints one JSON line per measurement (to stdout and --out):
 #  - "part":"accuracy": `train --task classify` on ListOps (words, --max-len 2000) and/or Text (byte-level
 #    IMDB, --max-len 4000) for --steps steps, stopped by SIGINT if it passes --minutes (then "cut":true),
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 attn=""; name=""; task=both; speed=1; steps=800; minutes=""; budget=""; calib_steps=64; calib_only=0; n=96000; valid_n=500; batch=16; eval_every=200
 work=${TMPDIR:-/tmp}/longctx_lra; out=""; bin=./longctx; threads=0; speed_steps=3; speed_batch=4; speed_repeats=3; extra=()
-# the shape every row shares (docs/lra.md, "The table"): change it for every kind or for none
+# the shape every row shares (experiments/lra-budgets/README.md, "The table's tooling"): change it for every kind or for none
 shape=(--layers 2 --dim 64 --heads 4 --ffn 128 --dropout 0.1 --lr 0.001 --warmup 100 --weight-decay 0.01)
 while [ $# -gt 0 ]; do
     case $1 in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Self-pretraining recipe for LRA's ListOps (docs/lra.md, "Self-pretraining"), after Amos, Berant and Gupta,
+# Self-pretraining recipe for LRA's ListOps (experiments/lra-self-pretraining/README.md), after Amos, Berant and Gupta,
 # "Never Train from Scratch" (arXiv 2310.02980), with a curriculum over tree length:
 #   listops_mlm    masked-token pre-training of the classifier's encoder on the training split's inputs
 #                  (`train --task classify --objective mlm`, words: the classifier's own vocabulary)

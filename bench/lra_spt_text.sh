@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Self-pretraining recipe for LRA's Text task (byte-level IMDB; docs/lra.md, "Self-pretraining"), after
+# Self-pretraining recipe for LRA's Text task (byte-level IMDB; experiments/lra-self-pretraining/README.md), after
 # Amos, Berant and Gupta, "Never Train from Scratch" (arXiv 2310.02980): a byte-level masked LM on the
 # training reviews only (the 20,000 texts of data/imdb/train.tsv.gz, shuffled with a fixed seed, one per
 # line), then the classifier fine-tuned from it with --init, then the test split scored. Resumable: run the
@@ -18,7 +18,7 @@ mlm_steps=2000; ft_steps=2500; scratch_steps=5000; valid_n=1000
 spt_args lra_spt_text.sh "$@"
 
 # The encoder both stages share (LRA's Text model is 4 layers of width 256; half the width here), window
-# attention (docs/lra.md: 7x full's speed at 4K), positions for 4,096 bytes (the classifier's --max-len +
+# attention (docs/results/lra.md: 7x full's speed at 4K), positions for 4,096 bytes (the classifier's --max-len +
 # 1 <= the masked LM's --seg-len, so every position the classifier reads is pre-trained).
 shape=(--layers 4 --dim 128 --heads 4 --ffn 512 --attn window:w=64)
 ft=(--tokens bytes --max-len 1000 --pool mean --batch 16 --lr 0.0003 --min-lr 0.00001 --warmup 100

@@ -1,10 +1,10 @@
-"""The Long Range Arena table of docs/lra.md from bench/lra_row.sh's JSON lines: per attention kind, test
+"""The Long Range Arena table of docs/results/lra.md from bench/lra_row.sh's JSON lines: per attention kind, test
 accuracy on ListOps and Text (with steps, examples seen and wall time: the budget each run had), training
 steps/s and peak memory at 1K, 2K, 3K, 4K tokens relative to full attention measured side by side, and the
 published LRA rows (Tay et al. 2020, ../shared/REFERENCE.md) beside them. Plain python3.
 Rows are grouped by the lines' "name"; with --by-spec they are grouped by the attention spec instead, and
 of several lines for the same spec and task (or spec and length) the last one read wins: list the files
-oldest first, and a rerun replaces the row it repeats (the final table of docs/lra.md is made this way).
+oldest first, and a rerun replaces the row it repeats (the final table of docs/results/lra.md is made this way).
 usage: python3 bench/lra_table.py [--by-spec] ROWS.jsonl [MORE.jsonl ...]"""
 import json
 import sys

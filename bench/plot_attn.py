@@ -10,7 +10,7 @@ length both have (the target is >= 10x). With --torch FILE (bench/attn_vs_pytorc
 prints the PyTorch comparison table (target >= 3x).
 
 usage: bench/plot_attn.py [SCALING.jsonl] [OUT.svg] [--torch TORCH.jsonl]
-       defaults: docs/bench_attn_scaling.jsonl docs/attn_scaling.svg
+       defaults: experiments/benchmarks/bench_attn_scaling.jsonl docs/figures/attn_scaling.svg
 """
 import json
 import math
@@ -202,8 +202,8 @@ def main(argv):
         i = argv.index("--torch")
         torch_path = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
-    src = argv[0] if argv else "docs/bench_attn_scaling.jsonl"
-    dst = argv[1] if len(argv) > 1 else "docs/attn_scaling.svg"
+    src = argv[0] if argv else "experiments/benchmarks/bench_attn_scaling.jsonl"
+    dst = argv[1] if len(argv) > 1 else "docs/figures/attn_scaling.svg"
     kinds = by_kind(load(src))
     if not kinds:
         sys.exit("plot_attn.py: no bench attn lines in %s" % src)

@@ -2,14 +2,14 @@
 # Peak training memory against depth, reversible vs ordinary layers (Reformer's memory claim).
 # For each depth and layer type: one training step of a vanilla model (dim 128, 4 heads, ffn 512,
 # window attention w=128, one sequence of --len bytes), peak resident memory from /usr/bin/time, plus the
-# model's own planned parameter and activation bytes. Writes JSON lines to docs/bench_reversible.jsonl.
+# model's own planned parameter and activation bytes. Writes JSON lines to experiments/benchmarks/bench_reversible.jsonl.
 # Usage: bench/reversible_memory.sh [len (default 16384)] [depths (default "1 2 4 8 12")]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 len=${1:-16384}
 depths=${2:-"1 2 4 8 12"}
 make -s all
-out=docs/bench_reversible.jsonl
+out=experiments/benchmarks/bench_reversible.jsonl
 : >"$out"
 for d in $depths; do
     for rev in 0 1; do

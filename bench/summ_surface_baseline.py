@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A surface-feature baseline for extractive summarization on BBC News (docs/hibert.md, "Results").
+"""A surface-feature baseline for extractive summarization on BBC News (docs/results/summarization.md).
 
 Logistic regression on 22 features of a sentence that need no model of its words: its position (one-hot
 for the first 8, relative position, last), its length in words (7 bins), whether it holds a double quote,
@@ -10,7 +10,7 @@ the mean tokens of the picks and the share of the picks that are contained.
 It reads the corpus with the same rules as src/summ (sentence rule, split, Latin-1 fallback) and scores
 with its own ROUGE (tokens [a-z0-9]+ after lower-casing; ROUGE-L one LCS over the whole sequences).
 
-Two more rows explain what the labels reward (docs/hibert.md, "Why the gap"):
+Two more rows explain what the labels reward (experiments/hibert-gap/README.md):
   --centrality   adds 3 content features: mean cosine similarity of the sentence's word counts to the other
                  sentences' (LexRank's graph degree), mean document frequency of its words over the
                  document's largest, cosine similarity to the title's words;

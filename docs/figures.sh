@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Draws every figure under docs/ from committed data, with committed commands:
-#   docs/shakespeare_1h.svg  longctx plot of docs/runs/shakespeare_1h/train.jsonl (the hour's recipe, against time)
-#   docs/attn_scaling.svg    bench/plot_attn.py of docs/bench_attn_scaling.jsonl (bench/attn_scaling.sh measures it)
+#   docs/figures/shakespeare_1h.svg  longctx plot of experiments/shakespeare-1h/train.jsonl (the hour's recipe, against time)
+#   docs/figures/attn_scaling.svg    bench/plot_attn.py of experiments/benchmarks/bench_attn_scaling.jsonl (bench/attn_scaling.sh measures it)
 #   docs/figures/*.svg       longctx plot of a tiny run's log, and attn-map of small models trained here (each kind
 #                            of docs/figures.md) on data/tinyshakespeare.txt: training is deterministic on a given
 #                            machine, so the maps redraw the same there (another CPU may round differently)
@@ -15,9 +15,9 @@ mkdir -p docs/figures
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$bin" plot docs/runs/shakespeare_1h/train.jsonl --x time --out docs/shakespeare_1h.svg \
+"$bin" plot experiments/shakespeare-1h/train.jsonl --x time --out docs/figures/shakespeare_1h.svg \
     --title "Tiny Shakespeare in an hour: bench/shakespeare_1h.sh, one thread of a Zen 4"
-/usr/bin/python3 bench/plot_attn.py docs/bench_attn_scaling.jsonl docs/attn_scaling.svg >/dev/null
+/usr/bin/python3 bench/plot_attn.py experiments/benchmarks/bench_attn_scaling.jsonl docs/figures/attn_scaling.svg >/dev/null
 
 # a short run of the default model: the loss and validation curves of its --log
 "$bin" train --preset tiny --steps 300 --eval-every 50 --threads 2 --log "$work/tiny.jsonl" --out "$work/tiny.ckpt" >/dev/null
@@ -41,4 +41,4 @@ map bigbird bigbird:b=8,r=2 --objective mlm
 map strided strided:s=8
 map lsh lsh:buckets=8,chunk=16
 map routing routing:clusters=4
-ls -l docs/shakespeare_1h.svg docs/attn_scaling.svg docs/figures/
+ls -l docs/figures/shakespeare_1h.svg docs/figures/attn_scaling.svg docs/figures/

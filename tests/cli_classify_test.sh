@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI tests of sequence classification (docs/lra.md): `train --task classify`, `eval --task classify` and
+# CLI tests of sequence classification (docs/guides/classify.md): `train --task classify`, `eval --task classify` and
 # `predict` on tiny files and a tiny model: bad inputs (a TSV with a missing column, an empty file, --max-len 0,
 # a checkpoint of another model) fail with one line naming the file or flag; a label never seen in training
 # is counted wrong with a warning; eval's last stdout line is the JSON; predict prints one label per line;

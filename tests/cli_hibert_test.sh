@@ -255,7 +255,7 @@ expect 2 "--doc-attn disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st"
 expect 2 "--max-sents disagrees with .*pre.st" -- "${ft[@]}" --init "$tmp/pre.st" --max-sents 7 --out "$tmp/x.st"
 check "agreeing shape flags with --init" -- "${ft[@]}" --init "$tmp/pre.st" --sent-dim 16 --steps 1 --out "$tmp/y.st"
 
-# the shipped model (models/hibert-bbc.safetensors, docs/hibert.md) summarizes right after the build: a
+# the shipped model (models/hibert-bbc.safetensors, docs/results/summarization.md) summarizes right after the build: a
 # summary of 3 sentences of the article's body, which starts with one of them
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 article="$root/data/bbc-news-summary/articles/tech/001.txt"

@@ -120,7 +120,7 @@ else
     echo "note: python3 not found: the Python check of the generated rows was skipped"
 fi
 
-# the shipped ListOps model (docs/lra.md) reads any file in the ListOps format: ours, and the one the
+# the shipped ListOps model (docs/results/lra.md) reads any file in the ListOps format: ours, and the one the
 # independent Python implementation wrote (tests/reference/listops_ref.py)
 ship=models/listops-best.safetensors
 for f in "$tmp/a.tsv" tests/fixtures/listops_ref.tsv; do

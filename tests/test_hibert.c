@@ -448,7 +448,7 @@ TEST(head_features) {
     lc_hibert_free(p);
 }
 
-/* The decoder's tensors: names and shapes of docs/hibert.md's table. */
+/* The decoder's tensors: names and shapes of docs/reference/hibert.md's table. */
 TEST(pretrain_tensor_list) {
     lc_hibert *m = make_dec("full", "full", "full", LC_NORM_PRE, 12, 10, 1);
     if (!m) return;

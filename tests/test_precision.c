@@ -242,7 +242,7 @@ static double train_bpc(const lc_corpus *corpus, lc_precision p, long steps) {
 /* lc_train in bf16 follows the fp32 run from the same start: after 30 steps (warm-up and decay) the
  * validation bpc agrees within 0.01 (measured: 4e-5 on Zen 4; the runs drift apart later, as any two runs
  * whose sums differ do, so the issue's "same bpc within 0.02" is measured on full runs in
- * bench/precision_bpc.sh, docs/benchmarks.md), and differs from it (the bf16 products ran). */
+ * bench/precision_bpc.sh, docs/results/language-model.md), and differs from it (the bf16 products ran). */
 TEST(bf16_training_tracks_fp32) {
     lc_corpus corpus;
     if (lc_corpus_load(CORPUS, LC_SPLIT_AUTO, &corpus)) { CHECK(0, "%s", lc_last_error()); return; }

@@ -2,7 +2,7 @@
  * a segment of T queries (at most 256) after M cached keys, S = M + T >= 4T. The tiled kernel (full.c)
  * streams every key, value and position row of a head once per 64-query tile, with three 64 x 64 tile
  * products per key tile; here each (batch, head) is one task of three dense products through lc_gemm
- * (the BLAS when the build has one), which run nearer the machine's peak (docs/benchmarks.md, XL evaluation:
+ * (the BLAS when the build has one), which run nearer the machine's peak (experiments/xl-eval/README.md:
  * 1.06x faster with 128-query segments, 1.16x with 80, at 3,800 keys):
  *   scores = scale (q + u) k^T     [T x S]
  *   pos    = scale (q + v) r^T     [T x S], column d = distance d (r's rows are distances)

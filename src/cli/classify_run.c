@@ -1,5 +1,5 @@
 /* What the classification commands share (classify_cli.h): `--task` detection, batches tokenized and
- * packed by length, a classifier run over a set of texts; and `longctx eval --task classify` (docs/lra.md):
+ * packed by length, a classifier run over a set of texts; and `longctx eval --task classify` (docs/guides/classify.md):
  * a checkpoint's accuracy on a labelled file. */
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* `longctx train --task classify` (docs/lra.md): train a sequence classifier on a labelled TSV file with
+/* `longctx train --task classify` (docs/guides/classify.md): train a sequence classifier on a labelled TSV file with
  * periodic validation accuracy, keeping the best checkpoint in --out and the last state in OUT.last
  * (--resume continues from it); with --objective mlm, a masked-token pre-training of its encoder on the
  * same inputs (validation: masked-token accuracy), which --init of a classifier then reads. Batches are

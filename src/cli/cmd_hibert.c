@@ -1,5 +1,5 @@
 /* `longctx hibert pretrain|finetune`: HIBERT's masked-sentence pre-training on documents and its
- * fine-tuning for extractive summarization on a BBC News root (docs/hibert.md): model shape flags or
+ * fine-tuning for extractive summarization on a BBC News root (docs/guides/summarize.md): model shape flags or
  * --init, batches of documents shuffled per epoch from --seed, periodic validation (bits per byte; ROUGE,
  * keeping the best checkpoint), periodic and signal saves, --resume. */
 #include <math.h>
@@ -251,7 +251,7 @@ static void shuffled(int *perm, int N, uint64_t seed) {
  * fixed shuffled order) and, with intruders, their mean BCE there (*ibce), or fine-tuning's ROUGE (mean of
  * R1, R2, RL F1 in *score). The order is shuffled because sorted order puts one topic (a BBC folder) in
  * every batch, and intruders swapped in from articles of the same topic are far harder to find than in
- * training's shuffled batches (docs/hibert.md, "The intruder plateau"). */
+ * training's shuffled batches (experiments/hibert-plateau/README.md). */
 static lc_status validate(trainer *t, double *bpb, double *ibce, double r[6]) {
     if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
     const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
@@ -555,7 +555,7 @@ static int help(void) {
     lc_opt pre[64], fine[64], both[64], own[64];
     const int n = build_opts(&pa, pre);
     build_opts(&fa, fine); /* the same table, in the same order */
-    printf("HIBERT (docs/hibert.md), three stages chained by --init:\n"
+    printf("HIBERT (docs/guides/summarize.md), three stages chained by --init:\n"
            "  longctx hibert pretrain --docs PATH... --out CKPT   masked-sentence pre-training on documents (a directory\n"
            "                                                     of .txt files, a BBC News root's train split, a .tsv/.tsv.gz)\n"
            "  longctx hibert finetune --data BBC_ROOT --out CKPT  extractive summarization (the best checkpoint by valid\n"

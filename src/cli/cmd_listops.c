@@ -1,4 +1,4 @@
-/* `longctx listops`: writes a split of Long Range Arena's ListOps task (LRA's generator, docs/lra.md) as
+/* `longctx listops`: writes a split of Long Range Arena's ListOps task (LRA's generator, experiments/lra-data/README.md) as
  * the TSV LRA writes, deterministic in the seed, and reports what it generated on stderr (or as JSON).
  * The generator's parameters (depth, arguments, the length window) default to LRA's; other values write
  * the shorter or shallower trees of a curriculum. */

@@ -13,7 +13,7 @@
 #include "core/threads.h"
 
 /* A checkpoint's model planned for the documents of d (batches of up to `batch` chunks). A pre-training
- * checkpoint scores with its intruder head (docs/hibert.md, "Sentence intruders"); one pre-trained without
+ * checkpoint scores with its intruder head (experiments/hibert-intruders/README.md); one pre-trained without
  * intruders has a head that was never trained, and is refused. */
 static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **m) {
     lc_hibert_config cfg;
@@ -89,7 +89,7 @@ int lc_cmd_summarize(int argc, char **argv) {
         const char *body = body_of(text, title, no_title);
         lc_sentences s;
         if (!(st = lc_sentences_split(body, &s)) && s.n < 2) {
-            lc_cli_error("%s: %s: a summary needs at least 2 sentences (the sentence rule: docs/hibert.md)", files[i],
+            lc_cli_error("%s: %s: a summary needs at least 2 sentences (the sentence rule: docs/results/summarization-protocol.md)", files[i],
                          s.n ? "one sentence, no sentence boundary" : "empty document");
             rc = LC_EXIT_RUNTIME;
         }

@@ -5,14 +5,14 @@
  * On an idle machine that saves the wake-up latency; on a busy one the spinning thread burns the time
  * slice its descheduled partner needs, and a 2-thread step took longer than a 1-thread one. A short spin
  * (LC_GOMP_SPINCOUNT) keeps the idle-machine speed and lets waiting threads give their core away
- * (docs/benchmarks.md, "Training on a busy machine").
+ * (experiments/busy-machine/README.md).
  *
  * libgomp reads the setting once, in its constructor, before main() runs, and the C library rebuilds the
  * environment after an executable's .preinit_array, so the only way in is the environment the process
  * starts with: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set (a user's own setting wins), the CLI
  * sets GOMP_SPINCOUNT and executes itself again, once (the variable is then set). If that exec fails, the
  * command runs on with libgomp's default. The library itself never does this (a library must not change
- * its host's environment); docs/benchmarks.md gives library users the setting. Tools that follow a process
+ * its host's environment); docs/results/speed.md gives library users the setting. Tools that follow a process
  * but not its exec (valgrind without --trace-children=yes) need the variable set beforehand. */
 #include <stdlib.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
  * values of a head, kept contiguous). Transformer-XL evaluation multiplies every segment's queries
  * with all L cached keys and all L position rows of each head; lc_gemm (the BLAS) repacks those operands
  * on every call, which at L = 3,800 cost as much per segment as an 80-byte segment's arithmetic is worth
- * (docs/benchmarks.md, XL evaluation). Here each row is packed once in its life.
+ * (experiments/xl-eval/README.md). Here each row is packed once in its life.
  *
  * Layout (LC_PANEL_ROWS = 16): row r, column d of an n x D matrix lives at
  *     panel[(r / 16) * 16 * D + d * 16 + r % 16],

@@ -1,5 +1,5 @@
 /* ListOps (Long Range Arena): the generator, with LRA's sampling, length filter and duplicate removal,
- * the printer of LRA's folded-parentheses form, and the TSV writer. docs/lra.md compares it with LRA's
+ * the printer of LRA's folded-parentheses form, and the TSV writer. experiments/lra-data/README.md compares it with LRA's
  * generator line by line. The independent evaluator of printed strings is in listops_eval.c. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Internal pieces shared by the Long Range Arena data module (src/lra): byte-string hashing and the
  * printable escaping used to store word vocabularies and label sets as text. The public API (ListOps,
- * labelled TSV files, tokenization) is in longctx.h; docs/lra.md describes the formats. */
+ * labelled TSV files, tokenization) is in longctx.h; docs/guides/classify.md describes the formats. */
 #ifndef LC_LRA_H
 #define LC_LRA_H
 

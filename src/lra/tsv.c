@@ -2,7 +2,7 @@
  * a header line naming the columns, one example per line, within limits on a line and on the examples
  * held; the label column read as strings and collected into a sorted label set, the text column kept as
  * bytes. Also the
- * label set as data: lookup, and a printable serialization for checkpoints. Formats: docs/lra.md. */
+ * label set as data: lookup, and a printable serialization for checkpoints. Formats: docs/guides/classify.md. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

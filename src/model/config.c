@@ -16,7 +16,7 @@ typedef struct {
 
 /* Presets give the shape; every preset is a Transformer-XL model with mem_len = seq_len unless the
  * caller changes `model`. "small" is the default model of the main job: it reaches well under 2.5 valid bpc on Tiny
- * Shakespeare within its default training budget on a 2-core machine (docs/benchmarks.md). */
+ * Shakespeare within its default training budget on a 2-core machine (docs/results/language-model.md). */
 static const lc_preset lc_presets[] = {
     {"tiny", 2, 64, 4, 256, 64, 0.0f},
     {"small", 4, 128, 4, 512, 128, 0.0f},

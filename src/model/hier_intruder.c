@@ -1,5 +1,5 @@
 /* Sentence intruders: longctx's auxiliary pre-training objective for HIBERT's document encoder (not in the
- * paper; docs/hibert.md, "Sentence intruders"). Pairs of sentences of different documents of a batch swap
+ * paper; experiments/hibert-intruders/README.md). Pairs of sentences of different documents of a batch swap
  * places, and the extraction head learns which sentences are in their own document (label 1) and which came
  * from another (label 0; binary cross-entropy), so it scores a sentence the way extraction wants: the more it
  * belongs, the higher. A sentence that shares its document's words is hard to call an intruder, so the objective

@@ -36,7 +36,7 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
         if (pre) {
             lc_tensor *g = lc_tensor_add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, C, 0, "%sln_f.weight", prefix[s]);
             /* with word vectors, the EOS part of a sentence vector starts at 0 and grows only as the gradient
-             * asks: at gain 1 its byte-led differences hide the words' overlap (docs/hibert.md, "The EOS part
+             * asks: at gain 1 its byte-led differences hide the words' overlap (experiments/hibert-plateau/README.md, "The EOS part
              * starts at zero") */
             if (g && s == LC_HIER_SENT && m->cfg.sent_words) g->init = LC_INIT_ZEROS;
             lc_tensor_add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, C, 0, "%sln_f.bias", prefix[s]);

@@ -5,7 +5,7 @@
  * removes the one vector that every trained EOS state shares (it hid the words' differences from the
  * document encoder). With the N(0, 1) initialisation, the dot product of two such bags over the width is
  * about the cosine similarity of the two sentences' word sets: the overlap of vocabulary that byte-level
- * EOS states lose (docs/hibert.md, "Hashed word vectors"). */
+ * EOS states lose (experiments/hibert-words/README.md). */
 #include <math.h>
 
 #include "model/hier.h"

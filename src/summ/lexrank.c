@@ -1,5 +1,5 @@
 /* LexRank (Erkan and Radev 2004), the graph-centrality baseline of extractive summarization that
- * docs/hibert.md compares HIBERT with: inverse document frequencies of ROUGE tokens over a collection,
+ * docs/results/summarization.md compares HIBERT with: inverse document frequencies of ROUGE tokens over a collection,
  * idf-modified cosine between a document's sentences, and the stationary distribution of a damped random
  * walk on the thresholded similarity graph; and the sentence features HIBERT's head may read (position, length,
  * LexRank centrality). Tokens are kept as 64-bit hashes (lc_rouge_token_hashes). */

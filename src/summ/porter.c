@@ -1,6 +1,6 @@
 /* The Porter stemmer (Porter 1980, "An algorithm for suffix stripping") in the variant of NLTK's
  * PorterStemmer in its default mode (NLTK_EXTENSIONS), which Google's rouge-score uses for ROUGE with
- * stemming, and stemmed ROUGE on top of it (docs/hibert.md, "ROUGE"). Written from the paper's rules and
+ * stemming, and stemmed ROUGE on top of it (docs/results/summarization-protocol.md, "ROUGE"). Written from the paper's rules and
  * the list of NLTK's departures from them, each marked "NLTK:" below; a suffix rule list applies the rule
  * of the first suffix the word ends with and stops there, whether its condition holds or not. */
 #include <stdlib.h>

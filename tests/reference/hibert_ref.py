@@ -1,4 +1,4 @@
-"""PyTorch reference of longctx's HIBERT (Zhang, Wei and Zhou 2019; docs/hibert.md), written from the paper
+"""PyTorch reference of longctx's HIBERT (Zhang, Wei and Zhou 2019; docs/reference/hibert.md), written from the paper
 and the documented model, one sentence and one document at a time (no packing), float64.
 
   sentence encoder: sentence i's bytes, truncated to max_sent_len, then EOS (256); a masked sentence reads

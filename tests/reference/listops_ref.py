@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent Python reference for longctx's ListOps data (src/lra), written from the task definition in
-docs/lra.md (Long Range Arena's ListOps), not from the C code. Standard library only.
+experiments/lra-data/README.md (Long Range Arena's ListOps), not from the C code. Standard library only.
 
   python3 tests/reference/listops_ref.py fixture [PATH]  writes PATH (default tests/fixtures/listops_ref.tsv):
                                                         hand-made and randomly drawn (Source, Target) pairs,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Generate the parity fixtures tests/fixtures/hibert_<name>.safetensors for longctx's HIBERT
-(hibert_ref.py; docs/hibert.md): the whole encoder-decoder, extraction and masked-sentence pre-training.
+(hibert_ref.py; docs/reference/hibert.md): the whole encoder-decoder, extraction and masked-sentence pre-training.
 
 Each fixture holds seeded random weights under the C tensor names (encdec_ref.random_params), three
 documents of 3, 2 and 4 sentences of different lengths (an empty one, one longer than max_sent_len),

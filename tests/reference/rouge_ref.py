@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent Python reference for longctx's summarization data and evaluation (src/summ), written from
-the definitions in docs/hibert.md, not from the C code: ROUGE-1/2/L, the sentence rule, contained labels,
+the definitions in docs/results/summarization-protocol.md, not from the C code: ROUGE-1/2/L, the sentence rule, contained labels,
 the greedy ROUGE oracle and the BBC News Summary split. Standard library only.
 
   python3 tests/reference/rouge_ref.py fixtures [DIR]   writes DIR/rouge_cases.tsv and DIR/rouge_oracle.tsv
