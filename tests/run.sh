@@ -5,7 +5,7 @@
 # path that x86-64 machines of this project dispatch to (Haswell: AVX2, what Zen gets; SkylakeX:
 # AVX-512, what Intel gets), so a result that depends on the CPU's dispatch fails here on any machine.
 # With MPI in the build (MPI=1) and mpirun on the PATH, the release variant also runs the 2-process test
-# tests/cli_mpi_test.sh (the other variants build the MPI code but do not start processes; docs/distributed.md).
+# tests/cli_mpi_test.sh (the other variants build the MPI code but do not start processes; docs/guides/distributed.md).
 # usage: tests/run.sh BUILD_DIR VARIANT BLAS [MPI]
 set -u
 build=$1 variant=$2 blas=$3 mpi=${4:-0}

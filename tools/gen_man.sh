@@ -46,5 +46,5 @@ cat <<'TAIL'
 generic or avx512: the code path of the hot kernels in a portable (installed) build, normally chosen
 at startup from the CPU's features (see \fBlongctx \-\-version\fR).
 .SH SEE ALSO
-The library: \fIlongctx.h\fR, \fBpkg\-config \-\-cflags \-\-libs longctx\fR; docs/install.md in the source tree.
+The library: \fIlongctx.h\fR, \fBpkg\-config \-\-cflags \-\-libs longctx\fR; docs/guides/install.md in the source tree.
 TAIL
