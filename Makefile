@@ -266,7 +266,7 @@ PC_LIBS := $(if $(and $(filter openblas,$(BLAS)),$(filter-out openblas,$(PC_REQU
   $(if $(and $(filter yes,$(ZLIB)),$(filter-out zlib,$(PC_REQUIRES))),-lz) \
   $(if $(filter noomp minimal,$(VARIANT)),,-lgomp) -lpthread -lm $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS))
 
-$(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh
+$(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh tools/cli_commands.sh
 	@echo "  GEN $@"
 	@bash tools/gen_man.sh $(PIC_CLI) $(VERSION) >$@.tmp && mv $@.tmp $@
 
