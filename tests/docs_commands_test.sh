@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The documentation against the program and the tree (shell and awk only: it runs on a bare Debian 12).
+# Every shell command in the README's and docs/guides/*.md's sh/bash code blocks is read (continuation
+# lines joined, comments dropped): each `longctx COMMAND` names a command, each of its --flags is in that
+# command's --help, each repository file it names exists, and the cheap ones (--help, --version, and the
+# commands of CHEAP below whose input files exist by then) run and succeed, in a scratch folder that links
+# the repository's data and models, one folder per page so a page's commands may use each other's outputs.
+# Then: the generated references (docs/reference/cli.md, c-api.md; python-api.md where python3 and numpy
+# are installed) equal what their generators write now; no Markdown file outside build/ says "session";
+# none has more than 400 lines; docs/ holds no loose data files at its top level; the README's layout
+# section names only paths that exist and every folder of src/.
+# usage: tests/docs_commands_test.sh path/to/longctx
+set -u
+bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+case "$bin" in /*) ;; *) bin=$PWD/$bin ;; esac
+cd "$root" || exit 1
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+ok() { passed=$((passed + 1)); }
+# Commands run when their input files exist: quick ones (well under a second or two on the data/ and
+# models/ files); everything else (training, benchmarks, MPI) is only checked.
+CHEAP=" listops predict summarize export plot attn-map "
+max_lines=400
+
+# ---- the commands of the CLI and their --help texts
+mkdir -p "$tmp/help"
+commands=$(bash tools/cli_commands.sh "$bin") || fail "tools/cli_commands.sh $bin"
+"$bin" --help >"$tmp/help/_" 2>&1
+while read -r -a words; do
+    "$bin" "${words[@]}" --help >"$tmp/help/$(IFS=_; echo "${words[*]}")" 2>&1 || fail "longctx ${words[*]} --help exits non-zero"
+done <<<"$commands"
+check "the CLI lists its commands" -- test "$(printf '%s\n' "$commands" | wc -l)" -ge 10
+
+# ---- the shell commands of the README and the guides: "FILE:LINE<TAB>COMMAND" lines
+pages=(README.md docs/guides/*.md)
+awk '
+    FNR == 1 { inblock = 0; cont = "" }
+    /^ *```/ {
+        if (inblock) { inblock = 0; next }
+        lang = $0; sub(/^ *```/, "", lang); inblock = 1; shell = (lang ~ /^(sh|bash|shell|console)$/); next
+    }
+    !inblock || !shell { next }
+    {
+        line = $0; sub(/^ *\$ /, "", line)
+        if (cont != "") line = cont " " line; else start = FNR
+        if (line ~ /\\$/) { sub(/\\$/, "", line); cont = line; next }
+        cont = ""
+        # a comment: "#" at the start or after a blank, outside quotes
+        out = ""; q = ""
+        for (i = 1; i <= length(line); i++) {
+            c = substr(line, i, 1)
+            if (q == "" && c == "#" && (i == 1 || substr(line, i - 1, 1) ~ /[ \t]/)) break
+            if (q == "" && (c == "\"" || c == "\x27")) q = c; else if (c == q) q = ""
+            out = out c
+        }
+        sub(/[ \t]+$/, "", out); sub(/^[ \t]+/, "", out)
+        if (out != "") printf "%s:%d\t%s\n", FILENAME, start, out
+    }' "${pages[@]}" >"$tmp/commands"
+check "commands were found in the README and the guides" -- test "$(wc -l <"$tmp/commands")" -ge 20
+
+# words LINE: the words of a command, one a line; quotes group words and are removed; the operators
+# | || && ; > >> < stand alone.
+words() {
+    printf '%s\n' "$1" | awk '{
+        w = ""; q = ""; has = 0
+        for (i = 1; i <= length($0); i++) {
+            c = substr($0, i, 1)
+            if (q != "") { if (c == q) q = ""; else w = w c; continue }
+            if (c == "\"" || c == "\x27") { q = c; has = 1; continue }
+            if (c == " " || c == "\t") { if (has) print w; w = ""; has = 0; continue }
+            if (c ~ /[|&;<>]/) {
+                if (has) print w; w = c; has = 0
+                while (substr($0, i + 1, 1) ~ /[|&>]/) { i++; w = w substr($0, i, 1) }
+                print w; w = ""; continue
+            }
+            w = w c; has = 1
+        }
+        if (has) print w
+    }'
+}
+repo_path='^(\./)?(data|models|docs|bench|tests|python|examples|src|include|tools|experiments|\.ci)/'
+declare -A scratch
+runs=0
+while IFS=$'\t' read -r where cmd; do
+    page=${where%%:*}
+    mapfile -t w < <(words "$cmd")
+    runnable=0 inputs=() outputs=() n=${#w[@]} i=0
+    [ -n "${scratch[$page]:-}" ] || {
+        scratch[$page]=$(mktemp -d "$tmp/run.XXXX")
+        for d in data models docs bench python examples include; do ln -s "$root/$d" "${scratch[$page]}/$d"; done
+        ln -s "$bin" "${scratch[$page]}/longctx"
+    }
+    while [ "$i" -lt "$n" ]; do
+        t=${w[$i]}
+        case "$t" in
+        '>' | '>>') outputs+=("${w[$((i + 1))]:-}"); i=$((i + 2)); continue ;;
+        esac
+        if [[ "$t" =~ (^|/)longctx$ ]]; then
+            # the command: the longest of "A B" and "A" the CLI has, or none before a flag
+            a=${w[$((i + 1))]:-} b=${w[$((i + 2))]:-} path=""
+            if printf '%s\n' "$commands" | grep -qxF -- "$a $b"; then path="$a $b"; i=$((i + 3))
+            elif printf '%s\n' "$commands" | grep -qxF -- "$a"; then path=$a; i=$((i + 2))
+            elif [[ "$a" == -* ]]; then i=$((i + 1))
+            else fail "$where: 'longctx $a': no such command: $cmd"; i=$((i + 1)); continue
+            fi
+            help=$tmp/help/$( [ -n "$path" ] && echo "${path// /_}" || echo _)
+            if [ -z "$path" ] || [[ "$CHEAP" == *" ${path%% *} "* ]]; then runnable=1; fi
+            while [ "$i" -lt "$n" ]; do
+                t=${w[$i]}
+                case "$t" in '|' | '||' | '&&' | ';' | '>' | '>>' | '<') break ;; esac
+                if [[ "$t" =~ ^--[A-Za-z0-9][-A-Za-z0-9]*(=.*)?$ ]]; then
+                    flag=${t%%=*}
+                    case "$flag" in --help | --version) runnable=1 ;; esac
+                    if [ "$flag" = --help ] || { [ -z "$path" ] && [ "$flag" = --version ]; } ||
+                        grep -qE -- "(^|[^A-Za-z0-9-])$flag([^A-Za-z0-9-]|$)" "$help"; then ok
+                    else fail "$where: 'longctx $path' has no flag $flag (not in its --help): $cmd"
+                    fi
+                    case "$flag" in --out | --log) outputs+=("${w[$((i + 1))]:-}") ;; esac
+                elif [[ "$t" != -* && ( "$t" == */* || "$t" =~ \.(txt|tsv|ckpt|safetensors|jsonl|json|gz|svg)$ ) ]]; then
+                    inputs+=("$t")
+                fi
+                i=$((i + 1))
+            done
+            continue
+        fi
+        i=$((i + 1))
+    done
+    # repository files the command names (outputs and shell expansions left out)
+    for t in "${w[@]}"; do
+        [[ "$t" =~ $repo_path && ! "$t" =~ [\$\*] ]] || continue
+        t=${t%[,;:)]}
+        printf '%s\n' "${outputs[@]}" | grep -qxF -- "$t" && continue
+        if [ -e "$t" ]; then ok; else fail "$where: no such file in the repository: $t"; fi
+    done
+    # the cheap commands run, where what they read is there
+    [ "$runnable" -eq 1 ] && [[ "${w[0]}" =~ (^|/)longctx$ ]] || continue
+    for t in "${inputs[@]}"; do
+        printf '%s\n' "${outputs[@]}" | grep -qxF -- "$t" && continue
+        [ -e "${scratch[$page]}/$t" ] || { runnable=0; break; }
+    done
+    [ "$runnable" -eq 1 ] || continue
+    runs=$((runs + 1))
+    if (cd "${scratch[$page]}" && PATH=$PWD:$PATH timeout 20 bash -c "$cmd" >"$tmp/out" 2>"$tmp/err"); then ok
+    else fail "$where: exit $? from: $cmd: $(tail -c 300 "$tmp/err")"
+    fi
+done <"$tmp/commands"
+check "some of the commands ran" -- test "$runs" -ge 5
+echo "note: $(wc -l <"$tmp/commands") commands read, $runs of them run"
+
+# ---- the generated references are up to date
+bash docs/reference/gen_cli.sh "$bin" "$tmp/ref" >/dev/null 2>&1
+check "docs/reference/cli.md is what docs/reference/gen_cli.sh writes (regenerate it)" -- \
+    diff -r "$tmp/ref/cli" docs/reference/cli
+check "docs/reference/cli.md is current" -- diff "$tmp/ref/cli.md" docs/reference/cli.md
+bash docs/reference/gen_capi.sh "$tmp/ref" >/dev/null 2>&1
+check "docs/reference/c-api is what docs/reference/gen_capi.sh writes (regenerate it)" -- \
+    diff -r "$tmp/ref/c-api" docs/reference/c-api
+check "docs/reference/c-api.md is current" -- diff "$tmp/ref/c-api.md" docs/reference/c-api.md
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import numpy' 2>/dev/null; then
+    check "docs/reference/python-api.md is what gen_python_api.py writes (regenerate it)" -- \
+        bash -c "python3 docs/reference/gen_python_api.py | diff - docs/reference/python-api.md"
+else
+    echo "note: python3 with numpy not found: skipped: docs/reference/python-api.md is current"
+fi
+
+# ---- every Markdown file: no "session", at most $max_lines lines
+mapfile -t md < <(find . \( -path ./build -o -path ./.git \) -prune -o -name '*.md' -print | sort)
+check "Markdown files were found" -- test "${#md[@]}" -ge 10
+for f in "${md[@]}"; do
+    if grep -qi session "$f"; then fail "$f says 'session' (line $(grep -ni session "$f" | head -1 | cut -d: -f1))"; else ok; fi
+    l=$(wc -l <"$f")
+    if [ "$l" -gt "$max_lines" ]; then fail "$f has $l lines (at most $max_lines: split it)"; else ok; fi
+done
+
+# ---- docs/ top level: pages and scripts only; data files live in a folder
+for f in docs/*; do
+    [ -f "$f" ] || continue
+    case "$f" in *.md | *.sh) ok ;; *) fail "$f: a loose data file at docs/'s top level (docs/results/, experiments/ or docs/figures/)" ;; esac
+done
+
+# ---- the README's layout section against the tree
+awk '/^## Layout/ { on = 1; next } on && /^## / { exit } on && /^```/ { n++; next } on && n == 1 && /^[^ ]/ { print $1 }' \
+    README.md >"$tmp/layout"
+check "the README has a layout section" -- test "$(wc -l <"$tmp/layout")" -ge 8
+while read -r p; do
+    if [ -e "$p" ]; then ok; else fail "README layout: $p does not exist"; fi
+done <"$tmp/layout"
+for d in src/*/ include/ python/ tests/ bench/ experiments/ models/ data/ docs/; do
+    d=${d%/}
+    if grep -qE "^$d/?$" "$tmp/layout"; then ok; else fail "README layout: $d is not named"; fi
+done
+cli_summary docs_commands_test
