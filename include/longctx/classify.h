@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /* ================================================================================================
- * Sequence classification (docs/lra.md): a [CLS] symbol in front of the tokens, a bidirectional encoder
+ * Sequence classification (docs/guides/classify.md): a [CLS] symbol in front of the tokens, a bidirectional encoder
  * of any attention spec, and LRA's head: the [CLS] row's final hidden state (or the mean over every row,
  * [CLS] included) -> dense -> ReLU -> dense to the classes, softmax cross-entropy. [CLS] is position 0:
  * for every head group whose kind has global tokens (LC_ATTN_CAP_GLOBAL: window) it is a global token

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* ================================================================================================
- * HIBERT (docs/hibert.md): a hierarchical document model. A sentence encoder (a bidirectional
+ * HIBERT (docs/reference/hibert.md): a hierarchical document model. A sentence encoder (a bidirectional
  * Transformer over each sentence's bytes and an end-of-sentence symbol) turns every sentence into the
  * final hidden state of its EOS row; a document encoder (a bidirectional Transformer over those vectors
  * plus sentence positions) reads each document's sentences; an extraction head scores every sentence.
@@ -166,7 +166,7 @@ lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uin
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
                                   double *loss);
 
-/* Sentence intruders: longctx's auxiliary pre-training objective, not the paper's (docs/hibert.md,
+/* Sentence intruders: longctx's auxiliary pre-training objective, not the paper's (docs/guides/summarize.md,
  * "Sentence intruders"). round(rate * S / 2) pairs of sentences of different documents (S: the batch's
  * sentences) swap places: each pair's first sentence uniform among those not yet swapped, its second uniform
  * among those of other documents (fewer pairs when one document holds nearly all sentences; none with one

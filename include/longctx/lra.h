@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* ================================================================================================
- * Long-range classification data (Long Range Arena, docs/lra.md): the ListOps generator and its
+ * Long-range classification data (Long Range Arena, docs/guides/classify.md): the ListOps generator and its
  * independent evaluator, labelled TSV files (plain or gzip), the label set, byte and word tokenization.
  * ================================================================================================ */
 
@@ -52,7 +52,7 @@ typedef struct {
  * without arguments, text after the end, nesting deeper than LC_LISTOPS_DEPTH_LIMIT). */
 lc_status lc_listops_eval(const char *text, size_t len, lc_listops_info *info);
 
-/* The generator: LRA's sampling (docs/lra.md), sequences outside the length range and duplicates (the
+/* The generator: LRA's sampling (docs/guides/classify.md), sequences outside the length range and duplicates (the
  * same sequence as an earlier one of this generator) dropped. Deterministic in the seed. */
 typedef struct lc_listops_gen lc_listops_gen;
 lc_status lc_listops_gen_create(const lc_listops_options *o /* NULL: LRA's */, uint64_t seed, lc_listops_gen **out);

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* ================================================================ documents, sentences and ROUGE
- * The data and evaluation side of extractive summarization (src/summ; docs/hibert.md): text files, the
+ * The data and evaluation side of extractive summarization (src/summ; docs/guides/summarize.md): text files, the
  * sentence rule, the BBC News Summary layout and its split, sentence labels and ROUGE. None of it needs
  * a model. */
 
@@ -115,7 +115,7 @@ lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, d
                             double *scores);
 
 /* Features of each sentence of a document that extractive systems use (longctx's HIBERT head reads them with
- * cfg.head_features = LC_SUMMARY_FEATURES; docs/hibert.md): out[3 i ..] = 1 / (1 + i) (position), ln(1 + its
+ * cfg.head_features = LC_SUMMARY_FEATURES; docs/guides/summarize.md): out[3 i ..] = 1 / (1 + i) (position), ln(1 + its
  * ROUGE tokens) / 4 (length), n x its LexRank score (centrality: threshold 0.1, damping 0.85, idf over the
  * document's own sentences, so that no collection is needed; 1 is the mean). */
 #define LC_SUMMARY_FEATURES 3
@@ -144,7 +144,7 @@ lc_status lc_rouge_score_stem(const char *candidate, const char *reference, lc_r
 
 /* The Porter stem of word[0..len) (lower-case ASCII letters and digits) into out (at least len bytes; may
  * be word itself), its length returned (at most len). Porter (1980) as NLTK's PorterStemmer in its default
- * mode (NLTK_EXTENSIONS: irregular forms, words of 1 or 2 letters kept, and its rule changes; docs/hibert.md). */
+ * mode (NLTK_EXTENSIONS: irregular forms, words of 1 or 2 letters kept, and its rule changes; docs/guides/summarize.md). */
 int lc_porter_stem(const char *word, int len, char *out);
 
 #ifdef __cplusplus
