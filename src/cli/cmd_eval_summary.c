@@ -106,7 +106,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
     lc_opt opts[] = {
         {"--task", OPT_STR, &task, 0, 0, "summarize: ROUGE of extractive summaries (this command)", 0},
         {"--data", OPT_STR, &data, 0, 0, "ROOT with articles/ and summaries/ (default data/bbc-news-summary)", 0},
-        {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (docs/hibert.md)", 0},
+        {"--split", OPT_STR, &split, 0, 0, "valid (default), test, train or all (docs/guides/summarize.md)", 0},
         {"--method", OPT_STR, &method_name, 0, 0, "lead3, leadk (k = sentences in the reference), lexrank (top k) or oracle", 0},
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "or a fine-tuned HIBERT checkpoint: its top k sentences (k as leadk)", 0},
         {"--labels", OPT_STR, &labels, 0, 0, "oracle's sentences: contained (default) or greedy (ROUGE oracle)", 0},

@@ -555,7 +555,7 @@ static int help(void) {
     lc_opt pre[64], fine[64], both[64], own[64];
     const int n = build_opts(&pa, pre);
     build_opts(&fa, fine); /* the same table, in the same order */
-    printf("HIBERT (docs/hibert.md), three stages chained by --init:\n"
+    printf("HIBERT (docs/guides/summarize.md), three stages chained by --init:\n"
            "  longctx hibert pretrain --docs PATH... --out CKPT   masked-sentence pre-training on documents (a directory\n"
            "                                                     of .txt files, a BBC News root's train split, a .tsv/.tsv.gz)\n"
            "  longctx hibert finetune --data BBC_ROOT --out CKPT  extractive summarization (the best checkpoint by valid\n"

@@ -89,7 +89,7 @@ int lc_cmd_summarize(int argc, char **argv) {
         const char *body = body_of(text, title, no_title);
         lc_sentences s;
         if (!(st = lc_sentences_split(body, &s)) && s.n < 2) {
-            lc_cli_error("%s: %s: a summary needs at least 2 sentences (the sentence rule: docs/hibert.md)", files[i],
+            lc_cli_error("%s: %s: a summary needs at least 2 sentences (the sentence rule: docs/guides/summarize.md)", files[i],
                          s.n ? "one sentence, no sentence boundary" : "empty document");
             rc = LC_EXIT_RUNTIME;
         }
