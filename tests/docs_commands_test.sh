@@ -172,17 +172,20 @@ done < <(awk '{ s = $0; while (match(s, /\]\([^) ]+\)/)) { t = substr(s, RSTART 
               if (t !~ /^[a-z]+:/) print FILENAME "\t" t } }' README.md docs/guides/*.md docs/reference/*.md docs/design.md)
 
 # ---- the generated references are up to date
+# same WHAT GENERATED COMMITTED: the committed file or folder equals the generated one
+same() {
+    if diff -r "$2" "$3" >"$tmp/diff" 2>&1; then ok
+    else fail "$3 is not what $1 writes now (regenerate it): $(head -c 300 "$tmp/diff")"; fi
+}
 bash docs/reference/gen_cli.sh "$bin" "$tmp/ref" >/dev/null 2>&1
-check "docs/reference/cli.md is what docs/reference/gen_cli.sh writes (regenerate it)" -- \
-    diff -r "$tmp/ref/cli" docs/reference/cli
-check "docs/reference/cli.md is current" -- diff "$tmp/ref/cli.md" docs/reference/cli.md
+same docs/reference/gen_cli.sh "$tmp/ref/cli.md" docs/reference/cli.md
+same docs/reference/gen_cli.sh "$tmp/ref/cli" docs/reference/cli
 bash docs/reference/gen_capi.sh "$tmp/ref" >/dev/null 2>&1
-check "docs/reference/c-api is what docs/reference/gen_capi.sh writes (regenerate it)" -- \
-    diff -r "$tmp/ref/c-api" docs/reference/c-api
-check "docs/reference/c-api.md is current" -- diff "$tmp/ref/c-api.md" docs/reference/c-api.md
+same docs/reference/gen_capi.sh "$tmp/ref/c-api.md" docs/reference/c-api.md
+same docs/reference/gen_capi.sh "$tmp/ref/c-api" docs/reference/c-api
 if command -v python3 >/dev/null 2>&1; then
-    check "docs/reference/python-api.md is what gen_python_api.py writes (regenerate it)" -- \
-        bash -c "python3 docs/reference/gen_python_api.py | diff - docs/reference/python-api.md"
+    python3 docs/reference/gen_python_api.py >"$tmp/ref/python-api.md" 2>&1
+    same docs/reference/gen_python_api.py "$tmp/ref/python-api.md" docs/reference/python-api.md
 else
     echo "note: python3 not found: skipped: docs/reference/python-api.md is current"
 fi
