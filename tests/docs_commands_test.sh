@@ -58,7 +58,7 @@ awk '
         for (i = 1; i <= length(line); i++) {
             c = substr(line, i, 1)
             if (q == "" && c == "#" && (i == 1 || substr(line, i - 1, 1) ~ /[ \t]/)) break
-            if (q == "" && (c == "\"" || c == "\x27")) q = c; else if (c == q) q = ""
+            if (q == "" && (c == "\"" || c == "\047")) q = c; else if (c == q) q = ""
             out = out c
         }
         sub(/[ \t]+$/, "", out); sub(/^[ \t]+/, "", out)
@@ -67,7 +67,7 @@ awk '
         for (i = 1; i <= length(out); i++) {
             c = substr(out, i, 1)
             if (q != "") { if (c == q) q = ""; else w = w c; continue }
-            if (c == "\"" || c == "\x27") { q = c; has = 1; continue }
+            if (c == "\"" || c == "\047") { q = c; has = 1; continue }
             if (c == " " || c == "\t") { if (has) words = words w "\037"; w = ""; has = 0; continue }
             if (c ~ /[|&;<>]/) {
                 if (has) words = words w "\037"
