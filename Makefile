@@ -42,7 +42,7 @@ ifeq ($(ZLIB),yes)
   ZLIB_LIBS := -lz
 endif
 
-# MPI (optional): data-parallel training under mpirun (docs/distributed.md). Only src/train/dist_mpi.c
+# MPI (optional): data-parallel training under mpirun (docs/guides/distributed.md). Only src/train/dist_mpi.c
 # includes mpi.h; without MPI src/train/dist_none.c (one process) takes its place.
 #   MPI=auto|1|0   auto: with MPI when mpicc is on the PATH (Open MPI's --showme gives the flags)
 MPI ?= auto
@@ -99,7 +99,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXP_BIN := $(EXP_SRC:%.c=$(BUILD)/%)
 LIB := $(BUILD)/liblongctx.a
 CLI := $(BUILD)/longctx
-# ---- the portable library: liblongctx.so, and everything `make install` installs (docs/install.md) ----
+# ---- the portable library: liblongctx.so, and everything `make install` installs (docs/guides/install.md) ----
 # The library's sources compiled again into $(PIC)/ with -fPIC for a portable CPU (PORTABLE_ARCH) instead of
 # ARCH; on x86-64 (DISPATCH=1) the hot files (DISPATCH_SRC) are compiled a second time for AVX-512 and the
 # path is chosen at startup by CPUID (src/core/cpu.h; LC_CPU=generic forces the baseline). The .so exports
@@ -240,7 +240,7 @@ $(BUILD)/experiments/%: experiments/%.c $(LIB)
 test: $(LIB) $(CLI) $(TEST_BIN)
 	@bash tests/run.sh $(BUILD) $(VARIANT) $(BLAS) $(MPI)
 
-# ---- make install PREFIX=... [DESTDIR=...] (docs/install.md) ----
+# ---- make install PREFIX=... [DESTDIR=...] (docs/guides/install.md) ----
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
@@ -274,7 +274,7 @@ PC_LIBS := $(if $(and $(filter openblas,$(BLAS)),$(filter-out openblas,$(PC_REQU
   $(if $(and $(filter yes,$(ZLIB)),$(filter-out zlib,$(PC_REQUIRES))),-lz) \
   $(if $(filter noomp minimal,$(VARIANT)),,-lgomp) -lpthread -lm $(if $(filter 1,$(SHARED_MPI)),$(MPI_LIBS))
 
-$(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh
+$(PIC)/longctx.1: $(PIC_CLI) tools/gen_man.sh tools/cli_commands.sh
 	@echo "  GEN $@"
 	@bash tools/gen_man.sh $(PIC_CLI) $(VERSION) >$@.tmp && mv $@.tmp $@
 

@@ -2,7 +2,7 @@
  * over repeated calls for a range of buffer sizes, the default model's gradient among them, run under
  * `mpirun -np N` (one process without it). Prints one JSON object per size (process 0): seconds,
  * algorithm bandwidth (bytes / time) and bus bandwidth (x 2(N-1)/N, what a ring moves per process), the
- * numbers of docs/distributed.md's scaling model.
+ * numbers of docs/guides/distributed.md's scaling model.
  * usage: mpirun -np N bench_allreduce [--reps R] */
 #include <stdio.h>
 #include <stdlib.h>

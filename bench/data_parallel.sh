@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data parallelism on one machine (docs/distributed.md): training throughput of the default model
+# Data parallelism on one machine (docs/guides/distributed.md): training throughput of the default model
 # (`longctx train` defaults: preset small, global batch 16) as 1 process x 2 threads and as 2 MPI processes
 # x 1 thread x batch 8 (the same 16 streams), run alternately REPS times (side by side, so load from other
 # jobs hits both alike), then bench_allreduce on 2 processes. JSON lines on stdout (one per run, then the

@@ -3,7 +3,7 @@
 #   docs/figures/shakespeare_1h.svg  longctx plot of experiments/shakespeare-1h/train.jsonl (the hour's recipe, against time)
 #   docs/figures/attn_scaling.svg    bench/plot_attn.py of experiments/benchmarks/bench_attn_scaling.jsonl (bench/attn_scaling.sh measures it)
 #   docs/figures/*.svg       longctx plot of a tiny run's log, and attn-map of small models trained here (each kind
-#                            of docs/figures.md) on data/tinyshakespeare.txt: training is deterministic on a given
+#                            of docs/guides/attention.md) on data/tinyshakespeare.txt: training is deterministic on a given
 #                            machine, so the maps redraw the same there (another CPU may round differently)
 # usage: docs/figures.sh [--bin ./longctx]     (19 min 20 s on a 2-core Zen 5 shared with other work, load average 25)
 set -euo pipefail

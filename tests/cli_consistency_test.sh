@@ -2,7 +2,7 @@
 # CLI consistency (issue 14, item 4), on tiny shapes: every `bench` prints a table by default and JSON
 # lines with --json; every --help exits 0, ends with a newline and lists only the flags its command uses
 # (those of a shared table it does not use are refused with a line saying why); the attention specs of
-# docs/attention.md's table train as the table says (rows marked *vanilla* need --model vanilla, and are
+# docs/guides/attention.md's table train as the table says (rows marked *vanilla* need --model vanilla, and are
 # refused without it); training throughput leaves validation out (tokens/s against the --log lines'
 # elapsed time minus earlier validation passes); --log FILE writes one flushed JSON line per step, appended
 # to by --resume, with one error line when FILE cannot be opened; sample reads its prompt from a file or
@@ -106,8 +106,8 @@ one_line 2 "hibert pretrain: --labels belongs to hibert finetune" -- "$bin" hibe
 one_line 2 "bench xl-eval: --model does not apply" -- "$bin" bench xl-eval --model vanilla
 one_line 2 "train: --task must be classify, got 'bogus'" -- "$bin" train --task bogus
 
-# ---- 3. docs/attention.md's spec table: *vanilla* rows need --model vanilla (and are refused without it)
-spec_rows=$(awk '/^\| spec \| meaning \|/ { on = 1; next } on && !/^\|/ { exit } on && !/^\| ---/' "$root/docs/attention.md")
+# ---- 3. docs/guides/attention.md's spec table: *vanilla* rows need --model vanilla (and are refused without it)
+spec_rows=$(awk '/^\| spec \| meaning \|/ { on = 1; next } on && !/^\|/ { exit } on && !/^\| ---/' "$root/docs/guides/attention.md")
 n_rows=0
 while IFS= read -r row; do
     spec=$(printf '%s' "$row" | sed -E 's/^\| `([^`]+)`.*/\1/')
@@ -122,11 +122,11 @@ while IFS= read -r row; do
     case "$row" in
     *'*vanilla*'*)
         one_line 2 "vanilla" -- "$bin" train "${flags[@]}"
-        check "docs/attention.md: $spec trains with --model vanilla" -- "$bin" train "${flags[@]}" --model vanilla ;;
-    *) check "docs/attention.md: $spec trains as written" -- "$bin" train "${flags[@]}" ;;
+        check "docs/guides/attention.md: $spec trains with --model vanilla" -- "$bin" train "${flags[@]}" --model vanilla ;;
+    *) check "docs/guides/attention.md: $spec trains as written" -- "$bin" train "${flags[@]}" ;;
     esac
 done <<<"$spec_rows"
-check "docs/attention.md: the spec table was read" -- test "$n_rows" -ge 10
+check "docs/guides/attention.md: the spec table was read" -- test "$n_rows" -ge 10
 
 # ---- 4 and 5. --log: one JSON line per step; tokens/s over training time only
 check "train --log" -- "$bin" train "${lm[@]}" --steps 6 --eval-every 2 --eval-bytes 0 --log "$tmp/lm.jsonl" --out "$tmp/lm.ckpt" --json

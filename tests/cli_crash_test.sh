@@ -121,7 +121,7 @@ rm "$tmp/small.moved"
 expect 0 "warning: no --out: the trained model will not be saved" -- "$bin" train "${run[@]}" --steps 1
 check "... before the first step" -- test "$(grep -n 'warning: no --out' "$tmp/err" | cut -d: -f1)" -lt \
     "$(grep -n 'step 1/' "$tmp/err" | head -1 | cut -d: -f1)"
-# --resume from an export: AdamW restarts from zero moments (docs/checkpoint.md)
+# --resume from an export: AdamW restarts from zero moments (docs/reference/checkpoint.md)
 check "export the 4-step checkpoint" -- "$bin" export --ckpt "$tmp/half0.ckpt" --out "$tmp/half.safetensors"
 expect 0 "warning: .*half.safetensors has no optimizer state \(an export\): AdamW restarts" -- "$bin" train \
     --resume "$tmp/half.safetensors" --out "$tmp/from_export.ckpt"

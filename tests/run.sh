@@ -5,7 +5,7 @@
 # path that x86-64 machines of this project dispatch to (Haswell: AVX2, what Zen gets; SkylakeX:
 # AVX-512, what Intel gets), so a result that depends on the CPU's dispatch fails here on any machine.
 # With MPI in the build (MPI=1) and mpirun on the PATH, the release variant also runs the 2-process test
-# tests/cli_mpi_test.sh (the other variants build the MPI code but do not start processes; docs/distributed.md).
+# tests/cli_mpi_test.sh (the other variants build the MPI code but do not start processes; docs/guides/distributed.md).
 # usage: tests/run.sh BUILD_DIR VARIANT BLAS [MPI]
 set -u
 build=$1 variant=$2 blas=$3 mpi=${4:-0}
@@ -79,7 +79,7 @@ if [ "$blas" = openblas ] && [ "$variant" = release ] && grep -qw avx512f /proc/
         run_programs OPENBLAS_CORETYPE=$core
     done
 fi
-cli_tests="tests/cli_test.sh tests/cli_ux_test.sh tests/cli_summary_test.sh tests/cli_hibert_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_crash_test.sh tests/cli_consistency_test.sh tests/cli_pics_test.sh tests/docs_links_test.sh$([ "$variant" = release ] && echo " tests/py_test.sh")"
+cli_tests="tests/cli_test.sh tests/cli_ux_test.sh tests/cli_summary_test.sh tests/cli_hibert_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_crash_test.sh tests/cli_consistency_test.sh tests/cli_pics_test.sh tests/docs_links_test.sh tests/docs_commands_test.sh$([ "$variant" = release ] && echo " tests/py_test.sh")"
 if [ "$mpi" = 1 ] && [ "$variant" = release ] && command -v mpirun >/dev/null; then cli_tests+=" tests/cli_mpi_test.sh"; fi
 for s in $cli_tests; do
     [ -f "$s" ] || continue

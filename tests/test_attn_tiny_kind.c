@@ -1,4 +1,4 @@
-/* A new attention kind defined entirely in this file, the way docs/attention.md says a kind is added:
+/* A new attention kind defined entirely in this file, the way docs/design.md says a kind is added:
  * "prev" (query at key position q sees keys q - p .. q, causal, memory rows allowed), written plainly,
  * registered with lc_attn_kind_register, tested with the kit (tests/attn_kit.h) like every built-in kind,
  * then used through a spec string in a small model. Also the kit's own test: deliberately broken

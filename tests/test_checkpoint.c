@@ -2,7 +2,7 @@
  * before anything is allocated (huge d_ff / n_layer fail fast); every damaged file (truncations, byte
  * flips, any metadata key set to anything) is LC_ERR_FORMAT or LC_ERR_IO naming the file; any 64-bit
  * seed round-trips; an export without the moments loads as the same model with zero moments; FIFOs,
- * directories and devices are refused at once; lc_fail may quote the last error; docs/checkpoint.md
+ * directories and devices are refused at once; lc_fail may quote the last error; docs/reference/checkpoint.md
  * names every tensor and metadata key the code can produce. */
 #include <signal.h>
 #include <string.h>
@@ -524,7 +524,7 @@ TEST(data_record_and_ranks_round_trip) {
     lc_model_free(m);
 }
 
-/* ------------------------------------------------------------ docs/checkpoint.md */
+/* ------------------------------------------------------------ docs/reference/checkpoint.md */
 
 /* "blocks.3.attn.group1.params" -> "`blocks.{i}.attn.group{g}.params`" */
 static void doc_name(const char *name, char *out, size_t cap) {
@@ -545,15 +545,15 @@ static void doc_name(const char *name, char *out, size_t cap) {
 }
 
 TEST(docs_list_every_tensor_and_key) {
-    char *doc = read_text("docs/checkpoint.md");
-    if (!doc) { CHECK(0, "cannot read docs/checkpoint.md"); return; }
+    char *doc = read_text("docs/reference/checkpoint.md");
+    if (!doc) { CHECK(0, "cannot read docs/reference/checkpoint.md"); return; }
     char want[LC_NAME_MAX + 32];
     for (int i = 0; i < N_LAYOUTS; i++) {
         lc_model *m = trained(&layouts[i], 2);
         if (!m) continue;
         for (int k = 0; k < m->tensors.n; k++) {
             doc_name(m->tensors.t[k].name, want, sizeof want);
-            CHECK(strstr(doc, want), "docs/checkpoint.md lacks %s (%s)", want, layouts[i].name);
+            CHECK(strstr(doc, want), "docs/reference/checkpoint.md lacks %s (%s)", want, layouts[i].name);
         }
         lc_model_free(m);
     }
@@ -562,7 +562,7 @@ TEST(docs_list_every_tensor_and_key) {
     const char *key;
     for (int i = 0; (key = lc_ckpt_meta_key(i, NULL)); i++) {
         snprintf(want, sizeof want, "`%s`", key);
-        CHECK(strstr(doc, want), "docs/checkpoint.md lacks metadata key %s", want);
+        CHECK(strstr(doc, want), "docs/reference/checkpoint.md lacks metadata key %s", want);
     }
     free(doc);
 }

@@ -300,8 +300,8 @@ TEST(init_from_masked_lm) {
 }
 
 TEST(docs_list_every_key_and_tensor) {
-    FILE *f = fopen("docs/checkpoint.md", "rb");
-    CHECK(f, "cannot read docs/checkpoint.md");
+    FILE *f = fopen("docs/reference/checkpoint.md", "rb");
+    CHECK(f, "cannot read docs/reference/checkpoint.md");
     if (!f) return;
     static char doc[1 << 20];
     doc[fread(doc, 1, sizeof doc - 1, f)] = 0;
@@ -310,7 +310,7 @@ TEST(docs_list_every_key_and_tensor) {
     const char *key;
     for (int i = 0; (key = lc_classify_meta_key(i)); i++) {
         snprintf(want, sizeof want, "`%s`", key);
-        CHECK(strstr(doc, want), "docs/checkpoint.md lacks metadata key %s", want);
+        CHECK(strstr(doc, want), "docs/reference/checkpoint.md lacks metadata key %s", want);
     }
     const char *extra[] = {"`classify.labels`", "`classify.words`", "`cls.dense.weight`", "`cls.dense.bias`",
                            "`cls.out.weight`", "`cls.out.bias`", "model = classify"};

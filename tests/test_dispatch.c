@@ -1,4 +1,4 @@
-/* Run-time CPU dispatch (src/core/cpu.h, docs/install.md): in a portable build (the release variant links
+/* Run-time CPU dispatch (src/core/cpu.h, docs/guides/install.md): in a portable build (the release variant links
  * this test against $(BUILD)/pic/liblongctx.a) the same kernels and models run on the generic and the
  * AVX-512 path and must agree: the built-in gemm against the double reference on each path, and for every
  * attention kind a tiny model's loss and logits after two training steps (forward, backward, AdamW).

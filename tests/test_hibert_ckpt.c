@@ -1,7 +1,7 @@
 /* Tests of HIBERT checkpoints (lc_hibert_save / lc_hibert_load / lc_hibert_init_from): a round trip is
  * bit-exact (the same scores and pre-training loss), a resumed run continues bit-identically, init copies
  * the weights only and refuses another shape, and damaged files or checkpoints of the other model kind are
- * refused with one line naming the file; docs/checkpoint.md lists every HIBERT metadata key. The models
+ * refused with one line naming the file; docs/reference/checkpoint.md lists every HIBERT metadata key. The models
  * have hashed word vectors (sent.words), so those travel too. */
 #include <string.h>
 #include <unistd.h>
@@ -303,14 +303,14 @@ TEST(head_features_travel_and_init) {
 
 TEST(docs_list_every_key) {
     long n;
-    char *doc = slurp("docs/checkpoint.md", &n);
-    if (!doc) { CHECK(0, "cannot read docs/checkpoint.md"); return; }
+    char *doc = slurp("docs/reference/checkpoint.md", &n);
+    if (!doc) { CHECK(0, "cannot read docs/reference/checkpoint.md"); return; }
     const char *key;
     char want[128];
     int count = 0;
     for (int i = 0; (key = lc_hibert_meta_key(i)); i++, count++) {
         snprintf(want, sizeof want, "`%s`", key);
-        CHECK(strstr(doc, want), "docs/checkpoint.md lacks HIBERT metadata key %s", want);
+        CHECK(strstr(doc, want), "docs/reference/checkpoint.md lacks HIBERT metadata key %s", want);
     }
     CHECK(count > 40 && count <= LC_CKPT_META_MAX, "%d keys", count);
     free(doc);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates the run-time CPU dispatch of a portable build (src/core/cpu.h, docs/install.md) from the hot
+# Generates the run-time CPU dispatch of a portable build (src/core/cpu.h, docs/guides/install.md) from the hot
 # objects compiled for the portable baseline: every global symbol they define is listed once.
 #   OUT/dispatch.generic.map  objcopy --redefine-syms map for the baseline objects: each function X
 #                             becomes lcisa_generic_X (data keeps its name: the baseline rows of the

@@ -31,7 +31,7 @@ typedef struct {
     lc_norm norm;
     lc_activation activation;
     float dropout;                  /* embeddings and sublayer outputs, training only */
-    char attn[LC_ATTN_SPEC_CHARS];  /* attention spec (docs/attention.md; "": full) */
+    char attn[LC_ATTN_SPEC_CHARS];  /* attention spec (docs/guides/attention.md; "": full) */
     int attn_share;                 /* consecutive layers sharing one attention module (0, 1: none) */
     int max_len;                    /* tokens read per example; longer ones are truncated. Positions: max_len + 1 */
     lc_tokens tokens;               /* bytes or words */
@@ -124,7 +124,7 @@ lc_status lc_classifier_mlm_backward(lc_classifier *m, float loss_scale);
  * objective is mlm is this step (its labels are not read). */
 lc_status lc_classifier_mlm_step(lc_classifier *m, const lc_train_options *o, const lc_classify_batch *b, double *loss);
 
-/* Checkpoints (docs/checkpoint.md, "Classification models"): every tensor with its AdamW moments, metadata
+/* Checkpoints (docs/reference/checkpoint.md, "Classification models"): every tensor with its AdamW moments, metadata
  * model = classify with the configuration, the step, the seed, the run, the label set (classify.labels,
  * lc_label_set_save's text) and, for words, the vocabulary (classify.words, lc_word_vocab_save's text).
  * Written atomically like lc_checkpoint_save. labels->n must be the model's n_classes; words is required

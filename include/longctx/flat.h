@@ -4,7 +4,7 @@
  * pointer); logits are copied into the caller's buffer; text is generated one byte per call; training
  * reports progress as an array of doubles whose names are listed here. Every call that returns an
  * lc_status clears lc_last_error() first and sets it on failure, as the rest of the library does.
- * The Python package python/longctx is built on this header alone (docs/python.md).
+ * The Python package python/longctx is built on this header alone (docs/guides/python.md).
  * Include it after, or instead of, longctx.h: it includes the parts it needs. */
 #ifndef LONGCTX_FLAT_H
 #define LONGCTX_FLAT_H
@@ -61,7 +61,7 @@ lc_status lc_train_options_get_str(const lc_train_options *o, const char *key, c
 
 /* ---------------------------------------------------------------- a model's tensors */
 /* Tensors of the model: every parameter (in checkpoint order) and then every attention kind's
- * non-learned state; names are the checkpoint's (docs/checkpoint.md). */
+ * non-learned state; names are the checkpoint's (docs/reference/checkpoint.md). */
 int lc_model_tensor_count(const lc_model *m);
 /* Name, dimensions (1 or 2) and shape of tensor i, and whether it is trained (has a gradient and AdamW
  * moments; kind state is not). Any output pointer may be NULL. LC_ERR_ARG when i is out of range. */

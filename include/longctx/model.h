@@ -70,7 +70,7 @@ typedef struct {
     int clamp_len;      /* relative distances beyond this use this one (0: no clamp) */
     int same_length;    /* every query sees exactly mem_len keys (needs mem_len > 0) */
     int shared_uv;      /* one pair of position biases u, v for all layers (else one per layer) */
-    /* Attention (docs/attention.md): */
+    /* Attention (docs/guides/attention.md): */
     char attn[LC_ATTN_SPEC_CHARS]; /* kind per layer and head group, e.g. "window:w=128" ("": full) */
     int qk_share;       /* consecutive heads sharing one query and one key projection (0 or 1: none) */
     int attn_share;     /* consecutive layers sharing one attention module (0 or 1: none) */

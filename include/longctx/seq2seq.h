@@ -1,5 +1,5 @@
 /* longctx public API, part of longctx.h (include that one): the vanilla encoder-decoder Transformer over
- * bytes (Vaswani et al. 2017), the model HIBERT's sentence decoder is built from (docs/seq2seq.md). */
+ * bytes (Vaswani et al. 2017), the model HIBERT's sentence decoder is built from (docs/guides/seq2seq.md). */
 #ifndef LONGCTX_SEQ2SEQ_H
 #define LONGCTX_SEQ2SEQ_H
 
@@ -23,7 +23,7 @@ extern "C" {
 #define LC_SEQ2SEQ_EOS 256 /* ends a source (encoder input) and a target (the last prediction) */
 #define LC_SEQ2SEQ_BOS 257 /* the decoder's first input */
 
-/* One stack: layers, width, heads, feed-forward width and attention spec (docs/attention.md; "": full;
+/* One stack: layers, width, heads, feed-forward width and attention spec (docs/guides/attention.md; "": full;
  * the decoder's self-attention is causal). */
 typedef lc_hibert_stack lc_seq2seq_stack;
 

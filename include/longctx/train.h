@@ -15,7 +15,7 @@ extern "C" {
 /* Characters of a recorded data path, terminator included. */
 #define LC_DATA_PATH_CHARS 4096
 #define LC_LR_SCALE_CHARS 256 /* lc_train_options.lr_scale, with its terminating NUL */
-/* The training data a checkpoint was trained on (recorded in it; docs/checkpoint.md, data.*): path "" =
+/* The training data a checkpoint was trained on (recorded in it; docs/reference/checkpoint.md, data.*): path "" =
  * not recorded (checkpoints from before the record, or a path that is not UTF-8). */
 typedef struct {
     char path[LC_DATA_PATH_CHARS]; /* absolute path of the file */
@@ -102,7 +102,7 @@ lc_status lc_evaluate(lc_model *m, const uint8_t *data, size_t n, int seg_len, i
 /* The validation score of lc_train and `longctx train` on data[0, n): bits per byte (CLM), or per masked
  * byte and the accuracy (MLM; accuracy may be NULL), over *tokens scored bytes (may be NULL). With one
  * process it is lc_evaluate / lc_evaluate_mlm (seed LC_MLM_EVAL_SEED). Processes training together
- * (data parallelism, docs/distributed.md) each score a contiguous part cut on segment boundaries and the
+ * (data parallelism, docs/guides/distributed.md) each score a contiguous part cut on segment boundaries and the
  * sums are reduced: XL memory and the numbering of MLM masks then restart at each part. */
 lc_status lc_evaluate_dist(lc_model *m, const uint8_t *data, size_t n, int seg_len, int batch, double *bpc,
                            double *accuracy, long *tokens);
@@ -185,7 +185,7 @@ lc_status lc_checkpoint_check_path(const char *path);
 lc_status lc_checkpoint_load(const char *path, int max_batch, lc_model **out, lc_train_options *opts);
 
 /* A copy of any longctx checkpoint (language model, classifier, HIBERT) without its AdamW moments, a
- * third of its size: for sharing and inference, or --init of a next stage (docs/checkpoint.md, "Exporting
+ * third of its size: for sharing and inference, or --init of a next stage (docs/reference/checkpoint.md, "Exporting
  * the weights"). The metadata and every other tensor are kept as they are, so the copy loads wherever the
  * checkpoint does; a run resumed from it starts its moments at zero. Written atomically like
  * lc_checkpoint_save; out may be in. LC_ERR_FORMAT for a file that is not a longctx checkpoint. */

@@ -1,6 +1,6 @@
 /* longctx version: the release this header belongs to (LC_VERSION_*, also in longctx.pc and the shared
  * library's name liblongctx.so.MAJOR.MINOR.PATCH) and lc_version(), the release of the library actually
- * linked, and the CPU code path chosen at startup for a portable build (docs/install.md). */
+ * linked, and the CPU code path chosen at startup for a portable build (docs/guides/install.md). */
 #ifndef LONGCTX_VERSION_H
 #define LONGCTX_VERSION_H
 

@@ -39,7 +39,7 @@ def main():
     args = ap.parse_args()
 
     # A tiny Transformer-XL: 2 layers of width 64, segments of 64 bytes with 64 rows of memory per layer.
-    # The keys are lc_config's fields or the CLI's flag names (docs/python.md).
+    # The keys are lc_config's fields or the CLI's flag names (docs/guides/python.md).
     model = longctx.Model.create({"preset": "tiny", "seg_len": 64, "mem_len": 64}, seed=1337, threads=args.threads)
     print(model)
     print("package:", os.path.dirname(os.path.abspath(longctx.__file__)))

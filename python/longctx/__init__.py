@@ -8,7 +8,7 @@ trained and run on the CPU by the C library liblongctx, bound through ctypes.
 
 The shared library is found through $LONGCTX_LIB, then next to this package, then the build tree
 (build/release/liblongctx.so), then the system (ctypes.util.find_library). Calls release the GIL.
-See docs/python.md.
+See docs/guides/python.md.
 """
 
 import ctypes

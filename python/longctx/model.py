@@ -1,5 +1,5 @@
 """longctx.Model: a byte-level language model of the C library (Transformer-XL or vanilla, any attention
-kind), driven from Python through ctypes. See docs/python.md for the whole API."""
+kind), driven from Python through ctypes. See docs/guides/python.md for the whole API."""
 
 import codecs
 import ctypes
@@ -389,7 +389,7 @@ class Model(object):
 
     def parameters(self):
         """{name: float32 numpy array} of every trained parameter, in checkpoint order, with the
-        checkpoint's names (docs/checkpoint.md). The arrays are views onto the model's own buffers, not
+        checkpoint's names (docs/reference/checkpoint.md). The arrays are views onto the model's own buffers, not
         copies: writing one changes the model (and they keep the model alive)."""
         return self._views("value", True)
 

@@ -24,7 +24,7 @@ output) in training mode only, so ``module.eval()`` (the state ``load`` returns)
 inference; the dropout masks of training differ from the C library's.
 
 The attention is written densely: each head group builds its [queries x keys] mask from the kind's
-definition (docs/attention.md), so memory is O(T S) per head (queries are processed in chunks to keep
+definition (docs/guides/attention.md), so memory is O(T S) per head (queries are processed in chunks to keep
 it bounded); it is a faithful reference, not a fast kernel.
 """
 import copy
@@ -198,7 +198,7 @@ def _parse_group(text, H):
 
 
 def parse_attention_spec(spec, n_layer, n_head):
-    """Per layer, the list of head groups of an attention spec string (docs/attention.md), each a dict
+    """Per layer, the list of head groups of an attention spec string (docs/guides/attention.md), each a dict
     kind, h0, heads, opts, n_global, global_pos. Raises UnsupportedAttentionError for lsh, routing and
     unknown kinds."""
     spec = spec or "full"

@@ -154,7 +154,7 @@ enum {
 /* One attention kind. Designated initializers, please: optional members stay NULL (or 0).
  * Options: a kind's options are a plain struct of opts_size bytes (no pointers into other memory);
  * opts_init fills the defaults for a group of H heads, opts_set takes one key=value of the spec string
- * (docs/attention.md). Kinds without options leave the three NULL.
+ * (docs/guides/attention.md). Kinds without options leave the three NULL.
  * Shapes: caps (and the length rule min_T, T_multiple) say which shapes the kind runs; lc_attn_kind_check
  * tests them, then calls check, which validates only what depends on the options (e.g. a block size
  * against T). check = NULL: the options constrain nothing. opts_set and check return 0, or -1 after

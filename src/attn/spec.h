@@ -8,7 +8,7 @@
  * N is the group's head count; at most one group of a layer may leave it out and takes the remaining
  * heads. global=G makes the first G positions of every sequence global tokens (Longformer) for the
  * group, with the layer's own global projections; global=p0/p1/... (two or more positions, increasing)
- * marks those positions instead. A sequence shorter than a position simply lacks that global token. Examples (docs/attention.md has more):
+ * marks those positions instead. A sequence shorter than a position simply lacks that global token. Examples (docs/guides/attention.md has more):
  *   full                               dense attention everywhere (the default)
  *   window:w=128                       sliding window of 128 keys per side in every layer
  *   2xfull+window:w=32,dil=1/2         per layer 2 full heads, the rest windowed with dilations 1, 2, 1, 2...

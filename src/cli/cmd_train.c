@@ -1,5 +1,5 @@
 /* `longctx train`: build (or resume) a model, train it on a byte corpus, report validation bpc, save.
- * Under mpirun the processes train together (docs/distributed.md): process 0 alone prints and saves. */
+ * Under mpirun the processes train together (docs/guides/distributed.md): process 0 alone prints and saves. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -334,7 +334,7 @@ static void warn_useless(const train_args *a, lc_model *m, const char *out, int 
         warn("no --out: the trained model will not be saved (give --out FILE to keep it)");
     if (a->resume && start_step > 0 && left > 0 && moments_are_zero(m))
         warn("%s has no optimizer state (an export): AdamW restarts from zero moments, so the first updates are "
-             "larger than the saved run's (docs/checkpoint.md)", a->resume);
+             "larger than the saved run's (docs/reference/checkpoint.md)", a->resume);
 }
 
 /* A resumed run trains on the data its checkpoint records (lc_cli_load_recorded checks it), unless --data

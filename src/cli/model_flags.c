@@ -26,7 +26,7 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
         {"--clamp-len", OPT_INT, &f->clamp_len, 0, 1 << 24, "xl: clamp relative distances (0: off)", 0},
         {"--same-length", OPT_FLAG, &f->same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
         {"--shared-uv", OPT_FLAG, &f->shared_uv, 0, 0, "xl: one pair of position biases for all layers", 0},
-        {"--attn", OPT_STR, &f->attn, 0, 0, "attention kinds per layer/head group, e.g. window:w=128 (docs/attention.md)", 0},
+        {"--attn", OPT_STR, &f->attn, 0, 0, "attention kinds per layer/head group, e.g. window:w=128 (docs/guides/attention.md)", 0},
         {"--share-qk", OPT_INT, &f->share_qk, 1, 4096, "heads per group sharing one query and one key projection", 0},
         {"--share-attn", OPT_INT, &f->share_attn, 1, 1024, "consecutive layers sharing one attention module", 0},
         {"--reversible", OPT_FLAG, &f->reversible, 0, 0, "reversible residual layers (activations do not grow with depth)", 0},

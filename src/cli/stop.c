@@ -34,7 +34,7 @@ void lc_cli_catch_stop_signals(void) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);  /* a closed terminal or ssh session: save as for SIGTERM */
-    sigaction(SIGUSR1, &sa, NULL); /* what mpirun forwards to every process (docs/distributed.md) */
+    sigaction(SIGUSR1, &sa, NULL); /* what mpirun forwards to every process (docs/guides/distributed.md) */
 }
 
 int lc_cli_stop_signal(void) { return stop_signal; }

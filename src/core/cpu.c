@@ -61,7 +61,7 @@ static int lc_cpu_has_baseline(void) { return 1; }
 __attribute__((constructor, target("arch=x86-64"))) static void lc_cpu_startup(void) {
     if (!lc_cpu_has_baseline()) {
         fputs("longctx: this library was built for CPUs with " LC_BASELINE_NAME
-              "; rebuild it with PORTABLE_ARCH=x86-64-v2 (docs/install.md)\n", stderr);
+              "; rebuild it with PORTABLE_ARCH=x86-64-v2 (docs/guides/install.md)\n", stderr);
         abort();
     }
     lc_cpu_level = lc_cpu_choose();

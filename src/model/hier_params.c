@@ -1,4 +1,4 @@
-/* The hierarchical model's parameters: its tensor list (sent.*, doc.*, head.*; docs/checkpoint.md),
+/* The hierarchical model's parameters: its tensor list (sent.*, doc.*, head.*; docs/reference/checkpoint.md),
  * laid out in one parameter table (values, gradients, AdamW moments) and one kind-state table, bound to
  * the stacks' block pointers and initialised as the LM's tensors are (role defaults, one normal stream in
  * list order, kinds from their own streams). */

@@ -1,5 +1,5 @@
 /* The vanilla encoder-decoder Transformer (include/longctx/seq2seq.h): configuration, the tensor list
- * (wte or enc.wte / dec.wte / dec.head.weight, enc.*, dec.*; docs/seq2seq.md), the activation and compute
+ * (wte or enc.wte / dec.wte / dec.head.weight, enc.*, dec.*; docs/guides/seq2seq.md), the activation and compute
  * plans for max_pairs pairs, lifetime. The passes are model/seq2seq_pass.c; the stacks model/stacks.h's. */
 #include <stdlib.h>
 #include <string.h>

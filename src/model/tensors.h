@@ -2,7 +2,7 @@
  * with its name, shape, role, weight decay, initialisation and the model pointers it fills. Planning,
  * initialisation, weight decay, gradient mirroring and checkpoint writing and reading all derive from
  * this list; it depends on the configuration only, so a checkpoint's tensor table can be checked
- * against it before any model memory is allocated. docs/checkpoint.md documents every name. */
+ * against it before any model memory is allocated. docs/reference/checkpoint.md documents every name. */
 #ifndef LC_MODEL_TENSORS_H
 #define LC_MODEL_TENSORS_H
 

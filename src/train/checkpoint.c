@@ -2,7 +2,7 @@
  * names, AdamW moments under optim.m.<name> / optim.v.<name>, the XL memory, and the metadata of
  * train/checkpoint_meta.h. Loading checks the metadata and then the file's whole tensor table against
  * the list before the model is created, so nothing is allocated that the file's bytes do not back.
- * The layout is documented in docs/checkpoint.md. */
+ * The layout is documented in docs/reference/checkpoint.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

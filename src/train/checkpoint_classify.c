@@ -1,4 +1,4 @@
-/* Classifier checkpoints (docs/checkpoint.md, "Classification models"): the tensor list with AdamW moments
+/* Classifier checkpoints (docs/reference/checkpoint.md, "Classification models"): the tensor list with AdamW moments
  * and kind state (train/checkpoint_tensors.h), metadata `model = classify` from one key table (the
  * encoder's shape, the tokens, the classes and the head, step, seed, the run and the training options
  * shared with the language model's table), the label set and the word vocabulary as two metadata texts;

@@ -1,4 +1,4 @@
-/* HIBERT checkpoints (docs/checkpoint.md, "HIBERT models"): the model's tensor list with AdamW moments and
+/* HIBERT checkpoints (docs/reference/checkpoint.md, "HIBERT models"): the model's tensor list with AdamW moments and
  * kind state (train/checkpoint_tensors.h), and metadata `model = hibert` from one key table (the three
  * stacks, max_sent_len, max_sents, norm, activation, dropout, stage, step, seed, the run record and the
  * training options shared with the language model's table). Language-model checkpoints are refused with

@@ -1,5 +1,5 @@
 /* A checkpoint's metadata: one table of keys (type, range, where the value lives, required or not)
- * that both the writer and the reader walk, so the two cannot drift apart. docs/checkpoint.md lists
+ * that both the writer and the reader walk, so the two cannot drift apart. docs/reference/checkpoint.md lists
  * the keys; a test checks that it lists every one. */
 #ifndef LC_TRAIN_CHECKPOINT_META_H
 #define LC_TRAIN_CHECKPOINT_META_H

@@ -3,7 +3,7 @@
  * started only when a launcher (mpirun, srun) started the process; otherwise there is one process. Every
  * call below is collective once lc_dist_init found several processes: all of them make it, in the same
  * order. Sums of floats are in an order fixed by the rank count and the message size, so a repeated run
- * with the same number of processes is bit-identical (docs/distributed.md). */
+ * with the same number of processes is bit-identical (docs/guides/distributed.md). */
 #ifndef LC_TRAIN_DIST_H
 #define LC_TRAIN_DIST_H
 

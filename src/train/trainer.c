@@ -1,7 +1,7 @@
 /* The training loop: contiguous-stream batches, gradient accumulation, global-norm clipping, AdamW with
  * warm-up + cosine schedule, periodic validation, progress callbacks; data-parallel over the processes of
  * lc_dist (train/dist.h): each reads its own streams, and one sum of the gradient buffer per step makes the
- * update the same everywhere (docs/distributed.md). */
+ * update the same everywhere (docs/guides/distributed.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

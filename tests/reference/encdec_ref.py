@@ -1,6 +1,6 @@
 """PyTorch reference of the encoder-decoder pieces that HIBERT (hibert_ref.py) and the vanilla
 encoder-decoder Transformer (seq2seq_ref.py) are made of, written from Vaswani et al. (2017) and
-longctx's documented tensor layout (docs/checkpoint.md, src/nn/nn.h), one unpadded sequence at a time.
+longctx's documented tensor layout (docs/reference/checkpoint.md, src/nn/nn.h), one unpadded sequence at a time.
 
 Parameters are a dict name -> tensor under longctx's names; `pre` is a name prefix ("sent.", "dec.").
 

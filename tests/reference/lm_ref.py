@@ -286,7 +286,7 @@ class LM(LongctxParams, nn.Module):
 
 
 def refuse_stray_params(params, shapes):
-    """ValueError when `params` holds a longctx parameter name (docs/checkpoint.md) outside `shapes`."""
+    """ValueError when `params` holds a longctx parameter name (docs/reference/checkpoint.md) outside `shapes`."""
     top = {"wte", "wpe", "ln_f.weight", "ln_f.bias", "lm_head.weight", "u", "v"}
     for n in params:
         if (n.startswith("blocks.") or n in top) and n not in shapes:

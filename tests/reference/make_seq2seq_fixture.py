@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Generate the parity fixtures tests/fixtures/seq2seq_<name>.safetensors for longctx's vanilla
-encoder-decoder Transformer (seq2seq_ref.py; docs/seq2seq.md).
+encoder-decoder Transformer (seq2seq_ref.py; docs/guides/seq2seq.md).
 
 Each fixture holds seeded random weights under the C tensor names (encdec_ref.random_params: drawn in
 float64, rounded to float32), a few (source, target) byte pairs of different lengths (an empty source and

@@ -1,5 +1,5 @@
 """PyTorch reference of longctx's vanilla encoder-decoder Transformer over bytes (Vaswani et al. 2017;
-docs/seq2seq.md), one pair at a time (no packing), float64.
+docs/guides/seq2seq.md), one pair at a time (no packing), float64.
 
   encoder: the source bytes then EOS (256); x = Ws[sym] + enc.wpe[position]; encoder_stack (encdec_ref).
   decoder: input BOS (257) + the target bytes, targets the bytes + EOS; x = Wd[in] + dec.wpe[position];

@@ -117,7 +117,7 @@ def header_order(path):
 
 
 # What the PyTorch references (lm_ref.py, xl_ref.py) implement, per longctx metadata key: a value the
-# reference honours, or a test of it. Everything else a longctx checkpoint can say (docs/checkpoint.md)
+# reference honours, or a test of it. Everything else a longctx checkpoint can say (docs/reference/checkpoint.md)
 # is refused by check_reference_metadata rather than silently loaded as something else.
 _SUPPORTED = {
     "format": lambda v: v == "longctx",
