@@ -158,6 +158,18 @@ check "classify: resume with 1 process" -- "$bin" train --task classify --data l
 curve h_c.log | awk '{ print $1, $2 }' >hc.curve
 curve c2_labels.log | awk '{ print $1, $2 }' >c2.curve
 if same_curve c2.curve hc.curve; then ok; else fail "classify resumed with 1 process: another curve: $(paste c2.curve hc.curve | sed -n 6,8p)"; fi
+"${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 2 --steps 1000000 --eval-every 0 --out sig_c.st >/dev/null \
+    2>sig_c.err &
+pid=$!
+for _ in $(seq 100); do grep -q '^classify:' sig_c.err 2>/dev/null && break; sleep 0.1; done
+sleep 1
+kill -USR1 $pid
+wait $pid
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "^longctx: interrupted by SIGUSR1 at step [0-9]*: the best checkpoint so far (step 0) is sig_c.st, the last state sig_c.st.last" sig_c.err)" -eq 1 ] &&
+    [ -s sig_c.st.last ] && ok || fail "classify, SIGUSR1: exit $rc: $(grep -v '^\[' sig_c.err | tail -c 400)"
+check "classify: the interrupted run resumes" -- "${mpi[@]}" -np 2 "$bin" train --task classify --data lo_train.tsv \
+    --valid lo_valid.tsv --threads 1 --resume sig_c.st.last --stop-after 2 --out sig_c.st
 rm -f mm.st mm.st.last
 "${mpi[@]}" -np 1 "$bin" train "${cls[@]}" --batch 2 --out mm.st : -np 1 "$bin" train "${cls[@]}" --batch 2 --pool mean \
     --out mm.st >mm.out 2>mm.err

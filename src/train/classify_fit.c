@@ -163,7 +163,7 @@ static void cf_report(const lc_progress *p, const lc_fit_metrics *valid, const c
     if (valid) { /* the loop's rule for a new best */
         c.valid_accuracy = valid->accuracy;
         if (valid->score > r->best_score || (isnan(r->best_score) && !isnan(valid->score)))
-            r->best_score = valid->score, r->best_acc = valid->accuracy, r->best_step = p->step;
+            r->best_score = valid->score, r->best_acc = (float)valid->accuracy, r->best_step = p->step; /* as saved */
         c.best_accuracy = r->best_acc, c.best_step = r->best_step;
     }
     if (r->fo->report) r->fo->report(p, &c, extra, r->fo->user);
