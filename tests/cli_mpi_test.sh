@@ -170,6 +170,10 @@ rc=$?
     [ -s sig_c.st.last ] && ok || fail "classify, SIGUSR1: exit $rc: $(grep -v '^\[' sig_c.err | tail -c 400)"
 check "classify: the interrupted run resumes" -- "${mpi[@]}" -np 2 "$bin" train --task classify --data lo_train.tsv \
     --valid lo_valid.tsv --threads 1 --resume sig_c.st.last --stop-after 2 --out sig_c.st
+"${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 60 --out few.st >/dev/null 2>few.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train --task classify: --data lo_train.tsv has 96 examples, too few for 2 processes x batch 60$' few.err)" -eq 2 ] &&
+    [ ! -e few.st.last ] && ok || fail "classify, batch beyond the data: exit $rc: $(head -c 300 few.err)"
 rm -f mm.st mm.st.last
 "${mpi[@]}" -np 1 "$bin" train "${cls[@]}" --batch 2 --out mm.st : -np 1 "$bin" train "${cls[@]}" --batch 2 --pool mean \
     --out mm.st >mm.out 2>mm.err

@@ -287,12 +287,18 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
                 a->valid, unseen);
     if (rc < 0 && !a->resume && (st = lc_classifier_create(&c, a->o.batch, 0, a->o.seed, &r.m))) rc = lc_cli_fail(st);
     if (rc < 0 && a->init && (st = lc_classifier_init_from_any(r.m, r.vocab, a->init))) rc = lc_cli_fail(st);
+    if (rc < 0 && lc_dist_size() > 1 && r.train.n < (long)a->o.batch * lc_dist_size()) {
+        lc_cli_error("train --task classify: --data %s has %ld examples, too few for %d processes x batch %d", a->data,
+                     r.train.n, lc_dist_size(), a->o.batch);
+        rc = LC_EXIT_USAGE;
+    }
     if (rc < 0) a->o.ranks = lc_dist_size(), r.run.opts = a->o, r.run.train_examples = r.train.n;
     /* every process gets the same answer from both (a failure anywhere, a setting that differs) */
     if ((rc = lc_cli_all_ready(rc)) < 0) rc = same_run(&r);
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&r.log, "train --task classify", a->log, a->resume != NULL);
     if ((rc = lc_cli_all_ready(rc)) < 0) {
         c = *lc_classifier_config(r.m);
+        lc_cli_catch_stop_signals(); /* before the first line, which tells a watcher that the run is under way */
         if (!quiet()) fprintf(stderr, "classify%s: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
                         "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d thread%s%s%s\n",
                 c.objective == LC_CLASSIFY_MLM ? " (masked-token pre-training)" : "", c.n_layer, c.d_model, c.n_head,
@@ -302,7 +308,6 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
         if (lc_dist_size() > 1 && !quiet())
             fprintf(stderr, "data parallel: %d processes, gradient allreduce (batch %d each, %d in all)\n",
                     lc_dist_size(), a->o.batch, a->o.batch * lc_dist_size());
-        lc_cli_catch_stop_signals();
         rc = train_loop(&r);
     }
     lc_train_log_close(&r.log);
