@@ -4,8 +4,9 @@
 # alone prints and writes the checkpoint, a 2-process checkpoint resumes with 1 process (the 4 streams
 # re-divided, the same curve) and with 2 (bit-identical to an uninterrupted run), a rank count that does
 # not divide the streams is refused, SIGUSR1 (what mpirun forwards) saves and stops every process at one
-# step, processes started with different settings stop with one line each before writing anything, and
-# the commands that are not data-parallel refuse several processes. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
+# step, processes started with different settings stop with one line each before writing anything, the
+# classifier (train --task classify, both objectives) follows one process of twice the batch to its final
+# weights, and the commands that are not data-parallel refuse several processes. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
 # usage: tests/cli_mpi_test.sh path/to/longctx
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -108,12 +109,79 @@ rc=$?
 check "the same settings in MPMD form still train" -- "${mpi[@]}" -np 1 "$bin" train "${base[@]}" --out same.ckpt : \
     -np 1 "$bin" train "${base[@]}" --out same.ckpt
 
-# ---- commands that are not data-parallel refuse to run as several processes -----------------------------
-printf 'label\ttext\n1\tgood\n0\tbad\n' >t.tsv
-"${mpi[@]}" -np 2 "$bin" train --task classify --data t.tsv --valid t.tsv --out c.st --steps 2 >/dev/null 2>np.err
+# ---- the classifier (train --task classify), both objectives: 2 processes x batch 2 == 1 process x batch 4 ----
+# (losses and validation accuracy of each step from --log, and every tensor of the final checkpoints, within
+# 1e-5), process 0 alone prints and writes, a 2-process run resumes with 1 process, settings must agree
+"$bin" listops --n 96 --seed 1 --out lo_train.tsv >/dev/null 2>&1 && "$bin" listops --n 40 --seed 2 --out lo_valid.tsv \
+    >/dev/null 2>&1 && ok || fail "listops data"
+cls=(--task classify --data lo_train.tsv --valid lo_valid.tsv --tokens words --max-len 48 --layers 1 --dim 16
+     --heads 2 --ffn 32 --steps 12 --warmup 2 --eval-every 4 --threads 1)
+# curve LOG: "step loss valid_accuracy" lines of a --log file
+curve() { sed -E 's/^\{"step":([0-9]+),"loss":([^,]+),.*"valid_accuracy":([^,}]+).*/\1 \2 \3/; t; s/^\{"step":([0-9]+),"loss":([^,]+),.*/\1 \2 -/' "$1"; }
+same_weights() { # same_weights A B: every tensor of two safetensors files within 1e-5
+    python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def read(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); d = b[8 + n:]
+    return {k: struct.unpack("<%df" % ((v["data_offsets"][1] - v["data_offsets"][0]) // 4), d[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__" and v["dtype"] == "F32"}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+assert a.keys() == b.keys() and a, "different tensors"
+worst = max(abs(x - y) for k in a for x, y in zip(a[k], b[k]))
+sys.exit(0 if worst <= 1e-5 else print("largest difference", worst) or 1)
+PY
+}
+for obj in labels mlm; do
+    extra=(); [ $obj = mlm ] && extra=(--objective mlm)
+    check "classify $obj: 1 process x batch 4" -- "$bin" train "${cls[@]}" "${extra[@]}" --batch 4 --log c1_$obj.log --out c1_$obj.st
+    check "classify $obj: 2 processes x batch 2" -- "${mpi[@]}" -np 2 "$bin" train "${cls[@]}" "${extra[@]}" --batch 2 \
+        --log c2_$obj.log --out c2_$obj.st
+    cp "$tmp/out" c2.stdout && cp "$tmp/err" c2.stderr
+    curve c1_$obj.log | awk '{ print $1, $2 }' >c1.curve
+    curve c2_$obj.log | awk '{ print $1, $2 }' >c2.curve
+    if same_curve c1.curve c2.curve; then ok; else fail "classify $obj: 2 x 2 does not follow 1 x 4: $(paste c1.curve c2.curve | head -3)"; fi
+    [ "$(curve c1_$obj.log | awk '{ print $1, $3 }')" = "$(curve c2_$obj.log | awk '{ print $1, $3 }')" ] && ok ||
+        fail "classify $obj: validation accuracies differ: $(curve c1_$obj.log | head -4) / $(curve c2_$obj.log | head -4)"
+    if ! command -v python3 >/dev/null; then ok; ok
+    else
+        check "classify $obj: the same final weights" -- same_weights c1_$obj.st.last c2_$obj.st.last
+        check "classify $obj: the same best checkpoint" -- same_weights c1_$obj.st c2_$obj.st
+    fi
+    [ "$(grep -c '^best valid accuracy' c2.stdout)" -eq 1 ] && grep -q "data parallel: 2 processes" c2.stderr && ok ||
+        fail "classify $obj: process 0 alone prints: $(cat c2.stdout)"
+    [ "$(wc -l <c2_$obj.log)" -eq 12 ] && ok || fail "classify $obj: one --log line a step: $(wc -l <c2_$obj.log)"
+done
+check "classify: 2 processes, first half" -- "${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 2 --stop-after 6 \
+    --log h_c.log --out h_c.st
+check "classify: resume with 1 process" -- "$bin" train --task classify --data lo_train.tsv --valid lo_valid.tsv \
+    --threads 1 --resume h_c.st.last --log h_c.log --out h_c.st
+curve h_c.log | awk '{ print $1, $2 }' >hc.curve
+curve c2_labels.log | awk '{ print $1, $2 }' >c2.curve
+if same_curve c2.curve hc.curve; then ok; else fail "classify resumed with 1 process: another curve: $(paste c2.curve hc.curve | sed -n 6,8p)"; fi
+"${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 2 --steps 1000000 --eval-every 0 --out sig_c.st >/dev/null \
+    2>sig_c.err &
+pid=$!
+for _ in $(seq 100); do grep -q '^classify:' sig_c.err 2>/dev/null && break; sleep 0.1; done
+sleep 1
+kill -USR1 $pid
+wait $pid
 rc=$?
-[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train --task classify runs in one process (it is not data-parallel yet)' np.err)" -eq 2 ] &&
-    [ ! -e c.st ] && ok || fail "classify under mpirun -np 2: exit $rc: $(head -c 400 np.err)"
+[ $rc -ne 0 ] && [ "$(grep -c "^longctx: interrupted by SIGUSR1 at step [0-9]*: the best checkpoint so far (step 0) is sig_c.st, the last state sig_c.st.last" sig_c.err)" -eq 1 ] &&
+    [ -s sig_c.st.last ] && ok || fail "classify, SIGUSR1: exit $rc: $(grep -v '^\[' sig_c.err | tail -c 400)"
+check "classify: the interrupted run resumes" -- "${mpi[@]}" -np 2 "$bin" train --task classify --data lo_train.tsv \
+    --valid lo_valid.tsv --threads 1 --resume sig_c.st.last --stop-after 2 --out sig_c.st
+"${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 60 --out few.st >/dev/null 2>few.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train --task classify: --data lo_train.tsv has 96 examples, too few for 2 processes x batch 60$' few.err)" -eq 2 ] &&
+    [ ! -e few.st.last ] && ok || fail "classify, batch beyond the data: exit $rc: $(head -c 300 few.err)"
+rm -f mm.st mm.st.last
+"${mpi[@]}" -np 1 "$bin" train "${cls[@]}" --batch 2 --out mm.st : -np 1 "$bin" train "${cls[@]}" --batch 2 --pool mean \
+    --out mm.st >mm.out 2>mm.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train --task classify: process [01] of 2 has --pool .*, which another process does not' mm.err)" -eq 2 ] &&
+    [ ! -e mm.st ] && [ ! -e mm.st.last ] && ok || fail "classify, different --pool: exit $rc: $(head -c 400 mm.err)"
+
+# ---- commands that are not data-parallel refuse to run as several processes -----------------------------
 mkdir -p docs && printf 'One sentence here. Another one there.\n' >docs/a.txt
 for stage in "pretrain --docs docs" "finetune --data docs"; do
     "${mpi[@]}" -np 2 "$bin" hibert $stage --out h.st --steps 2 >/dev/null 2>np.err

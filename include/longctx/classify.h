@@ -97,6 +97,14 @@ void lc_classifier_zero_grad(lc_classifier *m);
 lc_status lc_classifier_step(lc_classifier *m, const lc_train_options *o, const lc_classify_batch *b,
                              const int *labels, double *loss);
 
+/* The predicted class of each of n texts (text[i][0 .. len[i]), tokenized as the model's cfg.tokens with
+ * `words`, the vocabulary of a words model, NULL for bytes) into pred[n] (may be NULL), and with probs
+ * (n x n_classes; may be NULL) each text's class probabilities, the softmax of its logits. The texts run in
+ * batches of up to `batch` examples (at most the model's max_batch) in order of length, so that a batch's
+ * examples are alike in cost; the results are in the texts' order. */
+lc_status lc_classifier_classify_texts(lc_classifier *m, const lc_word_vocab *words, long n, const uint8_t *const *text,
+                                       const size_t *len, int batch, int *pred, double *probs);
+
 /* What a checkpoint records besides the model: the training options (train.*) and the run. */
 typedef struct {
     lc_train_options opts;

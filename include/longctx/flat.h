@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "longctx/classify.h"
 #include "longctx/model.h"
 #include "longctx/train.h"
 
@@ -120,6 +121,28 @@ typedef int (*lc_train_callback)(const double *values, int n, void *user);
  * re-planned for them (lc_model_resize, which resets the XL memory). */
 lc_status lc_train_file(lc_model *m, const char *path, lc_split_mode mode, lc_train_options *o, lc_train_callback fn,
                         void *user);
+
+/* ---------------------------------------------------------------- a sequence classifier's checkpoint */
+/* A classifier (longctx/classify.h) with what its checkpoint holds besides the weights: the label names and,
+ * for a words model, the vocabulary. For bindings that predict labels of texts. */
+typedef struct lc_text_classifier lc_text_classifier;
+/* Load a classifier checkpoint (metadata model = classify; lc_classifier_load) planned for batches of up to
+ * max_batch texts (0: 16, as `longctx predict`). LC_ERR_FORMAT naming the file for another model's
+ * checkpoint or a damaged one; LC_ERR_IO when it cannot be read. */
+lc_status lc_text_classifier_load(const char *path, int max_batch, lc_text_classifier **out);
+void lc_text_classifier_free(lc_text_classifier *c);
+/* The underlying classifier (its config, step, threads: longctx/classify.h); owned by c. */
+lc_classifier *lc_text_classifier_model(lc_text_classifier *c);
+/* The number of classes, and the name of class i (0 .. classes-1; NULL outside): the sorted label set of
+ * the training file, in the order of predict's probabilities. */
+int lc_text_classifier_classes(const lc_text_classifier *c);
+const char *lc_text_classifier_label(const lc_text_classifier *c, int i);
+/* The predicted class of each of n texts (texts[i][0 .. lens[i]), any bytes) into pred[n] (may be NULL) and
+ * their class probabilities into probs[n * classes] (may be NULL): lc_classifier_classify_texts in batches
+ * of the planned size, the numbers `longctx predict --probs` prints. LC_ERR_ARG for a masked-token
+ * pre-training (objective mlm), whose head is untrained. */
+lc_status lc_text_classifier_predict(lc_text_classifier *c, long n, const char *const *texts, const size_t *lens,
+                                     int *pred, double *probs);
 
 #ifdef __cplusplus
 }

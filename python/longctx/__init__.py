@@ -15,12 +15,13 @@ import ctypes
 
 from ._lib import ExportInfo, call, library_path
 from .errors import (ArgumentError, FormatError, IOFailure, LongctxError, NumericError, OutOfMemory)
+from .classify import Classifier
 from .model import MASK_TOKEN, VOCAB, Model, _path
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Model", "LongctxError", "ArgumentError", "IOFailure", "FormatError", "OutOfMemory", "NumericError",
+    "Model", "Classifier", "LongctxError", "ArgumentError", "IOFailure", "FormatError", "OutOfMemory", "NumericError",
     "library_path", "load", "create", "export", "VOCAB", "MASK_TOKEN", "__version__",
 ]
 

@@ -200,6 +200,8 @@ class Model(object):
     Every method calls into liblongctx through ctypes, which releases the GIL for the duration of the
     call: other Python threads run meanwhile. One model must not be used by two threads at once."""
 
+    family = "lm"  # the model family (longctx.Classifier: "classify")
+
     def __init__(self, handle, options):
         self._owner = _Handle(handle, options)
 
@@ -267,9 +269,10 @@ class Model(object):
     def load(cls, path, max_batch=0, threads=None):
         """A model from a language-model checkpoint (lc_checkpoint_load): weights, AdamW state, step, XL
         memory and the training options it was saved with. max_batch: rows planned for (0: the saved
-        training batch). Raises IOFailure (unreadable) or FormatError (not a longctx LM checkpoint; for a
-        checkpoint of another family, such as hibert or classify, the message names the families the
-        package loads)."""
+        training batch). A classifier's checkpoint (model = classify) gives a longctx.Classifier
+        (m.family == "classify": predict, predict_proba; max_batch: texts per pass, 0: 16). Raises IOFailure
+        (unreadable) or FormatError (not a longctx checkpoint; for a checkpoint of a family the package does
+        not load yet, such as hibert, the message says so)."""
         cpath = _path(path)
         max_batch = _int(max_batch, "max_batch")
         L = lib()
@@ -279,13 +282,19 @@ class Model(object):
         h = ctypes.c_void_p()
         try:
             family = _family_of(path)
+            if family == "classify":  # another family: its own class (python/longctx/classify.py)
+                from .classify import Classifier
+                L.lc_train_options_free(opts)
+                opts = None
+                return Classifier.load(cpath, max_batch, threads)
             if family is not None and family not in _LM_FAMILIES:
                 raise FormatError(3, "%s: a %s checkpoint: longctx.Model loads language models only (model = %s); "
                                   "%s checkpoints are not in the Python package yet (use the longctx command)"
                                   % (os.fspath(path), family, " or ".join(_LM_FAMILIES), family))
             call("lc_checkpoint_load", cpath, max_batch, ctypes.byref(h), opts)
         except BaseException:
-            L.lc_train_options_free(opts)
+            if opts is not None:
+                L.lc_train_options_free(opts)
             raise
         m = cls(h.value, opts)
         if threads is not None:

@@ -1,6 +1,5 @@
-/* What the classification commands share (classify_cli.h): `--task` detection, batches tokenized and
- * packed by length, a classifier run over a set of texts; and `longctx eval --task classify` (docs/guides/classify.md):
- * a checkpoint's accuracy on a labelled file. */
+/* What the classification commands share (classify_cli.h): `--task` detection, the refusal of an untrained
+ * head; and `longctx eval --task classify` (docs/guides/classify.md): a checkpoint's accuracy on a labelled file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,73 +17,10 @@ int lc_cli_task_is(int argc, char **argv, const char *name) {
     return 0;
 }
 
-static int cmp_long(const void *a, const void *b) {
-    const long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
-void lc_cli_sort_by_length(long *keys, const long *idx, long n, const size_t *len) {
-    for (long i = 0; i < n; i++) {
-        const long k = idx ? idx[i] : i;
-        keys[i] = ((long)(len[k] < (1u << 30) ? len[k] : (1u << 30)) << 32) | k;
-    }
-    qsort(keys, (size_t)n, sizeof *keys, cmp_long);
-    for (long i = 0; i < n; i++) keys[i] &= 0xffffffffL;
-}
-
-lc_status lc_cli_classify_batch(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, const long *idx, int n,
-                           int *buf, int *len, const int **ptr, const int *labels, int train, const lc_train_options *o,
-                           double *loss) {
-    const lc_classify_config *c = lc_classifier_config(m);
-    int lab[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++) {
-        ptr[i] = buf + (size_t)i * c->max_len;
-        const long all = lc_tokenize(c->tokens, v, t->text[idx[i]], t->len[idx[i]], c->max_len, buf + (size_t)i * c->max_len);
-        len[i] = (int)(all < c->max_len ? all : c->max_len);
-        lab[i] = labels ? labels[idx[i]] : 0;
-    }
-    const lc_classify_batch b = {n, ptr, len};
-    if (train) return lc_classifier_step(m, o, &b, lab, loss);
-    return lc_classifier_forward(m, &b, NULL, 0, NULL, NULL);
-}
-
 lc_status lc_cli_check_trained_head(const lc_classifier *m, const char *ckpt) {
     if (lc_classifier_config(m)->objective != LC_CLASSIFY_MLM) return LC_OK;
     return lc_fail(LC_ERR_FORMAT, "--ckpt %s is a masked-token pre-training (objective mlm): its head is untrained; "
                                   "fine-tune it with train --task classify --init %s", ckpt, ckpt);
-}
-
-lc_status lc_cli_classify(lc_classifier *m, const lc_word_vocab *v, const lc_cli_texts *t, int batch, int *pred,
-                          const int *labels, long *correct, double *probs) {
-    const lc_classify_config *c = lc_classifier_config(m);
-    long *keys = malloc(sizeof(long) * (size_t)(t->n > 0 ? t->n : 1)), *idx = malloc(sizeof(long) * (size_t)batch);
-    int *buf = malloc(sizeof(int) * (size_t)batch * (size_t)c->max_len), *len = malloc(sizeof(int) * (size_t)batch);
-    const int **ptr = malloc(sizeof(*ptr) * (size_t)batch);
-    lc_status st = keys && idx && buf && len && ptr ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory classifying");
-    if (!st) lc_cli_sort_by_length(keys, NULL, t->n, t->len);
-    long right = 0;
-    for (long s = 0; s < t->n && !st; s += batch) {
-        const int n = (int)(t->n - s < batch ? t->n - s : batch);
-        for (int i = 0; i < n; i++) idx[i] = keys[s + i];
-        if ((st = lc_cli_classify_batch(m, v, t, idx, n, buf, len, ptr, NULL, 0, NULL, NULL))) break;
-        const float *z = lc_classifier_logits(m);
-        for (int i = 0; i < n; i++) {
-            int best = 0;
-            for (int k = 1; k < c->n_classes; k++)
-                if (z[(size_t)i * c->n_classes + k] > z[(size_t)i * c->n_classes + best]) best = k;
-            pred[idx[i]] = best;
-            if (labels) right += labels[idx[i]] == best;
-            if (probs) { /* the softmax, from the largest logit */
-                const float *zi = z + (size_t)i * c->n_classes;
-                double *p = probs + (size_t)idx[i] * c->n_classes, sum = 0;
-                for (int k = 0; k < c->n_classes; k++) sum += p[k] = exp((double)zi[k] - (double)zi[best]);
-                for (int k = 0; k < c->n_classes; k++) p[k] /= sum;
-            }
-        }
-    }
-    if (correct) *correct = right;
-    free(keys), free(idx), free(buf), free(len), free(ptr);
-    return st;
 }
 
 /* ---------------------------------------------------------------- eval --task classify */
@@ -123,8 +59,8 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     long unseen = 0, right = 0;
     if (!st && (!ids || !pred)) st = lc_fail(LC_ERR_NOMEM, "out of memory");
     if (!st) st = lc_labelled_map(&d, &labels, ids, &unseen);
-    const lc_cli_texts t = lc_cli_texts_of(&d);
-    if (!st) st = lc_cli_classify(m, v, &t, batch, pred, ids, &right, NULL);
+    if (!st) st = lc_classifier_classify_texts(m, v, d.n, d.text, d.text_len, batch, pred, NULL);
+    for (long i = 0; !st && i < d.n; i++) right += pred[i] == ids[i]; /* -1: a label the model lacks, wrong */
     if (st) {
         rc = lc_cli_fail(st);
     } else {

@@ -17,6 +17,8 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "train/classify_fit.h"
+#include "train/dist.h"
 
 typedef struct {
     const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out, *resume, *log;
@@ -50,181 +52,77 @@ static int refuse_flags(const cargs *a, lc_opt *opts, int n) {
     return -1;
 }
 
-/* The training order of one epoch: a seeded shuffle, then sorted by length in chunks of 64 batches (the
- * batches of a chunk from the shortest examples to the longest). */
-static void epoch_order(long *order, long *keys, const lc_labelled_data *d, int batch, uint64_t seed) {
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (long i = 0; i < d->n; i++) order[i] = i;
-    for (long i = d->n - 1; i > 0; i--) {
-        const long j = (long)(lc_rng_uniform(&r) * (double)(i + 1)) % (i + 1), x = order[i];
-        order[i] = order[j], order[j] = x;
-    }
-    const long chunk = 64L * batch;
-    for (long s = 0; s < d->n; s += chunk) {
-        const long n = d->n - s < chunk ? d->n - s : chunk;
-        lc_cli_sort_by_length(keys, order + s, n, d->text_len);
-        memcpy(order + s, keys, sizeof(long) * (size_t)n);
-    }
-}
+/* Process 0 prints; the others stay quiet unless they fail. */
+static int quiet(void) { return lc_dist_rank() != 0; }
 
 typedef struct {
     cargs *a;
-    double valid_s;      /* time spent in validation passes (left out of tokens/s) */
     lc_train_log log;
+    lc_progress_printer pp;
     lc_classifier *m;
     lc_labelled_data train, valid;
-    int *valid_labels, *pred;
+    int *valid_labels;
     lc_word_vocab *vocab;
     lc_classify_run run; /* the record saved with each checkpoint: options, best so far */
     char last[4200];     /* OUT.last: the last state */
 } crun;
 
-/* Masked-token accuracy over the validation texts (batches in order of length, masks from a fixed seed, so
- * every pass masks the same tokens). */
-static lc_status validate_mlm(crun *r, double *acc) {
-    const lc_classify_config *c = lc_classifier_config(r->m);
-    const lc_cli_texts t = lc_cli_texts_of(&r->valid);
-    const int B = r->a->o.batch;
-    long *keys = malloc(sizeof(long) * (size_t)t.n);
-    int *buf = malloc(sizeof(int) * (size_t)B * (size_t)c->max_len), *len = malloc(sizeof(int) * (size_t)B);
-    const int **ptr = malloc(sizeof(*ptr) * (size_t)B);
-    lc_status st = keys && buf && len && ptr ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory validating");
-    if (!st) lc_cli_sort_by_length(keys, NULL, t.n, t.len);
-    long masked = 0, right = 0;
-    for (long s = 0; s < t.n && !st; s += B) {
-        const int n = (int)(t.n - s < B ? t.n - s : B);
-        for (int i = 0; i < n; i++) {
-            const long k = keys[s + i];
-            ptr[i] = buf + (size_t)i * c->max_len;
-            const long all = lc_tokenize(c->tokens, r->vocab, t.text[k], t.len[k], c->max_len, buf + (size_t)i * c->max_len);
-            len[i] = (int)(all < c->max_len ? all : c->max_len);
-        }
-        const lc_classify_batch b = {n, ptr, len};
-        long nm = 0, ok = 0;
-        st = lc_classifier_mlm_forward(r->m, &b, lc_seed_mix(0x76616c6964ULL, (uint64_t)s), 0, NULL, &nm, &ok);
-        masked += nm, right += ok;
-    }
-    *acc = masked ? (double)right / (double)masked : 0;
-    free(keys), free(buf), free(len), free(ptr);
-    return st;
+/* Process 0's report of a step: the validation line, the progress bar, the --log line. */
+static void report(const lc_progress *p, const lc_classify_progress *c, const char *extra, void *user) {
+    crun *r = user;
+    if (quiet()) return;
+    if (!isnan(c->valid_accuracy))
+        fprintf(stderr, "%sstep %ld: valid %saccuracy %.4f (best %.4f at step %ld)\n", r->pp.tty ? "\r" : "", p->step,
+                lc_classifier_config(r->m)->objective == LC_CLASSIFY_MLM ? "masked-token " : "", c->valid_accuracy,
+                c->best_accuracy, c->best_step);
+    lc_progress_print(p, &r->pp);
+    lc_train_log_step(&r->log, p, extra);
 }
 
-static lc_status validate(crun *r, double *acc) {
-    const double t0 = lc_now_seconds();
-    long right = 0;
-    const lc_cli_texts t = lc_cli_texts_of(&r->valid);
-    lc_status st;
-    if (lc_classifier_config(r->m)->objective == LC_CLASSIFY_MLM) st = validate_mlm(r, acc);
-    else {
-        st = lc_cli_classify(r->m, r->vocab, &t, r->a->o.batch, r->pred, r->valid_labels, &right, NULL);
-        *acc = (double)right / (double)r->valid.n;
-    }
-    r->valid_s += lc_now_seconds() - t0;
-    return st;
+static int stop_requested(void *user) {
+    (void)user;
+    return lc_cli_stop_signal();
 }
 
-/* The last state into OUT.last (valid_accuracy: acc, or -1 when not measured at this step). */
-static lc_status save_last(crun *r, double acc) {
-    lc_classify_run run = r->run;
-    run.valid_accuracy = (float)acc, run.examples = lc_classifier_steps_done(r->m) * (long)r->a->o.batch;
-    return lc_classifier_save(r->m, &run, &r->train.labels, r->vocab, r->last);
-}
-
-/* A validation pass after `step`; a new best is saved to --out. */
-static lc_status check_point(crun *r, long step, double *acc, const lc_progress_printer *pp) {
-    lc_status st = validate(r, acc);
-    if (st) return st;
-    if (*acc > r->run.best_accuracy) {
-        r->run.best_accuracy = (float)*acc, r->run.best_step = step;
-        lc_classify_run best = r->run;
-        best.valid_accuracy = (float)*acc, best.examples = step * (long)r->a->o.batch;
-        if ((st = lc_classifier_save(r->m, &best, &r->train.labels, r->vocab, r->a->out))) return st;
-    }
-    fprintf(stderr, "%sstep %ld: valid %saccuracy %.4f (best %.4f at step %ld)\n", pp->tty ? "\r" : "", step,
-            lc_classifier_config(r->m)->objective == LC_CLASSIFY_MLM ? "masked-token " : "", *acc,
-            (double)r->run.best_accuracy, r->run.best_step);
-    return LC_OK;
-}
-
-static int finish(crun *r, long first, double t0, long rows) {
+static int finish(crun *r, const lc_classify_fit_result *res) {
     const cargs *a = r->a;
-    const long done = lc_classifier_steps_done(r->m);
-    const int sig = lc_cli_stop_signal();
+    const long done = lc_classifier_steps_done(r->m), first = res->fit.first_step;
+    const int sig = res->stop_signal;
+    if (quiet()) return sig ? 128 + sig : LC_EXIT_OK;
     if (sig) {
         fprintf(stderr, "longctx: interrupted by %s at step %ld: the best checkpoint so far (step %ld) is %s, the last "
-                        "state %s (continue with --resume %s)\n", lc_cli_signal_name(sig), done, r->run.best_step,
+                        "state %s (continue with --resume %s)\n", lc_cli_signal_name(sig), done, res->best_step,
                 a->out, r->last, r->last);
         return 128 + sig;
     }
-    const double el = lc_now_seconds() - t0, train_s = el - r->valid_s, tok_s = rows / (train_s > 0 ? train_s : 1e-9);
-    printf("best valid accuracy %.4f at step %ld of %ld over %ld examples (%.0f tokens/s)\n", (double)r->run.best_accuracy,
-           r->run.best_step, a->o.steps, r->valid.n, tok_s);
+    const double el = res->fit.seconds, valid_s = res->fit.valid_seconds, train_s = el - valid_s,
+                 tok_s = res->fit.units / (train_s > 0 ? train_s : 1e-9);
+    const long global = (long)a->o.batch * lc_dist_size();
+    printf("best valid accuracy %.4f at step %ld of %ld over %ld examples (%.0f tokens/s)\n", res->best_accuracy,
+           res->best_step, a->o.steps, r->valid.n, tok_s);
     printf("saved %s (the best checkpoint) and %s (the last state)\n", a->out, r->last);
     if (a->json)
         printf("{\"valid_accuracy\":%s,\"best_step\":%ld,\"steps\":%ld,\"run_steps\":%ld,\"examples\":%ld,"
                "\"seconds\":%.3f,\"valid_seconds\":%.3f,\"tokens_per_s\":%.1f,\"params\":%zu}\n",
-               lc_json_number(r->run.best_accuracy), r->run.best_step, done, done - first,
-               done * (long)(r->train.n < a->o.batch ? r->train.n : a->o.batch), el, r->valid_s, tok_s,
-               lc_classifier_num_params(r->m));
+               lc_json_number(res->best_accuracy), res->best_step, done, done - first,
+               done * (r->train.n < global ? r->train.n : global), el, valid_s, tok_s, lc_classifier_num_params(r->m));
     return LC_EXIT_OK;
 }
 
 static int train_loop(crun *r) {
     cargs *a = r->a;
-    const lc_train_options *o = &a->o;
-    const int B = a->o.batch, L = lc_classifier_config(r->m)->max_len, n = (int)(r->train.n < B ? r->train.n : B);
-    long *order = malloc(sizeof(long) * (size_t)r->train.n), *keys = malloc(sizeof(long) * 64 * (size_t)B);
-    int *buf = malloc(sizeof(int) * (size_t)B * (size_t)L), *len = malloc(sizeof(int) * (size_t)B);
-    const int **ptr = malloc(sizeof(*ptr) * (size_t)B);
-    if (!order || !keys || !buf || !len || !ptr) {
-        free(order), free(keys), free(buf), free(len), free(ptr);
-        return lc_cli_fail(lc_fail(LC_ERR_NOMEM, "out of memory for the training batches"));
-    }
-    const lc_cli_texts t = lc_cli_texts_of(&r->train);
-    const long first = lc_classifier_steps_done(r->m), per_epoch = r->train.n / n;
-    const long stop = o->stop_after > 0 && first + o->stop_after < o->steps ? first + o->stop_after : o->steps;
-    /* where step `first` is in the epochs: a resumed run reads the batches the uninterrupted one would */
-    long epoch = first / per_epoch, pos = r->train.n;
-    if (first % per_epoch) {
-        epoch_order(order, keys, &r->train, B, lc_seed_mix(o->seed, (uint64_t)epoch++));
-        pos = first % per_epoch * n;
-    }
-    lc_progress_printer pp;
-    lc_progress_init(&pp, o->steps);
-    pp.bits = 0; /* a classification loss (cross-entropy over labels), not bits per byte */
-    const double t0 = lc_now_seconds();
-    double last_save = t0;
-    long rows = 0;
-    lc_status st = LC_OK;
-    for (long step = first; step < stop && !st && !lc_cli_stop_signal(); step++) {
-        if (pos + B > r->train.n) epoch_order(order, keys, &r->train, B, lc_seed_mix(o->seed, (uint64_t)epoch++)), pos = 0;
-        double loss = 0, acc = NAN;
-        if ((st = lc_cli_classify_batch(r->m, r->vocab, &t, order + pos, n, buf, len, ptr, r->train.label, 1, o, &loss)))
-            break;
-        for (int i = 0; i < n; i++) rows += len[i] + 1;
-        pos += n;
-        const double el = lc_now_seconds() - t0, train_s = el - r->valid_s; /* earlier validations left out */
-        lc_progress pr = {step + 1, o->steps, first, loss, lc_learning_rate(o, step), rows / (train_s > 0 ? train_s : 1e-9),
-                          el, NAN, NAN};
-        char extra[96] = "";
-        if ((o->eval_every > 0 && (step + 1) % o->eval_every == 0) || step + 1 == o->steps) {
-            const double v0 = r->valid_s;
-            if ((st = check_point(r, step + 1, &acc, &pp))) break;
-            pr.valid_accuracy = acc;
-            snprintf(extra, sizeof extra, ",\"valid_accuracy\":%s,\"valid_seconds\":%.6f", lc_json_g(acc), r->valid_s - v0);
-        }
-        lc_progress_print(&pr, &pp);
-        lc_train_log_step(&r->log, &pr, extra);
-        if (step + 1 < stop && !lc_cli_stop_signal() && lc_cli_save_due(a->save_every, a->save_every_min, step + 1, last_save)) {
-            st = save_last(r, isnan(acc) ? -1 : acc); /* -1: no validation at this step */
-            last_save = lc_now_seconds();
-        }
-    }
-    lc_progress_done(&pp);
-    free(order), free(keys), free(buf), free(len), free(ptr);
-    if (!st) st = save_last(r, lc_classifier_steps_done(r->m) == r->run.best_step ? r->run.best_accuracy : -1);
-    return st ? lc_cli_fail(st) : finish(r, first, t0, rows);
+    lc_progress_init(&r->pp, a->o.steps);
+    r->pp.bits = 0; /* a classification loss (cross-entropy over labels), not bits per byte */
+    const lc_classify_data d = {&r->train, &r->valid, r->valid_labels, &r->train.labels, r->vocab};
+    lc_classify_fit_options fo = {&a->o, r->run, a->out, r->last, a->save_every, a->save_every_min, stop_requested,
+                                  report, r};
+    lc_classify_fit_result res;
+    lc_status st = lc_classify_fit(r->m, &d, &fo, &res);
+    if (!quiet()) lc_progress_done(&r->pp);
+    if (!st) return finish(r, &res);
+    const int rc = lc_cli_fail(st);
+    if (lc_dist_size() > 1 && st != LC_ERR_NUMERIC) lc_dist_abort(rc); /* the others may wait for this one */
+    return rc;
 }
 
 /* --init of a words classifier's checkpoint: its vocabulary is the new model's. *v stays NULL for any other
@@ -288,6 +186,20 @@ static int resume(crun *r, lc_opt *opts, int n) {
                      same ? "another number of examples" : "another label set");
         return LC_EXIT_RUNTIME;
     }
+    /* the saved batch of every process together, divided among the processes now */
+    const int R = lc_dist_size(), all = r->run.opts.batch * (r->run.opts.ranks > 1 ? r->run.opts.ranks : 1);
+    if (all % R) {
+        lc_cli_error("train: %s trained on batches of %d examples, which %d processes cannot share: run with a number "
+                     "of processes dividing %d", a->resume, all, R, all);
+        return LC_EXIT_USAGE;
+    }
+    if (all / R != r->run.opts.batch) { /* planned for this process's share */
+        lc_classifier_free(r->m), lc_word_vocab_free(r->vocab);
+        r->m = NULL, r->vocab = NULL;
+        if ((st = lc_classifier_load(a->resume, all / R, 0, &r->m, &r->run, &saved, &r->vocab))) return lc_cli_fail(st);
+        lc_label_set_free(&saved);
+        r->run.opts.batch = all / R;
+    }
     const long steps = a->o.steps, eval_every = a->o.eval_every, stop_after = a->o.stop_after;
     a->o = r->run.opts; /* the schedule and the optimizer as saved; --steps, --eval-every, --stop-after may change */
     if (lc_opt_get(opts, n, "--steps")->seen) a->o.steps = steps;
@@ -303,6 +215,35 @@ static int resume(crun *r, lc_opt *opts, int n) {
         return LC_EXIT_USAGE;
     }
     return -1;
+}
+
+/* A labelled file's examples by count and hash (texts and labels), for the settings check. */
+static uint64_t data_hash(const lc_labelled_data *d) {
+    uint64_t h = (uint64_t)d->n;
+    for (long i = 0; i < d->n; i++) h = lc_seed_mix(h ^ lc_data_hash(d->text[i], d->text_len[i]), (uint64_t)d->label[i]);
+    for (int i = 0; i < d->labels.n; i++)
+        h = lc_seed_mix(h ^ lc_data_hash((const uint8_t *)d->labels.name[i], strlen(d->labels.name[i])), 0);
+    return h;
+}
+
+/* Collective: the processes training together hold the same settings (what the checkpoint would record,
+ * the data by hash, and when they save and stop); -1, or LC_EXIT_USAGE after one line on each. */
+static int same_run(const crun *r) {
+    if (lc_dist_size() < 2) return -1;
+    const cargs *a = r->a;
+    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
+    lc_cli_settings *s = calloc(1, sizeof *s);
+    if (!meta || !s || lc_classify_meta_strings(r->m, &r->run, meta)) lc_dist_abort(LC_EXIT_RUNTIME);
+    lc_cli_settings_add_meta(s, meta->items, meta->n);
+    lc_cli_settings_add(s, "--data", "of %ld examples (hash %016llx)", r->train.n, (unsigned long long)data_hash(&r->train));
+    lc_cli_settings_add(s, "--valid", "of %ld examples (hash %016llx)", r->valid.n, (unsigned long long)data_hash(&r->valid));
+    lc_cli_settings_add(s, "--stop-after", "%ld", a->o.stop_after);
+    lc_cli_settings_add(s, "--save-every", "%ld", a->save_every);
+    lc_cli_settings_add(s, "--save-every-min", "%.9g", (double)a->save_every_min);
+    lc_cli_settings_add(s, "--out", "%s", a->out);
+    const int rc = lc_cli_same_settings("train --task classify", s);
+    free(meta), free(s);
+    return rc;
 }
 
 static int train_run(cargs *a, lc_opt *opts, int n) {
@@ -324,49 +265,61 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
     const lc_cli_path outs[] = {{"--out", a->out}, {"--out", r.last}, {"--log", a->log}},
                       ins[] = {{"--data", a->data}, {"--valid", a->valid}, {"--init", a->init}};
     if ((rc = lc_cli_check_outputs("train --task classify", outs, 3, ins, 3)) >= 0) return rc;
-    lc_status st = lc_checkpoint_check_path(a->out);
-    if (!st) st = lc_checkpoint_check_path(r.last);
+    lc_status st = quiet() ? LC_OK : lc_checkpoint_check_path(a->out); /* process 0 writes */
+    if (!st && !quiet()) st = lc_checkpoint_check_path(r.last);
     if (st) return lc_cli_fail(st);
     lc_set_threads(a->threads);
     lc_classify_run_default(&r.run);
     lc_classify_config c;
     const lc_tsv_limits lim = {a->max_examples, 0};
-    if ((st = lc_labelled_read_limited(a->data, a->label_col, a->text_col, &lim, &r.train))) return lc_cli_fail(st);
-    if ((st = lc_labelled_read_limited(a->valid, a->label_col, a->text_col, &lim, &r.valid))) rc = lc_cli_fail(st);
+    if ((st = lc_labelled_read_limited(a->data, a->label_col, a->text_col, &lim, &r.train))) rc = lc_cli_fail(st);
+    if (rc < 0 && (st = lc_labelled_read_limited(a->valid, a->label_col, a->text_col, &lim, &r.valid)))
+        rc = lc_cli_fail(st);
     if (rc < 0) rc = a->resume ? resume(&r, opts, n) : build_config(a, opts, n, &r, &c);
     long unseen = 0;
     if (rc < 0) {
-        r.valid_labels = malloc(sizeof(int) * (size_t)r.valid.n), r.pred = malloc(sizeof(int) * (size_t)r.valid.n);
-        if (!r.valid_labels || !r.pred) rc = lc_cli_fail(lc_fail(LC_ERR_NOMEM, "out of memory"));
+        r.valid_labels = malloc(sizeof(int) * (size_t)r.valid.n);
+        if (!r.valid_labels) rc = lc_cli_fail(lc_fail(LC_ERR_NOMEM, "out of memory"));
         else if ((st = lc_labelled_map(&r.valid, &r.train.labels, r.valid_labels, &unseen))) rc = lc_cli_fail(st);
     }
-    if (rc < 0 && unseen)
+    if (rc < 0 && unseen && !quiet())
         fprintf(stderr, "longctx: warning: --valid %s: %ld examples have a label --data never has: counted wrong\n",
                 a->valid, unseen);
     if (rc < 0 && !a->resume && (st = lc_classifier_create(&c, a->o.batch, 0, a->o.seed, &r.m))) rc = lc_cli_fail(st);
     if (rc < 0 && a->init && (st = lc_classifier_init_from_any(r.m, r.vocab, a->init))) rc = lc_cli_fail(st);
-    if (rc < 0) rc = lc_train_log_open(&r.log, "train --task classify", a->log, a->resume != NULL);
-    if (rc < 0) {
+    if (rc < 0 && lc_dist_size() > 1 && r.train.n < (long)a->o.batch * lc_dist_size()) {
+        lc_cli_error("train --task classify: --data %s has %ld examples, too few for %d processes x batch %d", a->data,
+                     r.train.n, lc_dist_size(), a->o.batch);
+        rc = LC_EXIT_USAGE;
+    }
+    if (rc < 0) a->o.ranks = lc_dist_size(), r.run.opts = a->o, r.run.train_examples = r.train.n;
+    /* every process gets the same answer from both (a failure anywhere, a setting that differs) */
+    if ((rc = lc_cli_all_ready(rc)) < 0) rc = same_run(&r);
+    if (rc < 0 && !quiet()) rc = lc_train_log_open(&r.log, "train --task classify", a->log, a->resume != NULL);
+    if ((rc = lc_cli_all_ready(rc)) < 0) {
         c = *lc_classifier_config(r.m);
-        r.run.opts = a->o, r.run.train_examples = r.train.n;
-        fprintf(stderr, "classify%s: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
+        lc_cli_catch_stop_signals(); /* before the first line, which tells a watcher that the run is under way */
+        if (!quiet()) fprintf(stderr, "classify%s: %d layers, dim %d, %d heads, ffn %d, attn %s, %s tokens (vocab %d), max-len %d, %d "
                         "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d thread%s%s%s\n",
                 c.objective == LC_CLASSIFY_MLM ? " (masked-token pre-training)" : "", c.n_layer, c.d_model, c.n_head,
                 c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
                 lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
                 lc_plural(lc_get_threads()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
-        lc_cli_catch_stop_signals();
+        if (lc_dist_size() > 1 && !quiet())
+            fprintf(stderr, "data parallel: %d processes, gradient allreduce (batch %d each, %d in all)\n",
+                    lc_dist_size(), a->o.batch, a->o.batch * lc_dist_size());
         rc = train_loop(&r);
     }
     lc_train_log_close(&r.log);
     lc_classifier_free(r.m);
     lc_word_vocab_free(r.vocab);
-    free(r.valid_labels), free(r.pred);
+    free(r.valid_labels);
     lc_labelled_free(&r.train), lc_labelled_free(&r.valid);
     return rc;
 }
 
 int lc_cmd_train_classify(int argc, char **argv) {
+    lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     cargs a;
     memset(&a, 0, sizeof a);
     lc_train_options_default(&a.o);
@@ -410,9 +363,12 @@ int lc_cmd_train_classify(int argc, char **argv) {
     lc_opt_get(opts, n, "--objective")->help = "mlm: pre-train the encoder on masked tokens of --data (default: the labels)";
     int rc = lc_parse_opts("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                            opts, n, argc, argv);
-    if (rc >= 0) return rc;
-    if (!a.data) { lc_cli_error("train --task classify: --data is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
-    if ((rc = lc_optim_flags_apply("train --task classify", &a.o)) >= 0) return rc;
-    if ((rc = lc_cli_refuse_processes("train --task classify")) >= 0) return rc;
-    return train_run(&a, opts, n);
+    if (rc < 0 && !a.data) {
+        lc_cli_error("train --task classify: --data is required (a labelled TSV file)");
+        rc = LC_EXIT_USAGE;
+    }
+    if (rc < 0) rc = lc_optim_flags_apply("train --task classify", &a.o);
+    if (rc < 0) rc = train_run(&a, opts, n);
+    lc_cli_all_ready_end(rc);
+    return rc;
 }

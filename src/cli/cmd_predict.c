@@ -145,8 +145,7 @@ int lc_cmd_predict(int argc, char **argv) {
     int *pred = st ? NULL : malloc(sizeof(int) * (size_t)n);
     double *probs = st || !want_probs ? NULL : malloc(sizeof(double) * (size_t)n * (size_t)classes);
     if (!st && (!pred || (want_probs && !probs))) st = lc_fail(LC_ERR_NOMEM, "out of memory");
-    const lc_cli_texts t = {n, text, len};
-    if (!st) st = lc_cli_classify(m, v, &t, batch, pred, NULL, NULL, probs);
+    if (!st) st = lc_classifier_classify_texts(m, v, n, text, len, batch, pred, probs);
     for (long i = 0; !st && i < n; i++) print_prediction(&labels, pred[i], probs ? probs + (size_t)i * classes : NULL);
     rc = st ? lc_cli_fail(st) : LC_EXIT_OK;
     free(pred), free(probs), free(text), free(len), free(buf);

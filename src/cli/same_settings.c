@@ -67,6 +67,20 @@ int lc_cli_same_settings(const char *cmd, const lc_cli_settings *s) {
     return LC_EXIT_USAGE;
 }
 
+static int readiness_shared;
+
+int lc_cli_all_ready(int rc) {
+    long worst = rc;
+    readiness_shared = 1;
+    lc_dist_max_longs(&worst, 1);
+    return rc >= 0 ? rc : (int)worst;
+}
+
+void lc_cli_all_ready_end(int rc) {
+    if (!readiness_shared) lc_cli_all_ready(rc);
+    lc_dist_finalize();
+}
+
 int lc_cli_refuse_processes(const char *cmd) {
     const int n = lc_dist_init(NULL, NULL);
     lc_dist_finalize();

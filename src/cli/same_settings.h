@@ -23,6 +23,13 @@ void lc_cli_settings_add_meta(lc_cli_settings *s, const lc_st_meta *items, int n
 /* Collective: -1 when every process holds the same settings; else LC_EXIT_USAGE on every process, each
  * after one error line naming the first setting that differs and its value there. */
 int lc_cli_same_settings(const char *cmd, const lc_cli_settings *s);
+/* Processes training together start only when every one is ready: rc -1 (ready) or an exit code; returns
+ * -1, or the code of a process that failed (it printed why). Collective: a command makes it before its
+ * settings check (and once more after opening its logs when all were ready and agree). */
+int lc_cli_all_ready(int rc);
+/* At a command's end, on every process: the readiness check for a process that stopped before making
+ * one (the others wait in theirs), then lc_dist_finalize. */
+void lc_cli_all_ready_end(int rc);
 /* A command that runs in one process only: -1 without mpirun or with one process; else LC_EXIT_USAGE after
  * one error line (on every process). */
 int lc_cli_refuse_processes(const char *cmd);

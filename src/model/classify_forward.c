@@ -48,12 +48,28 @@ static lc_status check_batch(const lc_classifier *m, const lc_classify_batch *b,
     return LC_OK;
 }
 
+/* The packing order of examples of lengths len[n] into keys[n]: longest first (ties by batch index); the
+ * example of key k is keys[k] & 0xffffffff. */
+static void packing_order(const lc_classifier *m, const int *len, int n, long *keys) {
+    for (int i = 0; i < n; i++) keys[i] = ((long)(m->cfg.max_len - clipped(m, len[i])) << 32) | i;
+    lc_sort_keys(keys, n);
+}
+
+void lc_classify_row_keys(const lc_classifier *m, const int *len, int n, long *scratch, long *key0) {
+    packing_order(m, len, n, scratch);
+    long r = 0;
+    for (int k = 0; k < n; k++) {
+        const int i = (int)(scratch[k] & 0xffffffffL);
+        key0[i] = r;
+        r += clipped(m, len[i]) + 1;
+    }
+}
+
 /* Rows of the packed batch: examples longest first (ties by batch index), [CLS] at position 0. */
 static lc_status pack(lc_classifier *m, const lc_classify_batch *b) {
     long *keys = malloc(sizeof(long) * (size_t)b->n);
     if (!keys) return lc_fail(LC_ERR_NOMEM, "out of memory packing a batch");
-    for (int i = 0; i < b->n; i++) keys[i] = ((long)(m->cfg.max_len - clipped(m, b->len[i])) << 32) | i;
-    lc_sort_keys(keys, b->n);
+    packing_order(m, b->len, b->n, keys);
     const int cls = lc_classify_cls_token(&m->cfg);
     int r = 0;
     for (int k = 0; k < b->n; k++) {

@@ -51,23 +51,27 @@ static lc_status ensure(lc_classifier *m) {
     return LC_OK;
 }
 
-/* BERT's rule on the packed rows m->tok (rows with pos 0 are [CLS] and never chosen). */
-static void mask_rows(lc_classifier *m, struct lc_classify_mlm *s, uint64_t seed) {
+/* BERT's rule on the packed rows m->tok (rows with pos 0 are [CLS] and never chosen); row r is drawn by its
+ * key: key0[i] + its position for a row of example i, or r without key0. */
+static void mask_rows(lc_classifier *m, struct lc_classify_mlm *s, uint64_t seed, const long *key0) {
     const int words = m->cfg.tokens == LC_TOKENS_WORDS;
     const int mask = words ? LC_WORD_MASK : LC_MASK_TOKEN, lo = words ? LC_WORD_FIRST : 0;
     const int span = words ? m->cfg.vocab - LC_WORD_FIRST : 256;
     const long R = m->st.rows;
     long chosen = 0, tokens = 0;
-    for (long r = 0; r < R; r++) {
+    int example = -1; /* the example of row r (packed order: m->order) */
+    for (long r = 0, k = -1; r < R; r++) {
         s->target[r] = -1;
+        if (m->pos[r] == 0) example = m->order[++k];
         if (m->pos[r] == 0) continue;
         tokens++;
-        if (lc_hash_uniform(seed, 4 * (uint64_t)r) >= MLM_RATE) continue;
+        const uint64_t key = key0 ? (uint64_t)(key0[example] + m->pos[r]) : (uint64_t)r;
+        if (lc_hash_uniform(seed, 4 * key) >= MLM_RATE) continue;
         s->target[r] = m->tok[r];
         chosen++;
-        const float u = lc_hash_uniform(seed, 4 * (uint64_t)r + 1);
+        const float u = lc_hash_uniform(seed, 4 * key + 1);
         if (u < 0.8f) m->tok[r] = mask;
-        else if (u < 0.9f) m->tok[r] = lo + (int)(lc_hash_uniform(seed, 4 * (uint64_t)r + 2) * (float)span) % span;
+        else if (u < 0.9f) m->tok[r] = lo + (int)(lc_hash_uniform(seed, 4 * key + 2) * (float)span) % span;
     }
     if (chosen == 0 && tokens > 0) { /* a loss needs one chosen row: the k-th token row */
         long k = (long)(lc_hash_uniform(seed, 4 * (uint64_t)R + 3) * (float)tokens) % tokens;
@@ -84,6 +88,11 @@ static void mask_rows(lc_classifier *m, struct lc_classify_mlm *s, uint64_t seed
 
 lc_status lc_classifier_mlm_forward(lc_classifier *m, const lc_classify_batch *b, uint64_t seed, int train,
                                     double *loss_sum, long *masked, long *correct) {
+    return lc_classify_mlm_forward_keyed(m, b, seed, NULL, train, loss_sum, masked, correct);
+}
+
+lc_status lc_classify_mlm_forward_keyed(lc_classifier *m, const lc_classify_batch *b, uint64_t seed, const long *key0,
+                                        int train, double *loss_sum, long *masked, long *correct) {
     lc_clear_error();
     if (m->mlm) m->mlm->ready = 0;
     lc_status st = ensure(m);
@@ -92,7 +101,7 @@ lc_status lc_classifier_mlm_forward(lc_classifier *m, const lc_classify_batch *b
     if ((st = lc_enc_stack_check(&m->st, &e))) return st;
     lc_set_threads(m->threads);
     struct lc_classify_mlm *s = m->mlm;
-    mask_rows(m, s, seed);
+    mask_rows(m, s, seed, key0);
     m->cur_train = train;
     const float *h = lc_classify_encode(m, &e, train);
     const int C = m->st.cfg.d_model, V = lc_classify_emb_rows(&m->cfg), n = (int)s->n;

@@ -75,6 +75,24 @@ static lc_ckpt_tensors tensors_of(const lc_classifier *m) {
     return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
 }
 
+/* The metadata of m with the record run, in h (a scratch) and meta. */
+static void format_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h, lc_ckpt_meta_strings *meta) {
+    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
+    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+    h->run.opts.batch = m->max_batch;
+    meta_part p[2];
+    get_parts(p);
+    lc_meta_format(p, 2, h, NULL, meta);
+}
+
+lc_status lc_classify_meta_strings(const lc_classifier *m, const lc_classify_run *run, lc_ckpt_meta_strings *out) {
+    cmeta *h = calloc(1, sizeof *h);
+    if (!h) return lc_fail(LC_ERR_NOMEM, "out of memory listing the classifier's settings");
+    format_meta(m, run, h, out);
+    free(h);
+    return LC_OK;
+}
+
 lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run, const lc_label_set *labels,
                              const lc_word_vocab *words, const char *path) {
     lc_clear_error();
@@ -102,12 +120,7 @@ lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run,
         const lc_ckpt_tensors bufs = tensors_of(m);
         int k = lc_ckpt_list_params(&bufs, t, names);
         k += lc_ckpt_list_state(&bufs, t + k);
-        h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-        h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
-        h->run.opts.batch = m->max_batch;
-        meta_part p[2];
-        get_parts(p);
-        lc_meta_format(p, 2, h, NULL, meta);
+        format_meta(m, run, h, meta);
         memcpy(items, meta->items, sizeof *items * (size_t)meta->n);
         int n_items = meta->n;
         items[n_items++] = (lc_st_meta){"classify.labels", label_text};
