@@ -179,7 +179,8 @@ for sig in TERM:143 HUP:129; do
     name=${sig%%:*} code=${sig##*:}
     "$bin" train "${long_run[@]}" --out "$tmp/$name.ckpt" >/dev/null 2>"$tmp/$name.err" &
     pid=$!
-    sleep 1
+    # the summary line comes after the handlers are in place: a signal before it would be a race
+    for ((i = 0; i < 1200; i++)); do grep -q '^training:' "$tmp/$name.err" && break; sleep 0.05; done
     kill -"$name" $pid
     wait $pid
     rc=$?

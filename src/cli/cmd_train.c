@@ -456,9 +456,9 @@ static int run(train_args *a, lc_opt *opts, int n) {
     lc_train_log log = {NULL, NULL};
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&log, "train", a->log, a->resume != NULL);
     if (agreed && (rc = lc_cli_all_ready(rc)) < 0) {
+        lc_cli_catch_stop_signals(); /* before the first line, which tells a watcher that the run is under way */
         if (!quiet()) print_summary(m, &a->o);
         if (!quiet()) warn_useless(a, m, out, lc_opt_get(opts, n, "--stop-after")->seen);
-        lc_cli_catch_stop_signals();
         rc = finish(a, m, &corpus, out, loss_log, &log);
     } else {
         if (loss_log) fclose(loss_log);
