@@ -345,18 +345,6 @@ static void warn_other_data(const train_args *a, const lc_data_record *rec, cons
          rec->path, rec->size, a->data);
 }
 
-/* Processes training together start only when every one is ready: rc -1 (ready) or an exit code; returns
- * -1, or the code of a process that failed (it printed why). Made by every process: run() makes it before
- * the settings check (and once more after opening the logs when all were ready and agree), lc_cmd_train
- * for a process that stopped before. */
-static int readiness_shared;
-static int all_ready(int rc) {
-    long worst = rc;
-    readiness_shared = 1;
-    lc_dist_max_longs(&worst, 1);
-    return rc >= 0 ? rc : (int)worst;
-}
-
 /* Collective: the processes training together hold the same settings (what the checkpoint would record,
  * the data by size and hash, and when they save and stop); -1, or LC_EXIT_USAGE after one line on each. */
 static int same_run(const train_args *a, const lc_model *m, const char *out) {
@@ -458,7 +446,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
     if (rc < 0) lc_data_record_set(&a->o.data, a->data, &corpus);
     /* every process gets the same answer from both (a failure anywhere, a setting that differs), so all of
      * them make the second readiness check below, or none */
-    if ((rc = all_ready(rc)) < 0) rc = same_run(a, m, out); /* before any file is opened */
+    if ((rc = lc_cli_all_ready(rc)) < 0) rc = same_run(a, m, out); /* before any file is opened */
     const int agreed = rc < 0;
     FILE *loss_log = NULL; /* process 0's */
     if (rc < 0 && a->loss_log && !quiet() && !(loss_log = fopen(a->loss_log, "a"))) {
@@ -467,7 +455,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
     }
     lc_train_log log = {NULL, NULL};
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&log, "train", a->log, a->resume != NULL);
-    if (agreed && (rc = all_ready(rc)) < 0) {
+    if (agreed && (rc = lc_cli_all_ready(rc)) < 0) {
         if (!quiet()) print_summary(m, &a->o);
         if (!quiet()) warn_useless(a, m, out, lc_opt_get(opts, n, "--stop-after")->seen);
         lc_cli_catch_stop_signals();
@@ -498,7 +486,7 @@ int lc_cmd_train(int argc, char **argv) {
     }
     if (rc < 0) rc = lc_optim_flags_apply("train", &a.o);
     if (rc < 0) rc = run(&a, opts, n);
-    if (!readiness_shared) all_ready(rc);
+    if (!lc_cli_ready_shared()) lc_cli_all_ready(rc);
     lc_dist_finalize();
     return rc;
 }

@@ -31,6 +31,7 @@ struct lc_hibert {
     lc_hibert_limits lim; /* resolved (no zeros) */
     uint64_t seed;
     long step;
+    int noise_rank, noise_ranks; /* processes training together (lc_hier_step_seed): each its own dropout */
     int threads;
     lc_hier_stack st[LC_HIER_STACKS];
     lc_hier_dec dec;
@@ -65,6 +66,7 @@ struct lc_hibert {
     const float *doc_out;         /* the document encoder's final hidden state of the last forward */
     int n_docs, n_sents, have_labels, cur_train;
     int pretrained;               /* the last forward was pre-training (lc_hibert_backward's branch) */
+    int intruder_grads;           /* and with intruders: the sentence vectors already hold their gradient */
     const uint8_t *enc_masked;    /* while encoding a pre-training batch: [sentences] 1 = read as MASK symbols */
     /* pre-training: the encoders' view of the batch (enc_*: [the sentence stack's max_seqs], the view's
      * sentences then, with intruders, the originals of those the masking rule changed) */
@@ -132,6 +134,12 @@ void lc_hier_head_backward(lc_hibert *m, float loss_scale);
 lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
 /* model/hier_intruder.c: lc_hibert_pretrain_step_intruders draws its swaps from lc_seed_mix(seed, this). */
 #define LC_HIER_INTRUDER_STREAM 0x696e7472ULL
+/* model/hier_intruder.c: the forward of lc_hibert_pretrain_step_intruders (rate and weight > 0): the
+ * intruders' passes and their backward (weight times their mean BCE over this batch's sentences; *intruder_bce
+ * that mean), then the masked sentences' forward (*nll, *targets as lc_hibert_pretrain_forward), whose
+ * backward lc_hibert_backward makes. */
+lc_status lc_hier_pretrain_forward_intruders(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate,
+                                            float weight, double *nll, long *targets, double *intruder_bce);
 
 /* model/hier_pretrain.c: lc_hibert_pretrain_forward with each sentence's action and source (index inside
  * its document; lc_hibert_mask_sentences's contract) given in batch order instead of drawn (tests; NULL:
@@ -154,7 +162,8 @@ void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale);
 #define LC_HIER_ATTN_STREAM 0x6869626572740000ULL
 enum { LC_HIER_BLOCK_STREAM = 1000, LC_HIER_DEC_BLOCK_STREAM = 3000, LC_HIER_DEC_EMBED_STREAM = 3 };
 
-/* The seed of this step's dropout masks for stream `what`. */
+/* The seed of this step's dropout masks for stream `what`: of the step, and with noise_ranks > 1 of process
+ * noise_rank (step * noise_ranks + noise_rank, as the language model's lc_model_set_noise_key). */
 uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what);
 
 #endif

@@ -50,7 +50,7 @@ void lc_hier_head_backward(lc_hibert *m, float loss_scale) {
 lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
                                     double *loss_sum, long *count) {
     lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     const int F = m->cfg.head_features;
     if (F && b && !b->features)
         return lc_fail(LC_ERR_ARG, "hibert: the model's head reads %d features a sentence; the batch has none", F);

@@ -13,12 +13,17 @@
 
 enum { SEED_EMBED = 1 };
 
+/* The key of this step's dropout masks: the step, or with several processes each one's own. */
+static uint64_t noise_key(const lc_hibert *m) {
+    return (uint64_t)(m->noise_ranks > 1 ? m->step * m->noise_ranks + m->noise_rank : m->step);
+}
+
 uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what) {
-    return lc_seed_mix(lc_seed_mix(m->seed, (uint64_t)m->step), what);
+    return lc_seed_mix(lc_seed_mix(m->seed, noise_key(m)), what);
 }
 
 lc_pass_env lc_hier_env(const lc_hibert *m) {
-    const lc_pass_env e = {lc_seed_mix(m->seed, (uint64_t)m->step), m->global_pos, m->attn_work, m->attn_work_floats,
+    const lc_pass_env e = {lc_seed_mix(m->seed, noise_key(m)), m->global_pos, m->attn_work, m->attn_work_floats,
                            m->threads};
     return e;
 }

@@ -74,10 +74,13 @@ lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, dou
  * masked view's sentences and, after them, the originals of those the masking rule changed (masked or
  * replaced), so that every original sentence has a vector. The document encoder then runs twice on those
  * vectors: on the batch with its swaps (the intruders' head and BCE, backward at once), then on the masked
- * view (the decoder); both add their gradients to the sentence vectors, and the sentence encoder's
- * backward runs once. The same objective as lc_hibert_intruder_forward + lc_hibert_pretrain_forward. */
-static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate, float weight,
-                             double *nll, long *targets, double *intruder_bce) {
+ * view (the decoder). Both add their gradients to the sentence vectors: lc_hibert_backward then runs the
+ * decoder's and the document encoder's backward and the sentence encoder's once (m->intruder_grads). The
+ * same objective as lc_hibert_intruder_forward + lc_hibert_pretrain_forward. */
+lc_status lc_hier_pretrain_forward_intruders(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate,
+                                            float weight, double *nll, long *targets, double *intruder_bce) {
+    lc_clear_error();
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     lc_status st = lc_hier_check_batch(m, b);
     if (st) return st;
     for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
@@ -115,11 +118,11 @@ static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t se
     lc_hier_documents_backward(m, m->source);
     *intruder_bce = bce_sum / n;
     /* the masked sentences: the view's vectors, the decoder */
-    if ((st = lc_hier_documents_forward(m, b, NULL, 1)) || (st = lc_hier_pretrain_decode(m, b, 1, nll, targets)))
+    if ((st = lc_hier_documents_forward(m, b, NULL, 1)) || (st = lc_hier_pretrain_decode(m, b, 1, nll, targets))) {
+        m->pretrained = 0;
         return st;
-    lc_hier_pretrain_decode_backward(m, 1.0f / (float)*targets);
-    lc_hier_documents_backward(m, NULL);
-    lc_hier_sentences_backward(m);
+    }
+    m->intruder_grads = 1;
     return LC_OK;
 }
 
@@ -133,14 +136,10 @@ lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options
     lc_hibert_zero_grad(m);
     double sum = 0, ibce = 0;
     long n = 0;
-    if (rate > 0 && weight > 0) {
-        st = step_passes(m, b, seed, rate, weight, &sum, &n, &ibce);
-        m->have_labels = 0, m->pretrained = 0; /* nothing left for lc_hibert_backward */
-        if (st) return st;
-    } else {
-        if ((st = lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n))) return st;
-        if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
-    }
+    if ((st = rate > 0 && weight > 0 ? lc_hier_pretrain_forward_intruders(m, b, seed, rate, weight, &sum, &n, &ibce)
+                                     : lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n)))
+        return st;
+    if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
     if (intruder_bce) *intruder_bce = ibce;
     return lc_hier_update(m, o, sum, n, loss);
 }

@@ -68,7 +68,7 @@ static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
 lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
                                      double *loss_sum, long *count) {
     lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     lc_status st = lc_hier_check_batch(m, b);
     if (st) return st;
     for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
@@ -79,7 +79,7 @@ lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uin
 lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
                                    int train, double *loss_sum, long *count) {
     lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     lc_hibert_batch e;
     lc_status st = lc_hier_pretrain_view(m, b, action, source, &e);
     if (st) return st;
@@ -154,8 +154,15 @@ void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale) {
 }
 
 void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
+    const int intruders = m->intruder_grads;
+    m->intruder_grads = 0;
     lc_hier_pretrain_decode_backward(m, loss_scale);
-    lc_hier_encode_backward(m);
+    if (!intruders) {
+        lc_hier_encode_backward(m);
+        return;
+    }
+    lc_hier_documents_backward(m, NULL); /* the sentence vectors' gradient adds to the intruders' */
+    lc_hier_sentences_backward(m);
 }
 
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,
