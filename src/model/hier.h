@@ -146,6 +146,9 @@ lc_status lc_hier_pretrain_forward_intruders(lc_hibert *m, const lc_hibert_batch
  * those already in m->action, m->source). LC_ERR_ARG for an action or source outside the contract. */
 lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
                                    int train, double *loss_sum, long *count);
+/* model/hier_pretrain.c: the start of a pre-training forward: the batch checked and each document j's sentences
+ * masked by lc_hibert_mask_sentences(seed + j) into m->action, m->source. */
+lc_status lc_hier_pretrain_mask(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed);
 /* model/hier_pretrain.c: the decoder's backward into the encoders (lc_hibert_backward's pre-training branch). */
 void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale);
 /* Its parts: the batch check, the actions (given, as lc_hier_pretrain_actions, or already in m->action and

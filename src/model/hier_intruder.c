@@ -79,12 +79,8 @@ lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, dou
  * same objective as lc_hibert_intruder_forward + lc_hibert_pretrain_forward. */
 lc_status lc_hier_pretrain_forward_intruders(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate,
                                             float weight, double *nll, long *targets, double *intruder_bce) {
-    lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
-    lc_status st = lc_hier_check_batch(m, b);
+    lc_status st = lc_hier_pretrain_mask(m, b, seed);
     if (st) return st;
-    for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
-        lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
     lc_hibert_batch view;
     if ((st = lc_hier_pretrain_view(m, b, NULL, NULL, &view))) return st;
     int n = 0;

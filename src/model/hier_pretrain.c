@@ -65,15 +65,20 @@ static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
     d->n_seq = n, d->rows = r;
 }
 
-lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
-                                     double *loss_sum, long *count) {
+lc_status lc_hier_pretrain_mask(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed) {
     lc_clear_error();
     m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     lc_status st = lc_hier_check_batch(m, b);
     if (st) return st;
     for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
         lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
-    return lc_hier_pretrain_actions(m, b, NULL, NULL, train, loss_sum, count);
+    return LC_OK;
+}
+
+lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
+                                     double *loss_sum, long *count) {
+    lc_status st = lc_hier_pretrain_mask(m, b, seed);
+    return st ? st : lc_hier_pretrain_actions(m, b, NULL, NULL, train, loss_sum, count);
 }
 
 lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
