@@ -141,7 +141,7 @@ static lc_status parse(const lc_st_file *f, hmeta *h) {
  * model is built (so nothing is allocated that the file's bytes do not back). */
 static lc_status check_tensors(const lc_st_file *f, const hmeta *h) {
     lc_tensor_list list;
-    return lc_ckpt_check_implied(f, lc_hier_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
+    return lc_ckpt_check_implied(f, lc_hibert_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
 }
 
 /* The file, its metadata parsed and its tensor table checked against the model the metadata describes (so

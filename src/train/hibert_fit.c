@@ -64,7 +64,7 @@ static lc_status hibert_forward(void *run, long k, int rank, int ranks, double *
     if (!(hr->intruders > 0)) return lc_hibert_pretrain_forward(r->o->m, &r->h.b, seed, 1, loss_sum, count);
     r->intruder_bce = 0;
     if (!(hr->intruder_weight > 0)) return lc_hibert_pretrain_forward(r->o->m, &r->h.b, seed, 1, loss_sum, count);
-    return lc_hier_pretrain_forward_intruders(r->o->m, &r->h.b, seed, hr->intruders, hr->intruder_weight, loss_sum,
+    return lc_hibert_pretrain_forward_intruders(r->o->m, &r->h.b, seed, hr->intruders, hr->intruder_weight, loss_sum,
                                               count, &r->intruder_bce);
 }
 
