@@ -6,7 +6,9 @@
 # not divide the streams is refused, SIGUSR1 (what mpirun forwards) saves and stops every process at one
 # step, processes started with different settings stop with one line each before writing anything, the
 # classifier (train --task classify, both objectives) follows one process of twice the batch to its final
-# weights, and the commands that are not data-parallel refuse several processes. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
+# weights, HIBERT's stages train as the language model does (1e-5 against one process of the whole batch,
+# weights included; a 2-process run resumes in 1), and the commands that are not data-parallel refuse several
+# processes. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
 # usage: tests/cli_mpi_test.sh path/to/longctx
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -181,14 +183,58 @@ rc=$?
 [ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train --task classify: process [01] of 2 has --pool .*, which another process does not' mm.err)" -eq 2 ] &&
     [ ! -e mm.st ] && [ ! -e mm.st.last ] && ok || fail "classify, different --pool: exit $rc: $(head -c 400 mm.err)"
 
+# ---- HIBERT (issue 43): 2 processes x batch 2 == 1 process x batch 4, both stages, within 1e-5 ----------
+# (losses, validation and final weights), on the bundled BBC data with a tiny model
+bbc="$OLDPWD/data/bbc-news-summary"
+hshape=(--sent-layers 1 --sent-dim 16 --sent-heads 2 --sent-ffn 32 --doc-layers 1 --doc-dim 16 --doc-heads 2
+        --doc-ffn 32 --max-sents 16 --max-sent-len 48 --threads 1 --warmup 2 --eval-every 3)
+hdec=(--dec-layers 1 --dec-dim 16 --dec-heads 2 --dec-ffn 32 --eval-docs 8)
+# pycheck DESCRIPTION -- COMMAND: check, where python3 is installed
+pycheck() { if command -v python3 >/dev/null 2>&1; then check "$@"; else echo "note: python3 not found: skipped: $1"; fi; }
+# key_curve LOG KEY: "step value" of every --log line that holds KEY
+key_curve() { sed -n 's/.*"step":\([0-9]*\),.*"'"$2"'":\([-0-9.e+]*\).*/\1 \2/p' "$1"; }
+hstage() { # hstage STAGE KEY -- ARGS...: 1 x batch 4 and 2 x batch 2 of `hibert STAGE ARGS`, compared in loss and KEY
+    local name=$1 key=$2; shift 3
+    check "hibert $name: 1 process x batch 4" -- "$bin" hibert "$name" "$@" --batch 4 --log h1.log --out h1.st
+    check "hibert $name: 2 processes x batch 2" -- "${mpi[@]}" -np 2 "$bin" hibert "$name" "$@" --batch 2 --log h2.log --out h2.st
+    cp "$tmp/out" h2.stdout
+    for k in loss "$key"; do
+        key_curve h1.log "$k" >c1 && key_curve h2.log "$k" >c2
+        if same_curve c1 c2; then ok; else fail "hibert $name: 2 x 2 does not follow 1 x 4 in $k: $(paste c1 c2 | head -3)"; fi
+    done
+    pycheck "hibert $name: the weights of 2 x 2 within 1e-5 of 1 x 4" -- same_weights h1.st h2.st
+    [ "$(grep -c "^valid" h2.stdout)" -eq 1 ] && ok || fail "hibert $name: process 0 alone prints: $(cat h2.stdout)"
+}
+hstage finetune valid_rouge1 -- --data "$bbc" "${hshape[@]}" --steps 6
+pycheck "hibert finetune: the last states too" -- same_weights h1.st.last h2.st.last
+hstage pretrain valid_bpb -- --docs "$bbc" "${hshape[@]}" "${hdec[@]}" --steps 6
+
+# a 2-process run resumed by 1 process: its 4 documents a batch re-divided, the curve of 1 process throughout
+ft=(finetune --data "$bbc" "${hshape[@]}")
+check "hibert: 1 process, first half" -- "$bin" hibert "${ft[@]}" --batch 4 --steps 3 --out r1.st
+check "hibert: 1 process, resumed" -- "$bin" hibert "${ft[@]}" --resume r1.st.last --steps 6 --log r1.log
+check "hibert: 2 processes, first half" -- "${mpi[@]}" -np 2 "$bin" hibert "${ft[@]}" --batch 2 --steps 3 --out r2.st
+check "hibert: the 2-process run resumed by 1" -- "$bin" hibert "${ft[@]}" --resume r2.st.last --steps 6 --log r2.log
+key_curve r1.log loss >c1 && key_curve r2.log loss >c2
+if same_curve c1 c2; then ok; else fail "hibert resumed with 1 process: another curve: $(paste c1 c2 | head -3)"; fi
+"${mpi[@]}" -np 3 "$bin" hibert "${ft[@]}" --resume r2.st.last --steps 8 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "trained batches of 4 documents, which 3 processes cannot share" "$tmp/err" && ok ||
+    fail "hibert: 3 processes for batches of 4: $(head -c 300 "$tmp/err")"
+
+# processes started with other settings stop before writing; intruders (swaps across one batch) refuse
+rm -f mm.st mm.log
+"${mpi[@]}" -np 1 "$bin" hibert "${ft[@]}" --steps 2 --log mm.log --out mm.st : \
+    -np 1 "$bin" hibert "${ft[@]}" --steps 2 --sent-dim 8 --log mm.log --out mm.st >mm.out 2>mm.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: hibert finetune: process [01] of 2 has --sent-dim .*, which another process does not' mm.err)" -eq 2 ] &&
+    [ ! -e mm.st ] && [ ! -e mm.log ] && ok || fail "hibert with different --sent-dim: exit $rc: $(head -c 600 mm.err)"
+
 # ---- commands that are not data-parallel refuse to run as several processes -----------------------------
 mkdir -p docs && printf 'One sentence here. Another one there.\n' >docs/a.txt
-for stage in "pretrain --docs docs" "finetune --data docs"; do
-    "${mpi[@]}" -np 2 "$bin" hibert $stage --out h.st --steps 2 >/dev/null 2>np.err
-    rc=$?
-    [ $rc -eq 2 ] && [ "$(grep -c "^longctx: error: hibert ${stage%% *} runs in one process" np.err)" -eq 2 ] &&
-        [ ! -e h.st ] && ok || fail "hibert $stage under mpirun -np 2: exit $rc: $(head -c 400 np.err)"
-done
+"${mpi[@]}" -np 2 "$bin" hibert pretrain --docs docs --intruders 0.2 --out h.st --steps 2 >/dev/null 2>np.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c "^longctx: error: hibert pretrain: --intruders swaps sentences between the documents of one batch" np.err)" -eq 2 ] &&
+    [ ! -e h.st ] && ok || fail "hibert pretrain --intruders under mpirun -np 2: exit $rc: $(head -c 400 np.err)"
 
 echo "cli_mpi_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

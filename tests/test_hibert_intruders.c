@@ -151,7 +151,7 @@ static int step_matches_two_passes(uint64_t seed, float weight) {
     double sum;
     long count;
     lc_hibert_zero_grad(ref);
-    CHECK(lc_hibert_intruder_forward(ref, &b, 0.5, lc_seed_mix(seed, LC_HIER_INTRUDER_STREAM), 1, &sum, &count) == LC_OK &&
+    CHECK(lc_hibert_intruder_forward(ref, &b, 0.5, lc_seed_mix(seed, LC_HIBERT_INTRUDER_STREAM), 1, &sum, &count) == LC_OK &&
               lc_hibert_backward(ref, weight / (float)count) == LC_OK,
           "%s", lc_last_error());
     const double ibce = sum / (double)count;

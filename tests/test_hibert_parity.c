@@ -91,7 +91,7 @@ static void check_fixture(const char *name) {
         parity_check_grads(f, &m->ptab, m->grads, "extract.grad.", what, 1e-4, 1e-6);
 
         lc_hibert_zero_grad(m);
-        CHECK(lc_hier_pretrain_actions(m, &b, action, source, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
+        CHECK(lc_hibert_pretrain_actions(m, &b, action, source, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
         CHECK(lc_hibert_backward(m, 1.0f / (float)count) == LC_OK, "%s", lc_last_error());
         int want_count = -1;
         read_ints(f, "pretrain.count", 1, &want_count);

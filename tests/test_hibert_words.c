@@ -130,7 +130,7 @@ TEST(masked_sentences_bring_no_words) {
     const int source[7] = {0, 3, 2, 3, 0, 1, 2};
     double sum = 0;
     long count = 0;
-    CHECK(lc_hier_pretrain_actions(m, &b, action, source, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_hibert_pretrain_actions(m, &b, action, source, 0, &sum, &count) == LC_OK, "%s", lc_last_error());
     CHECK(input_error(m, 0, NULL, 0) < 1e-6 && input_error(m, 4, NULL, 0) < 1e-6, "a masked sentence brought words");
     CHECK(input_error(m, 1, texts[3], lens[3]) < 1e-5, "the replaced sentence does not bring its replacement's words");
     CHECK(input_error(m, 3, texts[3], lens[3]) < 1e-5 && input_error(m, 5, texts[5], lens[5]) < 1e-5, "kept, unselected");

@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hibert_vectors: %s\n", lc_last_error());
         return 1;
     }
-    const int C = m->st[LC_HIER_SENT].cfg.d_model;
+    const int C = m->st[LC_HIBERT_SENT].cfg.d_model;
     double *v = calloc((size_t)n * C, sizeof(double));
     for (int i = 0; i < n; i++)
         for (int k = 0; k < C; k++) v[(size_t)i * C + k] = m->sent_out[(size_t)m->s_row[i] * C + k];

@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
         double loss, bce;
         if ((st = lc_hibert_pretrain_step_intruders(m, &o, &b, seed, 0.25, 1e6f, &loss, &bce))) break;
         /* the step's swaps, drawn as step_passes draws them */
-        lc_hibert_swap_sentences(DOCS, n_sents, 0.25, lc_seed_mix(seed, LC_HIER_INTRUDER_STREAM), source, intruder);
+        lc_hibert_swap_sentences(DOCS, n_sents, 0.25, lc_seed_mix(seed, LC_HIBERT_INTRUDER_STREAM), source, intruder);
         int n = 0;
         for (int j = 0; j < DOCS; j++) n += n_sents[j];
         for (int i = 0; i < n; i++) fprintf(swaps, "%d %d%c", source[i], !intruder[i], i + 1 < n ? ' ' : '\n');

@@ -23,7 +23,7 @@ extern "C" {
 #define LC_HIBERT_EOS 256  /* end of sentence: the sentence's vector is read at this row */
 #define LC_HIBERT_MASK 257 /* the masked-sentence byte of pre-training */
 
-/* One stack of Transformer blocks: its shape and its attention spec (docs/attention.md; "": full). */
+/* One stack of Transformer blocks: its shape and its attention spec (docs/guides/attention.md; "": full). */
 typedef struct {
     int n_layer, d_model, n_head, d_ff;
     char attn[LC_ATTN_SPEC_CHARS];
@@ -192,7 +192,7 @@ lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options
                                             uint64_t seed, double rate, float weight, double *loss,
                                             double *intruder_bce);
 
-/* ---------------------------------------------------------------- checkpoints (docs/checkpoint.md) */
+/* ---------------------------------------------------------------- checkpoints (docs/reference/checkpoint.md) */
 typedef enum { LC_HIBERT_STAGE_PRETRAIN = 0, LC_HIBERT_STAGE_FINETUNE = 1 } lc_hibert_stage;
 #define LC_HIBERT_DATA_CHARS 4096
 

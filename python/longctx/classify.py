@@ -1,4 +1,4 @@
-"""longctx.Classifier: a sequence classifier of the C library (train --task classify, docs/lra.md) loaded
+"""longctx.Classifier: a sequence classifier of the C library (train --task classify, docs/guides/classify.md) loaded
 from its checkpoint, predicting the labels of texts. longctx.Model.load returns one for a checkpoint whose
 metadata says model = classify."""
 

@@ -1,7 +1,8 @@
 /* `longctx hibert pretrain|finetune`: HIBERT's masked-sentence pre-training on documents and its
- * fine-tuning for extractive summarization on a BBC News root (docs/guides/summarize.md): model shape flags or
- * --init, batches of documents shuffled per epoch from --seed, periodic validation (bits per byte; ROUGE,
- * keeping the best checkpoint), periodic and signal saves, --resume. */
+ * fine-tuning for extractive summarization on a BBC News root (docs/guides/summarize.md). The flags (model shape or
+ * --init, --resume and what it fixes), the checks of paths and of the processes training together under
+ * mpirun, and the messages; the run itself (batches, validation, the best checkpoint, saves) is the
+ * library's (train/hibert_fit.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "train/dist.h"
+#include "train/checkpoint_meta.h"
+#include "train/hibert_fit.h"
 
 #define MAX_SOURCES 16
 
@@ -217,161 +221,92 @@ static int refuse_resume_flags(const char *cmd, const hargs *a, lc_opt *opts, in
     return LC_EXIT_USAGE;
 }
 
+/* The command's side of a run (the run itself: train/hibert_fit.h): the model, its record and documents,
+ * where the resumable state goes, the progress line and the log, and what the summary prints. */
 typedef struct {
     hargs *a;
-    double valid_s; /* time spent in validation passes (left out of bytes/s) */
     lc_train_log log;
+    lc_progress_printer pp;
     lc_hibert *m;
     lc_hibert_run run;
     lc_hdocs train, valid;
     const char *last; /* where the resumable state goes */
     char last_buf[4200];
+    double v[LC_FIT_MAX_METRICS]; /* the last validation's numbers (hibert_fit.h's order; NaN before one) */
+    int stopped_by;               /* the signal that stopped the run, in any process (0: none) */
 } trainer;
 
-static int save_to(trainer *t, const char *path, int fatal) {
-    lc_status st = lc_hibert_save(t->m, &t->run, path);
-    if (!st) return -1;
-    if (fatal) return lc_cli_fail(st);
-    fprintf(stderr, "longctx: warning: save at step %ld failed: %s (training goes on)\n", lc_hibert_steps_done(t->m), lc_last_error());
-    return -1;
-}
+/* Process 0 prints; the others stay quiet unless they fail. */
+static int quiet(void) { return lc_dist_rank() != 0; }
 
-/* perm[0..N) = 0..N-1 shuffled (Fisher-Yates) from seed. */
-static void shuffled(int *perm, int N, uint64_t seed) {
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (int k = 0; k < N; k++) perm[k] = k;
-    for (int k = N - 1; k > 0; k--) {
-        const int j = (int)(lc_rng_next(&r) % (uint64_t)(k + 1)), s = perm[k];
-        perm[k] = perm[j], perm[j] = s;
+/* A step: the ROUGE line after a fine-tuning validation, the progress line, the --log line. */
+static void report(const lc_progress *p, const lc_fit_metrics *valid, double intruder_bce, void *user) {
+    trainer *t = user;
+    const hargs *a = t->a;
+    for (int i = 0; valid && i < valid->n; i++) t->v[i] = valid->m[i].value;
+    if (quiet()) return;
+    const double *v = t->v;
+    char extra[384] = "";
+    int used = t->run.intruders > 0 && !a->finetune ? snprintf(extra, sizeof extra, ",\"intruder_bce\":%s", lc_json_g(intruder_bce)) : 0;
+    if (valid && a->finetune) {
+        snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f,"
+                 "\"valid_rouge1_stem\":%s,\"valid_rouge2_stem\":%s,\"valid_rougeL_stem\":%s",
+                 lc_json_g(v[0]), lc_json_g(v[1]), lc_json_g(v[2]), p->valid_s, lc_json_g(v[3]), lc_json_g(v[4]), lc_json_g(v[5]));
+        fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (stemmed %.2f / %.2f / %.2f)\n",
+                t->pp.tty ? "\n" : "", p->step, v[0], v[1], v[2], v[3], v[4], v[5]);
+    } else if (valid && t->run.intruders > 0) {
+        snprintf(extra + used, sizeof extra - (size_t)used, ",\"valid_bpb\":%s,\"valid_intruder_bce\":%s,\"valid_seconds\":%.6f",
+                 lc_json_g(v[0]), lc_json_g(v[1]), p->valid_s);
+    } else if (valid) {
+        snprintf(extra, sizeof extra, ",\"valid_bpb\":%s,\"valid_seconds\":%.6f", lc_json_g(v[0]), p->valid_s);
     }
+    lc_progress_print(p, &t->pp);
+    lc_train_log_step(&t->log, p, extra);
 }
 
-/* Validation: pre-training's bits per byte on the held-out documents (the first --eval-docs chunks of one
- * fixed shuffled order) and, with intruders, their mean BCE there (*ibce), or fine-tuning's ROUGE (mean of
- * R1, R2, RL F1 in *score). The order is shuffled because sorted order puts one topic (a BBC folder) in
- * every batch, and intruders swapped in from articles of the same topic are far harder to find than in
- * training's shuffled batches (experiments/hibert-plateau/README.md). */
-static lc_status validate(trainer *t, double *bpb, double *ibce, double r[6]) {
-    if (t->a->finetune) return lc_hdocs_rouge(t->m, &t->valid, t->run.opts.batch, r);
-    const int B = t->run.opts.batch, n = t->a->eval_docs > 0 && t->a->eval_docs < t->valid.n_chunks ? t->a->eval_docs : t->valid.n_chunks;
-    int *order = malloc(sizeof(int) * (size_t)t->valid.n_chunks);
-    if (!order) return lc_fail(LC_ERR_NOMEM, "hibert: out of memory");
-    shuffled(order, t->valid.n_chunks, 0x68656c64ULL);
-    lc_hbatch h = {0};
-    int idx[4096];
-    double sum = 0, isum = 0;
-    long count = 0, icount = 0;
-    lc_status st = LC_OK;
-    for (int c0 = 0; c0 < n && !st; c0 += B) {
-        const int k = n - c0 < B ? n - c0 : B;
-        for (int i = 0; i < k; i++) idx[i] = order[c0 + i];
-        double s = 0;
-        long c = 0;
-        if (!(st = lc_hbatch_make(&h, &t->valid, idx, k)) &&
-            !(st = lc_hibert_pretrain_forward(t->m, &h.b, 0x76616c6964ULL + (uint64_t)c0, 0, &s, &c)))
-            sum += s, count += c;
-        if (!st && t->run.intruders > 0 &&
-            !(st = lc_hibert_intruder_forward(t->m, &h.b, t->run.intruders, 0x696e7472ULL + (uint64_t)c0, 0, &s, &c)))
-            isum += s, icount += c;
-    }
-    lc_hbatch_free(&h);
-    free(order);
-    *bpb = count ? sum / count / log(2.0) : NAN;
-    *ibce = icount ? isum / icount : NAN;
-    return st;
+/* Processes training together stop at the same step: a signal seen by any of them. */
+static int should_stop(void *user) {
+    trainer *t = user;
+    long sig = lc_cli_stop_signal();
+    lc_dist_max_longs(&sig, 1);
+    t->stopped_by = (int)sig;
+    return sig != 0;
 }
 
-/* The chunks of batch number `step`: epochs of the training chunks, each shuffled from the seed. */
-static void batch_of(const trainer *t, long step, int *idx, int *perm, long *perm_epoch) {
-    const int N = t->train.n_chunks, B = t->run.opts.batch;
-    for (int i = 0; i < B; i++) {
-        const long pos = step * B + i, epoch = pos / N;
-        if (epoch != *perm_epoch) {
-            shuffled(perm, N, lc_seed_mix(t->run.opts.seed, (uint64_t)epoch));
-            *perm_epoch = epoch;
-        }
-        idx[i] = perm[pos % N];
-    }
+static void save_failed(long step, void *user) {
+    (void)user;
+    fprintf(stderr, "longctx: warning: save at step %ld failed: %s (training goes on)\n", step, lc_last_error());
 }
 
-static int train_loop(trainer *t) {
+static int fit(trainer *t) {
     hargs *a = t->a;
-    lc_train_options *o = &t->run.opts;
-    lc_progress_printer pp;
-    lc_progress_init(&pp, o->steps);
-    pp.bits = !a->finetune; /* fine-tuning's loss is a sentence-label BCE, not bits per byte */
-    int *perm = malloc(sizeof(int) * (size_t)t->train.n_chunks), *idx = malloc(sizeof(int) * (size_t)o->batch);
-    if (!perm || !idx) { free(perm), free(idx); lc_cli_error("hibert: out of memory"); return LC_EXIT_RUNTIME; }
-    long perm_epoch = -1, bytes = 0;
-    lc_hbatch h = {0};
-    h.features = a->finetune ? lc_hibert_get_config(t->m)->head_features : 0;
-    const long start = lc_hibert_steps_done(t->m);
-    const double t0 = lc_now_seconds();
-    double last_save = t0, bpb = NAN, ibce = NAN, r[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
-    int rc = -1;
+    const lc_train_options *o = &t->run.opts;
+    lc_progress_init(&t->pp, o->steps);
+    t->pp.bits = !a->finetune; /* fine-tuning's loss is a sentence-label BCE, not bits per byte */
+    for (int i = 0; i < LC_FIT_MAX_METRICS; i++) t->v[i] = NAN;
     lc_cli_catch_stop_signals();
-    for (long s = start; s < o->steps && rc < 0; s++) {
-        batch_of(t, s, idx, perm, &perm_epoch);
-        lc_status st = lc_hbatch_make(&h, &t->train, idx, o->batch);
-        double loss = 0, intruder_bce = 0;
-        if (!st) st = a->finetune ? lc_hibert_step(t->m, o, &h.b, h.labels, &loss)
-                                  : lc_hibert_pretrain_step_intruders(t->m, o, &h.b, lc_seed_mix(o->seed ^ 0x6d61736bULL, (uint64_t)s),
-                                                                      t->run.intruders, t->run.intruder_weight, &loss, &intruder_bce);
-        if (st) { rc = lc_cli_fail(st); break; }
-        for (int k = 0, n = 0; k < h.b.n_docs; n += h.b.n_sents[k], k++)
-            for (int j = n; j < n + h.b.n_sents[k]; j++) bytes += h.len[j] + 1;
-        const long done = s + 1;
-        const double el = lc_now_seconds() - t0, train_s = el - t->valid_s; /* earlier validations left out */
-        lc_progress p = {done, o->steps, start, loss, lc_learning_rate(o, s), bytes / (train_s > 0 ? train_s : 1e-9), el,
-                         NAN, NAN};
-        const int eval_now = (o->eval_every > 0 && done % o->eval_every == 0) || done == o->steps;
-        char extra[384] = "";
-        int used = t->run.intruders > 0 && !a->finetune ? snprintf(extra, sizeof extra, ",\"intruder_bce\":%s", lc_json_g(intruder_bce)) : 0;
-        if (eval_now && t->valid.n_chunks) {
-            const double v0 = lc_now_seconds();
-            if ((st = validate(t, &bpb, &ibce, r))) { rc = lc_cli_fail(st); break; }
-            const double v = lc_now_seconds() - v0;
-            t->valid_s += v;
-            if (a->finetune)
-                snprintf(extra, sizeof extra, ",\"valid_rouge1\":%s,\"valid_rouge2\":%s,\"valid_rougeL\":%s,\"valid_seconds\":%.6f,"
-                         "\"valid_rouge1_stem\":%s,\"valid_rouge2_stem\":%s,\"valid_rougeL_stem\":%s",
-                         lc_json_g(r[0]), lc_json_g(r[1]), lc_json_g(r[2]), v, lc_json_g(r[3]), lc_json_g(r[4]), lc_json_g(r[5]));
-            else if (t->run.intruders > 0)
-                snprintf(extra + used, sizeof extra - (size_t)used, ",\"valid_bpb\":%s,\"valid_intruder_bce\":%s,\"valid_seconds\":%.6f",
-                         lc_json_g(bpb), lc_json_g(ibce), v);
-            else
-                snprintf(extra, sizeof extra, ",\"valid_bpb\":%s,\"valid_seconds\":%.6f", lc_json_g(bpb), v);
-            if (!a->finetune) p.valid_bpc = bpb;
-            else {
-                const double score = (r[0] + r[1] + r[2]) / 3;
-                fprintf(stderr, "%sstep %ld: valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f (stemmed %.2f / %.2f / %.2f)\n",
-                        pp.tty ? "\n" : "", done, r[0], r[1], r[2], r[3], r[4], r[5]);
-                if ((float)score > t->run.best) {
-                    t->run.best = (float)score, t->run.best_step = done;
-                    if (a->out && (rc = save_to(t, a->out, 1)) >= 0) break;
-                }
-            }
-        }
-        lc_progress_print(&p, &pp);
-        lc_train_log_step(&t->log, &p, extra);
-        if (lc_cli_stop_signal()) break;
-        if (done < o->steps && t->last && lc_cli_save_due(a->save_every, a->save_every_min, done, last_save)) {
-            save_to(t, t->last, 0);
-            last_save = lc_now_seconds();
-        }
+    const lc_hibert_fit_options fo = {t->m, &t->run, &t->train, &t->valid, a->eval_docs, a->out, t->last,
+                                      a->save_every, a->save_every_min, should_stop, report, save_failed, t};
+    lc_fit_result res;
+    lc_status st = lc_hibert_fit(&fo, &res);
+    if (!quiet()) lc_progress_done(&t->pp);
+    if (st) {
+        const int rc = lc_cli_fail(st);
+        if (lc_dist_size() > 1 && st != LC_ERR_NUMERIC) lc_dist_abort(rc); /* others may wait for this one */
+        return rc;
     }
-    lc_progress_done(&pp);
-    lc_hbatch_free(&h);
-    free(perm), free(idx);
-    if (rc >= 0) return rc;
-    if (t->last && (rc = save_to(t, t->last, 1)) >= 0) return rc;
-    if (lc_cli_stop_signal()) {
-        const int sig = lc_cli_stop_signal();
-        fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: %s%s\n", lc_cli_signal_name(sig),
-                lc_hibert_steps_done(t->m), o->steps, t->last ? "saved " : "nothing saved (no --out)", t->last ? t->last : "");
+    if (t->stopped_by) {
+        const int sig = t->stopped_by;
+        if (!quiet())
+            fprintf(stderr, "longctx: interrupted by %s at step %ld of %ld: %s%s\n", lc_cli_signal_name(sig),
+                    lc_hibert_steps_done(t->m), o->steps, t->last ? "saved " : "nothing saved (no --out)", t->last ? t->last : "");
         return 128 + sig;
     }
+    if (quiet()) return LC_EXIT_OK;
+    const double *r = t->v;
+    if (lc_dist_size() > 1)
+        fprintf(stderr, "data parallel: %d processes, gradient allreduce %.2f ms per step\n", lc_dist_size(),
+                res.steps_done > res.first_step ? 1e3 * res.comm_seconds / (double)(res.steps_done - res.first_step) : 0.0);
     if (a->finetune) {
         printf("valid ROUGE-1 %.2f ROUGE-2 %.2f ROUGE-L %.2f after %ld steps; best %.2f (mean F1) at step %ld%s%s\n", r[0], r[1],
                r[2], lc_hibert_steps_done(t->m), t->run.best, t->run.best_step, a->out ? " in " : "", a->out ? a->out : "");
@@ -379,35 +314,20 @@ static int train_loop(trainer *t) {
             printf("{\"rouge1\":%s,\"rouge2\":%s,\"rougeL\":%s,\"best\":%s,\"best_step\":%ld,\"steps\":%ld,\"params\":%zu,"
                    "\"bytes_per_s\":%.1f,\"valid_seconds\":%.3f}\n",
                    lc_json_number(r[0]), lc_json_number(r[1]), lc_json_number(r[2]), lc_json_number(t->run.best),
-                   t->run.best_step, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), pp.tokens_per_s, t->valid_s);
+                   t->run.best_step, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), t->pp.tokens_per_s, res.valid_seconds);
     } else {
+        const double bpb = r[0], ibce = r[1];
         char ib[64] = "";
         if (t->run.intruders > 0) snprintf(ib, sizeof ib, ", intruder BCE %.4f", ibce);
         printf("valid bits per byte %.4f%s after %ld steps (%.0f bytes/s)%s%s\n", bpb, ib, lc_hibert_steps_done(t->m),
-               pp.tokens_per_s, t->last ? "; saved " : "", t->last ? t->last : "");
+               t->pp.tokens_per_s, t->last ? "; saved " : "", t->last ? t->last : "");
         if (t->run.intruders > 0) snprintf(ib, sizeof ib, "\"valid_intruder_bce\":%s,", lc_json_number(ibce));
         if (a->json)
             printf("{\"valid_bpb\":%s,%s\"bytes_per_s\":%.1f,\"steps\":%ld,\"params\":%zu,\"valid_seconds\":%.3f}\n",
-                   lc_json_number(bpb), ib, pp.tokens_per_s, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m), t->valid_s);
+                   lc_json_number(bpb), ib, t->pp.tokens_per_s, lc_hibert_steps_done(t->m), lc_hibert_num_params(t->m),
+                   res.valid_seconds);
     }
     return LC_EXIT_OK;
-}
-
-/* The data: pretrain's --docs (held-out slice or BBC valid), finetune's BBC root with labels. */
-static lc_status load_data(trainer *t, const char *sources) {
-    const hargs *a = t->a;
-    const int latin1 = t->run.latin1, max_sents = lc_hibert_get_config(t->m)->max_sents;
-    lc_hdocs_init(&t->train, max_sents), lc_hdocs_init(&t->valid, max_sents);
-    lc_status st = LC_OK;
-    char *copy = strdup(sources);
-    for (char *p = copy, *nl; p && *p && !st; p = nl ? nl + 1 : NULL) {
-        if ((nl = strchr(p, '\n'))) *nl = 0;
-        if (!(st = lc_hdocs_add(&t->train, p, LC_PART_TRAIN, 0, latin1)))
-            st = lc_hdocs_add(&t->valid, p, LC_PART_VALID, 1, latin1);
-    }
-    free(copy);
-    if (!st && a->finetune && !(st = lc_hdocs_label(&t->train, t->run.labels))) st = lc_hdocs_label(&t->valid, t->run.labels);
-    return st;
 }
 
 /* The checkpoint (and fine-tuning's OUT.last) and the log are none of the documents read (sources: the
@@ -429,6 +349,40 @@ static int check_outputs(const char *cmd, const hargs *a, const char *sources) {
     return rc;
 }
 
+/* The run's plan on stderr: the model, the documents, the batch and what it is planned for. */
+static void print_plan(const trainer *t) {
+    const hargs *a = t->a;
+    fprintf(stderr, "hibert %s: %d+%d+%d layers, dims %d/%d/%d | %.2fM params | %d train documents (%d chunks), %d held out | "
+                    "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d thread%s%s\n", a->finetune ? "finetune" : "pretrain",
+            a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
+            a->cfg.dec.d_model, (double)lc_hibert_num_params(t->m) / 1e6, t->train.n_docs, t->train.n_chunks,
+            t->valid.n_docs, t->run.opts.batch, t->run.limits.max_sents, t->run.limits.max_bytes,
+            t->run.limits.no_decoder ? 0 : t->run.limits.max_dec_rows, lc_get_threads(), lc_plural(lc_get_threads()),
+            lc_precision_note(a->cfg.precision));
+    const int latin1 = t->train.latin1 + t->valid.latin1;
+    if (latin1) fprintf(stderr, "%d file%s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? " was" : "s were",
+                        latin1 == 1 ? "was" : "were");
+}
+
+/* Collective: the processes training together hold the same settings (the documents by size and hash, what
+ * the checkpoint would record, and when they save); -1, or LC_EXIT_USAGE after one line on each. */
+static int same_run(const char *cmd, const hargs *a, const trainer *t) {
+    if (lc_dist_size() < 2) return -1;
+    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
+    lc_cli_settings *s = calloc(1, sizeof *s);
+    if (!meta || !s || lc_hibert_meta_format(t->m, &t->run, meta)) lc_dist_abort(LC_EXIT_RUNTIME); /* the others wait */
+    lc_cli_settings_add(s, a->finetune ? "--data" : "--docs", "of %d chunks, %ld bytes (FNV-1a %016llx)", t->train.n_chunks,
+                        t->train.bytes, (unsigned long long)t->train.hash);
+    lc_cli_settings_add_meta(s, meta->items, meta->n);
+    lc_cli_settings_add(s, "--eval-docs", "%d", a->eval_docs);
+    lc_cli_settings_add(s, "--save-every", "%ld", a->save_every);
+    lc_cli_settings_add(s, "--save-every-min", "%.9g", (double)a->save_every_min);
+    lc_cli_settings_add(s, "--out", "%s", a->out ? "given" : "not given");
+    const int rc = lc_cli_same_settings(cmd, s);
+    free(meta), free(s);
+    return rc;
+}
+
 static int run(hargs *a, lc_opt *opts, int n) {
     const char *cmd = a->finetune ? "hibert finetune" : "hibert pretrain";
     if (a->init && a->resume) { lc_cli_error("%s: --init and --resume exclude each other", cmd); return LC_EXIT_USAGE; }
@@ -439,7 +393,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     }
     if (!a->finetune && !a->resume && a->n_docs == 0) { lc_cli_error("%s: --docs is required", cmd); return LC_EXIT_USAGE; }
     lc_status st;
-    if (a->out && (st = lc_checkpoint_check_path(a->out))) return lc_cli_fail(st); /* before any work */
+    if (a->out && !quiet() && (st = lc_checkpoint_check_path(a->out))) return lc_cli_fail(st); /* process 0 writes */
     lc_set_threads(a->threads);
     trainer t;
     memset(&t, 0, sizeof t);
@@ -468,6 +422,14 @@ static int run(hargs *a, lc_opt *opts, int n) {
             lc_cli_error("%s: --resume %s is a %s checkpoint", cmd, a->resume, t.run.stage ? "finetune" : "pretrain");
             return LC_EXIT_USAGE;
         }
+        /* the batch of every process together is the run's: the processes now share it */
+        const long batch = (long)t.run.opts.batch * (t.run.opts.ranks > 1 ? t.run.opts.ranks : 1);
+        if (batch % lc_dist_size()) {
+            lc_cli_error("%s: --resume %s trained batches of %ld documents, which %d processes cannot share: run with a "
+                         "number of processes dividing %ld", cmd, a->resume, batch, lc_dist_size(), batch);
+            return LC_EXIT_USAGE;
+        }
+        t.run.opts.batch = (int)(batch / lc_dist_size());
         int rc = refuse_resume_flags(cmd, a, opts, n, &t.run, dropout_flag, ck.dropout);
         if (rc >= 0) return rc;
         if (lc_opt_get(opts, n, "--steps")->seen) t.run.opts.steps = a->o.steps;
@@ -485,6 +447,11 @@ static int run(hargs *a, lc_opt *opts, int n) {
         const int rc = sources_of(cmd, a, t.run.data, sizeof t.run.data);
         if (rc >= 0) return rc;
     }
+    if (!a->finetune && t.run.intruders > 0 && lc_dist_size() > 1) {
+        lc_cli_error("%s: --intruders swaps sentences between the documents of one batch, which processes training "
+                     "together do not share: run it in one process", cmd);
+        return LC_EXIT_USAGE;
+    }
     int rc = check_outputs(cmd, a, t.run.data);
     if (rc >= 0) return rc;
     rc = lc_precision_flag(cmd, a->precision, &a->cfg.precision);
@@ -493,7 +460,9 @@ static int run(hargs *a, lc_opt *opts, int n) {
     /* a model of the shape first (its max_sents cuts documents), then the plan for the data */
     const lc_hibert_limits tiny = {1, 1, 1, 0, 1};
     if ((st = lc_hibert_create(&a->cfg, &tiny, t.run.opts.seed, &t.m))) return lc_cli_fail(st);
-    if ((st = load_data(&t, t.run.data))) rc = lc_cli_fail(st);
+    if ((st = lc_hdocs_load_sources(&t.train, &t.valid, t.run.data, lc_hibert_get_config(t.m)->max_sents, t.run.latin1,
+                                    a->finetune ? t.run.labels : -1)))
+        rc = lc_cli_fail(st);
     if (rc < 0 && t.train.n_chunks == 0) { lc_cli_error("%s: no training documents in %s", cmd, t.run.data); rc = LC_EXIT_RUNTIME; }
     if (rc < 0 && a->resume && t.run.data_hash && (t.run.data_hash != t.train.hash || t.run.data_docs != t.train.n_chunks)) {
         lc_cli_error("%s: the training documents of %s have changed since it was saved", cmd, a->resume);
@@ -510,26 +479,21 @@ static int run(hargs *a, lc_opt *opts, int n) {
             st = lc_hibert_init_from(t.m, a->init);
         if (st) rc = lc_cli_fail(st);
     }
-    if (rc < 0) rc = lc_train_log_open(&t.log, cmd, a->log, a->resume != NULL);
-    if (rc < 0) {
-        if (a->finetune && a->out) {
-            snprintf(t.last_buf, sizeof t.last_buf, "%s.last", a->out);
-            t.last = t.last_buf;
-        } else {
-            t.last = a->out ? a->out : a->resume;
-        }
-        if (a->resume && !a->out) t.last = a->resume;
-        fprintf(stderr, "hibert %s: %d+%d+%d layers, dims %d/%d/%d | %.2fM params | %d train documents (%d chunks), %d held out | "
-                        "batch %d, planned for %d sentences, %ld bytes, %ld decoder rows | %d thread%s%s\n", a->finetune ? "finetune" : "pretrain",
-                a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
-                a->cfg.dec.d_model, (double)lc_hibert_num_params(t.m) / 1e6, t.train.n_docs, t.train.n_chunks,
-                t.valid.n_docs, t.run.opts.batch, t.run.limits.max_sents, t.run.limits.max_bytes,
-                t.run.limits.no_decoder ? 0 : t.run.limits.max_dec_rows, lc_get_threads(), lc_plural(lc_get_threads()),
-                lc_precision_note(a->cfg.precision));
-        const int latin1 = t.train.latin1 + t.valid.latin1;
-        if (latin1) fprintf(stderr, "%d file%s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? " was" : "s were",
-                            latin1 == 1 ? "was" : "were");
-        rc = train_loop(&t);
+    if (a->finetune && a->out) {
+        snprintf(t.last_buf, sizeof t.last_buf, "%s.last", a->out);
+        t.last = t.last_buf;
+    } else {
+        t.last = a->out ? a->out : a->resume;
+    }
+    if (a->resume && !a->out) t.last = a->resume;
+    /* every process gets the same answers (a failure anywhere, a setting that differs), so all of them make
+     * the second readiness check below, or none */
+    if ((rc = lc_cli_all_ready(rc)) < 0) rc = same_run(cmd, a, &t); /* before any file is opened */
+    const int agreed = rc < 0;
+    if (rc < 0 && !quiet()) rc = lc_train_log_open(&t.log, cmd, a->log, a->resume != NULL);
+    if (agreed && (rc = lc_cli_all_ready(rc)) < 0) {
+        if (!quiet()) print_plan(&t);
+        rc = fit(&t);
     }
     lc_train_log_close(&t.log);
     lc_hibert_free(t.m);
@@ -585,17 +549,18 @@ int lc_cmd_hibert(int argc, char **argv) {
         lc_cli_error("hibert: expected pretrain or finetune (usage: longctx hibert %s)", usage);
         return LC_EXIT_USAGE;
     }
+    lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     hargs a;
     hargs_default(&a, strcmp(argv[0], "finetune") == 0);
     lc_opt opts[64];
     const int n = build_opts(&a, opts);
     /* --docs may repeat and take several paths: collect them, parse the rest */
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
-    int nr = 0;
+    int nr = 0, too_many = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--docs") == 0) {
             for (i++; i < argc && strncmp(argv[i], "--", 2) != 0; i++) {
-                if (a.n_docs == MAX_SOURCES) { free(rest); lc_cli_error("hibert: at most %d --docs paths", MAX_SOURCES); return LC_EXIT_USAGE; }
+                if (a.n_docs == MAX_SOURCES) { too_many = 1; break; }
                 a.docs[a.n_docs++] = argv[i];
             }
             i--;
@@ -604,11 +569,16 @@ int lc_cmd_hibert(int argc, char **argv) {
         rest[nr++] = argv[i];
     }
     const char *cmd = a.finetune ? "hibert finetune" : "hibert pretrain";
-    int rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
+    int rc = -1;
+    if (too_many) {
+        lc_cli_error("hibert: at most %d --docs paths", MAX_SOURCES);
+        rc = LC_EXIT_USAGE;
+    }
+    if (rc < 0) rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
     if (rc < 0) rc = apply_strings(&a);
     if (rc < 0) rc = lc_optim_flags_apply(cmd, &a.o);
-    if (rc < 0) rc = lc_cli_refuse_processes(cmd);
     if (rc < 0) rc = run(&a, opts, n);
+    lc_cli_all_ready_end(rc); /* a process that stopped before the others' check meets them there */
     free(rest);
     return rc;
 }

@@ -30,13 +30,22 @@ void lc_cli_settings_add(lc_cli_settings *s, const char *flag, const char *fmt, 
 static void flag_of_key(const char *key, char *flag, size_t n) {
     static const char *named[][2] = {{"n_layer", "--layers"}, {"d_model", "--dim"}, {"n_head", "--heads"},
                                      {"d_ff", "--ffn"}, {"seq_len", "--seg-len"}, {"step", "the resumed step"},
-                                     {"vocab", "the vocabulary"}, {"seed", "--seed"}};
+                                     {"vocab", "the vocabulary"}, {"seed", "--seed"}, {"stage", "the stage"},
+                                     {"head.features", "--head-features"}, {"latin1", "--encoding"},
+                                     {"best.score", "the resumed best"}, {"best.step", "the resumed best"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if (strcmp(key, named[i][0]) == 0) {
             snprintf(flag, n, "%s", named[i][1]);
             return;
         }
+    static const char *stack_field[][2] = {{"n_layer", "layers"}, {"d_model", "dim"}, {"n_head", "heads"},
+                                           {"d_ff", "ffn"}, {"attn", "attn"}, {"words", "words"}};
     const char *dot = strchr(key, '.');
+    for (size_t i = 0; dot && i < sizeof stack_field / sizeof stack_field[0]; i++)
+        if (strcmp(dot + 1, stack_field[i][0]) == 0) { /* HIBERT's stacks: "sent.n_layer" -> "--sent-layers" */
+            snprintf(flag, n, "--%.*s-%s", (int)(dot - key), key, stack_field[i][1]);
+            return;
+        }
     snprintf(flag, n, "--%s", dot ? dot + 1 : key);
     for (char *c = flag + 2; *c; c++)
         if (*c == '_') *c = '-';
@@ -89,3 +98,4 @@ int lc_cli_refuse_processes(const char *cmd) {
                  "(%d processes here)", cmd, n);
     return LC_EXIT_USAGE;
 }
+

@@ -62,7 +62,7 @@ lc_status lc_hibert_config_validate(const lc_hibert_config *h) {
 static lc_status plan_compute(void *owner) {
     lc_hibert *m = owner;
     size_t work = m->lim.no_decoder ? 0 : lc_dec_stack_workspace(&m->dec.s, m->threads);
-    for (int s = 0; s < LC_HIER_STACKS; s++) {
+    for (int s = 0; s < LC_HIBERT_STACKS; s++) {
         const size_t need = lc_enc_stack_workspace(&m->st[s], m->threads);
         work = need > work ? need : work;
     }
@@ -73,11 +73,11 @@ static lc_status plan_compute(void *owner) {
 
 static lc_status build_acts(lc_hibert *m) {
     const long S = m->lim.max_sents, Cs = m->cfg.sent.d_model, Cd = m->cfg.doc.d_model, Cx = m->cfg.dec.d_model;
-    const long sent_rows = m->st[LC_HIER_SENT].max_rows, E = m->st[LC_HIER_SENT].max_seqs; /* E >= S */
+    const long sent_rows = m->st[LC_HIBERT_SENT].max_rows, E = m->st[LC_HIBERT_SENT].max_seqs; /* E >= S */
     lc_act_plan p;
     lc_act_plan_init(&p);
-    lc_act_plan_enc(&p, &m->st[LC_HIER_SENT], "sent.");
-    lc_act_plan_enc(&p, &m->st[LC_HIER_DOC], "doc.");
+    lc_act_plan_enc(&p, &m->st[LC_HIBERT_SENT], "sent.");
+    lc_act_plan_enc(&p, &m->st[LC_HIBERT_DOC], "doc.");
     if (!m->lim.no_decoder) { /* the selected sentences' rows and document vectors */
         const long D = m->dec.s.max_seqs;
         lc_act_plan_dec(&p, &m->dec.s, Cd, "dec.");
@@ -167,18 +167,18 @@ static lc_status create_shell(const lc_hibert_config *cfg, const lc_hibert_limit
         const int avail = lc_threads_available(), want = lc_get_threads();
         m->threads = want > avail ? avail : want;
     }
-    const lc_hibert_stack *spec[LC_HIER_STACKS] = {&cfg->sent, &cfg->doc};
-    static const char *what[LC_HIER_STACKS] = {"sentence encoder", "document encoder"};
-    const int max_len[LC_HIER_STACKS] = {cfg->max_sent_len + 1, cfg->max_sents};
+    const lc_hibert_stack *spec[LC_HIBERT_STACKS] = {&cfg->sent, &cfg->doc};
+    static const char *what[LC_HIBERT_STACKS] = {"sentence encoder", "document encoder"};
+    const int max_len[LC_HIBERT_STACKS] = {cfg->max_sent_len + 1, cfg->max_sents};
     /* a pre-training model's sentence encoder also reads the originals of the sentences the masking rule
      * changed (model/hier_intruder.c): at most the decoder's rows and sequences more */
     const long dec_rows = lim.no_decoder ? 0 : lim.max_dec_rows;
     const int dec_seqs = dec_rows < lim.max_sents ? (int)dec_rows : lim.max_sents;
-    const long max_rows[LC_HIER_STACKS] = {lim.max_bytes + lim.max_sents + dec_rows, lim.max_sents};
-    const int max_seqs[LC_HIER_STACKS] = {lim.max_sents + dec_seqs, lim.max_docs};
-    for (int s = 0; s < LC_HIER_STACKS && !st; s++) {
-        lc_hier_stack *h = &m->st[s];
-        h->block_stream = LC_HIER_BLOCK_STREAM * (uint64_t)(s + 1), h->attn_stream = LC_HIER_ATTN_STREAM + (uint64_t)s;
+    const long max_rows[LC_HIBERT_STACKS] = {lim.max_bytes + lim.max_sents + dec_rows, lim.max_sents};
+    const int max_seqs[LC_HIBERT_STACKS] = {lim.max_sents + dec_seqs, lim.max_docs};
+    for (int s = 0; s < LC_HIBERT_STACKS && !st; s++) {
+        lc_enc_stack *h = &m->st[s];
+        h->block_stream = LC_HIBERT_BLOCK_STREAM * (uint64_t)(s + 1), h->attn_stream = LC_HIBERT_ATTN_STREAM + (uint64_t)s;
         const lc_config c = stack_config(cfg, spec[s], max_len[s]);
         st = lc_enc_stack_init(h, &c, what[s], max_len[s], (int)max_rows[s], max_seqs[s]);
     }
@@ -186,8 +186,8 @@ static lc_status create_shell(const lc_hibert_config *cfg, const lc_hibert_limit
         lc_dec_stack *d = &m->dec.s;
         lc_config c = stack_config(cfg, &cfg->dec, cfg->max_sent_len + 1);
         c.objective = LC_OBJECTIVE_CLM;
-        d->block_stream = LC_HIER_DEC_BLOCK_STREAM, d->attn_stream = LC_HIER_ATTN_STREAM + LC_HIER_DEC;
-        d->embed_stream = LC_HIER_DEC_EMBED_STREAM;
+        d->block_stream = LC_HIBERT_DEC_BLOCK_STREAM, d->attn_stream = LC_HIBERT_ATTN_STREAM + LC_HIBERT_DEC;
+        d->embed_stream = LC_HIBERT_DEC_EMBED_STREAM;
         const int rows = lim.no_decoder ? 0 : (int)lim.max_dec_rows; /* each sequence at least one row */
         st = lc_dec_stack_init(d, &c, "sentence decoder", LC_HIBERT_EOS + 1, cfg->max_sent_len + 1, rows,
                                rows < lim.max_sents ? rows : lim.max_sents, lim.no_decoder ? 0 : lim.max_sents);
@@ -205,7 +205,7 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
     lc_clear_error();
     lc_hibert *m;
     lc_status st = create_shell(cfg, limits, seed, &m);
-    if (!st) st = lc_hier_build_params(m);
+    if (!st) st = lc_hibert_build_params(m);
     if (!st) st = build_acts(m);
     if (st) {
         lc_hibert_free(m);
@@ -215,12 +215,12 @@ lc_status lc_hibert_create(const lc_hibert_config *cfg, const lc_hibert_limits *
     return st;
 }
 
-lc_status lc_hier_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out) {
+lc_status lc_hibert_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out) {
     memset(out, 0, sizeof *out);
     const lc_hibert_limits tiny = {1, 1, 1, 0, 1};
     lc_hibert *m;
     lc_status st = create_shell(cfg, &tiny, 0, &m);
-    if (!st && !(st = lc_hier_list_tensors(m))) {
+    if (!st && !(st = lc_hibert_list_tensors(m))) {
         *out = m->tensors;
         memset(&m->tensors, 0, sizeof m->tensors);
     }
@@ -230,11 +230,11 @@ lc_status lc_hier_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out) 
 
 void lc_hibert_free(lc_hibert *m) {
     if (!m) return;
-    lc_hier_free_params(m);
+    lc_hibert_free_params(m);
     lc_free(m->acts);
     lc_free(m->attn_work);
     lc_table_free(&m->atab);
-    for (int s = 0; s < LC_HIER_STACKS; s++) lc_enc_stack_free(&m->st[s]);
+    for (int s = 0; s < LC_HIBERT_STACKS; s++) lc_enc_stack_free(&m->st[s]);
     free(m->tok), free(m->pos), free(m->s_row), free(m->d_row), free(m->d_pos), free(m->keys);
     free(m->global_pos), free(m->labels), free(m->doc_first), free(m->doc_of);
     lc_dec_stack_free(&m->dec.s);
@@ -249,7 +249,7 @@ lc_status lc_hibert_set_precision(lc_hibert *m, lc_precision p) {
     lc_clear_error();
     lc_status st = lc_precision_check(p);
     if (st) return st;
-    m->cfg.precision = m->st[LC_HIER_SENT].cfg.precision = m->st[LC_HIER_DOC].cfg.precision = p;
+    m->cfg.precision = m->st[LC_HIBERT_SENT].cfg.precision = m->st[LC_HIBERT_DOC].cfg.precision = p;
     m->dec.s.cfg.precision = p;
     return LC_OK;
 }

@@ -11,7 +11,7 @@
 #include "nn/nn.h"
 
 /* Stack ids: lc_tensor.stack of every tensor (the head's tensors belong to no stack of blocks). */
-enum { LC_HIER_SENT = 0, LC_HIER_DOC = 1, LC_HIER_HEAD = 2, LC_HIER_STACKS = 2, LC_HIER_DEC = 3 };
+enum { LC_HIBERT_SENT = 0, LC_HIBERT_DOC = 1, LC_HIBERT_HEAD = 2, LC_HIBERT_STACKS = 2, LC_HIBERT_DEC = 3 };
 
 /* The sentence decoder of pre-training: the shared decoder stack (model/stacks.h) over the selected
  * sentences packed, cross-attending to their documents' rows of the document encoder's output, plus the
@@ -21,19 +21,17 @@ typedef struct {
     float *in_w, *in_b, *g_in_w, *g_in_b; /* dec.proj [C, C_doc] of the added document vector (widths differ) */
     float *vin, *vproj, *dvin, *dvproj; /* [max_seqs, C_doc], [max_seqs, C]: the added document vectors */
     long count;            /* targets of the last forward */
-} lc_hier_dec;
-
-/* One bidirectional stack of blocks over packed sequences (sentences; documents). */
-typedef lc_enc_stack lc_hier_stack;
+} lc_hibert_dec;
 
 struct lc_hibert {
     lc_hibert_config cfg;
     lc_hibert_limits lim; /* resolved (no zeros) */
     uint64_t seed;
     long step;
+    int noise_rank, noise_ranks; /* processes training together (lc_hibert_step_seed): each its own dropout */
     int threads;
-    lc_hier_stack st[LC_HIER_STACKS];
-    lc_hier_dec dec;
+    lc_enc_stack st[LC_HIBERT_STACKS];
+    lc_hibert_dec dec;
 
     lc_tensor_list tensors;
     lc_table ptab, stab;
@@ -65,6 +63,7 @@ struct lc_hibert {
     const float *doc_out;         /* the document encoder's final hidden state of the last forward */
     int n_docs, n_sents, have_labels, cur_train;
     int pretrained;               /* the last forward was pre-training (lc_hibert_backward's branch) */
+    int intruder_grads;           /* and with intruders: the sentence vectors already hold their gradient */
     const uint8_t *enc_masked;    /* while encoding a pre-training batch: [sentences] 1 = read as MASK symbols */
     /* pre-training: the encoders' view of the batch (enc_*: [the sentence stack's max_seqs], the view's
      * sentences then, with intruders, the originals of those the masking rule changed) */
@@ -78,83 +77,93 @@ struct lc_hibert {
 
 /* The activation plan of the hierarchical model and the classifier (model/classify.c) is model/stacks.h's
  * lc_act_plan; these names remain for them. */
-typedef lc_act_plan lc_hier_plan;
-#define lc_hier_plan_add lc_act_plan_add
-#define lc_hier_plan_stack lc_act_plan_enc
+typedef lc_act_plan lc_hibert_plan;
+#define lc_hibert_plan_add lc_act_plan_add
+#define lc_hibert_plan_stack lc_act_plan_enc
 
 /* model/hier_params.c: list, allocate, bind and initialise the parameters (st[].cfg and layers set); the
  * list alone (into m->tensors). */
-lc_status lc_hier_build_params(lc_hibert *m);
-lc_status lc_hier_list_tensors(lc_hibert *m);
+lc_status lc_hibert_build_params(lc_hibert *m);
+lc_status lc_hibert_list_tensors(lc_hibert *m);
 /* model/hier.c: the tensor list of a model of config cfg, built from the config alone (nothing else
  * allocated): a checkpoint's table is checked against it before the model is created. */
-lc_status lc_hier_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out);
-void lc_hier_free_params(lc_hibert *m);
+lc_status lc_hibert_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out);
+void lc_hibert_free_params(lc_hibert *m);
 
 /* model/hier_forward.c: the environment of this step's passes (model/stacks.h). */
-lc_pass_env lc_hier_env(const lc_hibert *m);
+lc_pass_env lc_hibert_env(const lc_hibert *m);
 /* Both encoders over a batch (checked first; LC_ERR_ARG naming the fault): sentences packed longest first
  * (s_row: each one's EOS row), documents packed longest first (d_row, d_pos), sets n_docs, n_sents,
- * cur_train and doc_out. Backward: from d loss / d doc_out in st[LC_HIER_DOC].dh to every parameter. */
-lc_status lc_hier_encode(lc_hibert *m, const lc_hibert_batch *b, int train);
-void lc_hier_encode_backward(lc_hibert *m);
+ * cur_train and doc_out. Backward: from d loss / d doc_out in st[LC_HIBERT_DOC].dh to every parameter. */
+lc_status lc_hibert_encode(lc_hibert *m, const lc_hibert_batch *b, int train);
+void lc_hibert_encode_backward(lc_hibert *m);
 /* Its two halves, for passes that read the sentence vectors twice (model/hier_intruder.c). The sentence
  * encoder over n sentences (enc_masked[i], when set, reads sentence i as MASK symbols; n may exceed the
  * batch's sentences up to the sentence stack's plan): s_row[i] is sentence i's EOS row, sent_out the
  * stack's output. The document encoder over b's documents (n_docs, n_sents set): place i reads the vector
- * of sentence vec[i] (vec NULL: i). Backward: the document encoder from st[LC_HIER_DOC].dh, ADDING d loss /
- * d vector into st[LC_HIER_SENT].dh at the rows it read; then the sentence encoder from that dh. */
-lc_status lc_hier_sentences_forward(lc_hibert *m, int n, const uint8_t *const *sent, const int *len, int train);
-lc_status lc_hier_documents_forward(lc_hibert *m, const lc_hibert_batch *b, const int *vec, int train);
-void lc_hier_documents_backward(lc_hibert *m, const int *vec);
-void lc_hier_sentences_backward(lc_hibert *m);
+ * of sentence vec[i] (vec NULL: i). Backward: the document encoder from st[LC_HIBERT_DOC].dh, ADDING d loss /
+ * d vector into st[LC_HIBERT_SENT].dh at the rows it read; then the sentence encoder from that dh. */
+lc_status lc_hibert_sentences_forward(lc_hibert *m, int n, const uint8_t *const *sent, const int *len, int train);
+lc_status lc_hibert_documents_forward(lc_hibert *m, const lc_hibert_batch *b, const int *vec, int train);
+void lc_hibert_documents_backward(lc_hibert *m, const int *vec);
+void lc_hibert_sentences_backward(lc_hibert *m);
 /* model/hier_words.c (cfg.sent_words): the word buckets of the n sentences the sentence encoder reads
  * (enc_masked ones have none); dst (a sentence vector, C_s floats) += the sum of sentence i's word vectors
  * over sqrt(its word count); the backward of that for d loss / d dst = d (adds into g_words). */
-void lc_hier_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, const int *len);
-void lc_hier_words_add(const lc_hibert *m, float *dst, int i);
-void lc_hier_words_backward(lc_hibert *m, const float *d, int i);
+void lc_hibert_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, const int *len);
+void lc_hibert_words_add(const lc_hibert *m, float *dst, int i);
+void lc_hibert_words_backward(lc_hibert *m, const float *d, int i);
 /* x: [document rows, C_s] (doc_in's layout): every document's rows minus their mean (the forward of the EOS
  * states' centring, and its own backward: the centring is a symmetric projection). */
-void lc_hier_centre_documents(const lc_hibert *m, float *x);
+void lc_hibert_centre_documents(const lc_hibert *m, float *x);
 
-/* model/hier_forward.c: the batch check of lc_hier_encode (also run on a pre-training batch's originals)
+/* model/hier_forward.c: the batch check of lc_hibert_encode (also run on a pre-training batch's originals)
  * and a sentence's length after truncation. */
-lc_status lc_hier_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
-int lc_hier_clipped_len(const lc_hibert *m, int len);
+lc_status lc_hibert_check_batch(const lc_hibert *m, const lc_hibert_batch *b);
+int lc_hibert_clipped_len(const lc_hibert *m, int len);
 /* model/hier_extract.c: the head over doc_out (logit_rows; scores in batch order, plus head.features . feats[i]
  * when with_feats: the batch's features copied into m->feats) and, with labels (copied to m->labels), their
  * summed binary cross-entropy; its backward for the loss times loss_scale (the head's gradients; d loss / d
- * doc_out written to st[LC_HIER_DOC].dh). */
-lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, int with_feats, double *loss_sum);
-void lc_hier_head_backward(lc_hibert *m, float loss_scale);
+ * doc_out written to st[LC_HIBERT_DOC].dh). */
+lc_status lc_hibert_head_forward(lc_hibert *m, const uint8_t *labels, int with_feats, double *loss_sum);
+void lc_hibert_head_backward(lc_hibert *m, float loss_scale);
 /* model/hier_extract.c: clipping and AdamW after a backward of the mean loss sum / n . */
-lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
+lc_status lc_hibert_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss);
 /* model/hier_intruder.c: lc_hibert_pretrain_step_intruders draws its swaps from lc_seed_mix(seed, this). */
-#define LC_HIER_INTRUDER_STREAM 0x696e7472ULL
+#define LC_HIBERT_INTRUDER_STREAM 0x696e7472ULL
+/* model/hier_intruder.c: the forward of lc_hibert_pretrain_step_intruders (rate and weight > 0): the
+ * intruders' passes and their backward (weight times their mean BCE over this batch's sentences; *intruder_bce
+ * that mean), then the masked sentences' forward (*nll, *targets as lc_hibert_pretrain_forward), whose
+ * backward lc_hibert_backward makes. */
+lc_status lc_hibert_pretrain_forward_intruders(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate,
+                                            float weight, double *nll, long *targets, double *intruder_bce);
 
 /* model/hier_pretrain.c: lc_hibert_pretrain_forward with each sentence's action and source (index inside
  * its document; lc_hibert_mask_sentences's contract) given in batch order instead of drawn (tests; NULL:
  * those already in m->action, m->source). LC_ERR_ARG for an action or source outside the contract. */
-lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+lc_status lc_hibert_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
                                    int train, double *loss_sum, long *count);
+/* model/hier_pretrain.c: the start of a pre-training forward: the batch checked and each document j's sentences
+ * masked by lc_hibert_mask_sentences(seed + j) into m->action, m->source. */
+lc_status lc_hibert_pretrain_mask(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed);
 /* model/hier_pretrain.c: the decoder's backward into the encoders (lc_hibert_backward's pre-training branch). */
-void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale);
-/* Its parts: the batch check, the actions (given, as lc_hier_pretrain_actions, or already in m->action and
+void lc_hibert_pretrain_backward(lc_hibert *m, float loss_scale);
+/* Its parts: the batch check, the actions (given, as lc_hibert_pretrain_actions, or already in m->action and
  * m->source when action is NULL) checked against the decoder's plan, and the encoders' view of the batch;
  * the sentence decoder over the last document encoding (doc_out) and its loss; its backward, leaving d loss
- * / d doc_out in st[LC_HIER_DOC].dh. */
-lc_status lc_hier_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+ * / d doc_out in st[LC_HIBERT_DOC].dh. */
+lc_status lc_hibert_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
                                 lc_hibert_batch *view);
-lc_status lc_hier_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int train, double *loss_sum, long *count);
-void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale);
+lc_status lc_hibert_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int train, double *loss_sum, long *count);
+void lc_hibert_pretrain_decode_backward(lc_hibert *m, float loss_scale);
 
 /* Random streams: the stacks' dropout (block_stream + layer), their kinds' fixed seeds (attn_stream + stack
  * id, mixed with the layer) and the decoder input's dropout. */
-#define LC_HIER_ATTN_STREAM 0x6869626572740000ULL
-enum { LC_HIER_BLOCK_STREAM = 1000, LC_HIER_DEC_BLOCK_STREAM = 3000, LC_HIER_DEC_EMBED_STREAM = 3 };
+#define LC_HIBERT_ATTN_STREAM 0x6869626572740000ULL
+enum { LC_HIBERT_BLOCK_STREAM = 1000, LC_HIBERT_DEC_BLOCK_STREAM = 3000, LC_HIBERT_DEC_EMBED_STREAM = 3 };
 
-/* The seed of this step's dropout masks for stream `what`. */
-uint64_t lc_hier_step_seed(const lc_hibert *m, uint64_t what);
+/* The seed of this step's dropout masks for stream `what`: of the step, and with noise_ranks > 1 of process
+ * noise_rank (step * noise_ranks + noise_rank, as the language model's lc_model_set_noise_key). */
+uint64_t lc_hibert_step_seed(const lc_hibert *m, uint64_t what);
 
 #endif

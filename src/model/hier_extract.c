@@ -11,8 +11,8 @@
 /* Binary cross-entropy of logit z against label y, stable for any z: log(1 + e^z) - y z. */
 static double bce(double z, int y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }
 
-lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, int with_feats, double *loss_sum) {
-    const int Cd = m->st[LC_HIER_DOC].cfg.d_model, rows = m->st[LC_HIER_DOC].rows, F = m->cfg.head_features;
+lc_status lc_hibert_head_forward(lc_hibert *m, const uint8_t *labels, int with_feats, double *loss_sum) {
+    const int Cd = m->st[LC_HIBERT_DOC].cfg.d_model, rows = m->st[LC_HIBERT_DOC].rows, F = m->cfg.head_features;
     lc_linear_forward(m->logit_rows, m->doc_out, m->head_w, m->head_b, rows, Cd, 1);
     m->head_feats = with_feats && F > 0;
     for (int i = 0; i < m->n_sents; i++) {
@@ -31,8 +31,8 @@ lc_status lc_hier_head_forward(lc_hibert *m, const uint8_t *labels, int with_fea
     return LC_OK;
 }
 
-void lc_hier_head_backward(lc_hibert *m, float loss_scale) {
-    lc_hier_stack *ds = &m->st[LC_HIER_DOC];
+void lc_hibert_head_backward(lc_hibert *m, float loss_scale) {
+    lc_enc_stack *ds = &m->st[LC_HIBERT_DOC];
     const int Cd = ds->cfg.d_model;
     /* d loss / d logit = scale (sigmoid(z) - y), at each sentence's document row */
     for (int i = 0; i < m->n_sents; i++) {
@@ -50,11 +50,11 @@ void lc_hier_head_backward(lc_hibert *m, float loss_scale) {
 lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels, int train,
                                     double *loss_sum, long *count) {
     lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     const int F = m->cfg.head_features;
     if (F && b && !b->features)
         return lc_fail(LC_ERR_ARG, "hibert: the model's head reads %d features a sentence; the batch has none", F);
-    lc_status st = lc_hier_encode(m, b, train);
+    lc_status st = lc_hibert_encode(m, b, train);
     if (!st && F) {
         for (long i = 0; i < (long)m->n_sents * F; i++)
             if (!isfinite(b->features[i]))
@@ -62,7 +62,7 @@ lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, cons
         memcpy(m->feats, b->features, sizeof(float) * (size_t)m->n_sents * F);
     }
     double sum = 0;
-    if (st || (st = lc_hier_head_forward(m, labels, F > 0, &sum)) || !labels) return st;
+    if (st || (st = lc_hibert_head_forward(m, labels, F > 0, &sum)) || !labels) return st;
     m->have_labels = 1;
     if (loss_sum) *loss_sum = sum;
     if (count) *count = m->n_sents;
@@ -72,13 +72,13 @@ lc_status lc_hibert_extract_forward(lc_hibert *m, const lc_hibert_batch *b, cons
 lc_status lc_hibert_backward(lc_hibert *m, float loss_scale) {
     lc_clear_error();
     if (m->pretrained) {
-        lc_hier_pretrain_backward(m, loss_scale);
+        lc_hibert_pretrain_backward(m, loss_scale);
         return LC_OK;
     }
     if (!m->have_labels)
         return lc_fail(LC_ERR_ARG, "hibert backward: the last forward had no labels (or there was none)");
-    lc_hier_head_backward(m, loss_scale);
-    lc_hier_encode_backward(m);
+    lc_hibert_head_backward(m, loss_scale);
+    lc_hibert_encode_backward(m);
     return LC_OK;
 }
 
@@ -93,10 +93,10 @@ lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hiber
     long n;
     if ((st = lc_hibert_extract_forward(m, b, labels, 1, &sum, &n))) return st;
     if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
-    return lc_hier_update(m, o, sum, n, loss);
+    return lc_hibert_update(m, o, sum, n, loss);
 }
 
-lc_status lc_hier_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss) {
+lc_status lc_hibert_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss) {
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, n, loss);
 }

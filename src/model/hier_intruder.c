@@ -57,7 +57,7 @@ lc_status lc_hibert_swap_sentences(int n_docs, const int *n_sents, double rate, 
 lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, double rate, uint64_t seed, int train,
                                      double *loss_sum, long *count) {
     lc_clear_error();
-    lc_status st = lc_hier_check_batch(m, b);
+    lc_status st = lc_hibert_check_batch(m, b);
     if (st) return st;
     if ((st = lc_hibert_swap_sentences(b->n_docs, b->n_sents, rate, seed, m->source, m->action))) return st;
     long total = 0;
@@ -74,16 +74,15 @@ lc_status lc_hibert_intruder_forward(lc_hibert *m, const lc_hibert_batch *b, dou
  * masked view's sentences and, after them, the originals of those the masking rule changed (masked or
  * replaced), so that every original sentence has a vector. The document encoder then runs twice on those
  * vectors: on the batch with its swaps (the intruders' head and BCE, backward at once), then on the masked
- * view (the decoder); both add their gradients to the sentence vectors, and the sentence encoder's
- * backward runs once. The same objective as lc_hibert_intruder_forward + lc_hibert_pretrain_forward. */
-static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate, float weight,
-                             double *nll, long *targets, double *intruder_bce) {
-    lc_status st = lc_hier_check_batch(m, b);
+ * view (the decoder). Both add their gradients to the sentence vectors: lc_hibert_backward then runs the
+ * decoder's and the document encoder's backward and the sentence encoder's once (m->intruder_grads). The
+ * same objective as lc_hibert_intruder_forward + lc_hibert_pretrain_forward. */
+lc_status lc_hibert_pretrain_forward_intruders(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, double rate,
+                                            float weight, double *nll, long *targets, double *intruder_bce) {
+    lc_status st = lc_hibert_pretrain_mask(m, b, seed);
     if (st) return st;
-    for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
-        lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
     lc_hibert_batch view;
-    if ((st = lc_hier_pretrain_view(m, b, NULL, NULL, &view))) return st;
+    if ((st = lc_hibert_pretrain_view(m, b, NULL, NULL, &view))) return st;
     int n = 0;
     for (int j = 0; j < b->n_docs; j++) n += b->n_sents[j];
     m->n_docs = b->n_docs, m->n_sents = n;
@@ -98,28 +97,28 @@ static lc_status step_passes(lc_hibert *m, const lc_hibert_batch *b, uint64_t se
         }
     }
     m->enc_masked = m->enc_mask;
-    st = lc_hier_sentences_forward(m, extra, m->enc_sent, m->enc_len, 1);
+    st = lc_hibert_sentences_forward(m, extra, m->enc_sent, m->enc_len, 1);
     m->enc_masked = NULL;
     if (st) return st;
-    lc_hier_stack *ss = &m->st[LC_HIER_SENT];
+    lc_enc_stack *ss = &m->st[LC_HIBERT_SENT];
     memset(ss->dh, 0, sizeof(float) * (size_t)ss->rows * ss->cfg.d_model);
     /* the intruders: place i reads the original of its swap partner; label 1 where that is itself */
-    if ((st = lc_hibert_swap_sentences(b->n_docs, b->n_sents, rate, lc_seed_mix(seed, LC_HIER_INTRUDER_STREAM),
+    if ((st = lc_hibert_swap_sentences(b->n_docs, b->n_sents, rate, lc_seed_mix(seed, LC_HIBERT_INTRUDER_STREAM),
                                        m->source, m->labels)))
         return st;
     for (int i = 0; i < n; i++) m->source[i] = m->vec_row[m->source[i]], m->labels[i] = !m->labels[i];
     double bce_sum = 0;
-    if ((st = lc_hier_documents_forward(m, b, m->source, 1)) || (st = lc_hier_head_forward(m, m->labels, 0, &bce_sum)))
+    if ((st = lc_hibert_documents_forward(m, b, m->source, 1)) || (st = lc_hibert_head_forward(m, m->labels, 0, &bce_sum)))
         return st;
-    lc_hier_head_backward(m, weight / (float)n);
-    lc_hier_documents_backward(m, m->source);
+    lc_hibert_head_backward(m, weight / (float)n);
+    lc_hibert_documents_backward(m, m->source);
     *intruder_bce = bce_sum / n;
     /* the masked sentences: the view's vectors, the decoder */
-    if ((st = lc_hier_documents_forward(m, b, NULL, 1)) || (st = lc_hier_pretrain_decode(m, b, 1, nll, targets)))
+    if ((st = lc_hibert_documents_forward(m, b, NULL, 1)) || (st = lc_hibert_pretrain_decode(m, b, 1, nll, targets))) {
+        m->pretrained = 0;
         return st;
-    lc_hier_pretrain_decode_backward(m, 1.0f / (float)*targets);
-    lc_hier_documents_backward(m, NULL);
-    lc_hier_sentences_backward(m);
+    }
+    m->intruder_grads = 1;
     return LC_OK;
 }
 
@@ -133,14 +132,10 @@ lc_status lc_hibert_pretrain_step_intruders(lc_hibert *m, const lc_train_options
     lc_hibert_zero_grad(m);
     double sum = 0, ibce = 0;
     long n = 0;
-    if (rate > 0 && weight > 0) {
-        st = step_passes(m, b, seed, rate, weight, &sum, &n, &ibce);
-        m->have_labels = 0, m->pretrained = 0; /* nothing left for lc_hibert_backward */
-        if (st) return st;
-    } else {
-        if ((st = lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n))) return st;
-        if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
-    }
+    if ((st = rate > 0 && weight > 0 ? lc_hibert_pretrain_forward_intruders(m, b, seed, rate, weight, &sum, &n, &ibce)
+                                     : lc_hibert_pretrain_forward(m, b, seed, 1, &sum, &n)))
+        return st;
+    if ((st = lc_hibert_backward(m, 1.0f / (float)n))) return st;
     if (intruder_bce) *intruder_bce = ibce;
-    return lc_hier_update(m, o, sum, n, loss);
+    return lc_hibert_update(m, o, sum, n, loss);
 }

@@ -11,23 +11,23 @@
 
 /* The list: sent.wte, sent.words (cfg.sent_words), sent.wpe, sent.blocks, sent.ln_f; doc.proj (widths differ), doc.wpe, doc.blocks,
  * doc.ln_f; head (and head.features); then the kinds' state of both stacks. */
-lc_status lc_hier_list_tensors(lc_hibert *m) {
+lc_status lc_hibert_list_tensors(lc_hibert *m) {
     lc_tensor_builder b;
     lc_tensor_builder_init(&b, &m->tensors);
     const int pre = m->cfg.norm == LC_NORM_PRE;
     const long Cs = m->cfg.sent.d_model, Cd = m->cfg.doc.d_model;
-    const char *prefix[LC_HIER_STACKS] = {"sent.", "doc."};
-    for (int s = 0; s < LC_HIER_STACKS; s++) {
-        const lc_hier_stack *st = &m->st[s];
+    const char *prefix[LC_HIBERT_STACKS] = {"sent.", "doc."};
+    for (int s = 0; s < LC_HIBERT_STACKS; s++) {
+        const lc_enc_stack *st = &m->st[s];
         const long C = st->cfg.d_model;
         b.stack = s;
-        if (s == LC_HIER_SENT)
+        if (s == LC_HIBERT_SENT)
             lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, 258, C, "sent.wte"); /* bytes, EOS, MASK */
-        if (s == LC_HIER_SENT && m->cfg.sent_words) { /* hashed word vectors (model/hier_words.c) */
+        if (s == LC_HIBERT_SENT && m->cfg.sent_words) { /* hashed word vectors (model/hier_words.c) */
             lc_tensor *t = lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WORDS, -1, 0, m->cfg.sent_words, C, "sent.words");
             if (t) t->init = LC_INIT_UNIT;
         }
-        if (s == LC_HIER_DOC && Cs != Cd) {
+        if (s == LC_HIBERT_DOC && Cs != Cd) {
             lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_IN_W, -1, 0, Cd, Cs, "doc.proj.weight");
             lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_IN_B, -1, 0, Cd, 0, "doc.proj.bias");
         }
@@ -38,11 +38,11 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
             /* with word vectors, the EOS part of a sentence vector starts at 0 and grows only as the gradient
              * asks: at gain 1 its byte-led differences hide the words' overlap (experiments/hibert-plateau/README.md, "The EOS part
              * starts at zero") */
-            if (g && s == LC_HIER_SENT && m->cfg.sent_words) g->init = LC_INIT_ZEROS;
+            if (g && s == LC_HIBERT_SENT && m->cfg.sent_words) g->init = LC_INIT_ZEROS;
             lc_tensor_add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, C, 0, "%sln_f.bias", prefix[s]);
         }
     }
-    b.stack = LC_HIER_HEAD;
+    b.stack = LC_HIBERT_HEAD;
     lc_tensor_add(&b, LC_ROLE_MATRIX, LC_SITE_HEAD, -1, 0, 1, Cd, "head.weight");
     lc_tensor_add(&b, LC_ROLE_BIAS, LC_SITE_HEAD_B, -1, 0, 1, 0, "head.bias");
     if (m->cfg.head_features) { /* longctx's sentence features (lc_hibert_config.head_features), from zero */
@@ -52,7 +52,7 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
     /* the sentence decoder (pre-training): after every encoder tensor, so their draws do not move */
     const lc_dec_stack *d = &m->dec.s;
     const long Cx = d->cfg.d_model;
-    b.stack = LC_HIER_DEC;
+    b.stack = LC_HIBERT_DEC;
     lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, 258, Cx, "dec.wte"); /* bytes, EOS, BOS */
     lc_tensor_add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, d->cfg.seq_len, Cx, "dec.wpe");
     if (Cx != Cd) {
@@ -65,11 +65,11 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
         lc_tensor_add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, Cx, 0, "dec.ln_f.weight");
         lc_tensor_add(&b, LC_ROLE_NORM_BIAS, LC_SITE_LNF_B, -1, 0, Cx, 0, "dec.ln_f.bias");
     }
-    for (int s = 0; s < LC_HIER_STACKS; s++) {
+    for (int s = 0; s < LC_HIBERT_STACKS; s++) {
         b.stack = s;
         lc_tensors_add_kind_state(&b, &m->st[s].cfg, m->st[s].layers, prefix[s]);
     }
-    b.stack = LC_HIER_DEC;
+    b.stack = LC_HIBERT_DEC;
     lc_tensors_add_kind_state(&b, &d->cfg, d->layers, "dec.");
     return lc_tensor_list_finish(&b);
 }
@@ -77,10 +77,10 @@ lc_status lc_hier_list_tensors(lc_hibert *m) {
 /* The model pointer of tensor t for layer l (value when grad == 0, else gradient; NULL: none). */
 static float **site(void *user, const lc_tensor *t, int l, int grad) {
     lc_hibert *m = user;
-    lc_hier_dec *d = &m->dec;
-    if (t->stack == LC_HIER_DEC && t->site == LC_SITE_IN_W) return grad ? &d->g_in_w : &d->in_w;
-    if (t->stack == LC_HIER_DEC && t->site == LC_SITE_IN_B) return grad ? &d->g_in_b : &d->in_b;
-    if (t->stack == LC_HIER_DEC) return lc_dec_stack_site(&d->s, t, l, grad);
+    lc_hibert_dec *d = &m->dec;
+    if (t->stack == LC_HIBERT_DEC && t->site == LC_SITE_IN_W) return grad ? &d->g_in_w : &d->in_w;
+    if (t->stack == LC_HIBERT_DEC && t->site == LC_SITE_IN_B) return grad ? &d->g_in_b : &d->in_b;
+    if (t->stack == LC_HIBERT_DEC) return lc_dec_stack_site(&d->s, t, l, grad);
     switch (t->site) {
     case LC_SITE_WTE: return grad ? &m->g_wte : &m->wte;
     case LC_SITE_WORDS: return grad ? &m->g_words : &m->words;
@@ -89,20 +89,20 @@ static float **site(void *user, const lc_tensor *t, int l, int grad) {
     case LC_SITE_HEAD: return grad ? &m->g_head_w : &m->head_w;
     case LC_SITE_HEAD_B: return grad ? &m->g_head_b : &m->head_b;
     case LC_SITE_HEAD_FEAT: return grad ? &m->g_feat_w : &m->feat_w;
-    default: return t->stack < LC_HIER_STACKS ? lc_enc_stack_site(&m->st[t->stack], t, l, grad) : NULL;
+    default: return t->stack < LC_HIBERT_STACKS ? lc_enc_stack_site(&m->st[t->stack], t, l, grad) : NULL;
     }
 }
 
 /* The config and layers of tensor t's stack (NULL: the head's tensors). */
 static const lc_config *stack_of(void *user, const lc_tensor *t, const lc_attn_layer **layers) {
     lc_hibert *m = user;
-    if (t->stack < LC_HIER_STACKS) return *layers = m->st[t->stack].layers, &m->st[t->stack].cfg;
-    if (t->stack == LC_HIER_DEC) return *layers = m->dec.s.layers, &m->dec.s.cfg;
+    if (t->stack < LC_HIBERT_STACKS) return *layers = m->st[t->stack].layers, &m->st[t->stack].cfg;
+    if (t->stack == LC_HIBERT_DEC) return *layers = m->dec.s.layers, &m->dec.s.cfg;
     return NULL;
 }
 
-lc_status lc_hier_build_params(lc_hibert *m) {
-    lc_status st = lc_hier_list_tensors(m);
+lc_status lc_hibert_build_params(lc_hibert *m) {
+    lc_status st = lc_hibert_list_tensors(m);
     if (st) return st;
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     if ((st = lc_tensors_allocate(&m->tensors, &buf))) return st;
@@ -112,7 +112,7 @@ lc_status lc_hier_build_params(lc_hibert *m) {
     return LC_OK;
 }
 
-void lc_hier_free_params(lc_hibert *m) {
+void lc_hibert_free_params(lc_hibert *m) {
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
     lc_tensors_release(&m->tensors, &buf);
 }

@@ -33,7 +33,7 @@ static lc_status check_decoder_plan(const lc_hibert *m, const lc_hibert_batch *b
     long sents = 0, rows = 0, total = 0;
     for (int j = 0; j < b->n_docs; j++) total += b->n_sents[j];
     for (long g = 0; g < total; g++)
-        if (m->action[g] != LC_HIBERT_UNSELECTED) sents++, rows += lc_hier_clipped_len(m, b->sent_len[g]) + 1;
+        if (m->action[g] != LC_HIBERT_UNSELECTED) sents++, rows += lc_hibert_clipped_len(m, b->sent_len[g]) + 1;
     if (sents > d->max_seqs || rows > d->max_rows)
         return lc_fail(LC_ERR_ARG, "hibert: the sentence decoder gets %ld sentences, %ld rows; the model is planned for "
                                    "%d, %d (limits.max_dec_rows)", sents, rows, d->max_seqs, d->max_rows);
@@ -46,11 +46,11 @@ static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
     int n = 0;
     for (int g = 0; g < m->n_sents; g++)
         if (m->action[g] != LC_HIBERT_UNSELECTED)
-            m->keys[n++] = ((long)(d->max_len - lc_hier_clipped_len(m, b->sent_len[g]) - 1) << 32) | g;
+            m->keys[n++] = ((long)(d->max_len - lc_hibert_clipped_len(m, b->sent_len[g]) - 1) << 32) | g;
     lc_sort_keys(m->keys, n);
     int r = 0;
     for (int k = 0; k < n; k++) {
-        const int g = (int)(m->keys[k] & 0xffffffffL), L = lc_hier_clipped_len(m, b->sent_len[g]);
+        const int g = (int)(m->keys[k] & 0xffffffffL), L = lc_hibert_clipped_len(m, b->sent_len[g]);
         const uint8_t *x = L ? b->sent[g] : NULL;
         d->item[k] = g, d->seq_len[k] = L + 1;
         d->q_start[k] = r, d->q_len[k] = L + 1;
@@ -65,36 +65,41 @@ static void pack_decoder(lc_hibert *m, const lc_hibert_batch *b) {
     d->n_seq = n, d->rows = r;
 }
 
-lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
-                                     double *loss_sum, long *count) {
+lc_status lc_hibert_pretrain_mask(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed) {
     lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
-    lc_status st = lc_hier_check_batch(m, b);
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
+    lc_status st = lc_hibert_check_batch(m, b);
     if (st) return st;
     for (int j = 0, s0 = 0; j < b->n_docs; s0 += b->n_sents[j], j++)
         lc_hibert_mask_sentences(b->n_sents[j], seed + (uint64_t)j, m->action + s0, m->source + s0);
-    return lc_hier_pretrain_actions(m, b, NULL, NULL, train, loss_sum, count);
+    return LC_OK;
 }
 
-lc_status lc_hier_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+lc_status lc_hibert_pretrain_forward(lc_hibert *m, const lc_hibert_batch *b, uint64_t seed, int train,
+                                     double *loss_sum, long *count) {
+    lc_status st = lc_hibert_pretrain_mask(m, b, seed);
+    return st ? st : lc_hibert_pretrain_actions(m, b, NULL, NULL, train, loss_sum, count);
+}
+
+lc_status lc_hibert_pretrain_actions(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
                                    int train, double *loss_sum, long *count) {
     lc_clear_error();
-    m->have_labels = 0, m->pretrained = 0;
+    m->have_labels = 0, m->pretrained = 0, m->intruder_grads = 0;
     lc_hibert_batch e;
-    lc_status st = lc_hier_pretrain_view(m, b, action, source, &e);
+    lc_status st = lc_hibert_pretrain_view(m, b, action, source, &e);
     if (st) return st;
     m->enc_masked = m->enc_mask;
-    st = lc_hier_encode(m, &e, train);
+    st = lc_hibert_encode(m, &e, train);
     m->enc_masked = NULL;
-    return st ? st : lc_hier_pretrain_decode(m, b, train, loss_sum, count);
+    return st ? st : lc_hibert_pretrain_decode(m, b, train, loss_sum, count);
 }
 
-lc_status lc_hier_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
+lc_status lc_hibert_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *action, const int *source,
                                 lc_hibert_batch *view) {
     if (m->lim.no_decoder)
         return lc_fail(LC_ERR_ARG, "hibert: the model was planned without the sentence decoder (limits.no_decoder): "
                                    "it cannot pre-train");
-    lc_status st = lc_hier_check_batch(m, b);
+    lc_status st = lc_hibert_check_batch(m, b);
     if (st) return st;
     for (int j = 0, s0 = 0; action && j < b->n_docs; s0 += b->n_sents[j], j++)
         for (int i = s0; i < s0 + b->n_sents[j]; i++) {
@@ -108,12 +113,12 @@ lc_status lc_hier_pretrain_view(lc_hibert *m, const lc_hibert_batch *b, const ui
     return LC_OK;
 }
 
-lc_status lc_hier_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int train, double *loss_sum, long *count) {
-    lc_hier_dec *hd = &m->dec;
+lc_status lc_hibert_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int train, double *loss_sum, long *count) {
+    lc_hibert_dec *hd = &m->dec;
     lc_dec_stack *d = &hd->s;
     pack_decoder(m, b);
-    const lc_pass_env env = lc_hier_env(m);
-    d->enc = m->doc_out, d->N_enc = m->st[LC_HIER_DOC].rows, d->C_enc = m->st[LC_HIER_DOC].cfg.d_model;
+    const lc_pass_env env = lc_hibert_env(m);
+    d->enc = m->doc_out, d->N_enc = m->st[LC_HIBERT_DOC].rows, d->C_enc = m->st[LC_HIBERT_DOC].cfg.d_model;
     lc_status st = lc_dec_stack_check(d, &env);
     if (st) return st;
     const int Cd = d->C_enc, Cx = d->cfg.d_model;
@@ -130,12 +135,12 @@ lc_status lc_hier_pretrain_decode(lc_hibert *m, const lc_hibert_batch *b, int tr
     return LC_OK;
 }
 
-void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale) {
-    lc_hier_dec *hd = &m->dec;
+void lc_hibert_pretrain_decode_backward(lc_hibert *m, float loss_scale) {
+    lc_hibert_dec *hd = &m->dec;
     lc_dec_stack *d = &hd->s;
-    lc_hier_stack *ds = &m->st[LC_HIER_DOC];
+    lc_enc_stack *ds = &m->st[LC_HIBERT_DOC];
     const int Cd = ds->cfg.d_model, Cx = d->cfg.d_model;
-    const lc_pass_env env = lc_hier_env(m);
+    const lc_pass_env env = lc_hibert_env(m);
     lc_set_threads(m->threads);
     lc_dec_stack_backward(d, &env, loss_scale, m->cur_train, hd->dvproj);
     if (hd->in_w) {
@@ -153,9 +158,16 @@ void lc_hier_pretrain_decode_backward(lc_hibert *m, float loss_scale) {
     m->pretrained = 0; /* the logits now hold their gradient */
 }
 
-void lc_hier_pretrain_backward(lc_hibert *m, float loss_scale) {
-    lc_hier_pretrain_decode_backward(m, loss_scale);
-    lc_hier_encode_backward(m);
+void lc_hibert_pretrain_backward(lc_hibert *m, float loss_scale) {
+    const int intruders = m->intruder_grads;
+    m->intruder_grads = 0;
+    lc_hibert_pretrain_decode_backward(m, loss_scale);
+    if (!intruders) {
+        lc_hibert_encode_backward(m);
+        return;
+    }
+    lc_hibert_documents_backward(m, NULL); /* the sentence vectors' gradient adds to the intruders' */
+    lc_hibert_sentences_backward(m);
 }
 
 lc_status lc_hibert_pretrain_step(lc_hibert *m, const lc_train_options *o, const lc_hibert_batch *b, uint64_t seed,

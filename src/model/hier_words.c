@@ -23,12 +23,12 @@ int lc_hibert_word_bucket(const uint8_t *word, int len, int buckets) {
 static int word_byte(uint8_t c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 static uint8_t lower(uint8_t c) { return c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c; }
 
-void lc_hier_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, const int *len) {
+void lc_hibert_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, const int *len) {
     int w = 0;
     for (int i = 0; i < n; i++) {
         m->word_start[i] = w;
         if (m->enc_masked && m->enc_masked[i]) continue;
-        const int L = lc_hier_clipped_len(m, len[i]);
+        const int L = lc_hibert_clipped_len(m, len[i]);
         for (int t = 0; t < L;) {
             if (!word_byte(lower(sent[i][t]))) { t++; continue; }
             uint32_t h = FNV_BASIS; /* lc_hibert_word_bucket of the lower-cased run, a byte at a time */
@@ -39,7 +39,7 @@ void lc_hier_words_collect(lc_hibert *m, int n, const uint8_t *const *sent, cons
     m->word_start[n] = w;
 }
 
-void lc_hier_words_add(const lc_hibert *m, float *dst, int i) {
+void lc_hibert_words_add(const lc_hibert *m, float *dst, int i) {
     const int C = m->cfg.sent.d_model, a = m->word_start[i], b = m->word_start[i + 1];
     if (a == b) return;
     const float scale = 1.0f / sqrtf((float)(b - a));
@@ -49,7 +49,7 @@ void lc_hier_words_add(const lc_hibert *m, float *dst, int i) {
     }
 }
 
-void lc_hier_words_backward(lc_hibert *m, const float *d, int i) {
+void lc_hibert_words_backward(lc_hibert *m, const float *d, int i) {
     const int C = m->cfg.sent.d_model, a = m->word_start[i], b = m->word_start[i + 1];
     if (a == b) return;
     const float scale = 1.0f / sqrtf((float)(b - a));
@@ -59,7 +59,7 @@ void lc_hier_words_backward(lc_hibert *m, const float *d, int i) {
     }
 }
 
-void lc_hier_centre_documents(const lc_hibert *m, float *x) {
+void lc_hibert_centre_documents(const lc_hibert *m, float *x) {
     const int C = m->cfg.sent.d_model;
     for (int j = 0; j < m->n_docs; j++) {
         const int s0 = m->doc_first[j], s1 = j + 1 < m->n_docs ? m->doc_first[j + 1] : m->n_sents;

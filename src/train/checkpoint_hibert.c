@@ -81,6 +81,18 @@ void lc_hibert_run_default(lc_hibert_run *r) {
     r->best = -1;
 }
 
+lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc_ckpt_meta_strings *out) {
+    hmeta *h = calloc(1, sizeof *h);
+    if (!h) return lc_fail(LC_ERR_NOMEM, "out of memory");
+    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
+    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+    meta_part p[2];
+    get_parts(p);
+    lc_meta_format(p, 2, h, NULL, out);
+    free(h);
+    return LC_OK;
+}
+
 lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const char *path) {
     lc_clear_error();
     if (!lc_all_finite(m->params, m->ptab.total))
@@ -88,23 +100,17 @@ lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const cha
     const int n = m->ptab.n;
     lc_st_tensor *t = calloc((size_t)3 * n + (size_t)m->stab.n + 1, sizeof *t);
     char(*names)[LC_CKPT_NAME_CAP] = calloc((size_t)2 * n + 1, sizeof *names);
-    hmeta *h = calloc(1, sizeof *h);
     lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
     lc_status st = LC_OK;
-    if (!t || !names || !h || !meta) {
+    if (!t || !names || !meta) {
         st = lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
-    } else {
+    } else if (!(st = lc_hibert_meta_format(m, run, meta))) {
         const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
         int k = lc_ckpt_list_params(&bufs, t, names);
         k += lc_ckpt_list_state(&bufs, t + k);
-        h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-        h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
-        meta_part p[2];
-        get_parts(p);
-        lc_meta_format(p, 2, h, NULL, meta);
         st = lc_st_write(path, t, k, meta->items, meta->n);
     }
-    free(t), free(names), free(h), free(meta);
+    free(t), free(names), free(meta);
     return st;
 }
 
@@ -135,7 +141,7 @@ static lc_status parse(const lc_st_file *f, hmeta *h) {
  * model is built (so nothing is allocated that the file's bytes do not back). */
 static lc_status check_tensors(const lc_st_file *f, const hmeta *h) {
     lc_tensor_list list;
-    return lc_ckpt_check_implied(f, lc_hier_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
+    return lc_ckpt_check_implied(f, lc_hibert_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
 }
 
 /* The file, its metadata parsed and its tensor table checked against the model the metadata describes (so

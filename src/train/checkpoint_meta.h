@@ -53,5 +53,7 @@ lc_status lc_ckpt_read_memory(const lc_st_file *f, const lc_ckpt_meta *h, lc_mod
 const char *lc_ckpt_meta_key(int i, int *xl_only);
 /* The same for HIBERT checkpoints (train/checkpoint_hibert.c). */
 const char *lc_hibert_meta_key(int i);
+/* A HIBERT checkpoint's metadata for the model and its run, as lc_hibert_save writes it. */
+lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc_ckpt_meta_strings *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* The sequence classifier's training run (train --task classify, docs/lra.md) as a family of the one
+/* The sequence classifier's training run (train --task classify, docs/guides/classify.md) as a family of the one
  * training loop (train/fit.h): each epoch's examples shuffled from the seed and sorted by length in chunks
  * of 64 batches, batches tokenized and packed, either objective (the labels, or masked tokens of the same
  * texts), validation accuracy with the best checkpoint kept, the last state saved to its own path, and data

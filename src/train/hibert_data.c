@@ -1,4 +1,4 @@
-/* Document sets of the HIBERT commands (hibert_cli.h): reading directories of .txt files, the BBC layout
+/* HIBERT's document sets (hibert_data.h): reading directories of .txt files, the BBC layout
  * and TSV files into sentences cut into model-sized chunks, batches of chunks, sentence scores, and the
  * top-k extractive summaries' ROUGE. */
 #include <dirent.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/hibert_cli.h"
+#include "train/hibert_data.h"
 #include "core/status.h"
 
 void lc_hdocs_init(lc_hdocs *d, int max_sents) {
@@ -357,5 +357,19 @@ lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[6]
     }
     for (int i = 0; i < 6; i++) r[i] = d->n_docs ? 100 * r[i] / d->n_docs : 0;
     free(scores), free(pick), free(gold);
+    return st;
+}
+
+lc_status lc_hdocs_load_sources(lc_hdocs *train, lc_hdocs *valid, const char *sources, int max_sents, int latin1,
+                                int labels) {
+    lc_hdocs_init(train, max_sents), lc_hdocs_init(valid, max_sents);
+    char *copy = strdup(sources);
+    lc_status st = copy ? LC_OK : lc_fail(LC_ERR_NOMEM, "out of memory");
+    for (char *p = copy, *nl; p && *p && !st; p = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(p, '\n'))) *nl = 0;
+        if (!(st = lc_hdocs_add(train, p, LC_PART_TRAIN, 0, latin1))) st = lc_hdocs_add(valid, p, LC_PART_VALID, 1, latin1);
+    }
+    free(copy);
+    if (!st && labels >= 0 && !(st = lc_hdocs_label(train, labels))) st = lc_hdocs_label(valid, labels);
     return st;
 }
