@@ -284,7 +284,6 @@ static int fit(trainer *t) {
     lc_progress_init(&t->pp, o->steps);
     t->pp.bits = !a->finetune; /* fine-tuning's loss is a sentence-label BCE, not bits per byte */
     for (int i = 0; i < LC_FIT_MAX_METRICS; i++) t->v[i] = NAN;
-    lc_cli_catch_stop_signals();
     const lc_hibert_fit_options fo = {t->m, &t->run, &t->train, &t->valid, a->eval_docs, a->out, t->last,
                                       a->save_every, a->save_every_min, should_stop, report, save_failed, t};
     lc_fit_result res;
@@ -492,6 +491,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     const int agreed = rc < 0;
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&t.log, cmd, a->log, a->resume != NULL);
     if (agreed && (rc = lc_cli_all_ready(rc)) < 0) {
+        lc_cli_catch_stop_signals(); /* before the plan line, which tells a watcher that the run is under way */
         if (!quiet()) print_plan(&t);
         rc = fit(&t);
     }
