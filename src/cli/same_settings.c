@@ -26,8 +26,10 @@ void lc_cli_settings_add(lc_cli_settings *s, const char *flag, const char *fmt, 
 }
 
 /* The flag that sets a metadata key: "train.batch" -> "--batch", "mem_len" -> "--mem-len", and the model
- * shape's own names. */
+ * shape's own names, also of a stack ("enc.n_layer" -> "--layers"). */
 static void flag_of_key(const char *key, char *flag, size_t n) {
+    const char *dot = strrchr(key, '.');
+    if (dot) key = dot + 1;
     static const char *named[][2] = {{"n_layer", "--layers"}, {"d_model", "--dim"}, {"n_head", "--heads"},
                                      {"d_ff", "--ffn"}, {"seq_len", "--seg-len"}, {"step", "the resumed step"},
                                      {"vocab", "the vocabulary"}, {"seed", "--seed"}};
@@ -36,8 +38,7 @@ static void flag_of_key(const char *key, char *flag, size_t n) {
             snprintf(flag, n, "%s", named[i][1]);
             return;
         }
-    const char *dot = strchr(key, '.');
-    snprintf(flag, n, "--%s", dot ? dot + 1 : key);
+    snprintf(flag, n, "--%s", key);
     for (char *c = flag + 2; *c; c++)
         if (*c == '_') *c = '-';
 }
