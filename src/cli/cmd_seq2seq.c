@@ -113,7 +113,7 @@ static int same_run(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *r
 
 /* --resume: the model planned for this process's share of the saved global batch, and its run record. */
 static int resume(sargs *a, lc_opt *opts, int n, lc_seq2seq **m, lc_seq2seq_run *run, const lc_pair_data *train) {
-    const char *fixed[] = {"--batch", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed",
+    const char *fixed[] = {"--batch", "--grad-accum", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed",
                            "--max-src-len", "--max-tgt-len"};
     const char *which = NULL;
     for (size_t i = 0; !which && i < sizeof fixed / sizeof *fixed; i++)
@@ -290,7 +290,8 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
         {"--resume", OPT_STR, &a.resume, 0, 0, "continue the run of this checkpoint (an OUT.last) with the same --data", 0},
         {"--steps", OPT_LONG, &o->steps, 1, 1e12, "optimizer steps of the schedule (default 1000)", 0},
         {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
-        {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "pairs per step and process (default 16)", 0},
+        {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "pairs per batch and process (default 16)", 0},
+        {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "batches per optimizer step (default 1)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 200; 0: end only)", 0},
         {"--save-every", OPT_LONG, &a.save_every, 0, 1e12, "also save OUT.last every N steps (0: at the end only)", 0},
         {"--save-every-min", OPT_FLOAT, &a.save_every_min, 0, 1e7, "also save OUT.last every N minutes (0: off; one process)", 0},
