@@ -136,6 +136,7 @@ TEST(round_trip_and_resume) {
               same(a->adam_v, c->adam_v, a->ptab.total) && c->step == 10 && c->max_pairs == 4,
           "weights, moments, step, planned pairs");
     CHECK(got.best_step == ra.best_step && got.best_score == ra.best_score && got.train_pairs == 40 &&
+              got.best_exact_match == ra.best_exact_match && got.best_exact_match >= 0 &&
               got.opts.steps == 10 && got.opts.lr == o.lr && got.exact_match >= 0 && got.char_accuracy > 0,
           "record: best %ld %g, scores %g %g", got.best_step, got.best_score, got.exact_match, got.char_accuracy);
     double e1, c1, e2, c2;

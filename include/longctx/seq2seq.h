@@ -95,6 +95,7 @@ typedef struct {
     float best_score;               /* the best validation score of the run so far (-1: none yet; see
                                        lc_seq2seq_fit) */
     long best_step;                 /* its step */
+    float best_exact_match;         /* the exact match of that validation (-1: none yet) */
     long train_pairs;               /* pairs of the training file (a resume checks it) */
 } lc_seq2seq_run;
 void lc_seq2seq_run_default(lc_seq2seq_run *r);

@@ -186,7 +186,7 @@ static int finish(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *run
         return 128 + sp->stopped_by;
     }
     const double train_s = r->seconds - r->valid_seconds, bytes_s = r->units / (train_s > 0 ? train_s : 1e-9);
-    const double best = run->best_step > 0 ? floor(run->best_score * valid_n + 1e-6) / valid_n : NAN;
+    const double best = run->best_step > 0 ? run->best_exact_match : NAN;
     if (lc_dist_size() > 1)
         fprintf(stderr, "data parallel: %d processes, gradient allreduce %.2f ms per step\n", lc_dist_size(),
                 r->steps_done > r->first_step ? 1e3 * r->comm_seconds / (double)(r->steps_done - r->first_step) : 0.0);

@@ -39,6 +39,7 @@ static const meta_key keys[] = {
     SCORE("valid.char_accuracy", RUN(char_accuracy), -1, 1),
     SCORE("best.score", RUN(best_score), -1, 2),
     LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
+    SCORE("best.exact_match", RUN(best_exact_match), -1, 1),
     LONG("data.pairs", RUN(train_pairs), 0, 1LL << 62, 0),
 };
 
@@ -55,7 +56,7 @@ const char *lc_seq2seq_meta_key(int i) {
 void lc_seq2seq_run_default(lc_seq2seq_run *r) {
     memset(r, 0, sizeof *r);
     lc_train_options_default(&r->opts);
-    r->exact_match = r->char_accuracy = r->best_score = -1;
+    r->exact_match = r->char_accuracy = r->best_score = r->best_exact_match = -1;
 }
 
 static lc_ckpt_tensors tensors_of(const lc_seq2seq *m) {

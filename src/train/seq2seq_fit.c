@@ -33,6 +33,7 @@ typedef struct {
     int *src_len, *tgt_len;
     long valid_step;    /* the step of the last validation, and its scores */
     double exact, chars;
+    double best;        /* the best score so far, as lc_fit keeps it (NaN: none) */
 } s2s_run;
 
 /* The pair at position p of the endless sequence of epochs. */
@@ -71,6 +72,7 @@ static lc_status s2s_validate(void *run, long step, lc_fit_metrics *out) {
     lc_fit_metrics_add(out, "valid_exact_match", r->exact);
     lc_fit_metrics_add(out, "valid_char_accuracy", r->chars);
     out->score = (float)(r->exact + r->chars / (t[0] + 1)); /* a float: the checkpoint records it exactly */
+    if (isnan(r->best) || out->score > r->best) r->best = out->score, r->run->best_exact_match = (float)r->exact;
     out->accuracy = r->exact;
     return LC_OK;
 }
@@ -100,7 +102,7 @@ lc_status lc_seq2seq_fit(lc_seq2seq *m, const lc_pair_data *train, const lc_pair
     if (o->batch < 1 || o->batch > m->max_pairs)
         return lc_fail(LC_ERR_ARG, "batch must be 1..%d (the model's planned pairs), got %d", m->max_pairs, o->batch);
     s2s_run r = {m, train, valid && valid->n > 0 ? valid : NULL, run, o, NULL, -1, NULL, NULL, NULL, NULL, NULL,
-                 -1, NAN, NAN};
+                 -1, NAN, NAN, run->best_step > 0 ? run->best_score : NAN};
     const size_t B = (size_t)o->batch;
     r.order = malloc(sizeof(long) * (size_t)train->n);
     r.src = malloc(sizeof *r.src * B), r.tgt = malloc(sizeof *r.tgt * B);
