@@ -3,8 +3,9 @@
 # of a small alphabet (TSV files made here with awk) to a high exact match; `eval --task seq2seq --json`
 # ends with the JSON of exact_match, char_accuracy and n; `predict` prints one generated target per line in
 # order, from a TSV file (--tsv) or plain lines; --resume from OUT.last ends with the file of an
-# uninterrupted run; an export (no optimizer state) scores the same; bad inputs, an output naming an input,
-# checkpoints of another family and lying metadata fail with one line naming the file or flag.
+# uninterrupted run; SIGINT saves the last state and stops; an export (no optimizer state) scores the same;
+# bad inputs, an output naming an input, checkpoints of another family and lying metadata fail with one line
+# naming the file or flag.
 # usage: tests/cli_seq2seq_test.sh path/to/longctx
 set -u
 bin=$1
@@ -111,5 +112,21 @@ expect 2 "has done 30 of its 30 steps: give a larger --steps" -- "$bin" train --
     --valid "$tmp/valid.tsv" --resume "$tmp/r.ckpt.last" --out "$tmp/r.ckpt"
 expect 1 "--data .*valid.tsv has 100 pairs, not the 4000 of the training file" -- "$bin" train --task seq2seq \
     --data "$tmp/valid.tsv" --valid "$tmp/valid.tsv" --resume "$tmp/r.ckpt.last" --out "$tmp/r.ckpt" --steps 40
+
+# ---- a signal saves the last state and stops; the run resumes from it -----------------------------------------
+"${tr[@]}" "${tiny[@]}" --steps 1000000 --eval-every 0 --out "$tmp/sig.ckpt" >/dev/null 2>"$tmp/sig.err" &
+pid=$!
+for _ in $(seq 200); do grep -q '^seq2seq:' "$tmp/sig.err" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] && grep -q "interrupted by SIGINT at step [0-9]*: no validation yet, the last state .*sig.ckpt.last (continue with --resume" "$tmp/sig.err" &&
+    [ -s "$tmp/sig.ckpt.last" ] && [ ! -e "$tmp/sig.ckpt" ] && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL: SIGINT: exit $rc: $(tail -c 300 "$tmp/sig.err")"; }
+check "the interrupted run resumes" -- "$bin" train --task seq2seq --data "$tmp/train.tsv" --valid "$tmp/valid.tsv" \
+    --resume "$tmp/sig.ckpt.last" --out "$tmp/sig.ckpt" --stop-after 2 --threads 1
+grep -q "^stopped at step [0-9]* of 1000000 before any validation" "$tmp/out" && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL: resumed without validation: $(cat "$tmp/out")"; }
 
 cli_summary cli_seq2seq_test

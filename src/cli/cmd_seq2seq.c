@@ -13,7 +13,6 @@
 #include "cli/optim_flags.h"
 #include "cli/same_settings.h"
 #include "core/threads.h"
-#include "core/timer.h"
 #include "train/checkpoint_meta.h"
 #include "train/dist.h"
 #include "train/seq2seq_fit.h"
@@ -179,10 +178,11 @@ static int should_stop(void *user) {
 static int finish(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *run, const char *last,
                   const lc_fit_result *r, const sprogress *sp, long valid_n) {
     if (quiet()) return sp->stopped_by ? 128 + sp->stopped_by : LC_EXIT_OK;
+    char best_at[4300] = "no validation yet";
+    if (run->best_step > 0) snprintf(best_at, sizeof best_at, "the best checkpoint so far (step %ld) is %s", run->best_step, a->out);
     if (sp->stopped_by) {
-        fprintf(stderr, "longctx: interrupted by %s at step %ld: the best checkpoint so far (step %ld) is %s, the last "
-                        "state %s (continue with --resume %s)\n", lc_cli_signal_name(sp->stopped_by), r->steps_done,
-                run->best_step, a->out, last, last);
+        fprintf(stderr, "longctx: interrupted by %s at step %ld: %s, the last state %s (continue with --resume %s)\n",
+                lc_cli_signal_name(sp->stopped_by), r->steps_done, best_at, last, last);
         return 128 + sp->stopped_by;
     }
     const double train_s = r->seconds - r->valid_seconds, bytes_s = r->units / (train_s > 0 ? train_s : 1e-9);
@@ -190,9 +190,14 @@ static int finish(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *run
     if (lc_dist_size() > 1)
         fprintf(stderr, "data parallel: %d processes, gradient allreduce %.2f ms per step\n", lc_dist_size(),
                 r->steps_done > r->first_step ? 1e3 * r->comm_seconds / (double)(r->steps_done - r->first_step) : 0.0);
-    printf("best valid exact match %.4f at step %ld of %ld over %ld pairs (%.0f bytes/s)\n", best, run->best_step,
-           a->o.steps, valid_n, bytes_s);
-    printf("saved %s (the best checkpoint) and %s (the last state)\n", a->out, last);
+    if (run->best_step > 0) {
+        printf("best valid exact match %.4f at step %ld of %ld over %ld pairs (%.0f bytes/s)\n", best, run->best_step,
+               a->o.steps, valid_n, bytes_s);
+        printf("saved %s (the best checkpoint) and %s (the last state)\n", a->out, last);
+    } else {
+        printf("stopped at step %ld of %ld before any validation (%.0f bytes/s)\nsaved %s (the last state)\n",
+               r->steps_done, a->o.steps, bytes_s, last);
+    }
     if (a->json)
         printf("{\"valid_exact_match\":%s,\"best_step\":%ld,\"steps\":%ld,\"run_steps\":%ld,\"seconds\":%.3f,"
                "\"valid_seconds\":%.3f,\"bytes_per_s\":%.1f,\"params\":%zu,\"processes\":%d}\n",
