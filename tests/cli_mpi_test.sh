@@ -156,6 +156,15 @@ echo "note: seq2seq 2 processes x batch 4 vs 1 x 8: largest difference of a fina
 rc=$?
 [ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train: process [01] of 2 has --dim .*, which another process does not' mm.err)" -eq 2 ] &&
     [ ! -e sm.ckpt ] && ok || fail "seq2seq with different --dim: exit $rc: $(head -c 400 mm.err)"
+# one process failing before the meetings (its --valid is missing, or not given) ends every process
+no_valid=("${s2s[@]:0:5}" "${s2s[@]:7}") # s2s without "--valid s_valid.tsv"
+for bad in "--valid missing.tsv" ""; do
+    timeout 120 "${mpi[@]}" -np 1 "$bin" "${s2s[@]}" --batch 4 --out sm.ckpt : -np 1 "$bin" "${no_valid[@]}" \
+        --batch 4 $bad --out sm.ckpt >mm.out 2>mm.err
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c '^longctx: error: ' mm.err)" -eq 1 ] && [ ! -e sm.ckpt ] && ok ||
+        fail "seq2seq with ${bad:-no --valid} on one process: exit $rc: $(head -c 400 mm.err)"
+done
 
 echo "cli_mpi_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

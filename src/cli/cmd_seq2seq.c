@@ -206,21 +206,21 @@ static int finish(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *run
     return LC_EXIT_OK;
 }
 
+/* Every process reaches the same collective calls (all_ready, same_run), whatever fails where: a failure
+ * before them sets rc and falls through. */
 static int train_run(sargs *a, lc_opt *opts, int n) {
-    if (!a->valid) { lc_cli_error("%s: --valid is required (a TSV file of pairs)", CMD); return LC_EXIT_USAGE; }
-    if (!a->out) { lc_cli_error("%s: --out is required (the best checkpoint is written there)", CMD); return LC_EXIT_USAGE; }
-    if (a->save_every_min > 0 && lc_dist_size() > 1) {
-        lc_cli_error("%s: --save-every-min needs one process (processes save at the same step: use --save-every)", CMD);
-        return LC_EXIT_USAGE;
-    }
-    char last[4200];
-    if (snprintf(last, sizeof last, "%s.last", a->out) >= (int)sizeof last) {
-        lc_cli_error("train: --out %s: the path is too long", a->out);
-        return LC_EXIT_USAGE;
-    }
+    int rc = -1;
+    char last[4200] = "";
+    if (!a->valid) lc_cli_error("%s: --valid is required (a TSV file of pairs)", CMD), rc = LC_EXIT_USAGE;
+    else if (!a->out) lc_cli_error("%s: --out is required (the best checkpoint is written there)", CMD), rc = LC_EXIT_USAGE;
+    else if (a->save_every_min > 0 && lc_dist_size() > 1)
+        lc_cli_error("%s: --save-every-min needs one process (processes save at the same step: use --save-every)", CMD),
+            rc = LC_EXIT_USAGE;
+    else if (snprintf(last, sizeof last, "%s.last", a->out) >= (int)sizeof last)
+        lc_cli_error("train: --out %s: the path is too long", a->out), rc = LC_EXIT_USAGE;
     const lc_cli_path outs[] = {{"--out", a->out}, {"--out", last}, {"--log", a->log}},
                       ins[] = {{"--data", a->data}, {"--valid", a->valid}};
-    int rc = lc_cli_check_outputs(CMD, outs, 3, ins, 2);
+    if (rc < 0) rc = lc_cli_check_outputs(CMD, outs, 3, ins, 2);
     lc_status st;
     if (rc < 0 && !quiet() && ((st = lc_checkpoint_check_path(a->out)) || (st = lc_checkpoint_check_path(last))))
         rc = lc_cli_fail(st);
@@ -241,10 +241,11 @@ static int train_run(sargs *a, lc_opt *opts, int n) {
         rc = check_lengths(CMD, f ? "--valid" : "--data", f ? a->valid : a->data, &d[f], c.max_src_len, c.max_tgt_len, 1);
     if (rc < 0) run.opts = a->o, run.opts.ranks = lc_dist_size(), run.train_pairs = d[0].n;
     if ((rc = all_ready(rc)) < 0) rc = same_run(a, m, &run, d);
+    const int agreed = rc < 0; /* the same on every process: both calls above answer alike everywhere */
     sprogress sp;
     memset(&sp, 0, sizeof sp);
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&sp.log, CMD, a->log, a->resume != NULL);
-    if ((rc = all_ready(rc)) < 0) {
+    if (agreed && (rc = all_ready(rc)) < 0) {
         if (!quiet())
             fprintf(stderr, "seq2seq: %d+%d layers, dim %d, %d heads, ffn %d, attn %s, max source %d, max target %d, "
                             "%s-LN, %s, %s | %.2fM params | %ld training, %ld validation pairs | batch %d x %d "
@@ -328,7 +329,7 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
     }
     if (rc < 0) rc = lc_optim_flags_apply(CMD, &a.o);
     if (rc < 0) rc = train_run(&a, opts, n);
-    else all_ready(rc);
+    else all_ready(rc); /* train_run's first meeting, which the others make */
     lc_dist_finalize();
     return rc;
 }
