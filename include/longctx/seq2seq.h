@@ -92,8 +92,8 @@ lc_status lc_seq2seq_generate(lc_seq2seq *m, const lc_seq2seq_batch *b, int max_
 typedef struct {
     lc_train_options opts;          /* the schedule and optimizer of the run */
     float exact_match, char_accuracy; /* validation scores of the saved state (-1: not measured at its step) */
-    float best_score;               /* the best validation score of the run so far (-1: none yet; see
-                                       lc_seq2seq_fit) */
+    float best_score;               /* the best validation score of the run so far, exact_match +
+                                       char_accuracy / (pairs + 1) (-1: none yet) */
     long best_step;                 /* its step */
     float best_exact_match;         /* the exact match of that validation (-1: none yet) */
     long train_pairs;               /* pairs of the training file (a resume checks it) */

@@ -28,7 +28,6 @@ typedef struct {
     lc_seq2seq_run *run;
     const lc_train_options *o;
     long *order, epoch; /* the cached order of `epoch` (-1: none yet) */
-    long *idx;
     const uint8_t **src, **tgt;
     int *src_len, *tgt_len;
     long valid_step;    /* the step of the last validation, and its scores */
@@ -101,7 +100,7 @@ lc_status lc_seq2seq_fit(lc_seq2seq *m, const lc_pair_data *train, const lc_pair
     if (!train || train->n < 1) return lc_fail(LC_ERR_ARG, "seq2seq training: no training pairs");
     if (o->batch < 1 || o->batch > m->max_pairs)
         return lc_fail(LC_ERR_ARG, "batch must be 1..%d (the model's planned pairs), got %d", m->max_pairs, o->batch);
-    s2s_run r = {m, train, valid && valid->n > 0 ? valid : NULL, run, o, NULL, -1, NULL, NULL, NULL, NULL, NULL,
+    s2s_run r = {m, train, valid && valid->n > 0 ? valid : NULL, run, o, NULL, -1, NULL, NULL, NULL, NULL,
                  -1, NAN, NAN, run->best_step > 0 ? run->best_score : NAN};
     const size_t B = (size_t)o->batch;
     r.order = malloc(sizeof(long) * (size_t)train->n);
