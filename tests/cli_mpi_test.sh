@@ -7,7 +7,8 @@
 # step, processes started with different settings stop with one line each before writing anything, the
 # classifier (train --task classify, both objectives) follows one process of twice the batch to its final
 # weights, HIBERT's stages train as the language model does (1e-5 against one process of the whole batch,
-# weights included; a 2-process run resumes in 1), and the commands that are not data-parallel refuse several
+# weights included; a 2-process run resumes in 1), seq2seq's 2 x B follows 1 x 2B (losses and final state
+# within 1e-5), and the commands that are not data-parallel refuse several
 # processes. tests/run.sh runs it when the build has MPI and mpirun exists. Last line: "cli_mpi_test: N passed, N failed".
 # usage: tests/cli_mpi_test.sh path/to/longctx
 set -u
@@ -235,6 +236,49 @@ mkdir -p docs && printf 'One sentence here. Another one there.\n' >docs/a.txt
 rc=$?
 [ $rc -eq 2 ] && [ "$(grep -c "^longctx: error: hibert pretrain: --intruders swaps sentences between the documents of one batch" np.err)" -eq 2 ] &&
     [ ! -e h.st ] && ok || fail "hibert pretrain --intruders under mpirun -np 2: exit $rc: $(head -c 400 np.err)"
+
+# ---- seq2seq (train --task seq2seq): 2 processes x batch 4 == 1 process x batch 8 -------------------------
+# the losses of every step (--log) within 1e-5 relative, and every weight of the final state (OUT.last)
+# within 1e-5 (they are of unit scale; AdamW turns the rounding of the tiniest gradients into steps of up to
+# the learning rate, so the moments are not compared); a setting that differs between the processes stops
+# both with one line naming its flag
+awk 'BEGIN { srand(7); print "Source\tTarget"
+    for (i = 0; i < 300; i++) { len = 2 + int(rand() * 5); s = ""; r = ""
+        for (j = 0; j < len; j++) { c = substr("abcd", 1 + int(rand() * 4), 1); s = s c; r = c r }
+        print s "\t" r } }' >s_train.tsv
+head -n 21 s_train.tsv >s_valid.tsv
+s2s=(train --task seq2seq --data s_train.tsv --valid s_valid.tsv --layers 1 --dim 16 --heads 2 --ffn 32 --steps 12
+     --eval-every 6 --warmup 2 --lr 0.003 --threads 1)
+check "seq2seq: 1 process x batch 8" -- "$bin" "${s2s[@]}" --batch 8 --log s1.log --out s1.ckpt
+check "seq2seq: 2 processes x batch 4" -- "${mpi[@]}" -np 2 "$bin" "${s2s[@]}" --batch 4 --log s2.log --out s2.ckpt
+losses() { sed -n 's/^{"step":\([0-9]*\),"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
+losses s1.log >s1.loss; losses s2.log >s2.loss
+if [ "$(wc -l <s1.loss)" -eq 12 ] && same_curve s1.loss s2.loss; then ok; else
+    fail "seq2seq 2 x 4 does not follow 1 x 8: $(paste s1.loss s2.loss | head -3)"; fi
+# the tensors of OUT.last as floats: the parameters, then their two moments (full attention: no kind state);
+# the headers have the same length (train.batch and train.ranks differ by one digit each)
+floats() { local n; n=$(od -An -tu8 -N8 "$1" | tr -d ' '); tail -c +$((n + 9)) "$1" | od -An -v -tf4 -w4; }
+floats s1.ckpt.last >s1.f; floats s2.ckpt.last >s2.f
+params=$(($(wc -l <s1.f) / 3))
+worst=$(paste s1.f s2.f | head -n "$params" | awk 'NF != 2 { bad = 1 } { d = $1 - $2; if (d < 0) d = -d
+    if (d > w) w = d } END { if (bad || NR < 1000) print "bad"; else printf "%.2g\n", w }')
+[ $((params * 3)) -eq "$(wc -l <s2.f)" ] && [ "$worst" != bad ] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }' &&
+    ok || fail "seq2seq final weights differ beyond 1e-5 ($worst)"
+echo "note: seq2seq 2 processes x batch 4 vs 1 x 8: largest difference of a final weight ${worst}"
+"${mpi[@]}" -np 1 "$bin" "${s2s[@]}" --batch 4 --out sm.ckpt : -np 1 "$bin" "${s2s[@]}" --batch 4 --dim 32 \
+    --out sm.ckpt >mm.out 2>mm.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^longctx: error: train: process [01] of 2 has --dim .*, which another process does not' mm.err)" -eq 2 ] &&
+    [ ! -e sm.ckpt ] && ok || fail "seq2seq with different --dim: exit $rc: $(head -c 400 mm.err)"
+# one process failing before the meetings (its --valid is missing, or not given) ends every process
+no_valid=("${s2s[@]:0:5}" "${s2s[@]:7}") # s2s without "--valid s_valid.tsv"
+for bad in "--valid missing.tsv" ""; do
+    timeout 120 "${mpi[@]}" -np 1 "$bin" "${s2s[@]}" --batch 4 --out sm.ckpt : -np 1 "$bin" "${no_valid[@]}" \
+        --batch 4 $bad --out sm.ckpt >mm.out 2>mm.err
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c '^longctx: error: ' mm.err)" -eq 1 ] && [ ! -e sm.ckpt ] && ok ||
+        fail "seq2seq with ${bad:-no --valid} on one process: exit $rc: $(head -c 400 mm.err)"
+done
 
 echo "cli_mpi_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -79,7 +79,7 @@ if [ "$blas" = openblas ] && [ "$variant" = release ] && grep -qw avx512f /proc/
         run_programs OPENBLAS_CORETYPE=$core
     done
 fi
-cli_tests="tests/cli_test.sh tests/cli_ux_test.sh tests/cli_summary_test.sh tests/cli_hibert_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_crash_test.sh tests/cli_consistency_test.sh tests/cli_pics_test.sh$([ "$variant" = release ] && echo " tests/py_test.sh tests/docs_links_test.sh tests/docs_commands_test.sh")"
+cli_tests="tests/cli_test.sh tests/cli_ux_test.sh tests/cli_summary_test.sh tests/cli_hibert_test.sh tests/cli_lra_test.sh tests/cli_classify_test.sh tests/cli_seq2seq_test.sh tests/cli_crash_test.sh tests/cli_consistency_test.sh tests/cli_pics_test.sh$([ "$variant" = release ] && echo " tests/py_test.sh tests/docs_links_test.sh tests/docs_commands_test.sh")"
 if [ "$mpi" = 1 ] && [ "$variant" = release ] && command -v mpirun >/dev/null; then cli_tests+=" tests/cli_mpi_test.sh"; fi
 for s in $cli_tests; do
     [ -f "$s" ] || continue

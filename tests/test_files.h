@@ -45,4 +45,30 @@ static inline void write_file(const char *path, const void *data, size_t n) {
 
 static inline void write_text(const char *path, const char *s) { write_file(path, s, strlen(s)); }
 
+/* The whole file (NUL-terminated; free() it) and its size in *n; NULL when it cannot be opened. */
+static inline char *slurp_file(const char *path, long *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)*n + 1);
+    if (s && fread(s, 1, (size_t)*n, f) != (size_t)*n) *n = 0;
+    fclose(f);
+    if (s) s[*n] = 0;
+    return s;
+}
+
+/* A copy of src at dst with the first `from` after its first 8 bytes (a safetensors header: its length)
+ * replaced by `to` of the same length; a CHECK fails when there is none. */
+static inline void file_edit(const char *src, const char *dst, const char *from, const char *to) {
+    long n;
+    char *s = slurp_file(src, &n);
+    char *at = s ? strstr(s + 8, from) : NULL;
+    CHECK(at && strlen(from) == strlen(to), "edit %s", from);
+    if (at) memcpy(at, to, strlen(to));
+    if (s) write_file(dst, s, (size_t)n);
+    free(s);
+}
+
 #endif

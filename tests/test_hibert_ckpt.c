@@ -204,30 +204,6 @@ static void expect_refusal(const char *path, const char *want) {
     lc_hibert_free(m);
 }
 
-static char *slurp(const char *path, long *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)*n + 1);
-    if (fread(s, 1, (size_t)*n, f) != (size_t)*n) *n = 0;
-    fclose(f);
-    s[*n] = 0;
-    return s;
-}
-
-/* A copy of the file with the first `from` in its header replaced by `to` (same length). */
-static void edit(const char *src, const char *dst, const char *from, const char *to) {
-    long n;
-    char *s = slurp(src, &n);
-    char *at = s ? strstr(s + 8, from) : NULL;
-    CHECK(at && strlen(from) == strlen(to), "edit %s", from);
-    if (at) memcpy(at, to, strlen(to));
-    if (s) write_file(dst, s, (size_t)n);
-    free(s);
-}
-
 TEST(damaged_and_other_kinds_are_refused) {
     lc_hibert *m = make(16);
     if (!m) return;
@@ -240,18 +216,18 @@ TEST(damaged_and_other_kinds_are_refused) {
     CHECK(lc_hibert_save(m, &r, good) == LC_OK, "%s", lc_last_error());
     lc_hibert_free(m);
     long n;
-    char *s = slurp(good, &n);
+    char *s = slurp_file(good, &n);
     write_file(tmp_path("cut.safetensors"), s, (size_t)n / 2);
     free(s);
     expect_refusal(tmp_path("cut.safetensors"), "cut.safetensors");
-    edit(good, tmp_path("shape.safetensors"), "\"doc.d_model\":\"16\"", "\"doc.d_model\":\"32\"");
+    file_edit(good, tmp_path("shape.safetensors"), "\"doc.d_model\":\"16\"", "\"doc.d_model\":\"32\"");
     expect_refusal(tmp_path("shape.safetensors"), "shape.safetensors: ");
-    edit(good, tmp_path("stage.safetensors"), "\"stage\":\"finetune\"", "\"stage\":\"fine-tun\"");
+    file_edit(good, tmp_path("stage.safetensors"), "\"stage\":\"finetune\"", "\"stage\":\"fine-tun\"");
     expect_refusal(tmp_path("stage.safetensors"), "metadata 'stage' = 'fine-tun' must be");
     /* a bad --lr-scale spec is refused at load, naming the file, not at the first training step */
-    edit(good, tmp_path("lrs.safetensors"), "\"train.lr_scale\":\"head.=2\"", "\"train.lr_scale\":\"head.=x\"");
+    file_edit(good, tmp_path("lrs.safetensors"), "\"train.lr_scale\":\"head.=2\"", "\"train.lr_scale\":\"head.=x\"");
     expect_refusal(tmp_path("lrs.safetensors"), "lrs.safetensors: metadata 'train.lr_scale': lr-scale: 'head.=x'");
-    edit(good, tmp_path("name.safetensors"), "\"head.bias\"", "\"head.bise\"");
+    file_edit(good, tmp_path("name.safetensors"), "\"head.bias\"", "\"head.bise\"");
     expect_refusal(tmp_path("name.safetensors"), "name.safetensors: ");
     /* a language model's checkpoint, and this one read as a language model */
     lc_config c;
@@ -303,7 +279,7 @@ TEST(head_features_travel_and_init) {
 
 TEST(docs_list_every_key) {
     long n;
-    char *doc = slurp("docs/reference/checkpoint.md", &n);
+    char *doc = slurp_file("docs/reference/checkpoint.md", &n);
     if (!doc) { CHECK(0, "cannot read docs/reference/checkpoint.md"); return; }
     const char *key;
     char want[128];

@@ -137,6 +137,21 @@ typedef struct {
 lc_status lc_labelled_read_limited(const char *path, const char *label_col, const char *text_col,
                                    const lc_tsv_limits *limits, lc_labelled_data *out);
 void lc_labelled_free(lc_labelled_data *d);
+/* A TSV file of source/target pairs (seq2seq, docs/seq2seq.md): the format of a labelled file, but both
+ * columns are kept as bytes (either may be empty) and no label set is made. */
+typedef struct {
+    long n;                    /* pairs */
+    const uint8_t **src, **tgt; /* pair i: src[i][0 .. src_len[i]) and tgt[i][0 .. tgt_len[i]) (NUL-terminated too) */
+    size_t *src_len, *tgt_len;
+    long *line;                /* pair i's line in the file (the header is line 1) */
+    char *buf_;                /* internal: the file's bytes */
+} lc_pair_data;
+/* Reads a TSV file of pairs within limits (NULL: the defaults) as lc_labelled_read_limited reads a labelled
+ * file: src_col and tgt_col name a column or give its number from 1; NULL: "Source" and "Target" when the
+ * header has them, else the last and the first. Errors name the file, and the line for a bad row. */
+lc_status lc_pairs_read(const char *path, const char *src_col, const char *tgt_col, const lc_tsv_limits *limits,
+                        lc_pair_data *out);
+void lc_pairs_free(lc_pair_data *d);
 /* ids[i] (d->n entries) = the index in `s` (a checkpoint's label set) of example i's label, or -1 when `s`
  * lacks it; *unseen (may be NULL) counts the -1s. */
 lc_status lc_labelled_map(const lc_labelled_data *d, const lc_label_set *s, int *ids, long *unseen);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "longctx/hibert.h"
+#include "longctx/lra.h"
 #include "longctx/train.h"
 
 #ifdef __cplusplus
@@ -81,6 +82,48 @@ lc_status lc_seq2seq_step(lc_seq2seq *m, const lc_train_options *o, const lc_seq
  * (the lowest on a tie) until EOS or max_len bytes (1 .. max_tgt_len). Writes pair i's bytes to
  * out + i * max_len and their number to out_len[i] (EOS is not written). */
 lc_status lc_seq2seq_generate(lc_seq2seq *m, const lc_seq2seq_batch *b, int max_len, uint8_t *out, int *out_len);
+
+/* ================================================================================================
+ * Checkpoints, scoring and generation over sets of pairs (docs/seq2seq.md; training runs: `longctx train
+ * --task seq2seq`, src/train/seq2seq_fit.h).
+ * ================================================================================================ */
+
+/* What a checkpoint records beside the weights, the AdamW moments, the step and the seed. */
+typedef struct {
+    lc_train_options opts;          /* the schedule and optimizer of the run */
+    float exact_match, char_accuracy; /* validation scores of the saved state (-1: not measured at its step) */
+    float best_score;               /* the best validation score of the run so far, exact_match +
+                                       char_accuracy / (pairs + 1) (-1: none yet) */
+    long best_step;                 /* its step */
+    float best_exact_match;         /* the exact match of that validation (-1: none yet) */
+    long train_pairs;               /* pairs of the training file (a resume checks it) */
+} lc_seq2seq_run;
+void lc_seq2seq_run_default(lc_seq2seq_run *r);
+
+/* A safetensors checkpoint (metadata model = seq2seq, docs/checkpoint.md): weights, AdamW moments, kind
+ * state, the config, step, seed and run. Written atomically; weights holding NaN are refused. */
+lc_status lc_seq2seq_save(const lc_seq2seq *m, const lc_seq2seq_run *run, const char *path);
+/* The model of a seq2seq checkpoint, planned for batches of max_pairs pairs (0: the saved training batch);
+ * *run (may be NULL) its record. A file without moments (longctx export) loads with zero moments. A
+ * checkpoint of another family is refused with one line naming it; metadata is checked against the
+ * file's tensor table before anything is allocated. */
+lc_status lc_seq2seq_load(const char *path, int max_pairs, lc_seq2seq **out, lc_seq2seq_run *run);
+
+/* Greedy outputs of n sources (src[i], src_len[i] bytes; at most max_src_len each) in batches of up to the
+ * model's max_pairs: output i is out[i * max_tgt_len ..], out_len[i] bytes (max_tgt_len at most). */
+lc_status lc_seq2seq_generate_set(lc_seq2seq *m, long n, const uint8_t *const *src, const size_t *src_len,
+                                  uint8_t *out, int *out_len);
+/* The greedy outputs of d's sources against its targets: exact_match = the share of pairs generated
+ * exactly; char_accuracy = over every pair, the positions of target + EOS whose symbol the output has at
+ * the same position, out of the longer of output + EOS and target + EOS (an output that stops early or
+ * runs on loses the positions it lacks or adds). Either pointer may be NULL. */
+lc_status lc_seq2seq_evaluate(lc_seq2seq *m, const lc_pair_data *d, double *exact_match, double *char_accuracy);
+
+/* Flat calls for bindings (no struct; python/longctx/seq2seq.py): */
+/* The model's longest source and target in bytes (either pointer may be NULL). */
+void lc_seq2seq_max_lengths(const lc_seq2seq *m, int *max_src_len, int *max_tgt_len);
+/* Greedy generation from one source of src_len bytes: out[max_tgt_len] receives *out_len bytes. */
+lc_status lc_seq2seq_generate_one(lc_seq2seq *m, const uint8_t *src, int src_len, uint8_t *out, int *out_len);
 
 #ifdef __cplusplus
 }

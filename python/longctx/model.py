@@ -79,6 +79,16 @@ def _number(value, what):
 _LM_FAMILIES = ("xl", "vanilla")
 
 
+def _load_seq2seq(path, threads):
+    from .seq2seq import Seq2SeqModel
+
+    return Seq2SeqModel.load(path, threads=threads)
+
+
+# Model.load of the other families' checkpoints (metadata "model" -> a loader(path, threads))
+_FAMILIES = {"seq2seq": _load_seq2seq}
+
+
 def _family_of(path):
     """The metadata "model" of a longctx safetensors file, or None when it cannot be read (C says why)."""
     try:
@@ -200,7 +210,7 @@ class Model(object):
     Every method calls into liblongctx through ctypes, which releases the GIL for the duration of the
     call: other Python threads run meanwhile. One model must not be used by two threads at once."""
 
-    family = "lm"  # the model family (longctx.Classifier: "classify")
+    family = "lm"  # the model family (longctx.Classifier: "classify", longctx.seq2seq.Seq2SeqModel: "seq2seq")
 
     def __init__(self, handle, options):
         self._owner = _Handle(handle, options)
@@ -269,24 +279,24 @@ class Model(object):
     def load(cls, path, max_batch=0, threads=None):
         """A model from a language-model checkpoint (lc_checkpoint_load): weights, AdamW state, step, XL
         memory and the training options it was saved with. max_batch: rows planned for (0: the saved
-        training batch). A classifier's checkpoint (model = classify) gives a longctx.Classifier
-        (m.family == "classify": predict, predict_proba; max_batch: texts per pass, 0: 16). Raises IOFailure
-        (unreadable) or FormatError (not a longctx checkpoint; for a checkpoint of a family the package does
-        not load yet, such as hibert, the message says so)."""
+        training batch). A checkpoint of another family the package has a module for is loaded by it
+        (classify: longctx.Classifier, with predict and predict_proba, max_batch its texts per pass, 0: 16;
+        seq2seq: longctx.seq2seq.Seq2SeqModel; .family names it). Raises IOFailure (unreadable) or
+        FormatError (not a longctx checkpoint the package loads: the message names the families)."""
         cpath = _path(path)
         max_batch = _int(max_batch, "max_batch")
+        family = _family_of(path)
+        if family == "classify":  # another family: its own class (python/longctx/classify.py)
+            from .classify import Classifier
+            return Classifier.load(cpath, max_batch, threads)
+        if family in _FAMILIES:  # another family's module (python/longctx/<family>.py): its model class
+            return _FAMILIES[family](path, threads)
         L = lib()
         opts = L.lc_train_options_new()
         if not opts:
             raise MemoryError("out of memory")
         h = ctypes.c_void_p()
         try:
-            family = _family_of(path)
-            if family == "classify":  # another family: its own class (python/longctx/classify.py)
-                from .classify import Classifier
-                L.lc_train_options_free(opts)
-                opts = None
-                return Classifier.load(cpath, max_batch, threads)
             if family is not None and family not in _LM_FAMILIES:
                 raise FormatError(3, "%s: a %s checkpoint: longctx.Model loads language models only (model = %s); "
                                   "%s checkpoints are not in the Python package yet (use the longctx command)"

@@ -14,6 +14,11 @@ lc_status lc_cli_check_trained_head(const lc_classifier *m, const char *ckpt);
 int lc_cmd_predict(int argc, char **argv);
 int lc_cmd_train_classify(int argc, char **argv);
 int lc_cmd_eval_classify(int argc, char **argv);
+/* cmd_seq2seq.c: train and eval --task seq2seq; predict with a seq2seq checkpoint: the greedy output of
+ * every text, one per line, in order (batches of up to `batch`). */
+int lc_cmd_train_seq2seq(int argc, char **argv);
+int lc_cmd_eval_seq2seq(int argc, char **argv);
+int lc_cli_predict_seq2seq(const char *ckpt, const lc_cli_texts *t, int batch);
 /* 1 when argv has "--task NAME" or "--task=NAME". */
 int lc_cli_task_is(int argc, char **argv, const char *name);
 

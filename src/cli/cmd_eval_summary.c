@@ -119,7 +119,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
                            opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!task || strcmp(task, "summarize") != 0) {
-        lc_cli_error("eval: --task must be summarize or classify, got '%s' (without --task, eval scores a language model)",
+        lc_cli_error("eval: --task must be summarize, classify or seq2seq, got '%s' (without --task, eval scores a language model)",
                      task ? task : "");
         return LC_EXIT_USAGE;
     }

@@ -9,7 +9,7 @@ int lc_cmd_export(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int json = 0;
     lc_opt opts[] = {
-        {"--ckpt", OPT_STR, &in, 0, 0, "required: the checkpoint to export (language model, classifier or HIBERT)", 0},
+        {"--ckpt", OPT_STR, &in, 0, 0, "required: the checkpoint to export (language model, classifier, HIBERT or seq2seq)", 0},
         {"--out", OPT_STR, &out, 0, 0, "required: the file to write (may be --ckpt itself: replaced atomically)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print a JSON line of what was written on stdout", 0},
     };

@@ -1,5 +1,6 @@
 /* `longctx predict --ckpt CKPT [FILE|-]`: the label a classifier gives each input, one per line, in input
- * order (--probs: a JSON line with every class's probability). Input: raw text, one example per line (the
+ * order (--probs: a JSON line with every class's probability); for a seq2seq checkpoint, the greedy output
+ * of each input (cmd_seq2seq.c). Input: raw text, one example per line (the
  * line without its '\n' or "\r\n"); with --tsv, a TSV file with a header (plain or gzip, as eval --task
  * classify reads) whose --text-col column (default: the column eval reads, "Source" when the header has one,
  * else the last) holds each example. A regular file or standard input, at most LC_PREDICT_MAX_BYTES; a line
@@ -14,6 +15,7 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "lra/lra.h"
+#include "train/checkpoint_meta.h"
 
 #define LC_PREDICT_MAX_BYTES ((size_t)LC_TSV_MAX_BYTES) /* the most predict reads, file or standard input */
 
@@ -82,7 +84,7 @@ int lc_cmd_predict(int argc, char **argv) {
     const char *ckpt = NULL, *text_col = NULL;
     int batch = 16, threads = 0, tsv = 0, want_probs = 0;
     lc_opt opts[] = {
-        {"--ckpt", OPT_STR, &ckpt, 0, 0, "classifier checkpoint (required)", 0},
+        {"--ckpt", OPT_STR, &ckpt, 0, 0, "classifier or seq2seq checkpoint (required)", 0},
         {"--tsv", OPT_FLAG, &tsv, 0, 0, "the input is a TSV file with a header, plain or gzip (default: one example per line)", 0},
         {"--text-col", OPT_STR, &text_col, 0, 0, "--tsv: the text column, name or number from 1 (default Source, else the last)", 0},
         {"--probs", OPT_FLAG, &want_probs, 0, 0, "print {\"label\":..,\"probs\":{LABEL:P,..}} per input (JSON lines)", 0},
@@ -102,11 +104,13 @@ int lc_cmd_predict(int argc, char **argv) {
     size_t size = 0;
     lc_status st = read_input(path, tsv, &buf, &size);
     lc_set_threads(threads);
+    const int seq2seq = !st && lc_ckpt_is_model(ckpt, "seq2seq");
+    if (seq2seq && want_probs) st = lc_fail(LC_ERR_ARG, "predict: --probs is for classifiers: %s is a seq2seq model", ckpt);
     lc_classifier *m = NULL;
     lc_label_set labels = {0, NULL};
     lc_word_vocab *v = NULL;
-    if (!st) st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
-    if (!st) st = lc_cli_check_trained_head(m, ckpt);
+    if (!st && !seq2seq) st = lc_classifier_load(ckpt, batch, 0, &m, NULL, &labels, &v);
+    if (!st && !seq2seq) st = lc_cli_check_trained_head(m, ckpt);
     long n = 0, cap = 0, line_no = 0;
     const uint8_t **text = NULL;
     size_t *len = NULL;
@@ -141,6 +145,12 @@ int lc_cmd_predict(int argc, char **argv) {
         text[n] = (const uint8_t *)t, len[n++] = tl;
     }
     if (!st && n == 0) st = lc_fail(LC_ERR_FORMAT, "%s: no examples after the header", name); /* --tsv: a header only */
+    if (!st && seq2seq) {
+        const lc_cli_texts all = {n, text, len};
+        rc = lc_cli_predict_seq2seq(ckpt, &all, batch);
+        free(text), free(len), free(buf);
+        return rc;
+    }
     const int classes = labels.n;
     int *pred = st ? NULL : malloc(sizeof(int) * (size_t)n);
     double *probs = st || !want_probs ? NULL : malloc(sizeof(double) * (size_t)n * (size_t)classes);

@@ -25,8 +25,10 @@ void lc_cli_settings_add(lc_cli_settings *s, const char *flag, const char *fmt, 
     s->hash[i] = lc_data_hash((const uint8_t *)flag, strlen(flag)) ^ lc_data_hash((const uint8_t *)value, strlen(value));
 }
 
-/* The flag that sets a metadata key: "train.batch" -> "--batch", "mem_len" -> "--mem-len", and the model
- * shape's own names. */
+/* The flag that sets a metadata key: "train.batch" -> "--batch", "mem_len" -> "--mem-len", the model
+ * shape's own names, and those of a stack: HIBERT's "sent.n_layer" -> "--sent-layers", seq2seq's
+ * "enc.n_layer" -> "--layers" (one set of flags shapes both of its stacks, and the encoder's keys come
+ * first, so a difference is named by them). */
 static void flag_of_key(const char *key, char *flag, size_t n) {
     static const char *named[][2] = {{"n_layer", "--layers"}, {"d_model", "--dim"}, {"n_head", "--heads"},
                                      {"d_ff", "--ffn"}, {"seq_len", "--seg-len"}, {"step", "the resumed step"},
@@ -43,7 +45,8 @@ static void flag_of_key(const char *key, char *flag, size_t n) {
     const char *dot = strchr(key, '.');
     for (size_t i = 0; dot && i < sizeof stack_field / sizeof stack_field[0]; i++)
         if (strcmp(dot + 1, stack_field[i][0]) == 0) { /* HIBERT's stacks: "sent.n_layer" -> "--sent-layers" */
-            snprintf(flag, n, "--%.*s-%s", (int)(dot - key), key, stack_field[i][1]);
+            if (dot - key == 3 && strncmp(key, "enc", 3) == 0) snprintf(flag, n, "--%s", stack_field[i][1]);
+            else snprintf(flag, n, "--%.*s-%s", (int)(dot - key), key, stack_field[i][1]);
             return;
         }
     snprintf(flag, n, "--%s", dot ? dot + 1 : key);

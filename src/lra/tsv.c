@@ -1,4 +1,5 @@
-/* Labelled TSV files for classification: read as a stream of lines (lra/tsv_source.c: plain, or gzip),
+/* Labelled TSV files for classification, and files of source/target pairs for seq2seq (the same reader, the
+ * label column kept as a second text): read as a stream of lines (lra/tsv_source.c: plain, or gzip),
  * a header line naming the columns, one example per line, within limits on a line and on the examples
  * held; the label column read as strings and collected into a sorted label set, the text column kept as
  * bytes. Also the
@@ -289,25 +290,27 @@ static lc_status read_header(const char *path, char *header, size_t ll, char ***
 /* The label and text columns (defaults: LRA's ListOps names, Target and Source, when the header has them,
  * else the first and the last). */
 static lc_status pick_columns(const char *path, char **names, int ncol, const char *label_col, const char *text_col,
-                              int *lc_out, int *tc_out) {
+                              int pairs, int *lc_out, int *tc_out) {
     lc_label_set header_names = {ncol, names};
+    const char *role[2] = {pairs ? "target" : "label", pairs ? "source" : "text"};
     int lc, tc;
-    if (label_col) lc = find_column(path, names, ncol, label_col, "label");
+    if (label_col) lc = find_column(path, names, ncol, label_col, role[0]);
     else if ((lc = lc_label_set_find(&header_names, "Target")) < 0) lc = 0;
     if (lc < 0) return LC_ERR_FORMAT;
-    if (text_col) tc = find_column(path, names, ncol, text_col, "text");
+    if (text_col) tc = find_column(path, names, ncol, text_col, role[1]);
     else if ((tc = lc_label_set_find(&header_names, "Source")) < 0) tc = ncol - 1;
     if (tc < 0) return LC_ERR_FORMAT;
     if (lc == tc)
-        return lc_fail(LC_ERR_FORMAT, "%s: the label and the text would both be column %d ('%.40s'); a labelled file "
-                       "needs two columns", path, lc + 1, names[lc]);
+        return lc_fail(LC_ERR_FORMAT, "%s: the %s and the %s would both be column %d ('%.40s'); a %s file needs two "
+                       "columns", path, role[0], role[1], lc + 1, names[lc], pairs ? "pairs" : "labelled");
     *lc_out = lc, *tc_out = tc;
     return LC_OK;
 }
 
-/* One example line (NUL-terminated at ll, cut in place): its label and text fields, checked. */
+/* One example line (NUL-terminated at ll, cut in place): its label and text fields, the label checked
+ * unless the file holds pairs (a target is text, and may be empty). */
 static lc_status split_row(const char *path, long lineno, char *line, size_t ll, int ncol, int lc, int tc,
-                           char **names, char **lab, char **txt, size_t *txt_len) {
+                           char **names, int pairs, char **lab, size_t *lab_out, char **txt, size_t *txt_len) {
     int got = 1;
     for (size_t i = 0; i < ll; i++) got += line[i] == '\t';
     if (got != ncol)
@@ -324,6 +327,8 @@ static lc_status split_row(const char *path, long lineno, char *line, size_t ll,
         if (c == tc) *txt = field, *txt_len = fl;
         field = tab + 1;
     }
+    *lab_out = lab_len;
+    if (pairs) return LC_OK;
     if (lab_len == 0)
         return lc_fail(LC_ERR_FORMAT, "%s:%ld: empty label (column %d, '%.40s')", path, lineno, lc + 1, names[lc]);
     for (size_t k = 0; k < lab_len; k++)
@@ -360,8 +365,26 @@ lc_status lc_labelled_read(const char *path, const char *label_col, const char *
     return lc_labelled_read_limited(path, label_col, text_col, NULL, out);
 }
 
-lc_status lc_labelled_read_limited(const char *path, const char *label_col, const char *text_col,
-                                   const lc_tsv_limits *limits, lc_labelled_data *out) {
+/* The pairs of x (source then target, two examples a row) into *p, which takes their buffers. */
+static lc_status take_pairs(const char *path, examples *x, lc_pair_data *p) {
+    const long n = x->n / 2;
+    p->src = malloc(sizeof *p->src * (size_t)n), p->tgt = malloc(sizeof *p->tgt * (size_t)n);
+    p->src_len = malloc(sizeof *p->src_len * (size_t)n), p->tgt_len = malloc(sizeof *p->tgt_len * (size_t)n);
+    p->line = malloc(sizeof *p->line * (size_t)n);
+    if (!p->src || !p->tgt || !p->src_len || !p->tgt_len || !p->line) return lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    for (long i = 0; i < n; i++) {
+        p->src[i] = (const uint8_t *)x->texts.p + x->off[2 * i], p->src_len[i] = x->len[2 * i];
+        p->tgt[i] = (const uint8_t *)x->texts.p + x->off[2 * i + 1], p->tgt_len[i] = x->len[2 * i + 1];
+        p->line[i] = x->line[2 * i];
+    }
+    p->n = n, p->buf_ = x->texts.p, x->texts.p = NULL;
+    return LC_OK;
+}
+
+/* A labelled file into *out, or (pairs not NULL) a file of pairs into *pairs: the label column is the
+ * target, kept as text. */
+static lc_status read_tsv(const char *path, const char *label_col, const char *text_col, const lc_tsv_limits *limits,
+                          lc_labelled_data *out, lc_pair_data *pairs) {
     lc_clear_error();
     memset(out, 0, sizeof *out);
     const long max_examples = limits && limits->max_examples > 0 ? limits->max_examples : LC_TSV_MAX_EXAMPLES;
@@ -391,7 +414,7 @@ lc_status lc_labelled_read_limited(const char *path, const char *label_col, cons
     memcpy(header, r.line.p, ll);
     header[ll] = '\0';
     if ((st = read_header(path, header, ll, &names, &ncol)) ||
-        (st = pick_columns(path, names, ncol, label_col, text_col, &lc, &tc)))
+        (st = pick_columns(path, names, ncol, label_col, text_col, pairs != NULL, &lc, &tc)))
         goto done;
     out->n_cols = ncol, out->label_col = lc, out->text_col = tc;
 
@@ -410,12 +433,20 @@ lc_status lc_labelled_read_limited(const char *path, const char *label_col, cons
             goto done;
         }
         char *lab = NULL, *txt = NULL;
-        size_t txt_len = 0;
-        if ((st = split_row(path, r.lineno, line, ll, ncol, lc, tc, names, &lab, &txt, &txt_len))) goto done;
-        if (x.n == max_examples) {
+        size_t txt_len = 0, lab_len = 0;
+        if ((st = split_row(path, r.lineno, line, ll, ncol, lc, tc, names, pairs != NULL, &lab, &lab_len, &txt, &txt_len)))
+            goto done;
+        if (x.n / (pairs ? 2 : 1) == max_examples) {
             st = lc_fail(LC_ERR_FORMAT, "%s:%ld: more than %ld examples, the most read from one file (--max-examples)",
                          path, r.lineno, max_examples);
             goto done;
+        }
+        if (pairs) {
+            if (examples_add(&x, txt, txt_len, -1, r.lineno) || examples_add(&x, lab, lab_len, -1, r.lineno)) {
+                st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+                goto done;
+            }
+            continue;
         }
         /* label id by first appearance */
         lc_str_slot *e = lc_str_index_slot(&labels, lab);
@@ -448,6 +479,10 @@ lc_status lc_labelled_read_limited(const char *path, const char *label_col, cons
         st = lc_fail(LC_ERR_FORMAT, "%s: no examples after the header line", path);
         goto done;
     }
+    if (pairs) {
+        st = take_pairs(path, &x, pairs);
+        goto done;
+    }
     /* a header that is really an example: its label column's name is one of the labels */
     const lc_str_slot *hit = lc_str_index_slot(&labels, names[lc]);
     if (hit->s) {
@@ -478,7 +513,25 @@ done:
     lc_str_index_free(&labels);
     free(x.off), free(x.len), free(x.label), free(x.line), free(x.texts.p);
     if (st) lc_labelled_free(out);
+    if (st && pairs) lc_pairs_free(pairs);
     return st;
+}
+
+lc_status lc_labelled_read_limited(const char *path, const char *label_col, const char *text_col,
+                                   const lc_tsv_limits *limits, lc_labelled_data *out) {
+    return read_tsv(path, label_col, text_col, limits, out, NULL);
+}
+
+lc_status lc_pairs_read(const char *path, const char *src_col, const char *tgt_col, const lc_tsv_limits *limits,
+                        lc_pair_data *out) {
+    lc_labelled_data unused;
+    memset(out, 0, sizeof *out);
+    return read_tsv(path, tgt_col, src_col, limits, &unused, out);
+}
+
+void lc_pairs_free(lc_pair_data *d) {
+    free(d->src), free(d->tgt), free(d->src_len), free(d->tgt_len), free(d->line), free(d->buf_);
+    memset(d, 0, sizeof *d);
 }
 
 lc_status lc_labelled_map(const lc_labelled_data *d, const lc_label_set *s, int *ids, long *unseen) {

@@ -135,8 +135,8 @@ static lc_status build_acts(lc_seq2seq *m) {
 
 /* ---------------------------------------------------------------- lifetime */
 
-lc_status lc_seq2seq_create(const lc_seq2seq_config *cfg, int max_pairs, uint64_t seed, lc_seq2seq **out) {
-    lc_clear_error();
+/* The model without parameters or activations: the config and both stacks planned for max_pairs pairs. */
+static lc_status create_shell(const lc_seq2seq_config *cfg, int max_pairs, uint64_t seed, lc_seq2seq **out) {
     *out = NULL;
     lc_status st = lc_seq2seq_config_validate(cfg);
     if (st) return st;
@@ -154,6 +154,31 @@ lc_status lc_seq2seq_create(const lc_seq2seq_config *cfg, int max_pairs, uint64_
     m->dec.embed_stream = LC_S2S_DEC_EMBED_STREAM;
     st = lc_enc_stack_init(&m->enc, &ce, "encoder", Ls, max_pairs * Ls, max_pairs);
     if (!st) st = lc_dec_stack_init(&m->dec, &cd, "decoder", OUT_ROWS, Lt, max_pairs * Lt, max_pairs, max_pairs * Ls);
+    if (st) {
+        lc_seq2seq_free(m);
+        return st;
+    }
+    *out = m;
+    return LC_OK;
+}
+
+lc_status lc_seq2seq_tensor_list(const lc_seq2seq_config *cfg, lc_tensor_list *out) {
+    memset(out, 0, sizeof *out);
+    lc_seq2seq *m;
+    lc_status st = create_shell(cfg, 1, 0, &m);
+    if (!st && !(st = build_list(m))) {
+        *out = m->tensors;
+        memset(&m->tensors, 0, sizeof m->tensors);
+    }
+    lc_seq2seq_free(m);
+    return st;
+}
+
+lc_status lc_seq2seq_create(const lc_seq2seq_config *cfg, int max_pairs, uint64_t seed, lc_seq2seq **out) {
+    lc_clear_error();
+    lc_seq2seq *m;
+    lc_status st = create_shell(cfg, max_pairs, seed, &m);
+    if (st) return st;
     if (!st) st = build_params(m);
     if (!st) st = build_acts(m);
     if (st) {

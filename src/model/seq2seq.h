@@ -43,5 +43,13 @@ struct lc_seq2seq {
     int n, cur_train, have_loss;
 };
 
+/* The tensor list of the model cfg describes, built without allocating the model (a checkpoint's metadata
+ * is checked against the file's tensors with it before anything is allocated); free with lc_tensors_free. */
+lc_status lc_seq2seq_tensor_list(const lc_seq2seq_config *cfg, lc_tensor_list *out);
+
+/* The greedy outputs of the pairs i of d with i % ranks == rank against their targets (the share of one
+ * process of a validation; lc_seq2seq_evaluate's measures): t[0] pairs, t[1] generated exactly, t[2]
+ * positions right, t[3] positions compared. */
+lc_status lc_seq2seq_tally(lc_seq2seq *m, const lc_pair_data *d, int rank, int ranks, double t[4]);
 
 #endif

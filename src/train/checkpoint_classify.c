@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/fastmath.h"
 #include "model/classify.h"
 #include "train/checkpoint_tensors.h"
 #include "train/meta_table.h"
@@ -75,11 +74,16 @@ static lc_ckpt_tensors tensors_of(const lc_classifier *m) {
     return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
 }
 
-/* The metadata of m with the record run, in h (a scratch) and meta. */
-static void format_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h, lc_ckpt_meta_strings *meta) {
+/* What a checkpoint of m with the record run holds, in h. */
+static void fill_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h) {
     h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
     h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
     h->run.opts.batch = m->max_batch;
+}
+
+/* The metadata of m with the record run, in h (a scratch) and meta. */
+static void format_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h, lc_ckpt_meta_strings *meta) {
+    fill_meta(m, run, h);
     meta_part p[2];
     get_parts(p);
     lc_meta_format(p, 2, h, NULL, meta);
@@ -96,8 +100,6 @@ lc_status lc_classify_meta_strings(const lc_classifier *m, const lc_classify_run
 lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run, const lc_label_set *labels,
                              const lc_word_vocab *words, const char *path) {
     lc_clear_error();
-    if (!lc_all_finite(m->params, m->ptab.total))
-        return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
     if (!labels || labels->n != m->cfg.n_classes)
         return lc_fail(LC_ERR_ARG, "%s: a label set of %d labels for a model of %d classes", path, labels ? labels->n : 0,
                        m->cfg.n_classes);
@@ -105,51 +107,35 @@ lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run,
         (words && lc_word_vocab_size(words) != m->cfg.vocab))
         return lc_fail(LC_ERR_ARG, "%s: a words model is saved with its vocabulary of %d ids (and only it)", path,
                        m->cfg.vocab);
-    const int n = m->ptab.n;
-    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)m->stab.n + 1, sizeof *t);
-    char(*names)[LC_CKPT_NAME_CAP] = calloc((size_t)2 * n + 1, sizeof *names);
     cmeta *h = calloc(1, sizeof *h);
-    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
-    lc_st_meta *items = calloc(LC_CKPT_META_MAX + 2, sizeof *items);
     char *label_text = NULL, *word_text = NULL;
-    lc_status st = LC_OK;
-    if (!t || !names || !h || !meta || !items) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
+    lc_status st = h ? LC_OK : lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
     if (!st) st = lc_label_set_save(labels, &label_text);
     if (!st && words) st = lc_word_vocab_save(words, &word_text, NULL);
     if (!st) {
+        fill_meta(m, run, h);
+        meta_part p[2];
+        get_parts(p);
+        const lc_st_meta extra[2] = {{"classify.labels", label_text}, {"classify.words", word_text}};
         const lc_ckpt_tensors bufs = tensors_of(m);
-        int k = lc_ckpt_list_params(&bufs, t, names);
-        k += lc_ckpt_list_state(&bufs, t + k);
-        format_meta(m, run, h, meta);
-        memcpy(items, meta->items, sizeof *items * (size_t)meta->n);
-        int n_items = meta->n;
-        items[n_items++] = (lc_st_meta){"classify.labels", label_text};
-        if (word_text) items[n_items++] = (lc_st_meta){"classify.words", word_text};
-        st = lc_st_write(path, t, k, items, n_items);
+        st = lc_ckpt_save_family(path, &bufs, p, 2, h, extra, word_text ? 2 : 1);
     }
-    free(t), free(names), free(h), free(meta), free(items), free(label_text), free(word_text);
+    free(h), free(label_text), free(word_text);
     return st;
 }
+
+static lc_status validate_meta(const void *h) { return lc_classify_config_validate(&((const cmeta *)h)->cfg); }
 
 /* The metadata of an open file: the kind of model first, then every key, the config, the labels, the words. */
 static lc_status parse(const lc_st_file *f, cmeta *h, lc_label_set *labels, lc_word_vocab **words) {
     memset(h, 0, sizeof *h);
     lc_classify_run_default(&h->run);
-    const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
-    lc_status fam = lc_ckpt_check_family(f, LC_FAMILY_CLASSIFY);
-    if (fam) return fam;
-    if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && (!model || strcmp(model, "classify") != 0))
-        return lc_fail(LC_ERR_FORMAT, "%s: a checkpoint of model '%.40s', not a classifier (model = classify)", path,
-                       model ? model : "(none)");
+    const char *path = lc_st_path(f);
     meta_part p[2];
     get_parts(p);
-    lc_status st = lc_meta_parse(f, p, 2, h, NULL);
+    lc_status st = lc_ckpt_parse_family(f, LC_FAMILY_CLASSIFY, "classify", "a classifier", p, 2, h, validate_meta);
     if (st) return st;
     char why[400];
-    if (lc_classify_config_validate(&h->cfg)) {
-        snprintf(why, sizeof why, "%s", lc_last_error());
-        return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", path, why);
-    }
     const char *lt = lc_st_get_meta(f, "classify.labels"), *wt = lc_st_get_meta(f, "classify.words");
     if (!lt) return lc_fail(LC_ERR_FORMAT, "%s: checkpoint metadata lacks 'classify.labels'", path);
     int announced = 0; /* the count first: no set of another size is parsed */
@@ -209,11 +195,8 @@ lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_
     lc_classifier *m = NULL;
     st = h ? parse(f, h, labels, words) : lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = check_tensors(f, &h->cfg);
-    if (!st && (st = lc_classifier_create(&h->cfg, max_batch > 0 ? max_batch : h->run.opts.batch, max_rows, h->seed, &m))) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", lc_last_error());
-        st = lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: cannot build the model it describes: %s", path, why);
-    }
+    if (!st && (st = lc_classifier_create(&h->cfg, max_batch > 0 ? max_batch : h->run.opts.batch, max_rows, h->seed, &m)))
+        st = lc_ckpt_build_failed(path, st);
     if (!st) st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
     if (!st) {
         const lc_ckpt_tensors bufs = tensors_of(m);

@@ -1,6 +1,6 @@
 /* A checkpoint without its optimizer state (lc_checkpoint_export): every tensor but the AdamW moments
  * (optim.m.<name>, optim.v.<name>), in the file's order, with its metadata unchanged. Works for every kind
- * of longctx checkpoint (language model, classifier, HIBERT), whose loaders read a file without moments as
+ * of longctx checkpoint (language model, classifier, HIBERT, seq2seq), whose loaders read a file without moments as
  * one with zero moments (docs/reference/checkpoint.md, "Exporting the weights"). */
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/fastmath.h"
 #include "model/hier.h"
 #include "train/checkpoint_tensors.h"
 #include "train/meta_table.h"
@@ -22,10 +21,7 @@ typedef struct {
 
 #define CFG(f) offsetof(hmeta, cfg.f)
 #define RUN(f) offsetof(hmeta, run.f)
-#define STACK(s)                                                                                          \
-    INT(#s ".n_layer", CFG(s.n_layer), 1, 4096, REQUIRED), INT(#s ".d_model", CFG(s.d_model), 1, 1 << 20, REQUIRED), \
-    INT(#s ".n_head", CFG(s.n_head), 1, 1 << 16, REQUIRED), INT(#s ".d_ff", CFG(s.d_ff), 1, 1 << 24, REQUIRED),     \
-    STRING(#s ".attn", CFG(s.attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED)
+#define STACK(s) STACK_KEYS(#s, CFG(s))
 
 _Static_assert(sizeof(lc_hibert_stage) == sizeof(int) && LC_HIBERT_STAGE_FINETUNE == 1 && LC_LABELS_GREEDY == 1,
                "choice fields are read and written as int, names in enum order");
@@ -81,11 +77,16 @@ void lc_hibert_run_default(lc_hibert_run *r) {
     r->best = -1;
 }
 
+/* What a checkpoint of m with run records, in h. */
+static void fill_meta(const lc_hibert *m, const lc_hibert_run *run, hmeta *h) {
+    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
+    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+}
+
 lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc_ckpt_meta_strings *out) {
     hmeta *h = calloc(1, sizeof *h);
     if (!h) return lc_fail(LC_ERR_NOMEM, "out of memory");
-    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+    fill_meta(m, run, h);
     meta_part p[2];
     get_parts(p);
     lc_meta_format(p, 2, h, NULL, out);
@@ -95,46 +96,26 @@ lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc
 
 lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const char *path) {
     lc_clear_error();
-    if (!lc_all_finite(m->params, m->ptab.total))
-        return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
-    const int n = m->ptab.n;
-    lc_st_tensor *t = calloc((size_t)3 * n + (size_t)m->stab.n + 1, sizeof *t);
-    char(*names)[LC_CKPT_NAME_CAP] = calloc((size_t)2 * n + 1, sizeof *names);
-    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
-    lc_status st = LC_OK;
-    if (!t || !names || !meta) {
-        st = lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
-    } else if (!(st = lc_hibert_meta_format(m, run, meta))) {
-        const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
-        int k = lc_ckpt_list_params(&bufs, t, names);
-        k += lc_ckpt_list_state(&bufs, t + k);
-        st = lc_st_write(path, t, k, meta->items, meta->n);
-    }
-    free(t), free(names), free(meta);
+    hmeta *h = calloc(1, sizeof *h);
+    if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
+    fill_meta(m, run, h);
+    meta_part p[2];
+    get_parts(p);
+    const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+    lc_status st = lc_ckpt_save_family(path, &bufs, p, 2, h, NULL, 0);
+    free(h);
     return st;
 }
+
+static lc_status validate_meta(const void *h) { return lc_hibert_config_validate(&((const hmeta *)h)->cfg); }
 
 /* The metadata of an open file, checked: the kind of model first, then every key, then the config. */
 static lc_status parse(const lc_st_file *f, hmeta *h) {
     memset(h, 0, sizeof *h);
     lc_hibert_run_default(&h->run);
-    const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
-    lc_status fam = lc_ckpt_check_family(f, LC_FAMILY_HIBERT);
-    if (fam) return fam;
-    if (format && strcmp(format, LC_CKPT_FORMAT) == 0 && (!model || strcmp(model, "hibert") != 0))
-        return model ? lc_fail(LC_ERR_FORMAT, "%s: a checkpoint of model '%.40s', not a HIBERT model (model = hibert)",
-                               path, model)
-                     : lc_fail(LC_ERR_FORMAT, "%s: a checkpoint without metadata 'model', not a HIBERT model", path);
     meta_part p[2];
     get_parts(p);
-    lc_status st = lc_meta_parse(f, p, 2, h, NULL);
-    if (st) return st;
-    if (lc_hibert_config_validate(&h->cfg)) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", lc_last_error());
-        return lc_fail(LC_ERR_FORMAT, "%s: bad model config: %s", path, why);
-    }
-    return LC_OK;
+    return lc_ckpt_parse_family(f, LC_FAMILY_HIBERT, "hibert", "a HIBERT model", p, 2, h, validate_meta);
 }
 
 /* The tensor list of the configuration the metadata describes against the file's table, before any
@@ -193,11 +174,7 @@ lc_status lc_hibert_load(const char *path, const lc_hibert_limits *limits, lc_hi
     lc_status st = open_parsed(path, &f, &h);
     if (st) return st;
     lc_hibert *m = NULL;
-    if ((st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m))) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", lc_last_error());
-        st = lc_fail(st == LC_ERR_NOMEM ? st : LC_ERR_FORMAT, "%s: cannot build the model it describes: %s", path, why);
-    }
+    if ((st = lc_hibert_create(&h->cfg, limits ? limits : &h->run.limits, h->seed, &m))) st = lc_ckpt_build_failed(path, st);
     if (!st) st = read_into(f, m, 1);
     if (!st) {
         m->step = h->step;

@@ -270,8 +270,10 @@ lc_status lc_ckpt_check_family(const lc_st_file *f, lc_ckpt_family want) {
         {"classify", "classifier", "longctx predict, eval --task classify or train --task classify --resume",
          LC_FAMILY_CLASSIFY},
         {"hibert", "HIBERT", "longctx summarize, eval --task summarize or hibert finetune --init", LC_FAMILY_HIBERT},
+        {"seq2seq", "seq2seq", "longctx predict, eval --task seq2seq or train --task seq2seq --resume",
+         LC_FAMILY_SEQ2SEQ},
     };
-    static const char *wanted[] = {"a language model", "a classifier", "a HIBERT model"};
+    static const char *wanted[] = {"a language model", "a classifier", "a HIBERT model", "a seq2seq model"};
     const char *format = lc_st_get_meta(f, "format"), *model = lc_st_get_meta(f, "model");
     if (!format || strcmp(format, LC_CKPT_FORMAT) != 0 || !model) return LC_OK;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)

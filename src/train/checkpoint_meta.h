@@ -35,8 +35,8 @@ void lc_ckpt_meta_format(const lc_ckpt_meta *h, lc_ckpt_meta_strings *out);
 lc_status lc_ckpt_meta_parse(const lc_st_file *f, lc_ckpt_meta *h);
 
 /* The families of longctx checkpoints (metadata "model"): language models (vanilla, xl), classifiers
- * (classify) and HIBERT (hibert). */
-typedef enum { LC_FAMILY_LM, LC_FAMILY_CLASSIFY, LC_FAMILY_HIBERT } lc_ckpt_family;
+ * (classify), HIBERT (hibert) and encoder-decoders (seq2seq). */
+typedef enum { LC_FAMILY_LM, LC_FAMILY_CLASSIFY, LC_FAMILY_HIBERT, LC_FAMILY_SEQ2SEQ } lc_ckpt_family;
 /* The one refusal of a longctx checkpoint of another family than `want`, naming its family and the commands
  * that take it ("X: a classifier checkpoint (model = classify), not a language model: use it with longctx
  * predict, eval --task classify or train --task classify --resume"). LC_OK for the wanted family, and for a
@@ -55,5 +55,13 @@ const char *lc_ckpt_meta_key(int i, int *xl_only);
 const char *lc_hibert_meta_key(int i);
 /* A HIBERT checkpoint's metadata for the model and its run, as lc_hibert_save writes it. */
 lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc_ckpt_meta_strings *out);
+/* The same for seq2seq checkpoints (train/checkpoint_seq2seq.c). */
+const char *lc_seq2seq_meta_key(int i);
+/* The metadata a seq2seq checkpoint of m with run would hold (the settings processes training together
+ * compare). */
+void lc_seq2seq_meta_strings(const lc_seq2seq *m, const lc_seq2seq_run *run, lc_ckpt_meta_strings *out);
+/* 1 when path opens as a safetensors file whose metadata "model" is `model` (the commands that take
+ * checkpoints of several families choose by it), else 0. */
+int lc_ckpt_is_model(const char *path, const char *model);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "train/checkpoint_meta.h"
+#include "train/checkpoint_tensors.h"
 
 typedef enum {
     T_CONST,  /* a fixed string (text) */
@@ -65,6 +66,31 @@ extern const meta_part lc_meta_train_part, lc_meta_data_part;
 /* A model's table: its own keys (out[0], offsets from the record's start) then the training options
  * (out[1]) at offset opts_at of the same record (the classifier's and HIBERT's checkpoints). */
 void lc_meta_parts_with_train(meta_part out[2], const meta_key *keys, int n, size_t opts_at);
+
+/* The keys of one encoder or decoder stack (lc_hibert_stack, which lc_seq2seq_stack is) lying at offset `at`:
+ * PREFIX.n_layer, .d_model, .n_head, .d_ff, .attn (HIBERT's three stacks, seq2seq's two). */
+#define STACK_KEYS(prefix, at)                                                                                     \
+    INT(prefix ".n_layer", (at) + offsetof(lc_hibert_stack, n_layer), 1, 4096, REQUIRED),                          \
+    INT(prefix ".d_model", (at) + offsetof(lc_hibert_stack, d_model), 1, 1 << 20, REQUIRED),                       \
+    INT(prefix ".n_head", (at) + offsetof(lc_hibert_stack, n_head), 1, 1 << 16, REQUIRED),                         \
+    INT(prefix ".d_ff", (at) + offsetof(lc_hibert_stack, d_ff), 1, 1 << 24, REQUIRED),                             \
+    STRING(prefix ".attn", (at) + offsetof(lc_hibert_stack, attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED)
+
+/* What every family's checkpoint does (train/checkpoint_family.c), on the tensor list of
+ * train/checkpoint_tensors.h and a key table: */
+/* Writes path atomically: the parameters, their AdamW moments and the kind state of c, the metadata of the
+ * parts read at base, then the `extra` items (texts such as a label set). Refuses weights holding NaN or
+ * infinity (LC_ERR_NUMERIC naming the file). */
+lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const meta_part *parts, int n_parts,
+                              const void *base, const lc_st_meta *extra, int n_extra);
+/* Reads a family's metadata into base: the family check (lc_ckpt_check_family; `model` the metadata's
+ * value, `what` the family in words: "a classifier"), every key of the parts, then validate(base) (a
+ * failure: "bad model config: ..."). LC_ERR_FORMAT naming the file otherwise. */
+lc_status lc_ckpt_parse_family(const lc_st_file *f, lc_ckpt_family family, const char *model, const char *what,
+                               const meta_part *parts, int n_parts, void *base, lc_status (*validate)(const void *base));
+/* A model that the checked metadata describes but that cannot be built (memory, limits): the error of st,
+ * after the file's name; LC_ERR_NOMEM stays itself, anything else is LC_ERR_FORMAT. */
+lc_status lc_ckpt_build_failed(const char *path, lc_status st);
 
 void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
                     lc_ckpt_meta_strings *out);
