@@ -6,6 +6,13 @@
 
 #include "cli/cli.h"
 
+/* Inputs of predict: text i is text[i][0 .. len[i]). */
+typedef struct {
+    long n;
+    const uint8_t *const *text;
+    const size_t *len;
+} lc_cli_texts;
+
 /* LC_ERR_FORMAT naming ckpt when m is a masked-token pre-training (objective mlm), whose head is untrained:
  * eval and predict refuse it. */
 lc_status lc_cli_check_trained_head(const lc_classifier *m, const char *ckpt);
