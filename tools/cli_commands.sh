@@ -12,5 +12,5 @@ for c in $commands; do
     echo "$c"
     help=$("$bin" "$c" --help 2>&1)
     printf '%s\n' "$help" | sed -n "s/^ *\(usage: \)\{0,1\}longctx $c \([a-z][a-z-]*\) .*/$c \2/p" | awk '!seen[$0]++'
-    printf '%s\n' "$help" | sed -n "s/.*($c --task \([a-z|]*\) --help.*/\1/p" | tr '|' '\n' | awk -v c="$c" 'NF && !seen[$0]++ { print c " --task " $0 }'
+    printf '%s\n' "$help" | sed -n "s/.*($c --task \([a-z0-9|]*\) --help.*/\1/p" | tr '|' '\n' | awk -v c="$c" 'NF && !seen[$0]++ { print c " --task " $0 }'
 done
