@@ -2,7 +2,8 @@
  * TSV file (plain, or gzip when it starts with 1f 8b), within small limits; a file that reads must map
  * onto its own label set, survive a save/load round trip of that set, and give a word vocabulary that
  * round-trips and tokenizes every text. The same bytes are also parsed as a saved label set and as a saved
- * word vocabulary (checkpoint metadata texts). */
+ * word vocabulary (checkpoint metadata texts), and as a TSV file of source/target pairs (seq2seq), whose
+ * pairs must lie within the file and its line limit. */
 #include "fuzz_kit.h"
 
 static void label_set_text(const uint8_t *data, size_t size) {
@@ -72,6 +73,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (d.n < 1 || d.labels.n < 1) abort();
         labelled(&d);
         lc_labelled_free(&d);
+    }
+    lc_pair_data p;
+    st = lc_pairs_read(path, NULL, NULL, &lim, &p);
+    fuzz_expect_message(st);
+    if (!st) {
+        if (p.n < 1 || p.n > lim.max_examples) abort();
+        for (long i = 0; i < p.n; i++)
+            if (p.src_len[i] > lim.max_line || p.tgt_len[i] > lim.max_line || p.src[i][p.src_len[i]] != 0 ||
+                p.tgt[i][p.tgt_len[i]] != 0 || p.line[i] < 2)
+                abort();
+        lc_pairs_free(&p);
     }
     return 0;
 }
