@@ -85,8 +85,14 @@ def _load_seq2seq(path, threads):
     return Seq2SeqModel.load(path, threads=threads)
 
 
+def _load_hibert(path, threads):
+    from .hibert import Summarizer
+
+    return Summarizer.load(path, threads=threads)
+
+
 # Model.load of the other families' checkpoints (metadata "model" -> a loader(path, threads))
-_FAMILIES = {"seq2seq": _load_seq2seq}
+_FAMILIES = {"seq2seq": _load_seq2seq, "hibert": _load_hibert}
 
 
 def _family_of(path):
@@ -210,7 +216,8 @@ class Model(object):
     Every method calls into liblongctx through ctypes, which releases the GIL for the duration of the
     call: other Python threads run meanwhile. One model must not be used by two threads at once."""
 
-    family = "lm"  # the model family (longctx.Classifier: "classify", longctx.seq2seq.Seq2SeqModel: "seq2seq")
+    family = "lm"  # the model family (longctx.Classifier: "classify", longctx.seq2seq.Seq2SeqModel: "seq2seq",
+    #                longctx.hibert.Summarizer: "hibert")
 
     def __init__(self, handle, options):
         self._owner = _Handle(handle, options)
@@ -281,7 +288,8 @@ class Model(object):
         memory and the training options it was saved with. max_batch: rows planned for (0: the saved
         training batch). A checkpoint of another family the package has a module for is loaded by it
         (classify: longctx.Classifier, with predict and predict_proba, max_batch its texts per pass, 0: 16;
-        seq2seq: longctx.seq2seq.Seq2SeqModel; .family names it). Raises IOFailure (unreadable) or
+        seq2seq: longctx.seq2seq.Seq2SeqModel; hibert: longctx.hibert.Summarizer, with summarize and
+        sentence_scores; .family names it). Raises IOFailure (unreadable) or
         FormatError (not a longctx checkpoint the package loads: the message names the families)."""
         cpath = _path(path)
         max_batch = _int(max_batch, "max_batch")
