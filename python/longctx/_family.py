@@ -39,10 +39,11 @@ class _Handle(object):
 
 
 class HandleModel(object):
-    """A model of one C handle. A subclass names its C free call (_free) and what it is in messages (_what)."""
+    """A model of one C handle. A subclass names its C free call (_free) and the message of calls once it is
+    closed (_closed_message)."""
 
     _free = None
-    _what = "model"
+    _closed_message = "this longctx model is closed"
 
     def __init__(self, handle):
         self._owner = _Handle(handle, self._free)
@@ -62,9 +63,12 @@ class HandleModel(object):
         self.close()
         return False
 
-    @property
-    def _h(self):
+    def _live(self):
         owner = self.__dict__.get("_owner")
         if owner is None:
-            raise ArgumentError(1, "this longctx %s is closed" % self._what)
-        return owner.handle
+            raise ArgumentError(1, self._closed_message)
+        return owner
+
+    @property
+    def _h(self):
+        return self._live().handle

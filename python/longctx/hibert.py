@@ -38,7 +38,7 @@ class Summarizer(HandleModel):
     GIL; one Summarizer must not be used by two threads at once."""
 
     family = "hibert"
-    _free, _what = "lc_hibert_summarizer_free", "HIBERT summarizer"
+    _free, _closed_message = "lc_hibert_summarizer_free", "this longctx HIBERT summarizer is closed"
 
     def __init__(self, handle):
         HandleModel.__init__(self, handle)

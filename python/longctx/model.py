@@ -13,6 +13,7 @@ import struct
 import numpy as np
 
 from . import _lib
+from ._family import HandleModel
 from ._lib import call, check, lib
 from .errors import ArgumentError, FormatError, LongctxError
 
@@ -210,12 +211,13 @@ class _View(object):
                                     "version": 3}
 
 
-class Model(object):
+class Model(HandleModel):
     """A longctx language model. Build one with Model.create(config) or Model.load(path).
 
     Every method calls into liblongctx through ctypes, which releases the GIL for the duration of the
     call: other Python threads run meanwhile. One model must not be used by two threads at once."""
 
+    _closed_message = "this longctx.Model is closed (close() or __del__ was called)"
     family = "lm"  # the model family (longctx.Classifier: "classify", longctx.seq2seq.Seq2SeqModel: "seq2seq",
     #                longctx.hibert.Summarizer: "hibert")
 
@@ -225,27 +227,10 @@ class Model(object):
     def close(self):
         """Let go of the C model: it is freed now, or when the last array from parameters() (or an open
         generate() iterator) is gone. Any later call on this Model raises ArgumentError. Also `with`."""
-        self.__dict__["_owner"] = None
+        HandleModel.close(self)
 
     def __del__(self):
         self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    @property
-    def closed(self):
-        return self.__dict__.get("_owner") is None
-
-    def _live(self):
-        owner = self.__dict__.get("_owner")
-        if owner is None:
-            raise ArgumentError(1, "this longctx.Model is closed (close() or __del__ was called)")
-        return owner
 
     @property
     def _h(self):

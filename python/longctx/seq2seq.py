@@ -27,7 +27,7 @@ class Seq2SeqModel(HandleModel):
     be used by two threads at once (calls release the GIL)."""
 
     family = "seq2seq"
-    _free, _what = "lc_seq2seq_free", "seq2seq model"
+    _free, _closed_message = "lc_seq2seq_free", "this longctx seq2seq model is closed"
 
     def __init__(self, handle):
         HandleModel.__init__(self, handle)

