@@ -99,11 +99,12 @@ class Summarizer(HandleModel):
     def summarize(self, text, sentences=3, title=None):
         """The `sentences` best-scored sentences of text (all when it has fewer; ties: the earlier) as a list
         of str in document order: the line `longctx summarize --sentences K` prints, split."""
-        if isinstance(sentences, bool) or not isinstance(sentences, int):
-            raise TypeError("sentences must be an int, got %s" % type(sentences).__name__)
+        from .model import _int
+
+        k = _int(sentences, "sentences")
         n = self._score(text, title)
         pick = (ctypes.c_uint8 * n)()
-        call("lc_hibert_summarizer_pick", self._h, sentences, pick)
+        call("lc_hibert_summarizer_pick", self._h, max(min(k, n), -(2 ** 31)), pick)  # k in C's int range
         return [s for s, p in zip(self._sentences(n), pick) if p]
 
     def __repr__(self):

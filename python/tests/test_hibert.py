@@ -120,6 +120,9 @@ class SummarizerTest(unittest.TestCase):
         with self.assertRaises(longctx.ArgumentError):
             m.summarize("A first one. A second one.", sentences=0)
         self.assertEqual(m.summarize("A first one. A second one.", sentences=5), ["A first one.", "A second one."])
+        self.assertEqual(m.summarize("A first one. A second one.", sentences=2 ** 40), ["A first one.", "A second one."])
+        with self.assertRaises(longctx.ArgumentError):
+            m.summarize("A first one. A second one.", sentences=-2 ** 40)
 
 
 class CheckpointErrorTest(unittest.TestCase):
