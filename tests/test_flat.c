@@ -1,6 +1,7 @@
 /* The binding API (include/longctx/flat.h): configuration and training options by name, tensor
  * enumeration and pointers, logits into the caller's buffer, the byte-at-a-time generator against
- * lc_sample, evaluation of a file against lc_evaluate, training on a file with the progress callback. */
+ * lc_sample, evaluation of a file against lc_evaluate, training on a file with the progress callback, and
+ * the HIBERT summarizer against the model it holds. */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -307,6 +308,74 @@ TEST(train_file_checks_the_batch_before_planning_it) {
     lc_model_free(m);
 }
 
+/* A tiny HIBERT checkpoint of `stage` (max 4 sentences a chunk) at path. */
+static void save_tiny_hibert(const char *path, lc_hibert_stage stage) {
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    lc_hibert_stack *st[3] = {&c.sent, &c.doc, &c.dec};
+    for (int i = 0; i < 3; i++) st[i]->n_layer = 1, st[i]->d_model = 16, st[i]->n_head = 2, st[i]->d_ff = 32;
+    c.max_sent_len = 32, c.max_sents = 4;
+    const lc_hibert_limits lim = {.max_docs = 1, .max_sents = 4, .max_bytes = 128, .no_decoder = 1};
+    lc_hibert *m = NULL;
+    lc_hibert_run run;
+    lc_hibert_run_default(&run);
+    run.stage = stage, run.limits = lim;
+    CHECK(lc_hibert_create(&c, &lim, 3, &m) == LC_OK && lc_hibert_save(m, &run, path) == LC_OK, "%s", lc_last_error());
+    lc_hibert_free(m);
+}
+
+TEST(hibert_summarizer_scores_as_the_model_does) {
+    const char *path = tmp_path("hibert.st");
+    save_tiny_hibert(path, LC_HIBERT_STAGE_FINETUNE);
+    lc_hibert_summarizer *s = NULL;
+    CHECK(lc_hibert_summarizer_load(path, &s) == LC_OK, "load: %s", lc_last_error());
+    if (harness_current_failed) return;
+    uint8_t pick[6];
+    CHECK(lc_hibert_summarizer_pick(s, 1, pick) == LC_ERR_ARG && lc_hibert_summarizer_sentences(s) == 0, "pick first");
+    /* a title line, then 6 sentences: two chunks (4 + 2) */
+    const char *text = "A title\n\nAlpha one. Beta two is here. Gamma three.\nDelta four! Epsilon five? Zeta six.";
+    const char *want[6] = {"Alpha one.", "Beta two is here.", "Gamma three.", "Delta four!", "Epsilon five?", "Zeta six."};
+    int n = 0;
+    CHECK(lc_hibert_summarizer_score(s, text, -1, &n) == LC_OK && n == 6, "score: %d, %s", n, lc_last_error());
+    if (harness_current_failed) { lc_hibert_summarizer_free(s); return; }
+    for (int i = 0; i < 6; i++) CHECK(!strcmp(lc_hibert_summarizer_sentence(s, i), want[i]), "sentence %d", i);
+    CHECK(!lc_hibert_summarizer_sentence(s, 6) && !lc_hibert_summarizer_sentence(s, -1), "outside");
+    float got[6];
+    memcpy(got, lc_hibert_summarizer_scores(s), sizeof got);
+    /* the same scores from the model itself, chunk by chunk */
+    lc_hibert *m = lc_hibert_summarizer_model(s);
+    const uint8_t *sent[6];
+    int len[6];
+    for (int i = 0; i < 6; i++) sent[i] = (const uint8_t *)want[i], len[i] = (int)strlen(want[i]);
+    for (int c = 0; c < 2; c++) {
+        const int first = 4 * c, k = c ? 2 : 4;
+        const lc_hibert_batch b = {1, &k, sent + first, len + first, NULL};
+        CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "forward");
+        for (int i = 0; i < k; i++)
+            CHECK(lc_hibert_scores(m)[i] == got[first + i], "score %d: %g vs %g", first + i,
+                  (double)lc_hibert_scores(m)[i], (double)got[first + i]);
+    }
+    CHECK(lc_hibert_summarizer_pick(s, 2, pick) == LC_OK, "pick");
+    int best = 0, picked = 0;
+    for (int i = 1; i < 6; i++) best = got[i] > got[best] ? i : best;
+    for (int i = 0; i < 6; i++) picked += pick[i];
+    CHECK(picked == 2 && pick[best], "picks 2 with the best (%d)", best);
+    CHECK(lc_hibert_summarizer_score(s, text, 0, &n) == LC_OK && n == 6 &&
+          !strcmp(lc_hibert_summarizer_sentence(s, 0), "A title Alpha one."), "title 0 keeps line 1: %d", n);
+    CHECK(lc_hibert_summarizer_score(s, "Only one.", -1, &n) == LC_ERR_FORMAT && n == 0 &&
+          strstr(lc_last_error(), "at least 2 sentences") && lc_hibert_summarizer_sentences(s) == 0, "one sentence");
+    CHECK(lc_hibert_summarizer_score(s, text, 2, &n) == LC_ERR_ARG, "title 2");
+    CHECK(lc_hibert_summarizer_pick(s, 1, pick) == LC_ERR_ARG, "pick after a failed score");
+    lc_hibert_summarizer_free(s);
+    /* a pre-training checkpoint without intruders: no trained head */
+    const char *pre = tmp_path("hibert_pre.st");
+    save_tiny_hibert(pre, LC_HIBERT_STAGE_PRETRAIN);
+    s = NULL;
+    CHECK(lc_hibert_summarizer_load(pre, &s) == LC_ERR_ARG && !s && strstr(lc_last_error(), pre) &&
+          strstr(lc_last_error(), "pre-training checkpoint"), "pre-training: %s", lc_last_error());
+    CHECK(lc_hibert_summarizer_load(tmp_path("absent.st"), &s) == LC_ERR_IO && !s, "absent: %s", lc_last_error());
+}
+
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_flat_XXXXXX")) return 1;
     lc_set_threads(1);
@@ -318,6 +387,7 @@ int main(void) {
     RUN(evaluate_file_is_lc_evaluate_on_the_part);
     RUN(train_file_reports_and_stops);
     RUN(train_file_checks_the_batch_before_planning_it);
+    RUN(hibert_summarizer_scores_as_the_model_does);
     tmpdir_remove();
     return test_summary("test_flat");
 }

@@ -11,7 +11,9 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULES = [("longctx", "python/longctx/__init__.py"), ("longctx.model", "python/longctx/model.py"),
-           ("longctx.errors", "python/longctx/errors.py"), ("longctx.torch", "python/longctx/torch.py")]
+           ("longctx.errors", "python/longctx/errors.py"),
+           ("longctx.hibert", "python/longctx/hibert.py"),
+           ("longctx.torch", "python/longctx/torch.py")]
 
 
 def signature(fn):

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "longctx/classify.h"
+#include "longctx/hibert.h"
 #include "longctx/model.h"
 #include "longctx/train.h"
 
@@ -143,6 +144,37 @@ const char *lc_text_classifier_label(const lc_text_classifier *c, int i);
  * pre-training (objective mlm), whose head is untrained. */
 lc_status lc_text_classifier_predict(lc_text_classifier *c, long n, const char *const *texts, const size_t *lens,
                                      int *pred, double *probs);
+
+/* ---------------------------------------------------------------- a HIBERT checkpoint's summarizer */
+/* A HIBERT model (longctx/hibert.h) with the last text it scored: its sentences and their scores. For bindings
+ * that summarize texts as `longctx summarize --method hibert` does. */
+typedef struct lc_hibert_summarizer lc_hibert_summarizer;
+/* Load a HIBERT checkpoint (metadata model = hibert) planned for any one chunk of a document (cfg.max_sents
+ * sentences of up to cfg.max_sent_len bytes). A fine-tuned checkpoint scores with its extraction head; a
+ * pre-training one with its intruder head (lc_hibert_summarizer_intruder_head 1); a pre-training one without
+ * intruders is LC_ERR_ARG naming the file (its head was never trained); another model's checkpoint or a damaged
+ * one is LC_ERR_FORMAT naming the file, LC_ERR_IO when it cannot be read. */
+lc_status lc_hibert_summarizer_load(const char *path, lc_hibert_summarizer **out);
+void lc_hibert_summarizer_free(lc_hibert_summarizer *s);
+/* The underlying model (its config, step, threads: longctx/hibert.h); owned by s. */
+lc_hibert *lc_hibert_summarizer_model(lc_hibert_summarizer *s);
+/* 1 when s scores with a pre-training checkpoint's intruder head (not fine-tuned), else 0. */
+int lc_hibert_summarizer_intruder_head(const lc_hibert_summarizer *s);
+/* Score the sentences of text (NUL-terminated UTF-8) as `longctx summarize` does a file of it: title 1: line 1
+ * is a title, 0: it is text, -1: the BBC layout's rule (a first line without a sentence end, then a blank
+ * line, is a title); the rest split by the sentence rule (docs/results/summarization-protocol.md), LC_ERR_FORMAT
+ * with fewer than 2 sentences; documents longer than cfg.max_sents sentences scored chunk by chunk. *n (may
+ * be NULL): the number of sentences. The sentences and scores stay in s until the next call (a failed call
+ * leaves none). */
+lc_status lc_hibert_summarizer_score(lc_hibert_summarizer *s, const char *text, int title, int *n);
+/* The last scored text's sentences (0 before one), sentence i (NULL outside), and their scores [sentences]
+ * (logits: higher, more likely in the summary; the numbers `longctx summarize --scores` prints). */
+int lc_hibert_summarizer_sentences(const lc_hibert_summarizer *s);
+const char *lc_hibert_summarizer_sentence(const lc_hibert_summarizer *s, int i);
+const float *lc_hibert_summarizer_scores(const lc_hibert_summarizer *s);
+/* pick[sentences] = 1 for the k >= 1 best-scored sentences of the last text (ties: the earlier sentence), the
+ * summary of `longctx summarize --sentences k` in document order. LC_ERR_ARG before a text was scored. */
+lc_status lc_hibert_summarizer_pick(const lc_hibert_summarizer *s, int k, uint8_t *pick);
 
 #ifdef __cplusplus
 }

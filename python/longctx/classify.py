@@ -6,7 +6,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import call, lib
+from ._family import with_protos
+from ._lib import call
 from .errors import ArgumentError
 from .model import Model
 
@@ -27,17 +28,7 @@ _PROTOS = {
     "lc_classifier_num_params": (ctypes.c_size_t, [_V]),
     "lc_classifier_steps_done": (ctypes.c_long, [_V]),
 }
-_ready = []
-
-
-def _lib():
-    L = lib()
-    if not _ready:
-        for name, (res, args) in _PROTOS.items():
-            fn = getattr(L, name)  # AttributeError: a library older than the package
-            fn.restype, fn.argtypes = res, args
-        _ready.append(True)
-    return L
+_lib = with_protos(_PROTOS)
 
 
 def _texts(texts):

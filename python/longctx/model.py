@@ -13,6 +13,7 @@ import struct
 import numpy as np
 
 from . import _lib
+from ._family import HandleModel
 from ._lib import call, check, lib
 from .errors import ArgumentError, FormatError, LongctxError
 
@@ -85,8 +86,14 @@ def _load_seq2seq(path, threads):
     return Seq2SeqModel.load(path, threads=threads)
 
 
+def _load_hibert(path, threads):
+    from .hibert import Summarizer
+
+    return Summarizer.load(path, threads=threads)
+
+
 # Model.load of the other families' checkpoints (metadata "model" -> a loader(path, threads))
-_FAMILIES = {"seq2seq": _load_seq2seq}
+_FAMILIES = {"seq2seq": _load_seq2seq, "hibert": _load_hibert}
 
 
 def _family_of(path):
@@ -204,13 +211,15 @@ class _View(object):
                                     "version": 3}
 
 
-class Model(object):
+class Model(HandleModel):
     """A longctx language model. Build one with Model.create(config) or Model.load(path).
 
     Every method calls into liblongctx through ctypes, which releases the GIL for the duration of the
     call: other Python threads run meanwhile. One model must not be used by two threads at once."""
 
-    family = "lm"  # the model family (longctx.Classifier: "classify", longctx.seq2seq.Seq2SeqModel: "seq2seq")
+    _closed_message = "this longctx.Model is closed (close() or __del__ was called)"
+    family = "lm"  # the model family (longctx.Classifier: "classify", longctx.seq2seq.Seq2SeqModel: "seq2seq",
+    #                longctx.hibert.Summarizer: "hibert")
 
     def __init__(self, handle, options):
         self._owner = _Handle(handle, options)
@@ -218,27 +227,10 @@ class Model(object):
     def close(self):
         """Let go of the C model: it is freed now, or when the last array from parameters() (or an open
         generate() iterator) is gone. Any later call on this Model raises ArgumentError. Also `with`."""
-        self.__dict__["_owner"] = None
+        HandleModel.close(self)
 
     def __del__(self):
         self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    @property
-    def closed(self):
-        return self.__dict__.get("_owner") is None
-
-    def _live(self):
-        owner = self.__dict__.get("_owner")
-        if owner is None:
-            raise ArgumentError(1, "this longctx.Model is closed (close() or __del__ was called)")
-        return owner
 
     @property
     def _h(self):
@@ -281,7 +273,8 @@ class Model(object):
         memory and the training options it was saved with. max_batch: rows planned for (0: the saved
         training batch). A checkpoint of another family the package has a module for is loaded by it
         (classify: longctx.Classifier, with predict and predict_proba, max_batch its texts per pass, 0: 16;
-        seq2seq: longctx.seq2seq.Seq2SeqModel; .family names it). Raises IOFailure (unreadable) or
+        seq2seq: longctx.seq2seq.Seq2SeqModel; hibert: longctx.hibert.Summarizer, with summarize and
+        sentence_scores; .family names it). Raises IOFailure (unreadable) or
         FormatError (not a longctx checkpoint the package loads: the message names the families)."""
         cpath = _path(path)
         max_batch = _int(max_batch, "max_batch")

@@ -4,9 +4,8 @@ greedy output of the C model (lc_seq2seq_generate_one). See docs/seq2seq.md."""
 
 import ctypes
 
-from . import _lib
-from ._lib import c_int_p, call, lib
-from .errors import ArgumentError
+from ._family import HandleModel, with_protos
+from ._lib import c_int_p, call
 
 _V, _I = ctypes.c_void_p, ctypes.c_int
 
@@ -20,39 +19,18 @@ _PROTOS = {
     "lc_seq2seq_steps_done": (ctypes.c_long, [_V]),
     "lc_seq2seq_set_threads": (_I, [_V, _I]),
 }
-_ready = []
+_L = with_protos(_PROTOS)
 
 
-def _L():
-    L = lib()
-    if not _ready:
-        for name, (res, args) in _PROTOS.items():
-            fn = getattr(L, name)
-            fn.restype, fn.argtypes = res, args
-        _ready.append(True)
-    return L
-
-
-class _Handle(object):
-    """The C model, freed when the Seq2SeqModel lets go of it."""
-
-    def __init__(self, model):
-        self.model = ctypes.c_void_p(model)
-
-    def __del__(self):
-        if _lib._lib is not None and self.model.value:
-            _lib._lib.lc_seq2seq_free(self.model)
-            self.model = ctypes.c_void_p(None)
-
-
-class Seq2SeqModel(object):
+class Seq2SeqModel(HandleModel):
     """A trained encoder-decoder over bytes. m.generate("abc") -> the greedy target as str. One model must not
     be used by two threads at once (calls release the GIL)."""
 
     family = "seq2seq"
+    _free, _closed_message = "lc_seq2seq_free", "this longctx seq2seq model is closed"
 
     def __init__(self, handle):
-        self._owner = _Handle(handle)
+        HandleModel.__init__(self, handle)
         src, tgt = ctypes.c_int(), ctypes.c_int()
         _L().lc_seq2seq_max_lengths(self._h, ctypes.byref(src), ctypes.byref(tgt))
         self.max_src_len, self.max_tgt_len = src.value, tgt.value
@@ -70,24 +48,6 @@ class Seq2SeqModel(object):
         if threads is not None:
             m.set_threads(threads)
         return m
-
-    def close(self):
-        """Free the C model now (also `with`); later calls raise ArgumentError."""
-        self.__dict__["_owner"] = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    @property
-    def _h(self):
-        owner = self.__dict__.get("_owner")
-        if owner is None:
-            raise ArgumentError(1, "this longctx seq2seq model is closed")
-        return owner.model
 
     @property
     def num_params(self):
@@ -114,5 +74,5 @@ class Seq2SeqModel(object):
         return self.generate_bytes(source).decode("utf-8", "replace")
 
     def __repr__(self):
-        state = "closed" if self.__dict__.get("_owner") is None else "%d params, step %d" % (self.num_params, self.step)
+        state = "closed" if self.closed else "%d params, step %d" % (self.num_params, self.step)
         return "<longctx seq2seq model: %s>" % state

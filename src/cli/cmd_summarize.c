@@ -1,7 +1,7 @@
 /* `longctx summarize [--ckpt CKPT] [--method M] [--sentences K] [--scores] FILE...`: each file's extractive
  * summary by a fine-tuned HIBERT checkpoint or a baseline of eval --task summarize (LexRank over the file's
  * own sentences, lead-K, lead-3): the K best-scored sentences in document order; with --scores every sentence
- * with its score and whether it was picked. A BBC article's title line is detected (body_of). And
+ * with its score and whether it was picked. A BBC article's title line is detected (lc_summary_body). And
  * `eval --task summarize --ckpt`:
  * the checkpoint's ROUGE on a BBC split with k = the number of contained reference sentences. */
 #include <stdio.h>
@@ -12,37 +12,15 @@
 #include "core/status.h"
 #include "core/threads.h"
 
-/* A checkpoint's model planned for the documents of d (batches of up to `batch` chunks). A pre-training
- * checkpoint scores with its intruder head (experiments/hibert-intruders/README.md); one pre-trained without
- * intruders has a head that was never trained, and is refused. */
+/* A checkpoint's model planned for the documents of d (lc_hdocs_load_scorer), with a note when it is a
+ * pre-training checkpoint scoring with its intruder head. */
 static lc_status load_for(const char *ckpt, lc_hdocs *d, int batch, lc_hibert **m) {
-    lc_hibert_config cfg;
-    lc_hibert_run run;
-    lc_status st = lc_hibert_checkpoint_info(ckpt, &cfg, &run);
-    if (st) return st;
-    if (run.stage == LC_HIBERT_STAGE_PRETRAIN && !(run.intruders > 0))
-        return lc_fail(LC_ERR_ARG, "%s: a pre-training checkpoint without --intruders: its head was never trained "
-                                   "(fine-tune it with hibert finetune --init)", ckpt);
-    const lc_hibert_limits lim = lc_hdocs_limits(NULL, d, batch, &cfg, 0);
-    if ((st = lc_hibert_load(ckpt, &lim, m, NULL))) return st;
-    if (run.stage == LC_HIBERT_STAGE_PRETRAIN)
+    int intruder_head = 0;
+    const lc_status st = lc_hdocs_load_scorer(ckpt, d, batch, m, &intruder_head);
+    if (!st && intruder_head)
         fprintf(stderr, "%s: a pre-training checkpoint: sentences are scored by its intruder head (how well each "
                         "belongs to its document; not fine-tuned)\n", ckpt);
-    return LC_OK;
-}
-
-/* The BBC layout without --title: a first line that is followed by a blank line and does not end a sentence
- * ('.', '!' or '?', a closing quote allowed after it) is a title, not part of the text. */
-static const char *body_of(const char *text, int title, int no_title) {
-    const char *nl = strchr(text, '\n');
-    if (title) return nl ? nl + 1 : text + strlen(text);
-    if (no_title || !nl) return text;
-    const char *end = nl, *next = nl + 1;
-    while (end > text && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t')) end--;
-    while (*next == ' ' || *next == '\t' || *next == '\r') next++;
-    if (*next != '\n' || end == text) return text; /* no blank line after it, or line 1 is blank */
-    while (end > text && (end[-1] == '"' || end[-1] == '\'')) end--;
-    return end[-1] == '.' || end[-1] == '!' || end[-1] == '?' ? text : nl + 1;
+    return st;
 }
 
 int lc_cmd_summarize(int argc, char **argv) {
@@ -86,15 +64,7 @@ int lc_cmd_summarize(int argc, char **argv) {
     for (int i = 0; i < nf && rc < 0; i++) {
         char *text = NULL;
         if ((st = lc_text_read_user(files[i], encoding && !strcmp(encoding, "latin1"), &text, NULL))) { rc = lc_cli_fail(st); break; }
-        const char *body = body_of(text, title, no_title);
-        lc_sentences s;
-        if (!(st = lc_sentences_split(body, &s)) && s.n < 2) {
-            lc_cli_error("%s: %s: a summary needs at least 2 sentences (the sentence rule: docs/results/summarization-protocol.md)", files[i],
-                         s.n ? "one sentence, no sentence boundary" : "empty document");
-            rc = LC_EXIT_RUNTIME;
-        }
-        lc_sentences_free(&s);
-        if (rc < 0 && (st || (st = lc_hdocs_add_text(&d, body, files[i], NULL)))) rc = lc_cli_fail(st);
+        if ((st = lc_hdocs_add_summary_text(&d, text, files[i], title, no_title))) rc = lc_cli_fail(st);
         free(text);
     }
     lc_set_threads(threads);

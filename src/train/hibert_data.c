@@ -373,3 +373,45 @@ lc_status lc_hdocs_load_sources(lc_hdocs *train, lc_hdocs *valid, const char *so
     if (!st && labels >= 0 && !(st = lc_hdocs_label(train, labels))) st = lc_hdocs_label(valid, labels);
     return st;
 }
+
+const char *lc_summary_body(const char *text, int title, int no_title) {
+    /* the BBC layout without --title: a first line that is followed by a blank line and does not end a sentence
+     * ('.', '!' or '?', a closing quote allowed after it) is a title, not part of the text */
+    const char *nl = strchr(text, '\n');
+    if (title) return nl ? nl + 1 : text + strlen(text);
+    if (no_title || !nl) return text;
+    const char *end = nl, *next = nl + 1;
+    while (end > text && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t')) end--;
+    while (*next == ' ' || *next == '\t' || *next == '\r') next++;
+    if (*next != '\n' || end == text) return text; /* no blank line after it, or line 1 is blank */
+    while (end > text && (end[-1] == '"' || end[-1] == '\'')) end--;
+    return end[-1] == '.' || end[-1] == '!' || end[-1] == '?' ? text : nl + 1;
+}
+
+lc_status lc_hdocs_add_summary_text(lc_hdocs *d, const char *text, const char *name, int title, int no_title) {
+    const char *body = lc_summary_body(text, title, no_title);
+    lc_sentences s;
+    lc_status st = lc_sentences_split(body, &s);
+    if (!st && s.n < 2)
+        st = lc_fail(LC_ERR_FORMAT, "%s: %s: a summary needs at least 2 sentences (the sentence rule: "
+                                    "docs/results/summarization-protocol.md)",
+                     name, s.n ? "one sentence, no sentence boundary" : "empty document");
+    lc_sentences_free(&s);
+    return st ? st : lc_hdocs_add_text(d, body, name, NULL);
+}
+
+lc_status lc_hdocs_load_scorer(const char *ckpt, const lc_hdocs *d, int batch, lc_hibert **m, int *intruder_head) {
+    lc_hibert_config cfg;
+    lc_hibert_run run;
+    lc_status st = lc_hibert_checkpoint_info(ckpt, &cfg, &run);
+    if (st) return st;
+    if (run.stage == LC_HIBERT_STAGE_PRETRAIN && !(run.intruders > 0))
+        return lc_fail(LC_ERR_ARG, "%s: a pre-training checkpoint without --intruders: its head was never trained "
+                                   "(fine-tune it with hibert finetune --init)", ckpt);
+    /* without documents: any `batch` chunks (0: the model's bounds, cfg.max_sents sentences of max_sent_len) */
+    const lc_hibert_limits any = {.max_docs = batch, .no_decoder = 1};
+    const lc_hibert_limits lim = d ? lc_hdocs_limits(NULL, d, batch, &cfg, 0) : any;
+    if ((st = lc_hibert_load(ckpt, &lim, m, NULL))) return st;
+    if (intruder_head) *intruder_head = run.stage == LC_HIBERT_STAGE_PRETRAIN;
+    return LC_OK;
+}

@@ -78,4 +78,18 @@ lc_status lc_hdocs_rouge(lc_hibert *m, const lc_hdocs *d, int batch, double r[6]
 /* pick[i] = 1 for the k highest scores of n (ties: the earlier sentence). */
 void lc_top_k(const float *scores, int n, int k, uint8_t *pick);
 
+/* Summarizing one text (`longctx summarize`, the binding API's lc_hibert_summarizer): */
+/* The text to summarize: with title, all after line 1; with no_title, all of it; else the BBC layout's rule: a
+ * first line that is followed by a blank line and does not end a sentence ('.', '!' or '?', a closing quote
+ * allowed after it) is a title, not part of the text. A pointer into text. */
+const char *lc_summary_body(const char *text, int title, int no_title);
+/* Add the body (lc_summary_body) of text as one document named `name`; LC_ERR_FORMAT naming it when the body
+ * has fewer than 2 sentences (the sentence rule). */
+lc_status lc_hdocs_add_summary_text(lc_hdocs *d, const char *text, const char *name, int title, int no_title);
+/* A checkpoint's model for scoring sentences, planned for batches of `batch` chunks of d (NULL: any `batch`
+ * chunks the checkpoint takes). A pre-training checkpoint scores with its intruder head
+ * (experiments/hibert-intruders/README.md; *intruder_head, may be NULL, set to 1); one pre-trained without
+ * intruders has a head that was never trained, and is LC_ERR_ARG naming the file. */
+lc_status lc_hdocs_load_scorer(const char *ckpt, const lc_hdocs *d, int batch, lc_hibert **m, int *intruder_head);
+
 #endif
