@@ -1,5 +1,5 @@
-/* The README's library example ("Use the library"): build a tiny byte-level Transformer, run one forward
- * pass over a sentence and print the loss. CI compiles it against an installed prefix with
+/* The C library guide's whole program (docs/guides/c-library.md, "The whole program"): build a tiny
+ * byte-level Transformer, run one forward pass over a sentence and print the loss. CI compiles it against an installed prefix with
  * `pkg-config --cflags --libs longctx` (tests/check_all.sh). */
 #include <stdio.h>
 #include <string.h>

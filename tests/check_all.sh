@@ -2,7 +2,7 @@
 # `make check`: the test suite on three build variants (release, with whatever optional packages are installed;
 # minimal: the built-in gemm and no OpenMP; asan: AddressSanitizer + UBSan on the build of a bare machine,
 # BARE=1: the built-in gemm with OpenMP threads, no zlib, no MPI, no Python tests), a build of the benchmark
-# drivers, `make install` into a temporary prefix with the README's library example built against it
+# drivers, `make install` into a temporary prefix with the C library guide's example built against it
 # (tests/install_test.sh), then one overall "N passed, N failed" line. Builds run with one job per core.
 # The asan variant runs the built-in gemm's OpenMP path under the sanitizers (LeakSanitizer included), as
 # `make check` on a bare Debian 12 does. What a machine cannot run is listed under "skipped here:".

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make install` as a user meets it: installs the portable build into a temporary prefix, then checks the
-# exported names (lc_ only), compiles the README's library example (examples/hello.c, which must match the
-# README's "Use the library" block) against the prefix with pkg-config, linked to the shared library (run
+# exported names (lc_ only), compiles the C library guide's example (examples/hello.c, which must match the
+# "The whole program" block of docs/guides/c-library.md) against the prefix with pkg-config, linked to the shared library (run
 # with LD_LIBRARY_PATH) and to the static one, runs the installed CLI's --version and man page, a DESTDIR
 # install, and make uninstall; the installed CLI trains without --data outside the source tree (the corpus
 # installed under share/longctx) and python/examples/quickstart.py runs on the installed package.
@@ -29,9 +29,9 @@ done
 check "soname liblongctx.so.0" sh -c "readelf -d '$prefix/lib/liblongctx.so' | grep -q 'SONAME.*\[liblongctx.so.0\]'"
 check "only lc_ names exported" bash tools/check_exports.sh "$prefix/lib/liblongctx.so"
 
-# the README's example, exactly as examples/hello.c
-awk '/^#+ Use the library/ { sec = 1 } sec && /^```c$/ { code = 1; next } code && /^```$/ { exit } code' README.md >"$work/readme.c"
-check "README's 'Use the library' example is examples/hello.c" cmp -s "$work/readme.c" examples/hello.c
+# the C library guide's whole program, exactly as examples/hello.c
+awk '/^#+ The whole program/ { sec = 1 } sec && /^```c$/ { code = 1; next } code && /^```$/ { exit } code' docs/guides/c-library.md >"$work/guide.c"
+check "the C library guide's whole program is examples/hello.c" cmp -s "$work/guide.c" examples/hello.c
 # the pkg-config checks need pkg-config (.ci/run installs it); without it they are skipped, not failed
 has_pc=0; command -v pkg-config >/dev/null && has_pc=1
 if [ "$has_pc" = 1 ]; then
