@@ -5,7 +5,6 @@
 #include "attn/spec.h"
 #include "core/status.h"
 #include "longctx.h"
-#include "models/lm/lm.h"
 #include "nn/stacks.h"
 
 typedef struct {
@@ -103,9 +102,4 @@ lc_status lc_config_validate(const lc_config *c) {
     free(layers);
     if (rc) return lc_fail(LC_ERR_ARG, "%s", err);
     return LC_OK;
-}
-
-int lc_config_attn_keys(const lc_config *c) {
-    const long keys = (long)c->seq_len + c->extra_tokens + (c->model == LC_MODEL_XL ? c->mem_len : 0);
-    return keys > (1 << 30) ? 1 << 30 : (int)keys;
 }

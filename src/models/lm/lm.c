@@ -1,5 +1,5 @@
 /* The byte-level decoder language model: activation planning (one allocation), the compute plan and
- * the model's lifetime. Parameters are laid out and initialised from the tensor list (nn/params.c). */
+ * the model's lifetime. Parameters are laid out and initialised from the tensor list (models/lm/params.c). */
 #include "models/lm/lm.h"
 
 #include <math.h>
@@ -442,4 +442,9 @@ lc_status lc_model_set_xl_options(lc_model *m, int clamp_len, int same_length) {
     m->sinus_rows = -1;
     m->r_ready = 0;
     return replan ? build_acts(m) : LC_OK; /* the attention workspace depends on the window */
+}
+
+int lc_config_attn_keys(const lc_config *c) {
+    const long keys = (long)c->seq_len + c->extra_tokens + (c->model == LC_MODEL_XL ? c->mem_len : 0);
+    return keys > (1 << 30) ? 1 << 30 : (int)keys;
 }

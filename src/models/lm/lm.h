@@ -88,7 +88,7 @@ struct lc_model {
 /* Allocates the key/value cache's second layouts (m->stores) if the model has none yet (models/lm/lm.c). */
 void lc_model_alloc_stores(lc_model *m);
 
-/* The parameter side of lc_model_create / lc_model_free (nn/params.c): list the tensors of m->cfg
+/* The parameter side of lc_model_create / lc_model_free (models/lm/params.c): list the tensors of m->cfg
  * (m->layers parsed), allocate and bind them, and initialise them from seed; release all of it. */
 lc_status lc_model_build_params(lc_model *m, uint64_t seed);
 void lc_model_free_params(lc_model *m);
