@@ -2,7 +2,7 @@
  * encoder-decoder's models/seq2seq/seq2seq*.c): a bidirectional encoder stack over packed sequences, a decoder stack
  * (causal decoder blocks over packed target sequences cross-attending to encoder rows, final LayerNorm,
  * output projection, NLL of the targets), the activation planner that lays both out in one table, the
- * packed embedding rows and the longest-first sort (the update is nn/tensors.h's lc_tensors_update).
+ * packed embedding rows and the longest-first sort (the update is train/optimizer.h's lc_tensors_update).
  * Owners fill the packing (rows, seq_len, tokens, pairs) and call the passes with the step's environment. */
 #ifndef LC_MODEL_STACKS_H
 #define LC_MODEL_STACKS_H

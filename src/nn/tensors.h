@@ -124,19 +124,6 @@ void lc_tensors_release(lc_tensor_list *l, const lc_tensor_buffers *b);
 float *lc_tensor_values(const lc_tensor_list *l, const lc_tensor_buffers *b, int i);
 typedef float **(*lc_tensor_site_fn)(void *user, const lc_tensor *t, int layer, int grad);
 void lc_tensors_bind(const lc_tensor_list *l, const lc_tensor_buffers *b, lc_tensor_site_fn site, void *user);
-/* One optimisation step (nn/tensor_ops.c): the mean loss sum / n and the gradient norm must be finite
- * (LC_ERR_NUMERIC, nothing changed, otherwise), clipping by the global norm (o->clip), AdamW on every
- * parameter at lc_learning_rate(o, *step) with weight decay where the list says; *step advances and
- * *loss (may be NULL) gets the mean. */
-lc_status lc_tensors_update(const lc_tensor_list *l, const lc_tensor_buffers *b, const lc_train_options *o,
-                            long *step, double sum, long n, double *loss);
-/* The update itself, shared with the LM trainer: gradients scaled by o->clip / norm when norm (their
- * global norm) exceeds o->clip, then AdamW step `step` (0-based) on every parameter tensor of the list at
- * lc_learning_rate(o, step) times its lc_lr_scale_factor, weight decay where the list says; buffers are
- * params, grads, adam_m, adam_v laid out by ptab. */
-void lc_tensors_adamw(const lc_tensor_list *l, const lc_table *ptab, float *const buffers[4],
-                      const lc_train_options *o, long step, double norm);
-
 /* The cross-attention tensors of the decoder blocks of config c (layer i: prefix + "blocks.{i}.ln_cross",
  * ".cross.q", ".cross.kv" reading encoder rows of width C_enc, ".cross.proj"), layer by layer. */
 void lc_tensors_add_cross(lc_tensor_builder *b, const lc_config *c, long C_enc, const char *prefix);

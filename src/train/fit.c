@@ -13,6 +13,7 @@
 #include "core/timer.h"
 #include "kernels/kernels.h"
 #include "train/dist.h"
+#include "train/optimizer.h"
 
 void lc_fit_metrics_add(lc_fit_metrics *mx, const char *key, double value) {
     if (mx->n >= LC_FIT_MAX_METRICS) return;

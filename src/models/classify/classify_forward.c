@@ -9,6 +9,7 @@
 #include "core/threads.h"
 #include "kernels/kernels.h"
 #include "models/classify/classify.h"
+#include "train/optimizer.h"
 
 enum { SEED_EMBED = 1 };
 

@@ -8,6 +8,7 @@
 #include "core/threads.h"
 #include "kernels/kernels.h"
 #include "models/classify/classify.h"
+#include "train/optimizer.h"
 
 #define MLM_RATE 0.15f
 

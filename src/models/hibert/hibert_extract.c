@@ -7,6 +7,7 @@
 #include "core/threads.h"
 #include "kernels/kernels.h"
 #include "models/hibert/hibert.h"
+#include "train/optimizer.h"
 
 /* Binary cross-entropy of logit z against label y, stable for any z: log(1 + e^z) - y z. */
 static double bce(double z, int y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }

@@ -13,34 +13,7 @@
 #include "models/lm/lm.h"
 #include "train/dist.h"
 #include "train/fit.h"
-
-void lc_train_options_default(lc_train_options *o) {
-    memset(o, 0, sizeof *o);
-    o->steps = 2000;
-    o->batch = 16;
-    o->grad_accum = 1;
-    o->lr = 2e-3f;
-    o->min_lr = 1e-4f;
-    o->warmup = 100;
-    o->weight_decay = 0.1f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.99f;
-    o->eps = 1e-8f;
-    o->clip = 1.0f;
-    o->eval_every = 250;
-    o->eval_bytes = 32768;
-    o->seed = 1337;
-    o->ranks = 1;
-}
-
-double lc_learning_rate(const lc_train_options *o, long step) {
-    if (o->warmup > 0 && step < o->warmup) return o->lr * (double)(step + 1) / (double)o->warmup;
-    long decay = o->steps - o->warmup;
-    if (decay <= 0) return o->lr;
-    double progress = (double)(step - o->warmup) / (double)decay;
-    if (progress > 1) progress = 1;
-    return o->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (o->lr - o->min_lr);
-}
+#include "train/optimizer.h"
 
 static lc_status check_options(const lc_model *m, const lc_train_options *o) {
     lc_status st = lc_adamw_options_check(o);

@@ -9,6 +9,7 @@
 #include "core/threads.h"
 #include "kernels/kernels.h"
 #include "models/seq2seq/seq2seq.h"
+#include "train/optimizer.h"
 
 static lc_pass_env env_of(const lc_seq2seq *m) {
     return (lc_pass_env){lc_seed_mix(m->seed, (uint64_t)m->step), m->global_pos, m->attn_work, m->attn_work_floats,
