@@ -1,8 +1,8 @@
 /* What every model family's checkpoint shares (train/meta_table.h): writing the tensor list and a key
  * table's metadata in one atomic file, reading the metadata with the family check and the config's
- * validation, and the one refusal of a model that the metadata describes but cannot be built. The
- * families' files (checkpoint_classify.c, checkpoint_hibert.c, checkpoint_seq2seq.c) keep only their key
- * tables and what is theirs alone. */
+ * validation, the one refusal of a model that the metadata describes but cannot be built, and the check
+ * of a checkpoint's path before a run. The families' files (src/models/*/checkpoint_*.c) keep only their
+ * key tables and what is theirs alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,4 +68,9 @@ int lc_ckpt_is_model(const char *path, const char *model) {
     const int yes = got && strcmp(got, model) == 0;
     lc_st_close(f);
     return yes;
+}
+
+lc_status lc_checkpoint_check_path(const char *path) {
+    lc_clear_error();
+    return lc_st_check_path(path);
 }

@@ -1,4 +1,5 @@
-/* Byte corpora: loading a file whole, the train/valid/test split, and contiguous-stream batches. */
+/* Byte corpora: loading a file whole, the train/valid/test split, contiguous-stream batches, and the record
+ * of the data that checkpoints keep. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/files.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "longctx.h"
 
@@ -118,4 +120,21 @@ lc_status lc_stream_batch_part(const uint8_t *data, size_t n, long streams, long
         }
     }
     return LC_OK;
+}
+
+/* The data record a checkpoint keeps (longctx/train.h): the FNV-1a 64 hash of the bytes, the path, the split. */
+uint64_t lc_data_hash(const uint8_t *bytes, size_t n) {
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ bytes[i]) * 1099511628211ULL;
+    return h;
+}
+
+void lc_data_record_set(lc_data_record *r, const char *path, const lc_corpus *c) {
+    memset(r, 0, sizeof *r);
+    char *abs = path ? realpath(path, NULL) : NULL;
+    if (abs && strlen(abs) < sizeof r->path && lc_utf8_valid(abs, strlen(abs))) strcpy(r->path, abs);
+    free(abs);
+    r->size = (long)c->size;
+    r->hash = lc_data_hash(c->bytes, c->size);
+    r->split = c->mode;
 }

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json.h"
 #include "kernels/fastmath.h"
 #include "models/lm/lm.h"
 #include "train/checkpoint_meta.h"
@@ -76,29 +75,6 @@ lc_status lc_checkpoint_save(const lc_model *m, const lc_train_options *o, const
     free(h);
     free(meta);
     return st;
-}
-
-lc_status lc_checkpoint_check_path(const char *path) {
-    lc_clear_error();
-    return lc_st_check_path(path);
-}
-
-/* ---------------------------------------------------------------- the data record */
-
-uint64_t lc_data_hash(const uint8_t *bytes, size_t n) {
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ bytes[i]) * 1099511628211ULL;
-    return h;
-}
-
-void lc_data_record_set(lc_data_record *r, const char *path, const lc_corpus *c) {
-    memset(r, 0, sizeof *r);
-    char *abs = path ? realpath(path, NULL) : NULL;
-    if (abs && strlen(abs) < sizeof r->path && lc_utf8_valid(abs, strlen(abs))) strcpy(r->path, abs);
-    free(abs);
-    r->size = (long)c->size;
-    r->hash = lc_data_hash(c->bytes, c->size);
-    r->split = c->mode;
 }
 
 /* ---------------------------------------------------------------- loading */
