@@ -9,7 +9,7 @@
 /* `eval --task summarize`'s last lines: with stem, "SPLIT: NAME stemmed ROUGE-1 .." of r[3..6); with json,
  * {"rouge1":..,"rouge2":..,"rougeL":..[,"rouge1_stem":..,"rouge2_stem":..,"rougeL_stem":..],"docs":..}. */
 void lc_print_summary_scores(const char *split, const char *name, const double r[6], int docs, int stem, int json);
-/* The extractive baselines of eval --task summarize and summarize --method (cmd_eval_summary.c). */
+/* The extractive baselines of eval --task summarize and summarize --method (summary_methods.c). */
 typedef enum { LC_SUMM_LEAD3, LC_SUMM_LEADK, LC_SUMM_LEXRANK, LC_SUMM_ORACLE, LC_SUMM_HIBERT } lc_summ_method;
 /* "lead3", "leadk", "lexrank", "oracle" or "hibert" into *out; -1 for another name. */
 int lc_summ_method_parse(const char *name, lc_summ_method *out);
