@@ -4,8 +4,8 @@
  * output projection, NLL of the targets), the activation planner that lays both out in one table, the
  * packed embedding rows and the longest-first sort (the update is train/optimizer.h's lc_tensors_update).
  * Owners fill the packing (rows, seq_len, tokens, pairs) and call the passes with the step's environment. */
-#ifndef LC_MODEL_STACKS_H
-#define LC_MODEL_STACKS_H
+#ifndef LC_NN_STACKS_H
+#define LC_NN_STACKS_H
 
 #include "core/table.h"
 #include "longctx.h"

@@ -3,8 +3,8 @@
  * initialisation, weight decay, gradient mirroring and checkpoint writing and reading all derive from
  * this list; it depends on the configuration only, so a checkpoint's tensor table can be checked
  * against it before any model memory is allocated. docs/reference/checkpoint.md documents every name. */
-#ifndef LC_MODEL_TENSORS_H
-#define LC_MODEL_TENSORS_H
+#ifndef LC_NN_TENSORS_H
+#define LC_NN_TENSORS_H
 
 #include "attn/spec.h"
 #include "core/table.h"

@@ -1,8 +1,8 @@
 /* Internal view of the sequence classifier (struct lc_classifier): one bidirectional stack of blocks over
  * packed examples ([CLS] first in each), LRA's head, the parameter table laid out from one tensor list
  * (nn/tensors.h) and the activations planned once for the largest batch. */
-#ifndef LC_MODEL_CLASSIFY_H
-#define LC_MODEL_CLASSIFY_H
+#ifndef LC_MODELS_CLASSIFY_H
+#define LC_MODELS_CLASSIFY_H
 
 #include "longctx.h"
 #include "nn/stacks.h"

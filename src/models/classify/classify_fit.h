@@ -4,8 +4,8 @@
  * texts), validation accuracy with the best checkpoint kept, the last state saved to its own path, and data
  * parallelism over the processes of lc_dist (R processes of batch B read what one process of batch R*B
  * reads). */
-#ifndef LC_TRAIN_CLASSIFY_FIT_H
-#define LC_TRAIN_CLASSIFY_FIT_H
+#ifndef LC_MODELS_CLASSIFY_FIT_H
+#define LC_MODELS_CLASSIFY_FIT_H
 
 #include "longctx.h"
 #include "train/checkpoint_meta.h"

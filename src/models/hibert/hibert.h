@@ -1,8 +1,8 @@
 /* Internal view of the hierarchical model (struct lc_hibert, HIBERT): its two stacks of Transformer
  * blocks (sentence encoder, document encoder), the extraction head, the parameter table laid out from one
  * tensor list (nn/tensors.h) and the activations planned once for the largest batch. */
-#ifndef LC_MODEL_HIER_H
-#define LC_MODEL_HIER_H
+#ifndef LC_MODELS_HIBERT_H
+#define LC_MODELS_HIBERT_H
 
 #include "core/table.h"
 #include "longctx.h"

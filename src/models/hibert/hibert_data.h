@@ -1,8 +1,8 @@
 /* HIBERT's document sets (hibert_data.c): directories of .txt files, the BBC layout and TSV files read into
  * sentences cut into model-sized chunks, batches of chunks, sentence scores and the top-k extractive
  * summaries' ROUGE. The training run (models/hibert/hibert_fit.h) and the HIBERT commands read them. */
-#ifndef LC_TRAIN_HIBERT_DATA_H
-#define LC_TRAIN_HIBERT_DATA_H
+#ifndef LC_MODELS_HIBERT_DATA_H
+#define LC_MODELS_HIBERT_DATA_H
 
 #include <stdint.h>
 

@@ -4,8 +4,8 @@
  * training together (train/dist.h) each take their share of it, so R processes of batch B train as one of
  * batch R*B. Validation (pre-training: bits per byte on held-out chunks; fine-tuning: ROUGE, keeping the best
  * checkpoint) runs on process 0 and its numbers are shared; process 0 saves the model with its run record. */
-#ifndef LC_TRAIN_HIBERT_FIT_H
-#define LC_TRAIN_HIBERT_FIT_H
+#ifndef LC_MODELS_HIBERT_FIT_H
+#define LC_MODELS_HIBERT_FIT_H
 
 #include "train/fit.h"
 #include "models/hibert/hibert_data.h"

@@ -1,7 +1,7 @@
 /* Internal view of the decoder language model (struct lc_model): the parameter table and the
  * planned activation buffers. The checkpoint and training code read these fields directly. */
-#ifndef LC_MODEL_LM_H
-#define LC_MODEL_LM_H
+#ifndef LC_MODELS_LM_H
+#define LC_MODELS_LM_H
 
 #include "core/table.h"
 #include "longctx.h"

@@ -1,8 +1,8 @@
 /* Internal view of the vanilla encoder-decoder model (struct lc_seq2seq, include/longctx/seq2seq.h): an
  * encoder stack and a decoder stack from nn/stacks.h, the byte embeddings, the parameter table laid out
  * from one tensor list (nn/tensors.h) and the activations planned once for max_pairs pairs. */
-#ifndef LC_MODEL_SEQ2SEQ_H
-#define LC_MODEL_SEQ2SEQ_H
+#ifndef LC_MODELS_SEQ2SEQ_H
+#define LC_MODELS_SEQ2SEQ_H
 
 #include "longctx.h"
 #include "nn/stacks.h"

@@ -2,8 +2,8 @@
  * (lc_pair_data) in a seeded order per epoch, teacher-forced NLL, validation by greedy decoding
  * (exact_match and char_accuracy), and saves as seq2seq checkpoints (lc_seq2seq_save). Data parallel:
  * R processes of batch B read what one process of batch R*B reads. */
-#ifndef LC_TRAIN_SEQ2SEQ_FIT_H
-#define LC_TRAIN_SEQ2SEQ_FIT_H
+#ifndef LC_MODELS_SEQ2SEQ_FIT_H
+#define LC_MODELS_SEQ2SEQ_FIT_H
 
 #include "longctx.h"
 #include "train/fit.h"
