@@ -1,8 +1,8 @@
 /* What every model family's checkpoint shares (train/meta_table.h): writing the tensor list and a key
  * table's metadata in one atomic file, reading the metadata with the family check and the config's
  * validation, the one refusal of a model that the metadata describes but cannot be built, and the check
- * of a checkpoint's path before a run. The families' files (src/models/*/checkpoint_*.c) keep only their
- * key tables and what is theirs alone. */
+ * of a checkpoint's path before a run. The families' files (src/models/<family>/checkpoint_<family>.c)
+ * keep only their key tables and what is theirs alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
