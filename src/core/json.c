@@ -260,7 +260,7 @@ static int lc_json_exact_integer(const unsigned char *text, size_t begin, size_t
     return 1;
 }
 
-static lc_status lc_json_number(lc_json_parser *p, lc_json *node) {
+static lc_status lc_json_read_number(lc_json_parser *p, lc_json *node) {
     int is_integer = 0;
     size_t start = p->pos, end = lc_json_number_end(p, &is_integer);
     if (!end) return lc_json_error_at(p, start, "malformed number");
@@ -419,7 +419,7 @@ static lc_status lc_json_value(lc_json_parser *p, lc_json *node, int depth) {
         node->type = LC_JSON_STRING;
         return lc_json_string(p, &node->string, &node->count);
     }
-    if (c == '-' || (c >= '0' && c <= '9')) return lc_json_number(p, node);
+    if (c == '-' || (c >= '0' && c <= '9')) return lc_json_read_number(p, node);
     if (lc_json_match_word(p, "true") || lc_json_match_word(p, "false")) {
         node->type = LC_JSON_BOOL;
         node->boolean = p->text[node->offset] == 't';
