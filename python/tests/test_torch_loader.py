@@ -84,8 +84,11 @@ class SpecWithoutLibrary(unittest.TestCase):
     def test_not_a_language_model(self):
         import longctx.torch as lt
         path = os.path.join(self.dir, "h.ckpt")
+        _write_safetensors(path, dict(_lm_metadata("full"), model="seq2seq"))
+        with self.assertRaisesRegex(ValueError, "seq2seq checkpoint, not a language model .*classify or hibert"):
+            lt.load(path)
         _write_safetensors(path, dict(_lm_metadata("full"), model="hibert"))
-        with self.assertRaisesRegex(ValueError, "hibert checkpoint, not a language model"):
+        with self.assertRaisesRegex(ValueError, "metadata key max_sent_len is missing"):
             lt.load(path)
         _write_safetensors(path, {"format": "other"})
         with self.assertRaisesRegex(ValueError, "not a longctx checkpoint"):
