@@ -848,7 +848,7 @@ def load(path, dtype=torch.float32, device=None):
     tensors, meta = read_checkpoint(path)
     if meta.get("format") == "longctx" and meta.get("model") in ("classify", "hibert"):
         from . import torch_families
-        return torch_families.load_family(path, tensors, meta, dtype, device)
+        return torch_families._load_family(path, tensors, meta, dtype, device)
     cfg = _config_from_metadata(meta, path)
     model = LongctxLM(cfg)
     _copy_parameters(path, tensors, model.checkpoint_parameters(), ignored=("state.memory.",))

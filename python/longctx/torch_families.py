@@ -366,7 +366,7 @@ def _hibert_config(path, meta):
     return cfg
 
 
-def load_family(path, tensors, meta, dtype, device):
+def _load_family(path, tensors, meta, dtype, device):
     """longctx.torch.load's part for the classify and hibert families (tensors and metadata already read)."""
     if meta["model"] == "classify":
         cfg = _classifier_config(path, meta)
