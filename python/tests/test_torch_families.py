@@ -85,6 +85,35 @@ def max_diff(a, b):
     return float(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).max())
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class RefusalsWithoutLibrary(unittest.TestCase):
+    """Kinds the loader cannot reproduce, and files that do not match their metadata, raise at load time."""
+
+    def test_refusals(self):
+        import longctx.torch as lt
+        import torch_cref
+        path = os.path.join(tmp, "refused.st")
+        clf = {"format": "longctx", "format_version": "1", "model": "classify", "n_layer": "1", "d_model": "8",
+               "n_head": "2", "d_ff": "8", "norm": "pre", "activation": "gelu", "dropout": "0", "attn": "full",
+               "max_len": "8", "tokens": "bytes", "vocab": "256", "n_classes": "2", "d_hidden": "0", "pool": "cls",
+               "classify.labels": "longctx-labels 1 2\na\nb\n"}
+        hib = {"format": "longctx", "format_version": "1", "model": "hibert", "norm": "pre", "activation": "gelu",
+               "max_sent_len": "8", "max_sents": "4"}
+        for stack in ("sent.", "doc."):
+            hib.update({stack + "n_layer": "1", stack + "d_model": "8", stack + "n_head": "2", stack + "d_ff": "8"})
+        for meta, kind in [(dict(clf, attn="routing:clusters=2"), "routing"),
+                           (dict(hib, **{"doc.attn": "lsh:buckets=2,chunk=2"}), "lsh")]:
+            torch_cref.write_safetensors(path, meta)
+            with self.assertRaisesRegex(lt.UnsupportedAttentionError, "attention kind '%s' is not supported" % kind):
+                lt.load(path)
+        torch_cref.write_safetensors(path, clf, [("wte", np.zeros((258, 8)))])
+        with self.assertRaisesRegex(ValueError, "tensor wpe is missing"):
+            lt.load(path)
+        torch_cref.write_safetensors(path, dict(hib, **{"max_sents": "x"}))
+        with self.assertRaises(ValueError):
+            lt.load(path)
+
+
 class Base(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
