@@ -8,11 +8,13 @@ In eval mode (the state ``load`` returns) the outputs are the C model's inferenc
 (``longctx predict --probs`` is their softmax), HIBERT's sentence scores (``longctx summarize --scores``).
 HIBERT's sentence decoder of pre-training (``dec.*``) is not loaded.
 """
+import ctypes
 import re
 
 import torch
 import torch.nn as nn
 
+from ._family import with_protos
 from .torch import (LN_EPS, Attention, Block, _block_parameters, _copy_parameters, _seed_mix,
                     parse_attention_spec)
 
@@ -22,7 +24,7 @@ _CLASSIFY_ATTN_STREAM = 0x636C617373696679  # "classify" (model/classify.c: st->
 _HIBERT_ATTN_STREAM = 0x6869626572740000    # LC_HIBERT_ATTN_STREAM (model/hier.h), + 0 sentence, + 1 document
 _WORD_CLS, _WORD_UNK, _WORD_FIRST = 1, 2, 4  # include/longctx/lra.h
 _HIBERT_EOS = 256
-_SUMMARY_FEATURES = 3                       # LC_SUMMARY_FEATURES: position, length, LexRank centrality
+_SUMMARY_FEATURES = 4  # LC_SUMMARY_FEATURES: position, length, LexRank centrality, word frequency
 
 
 def _int(path, meta, key, default=None):
@@ -219,24 +221,27 @@ class LongctxClassifier(nn.Module):
         return [self.labels[int(k)] for k in self.forward(inputs).argmax(-1)]
 
 
-def summary_features(sentences):
-    """The sentence features a HIBERT head with ``head.features`` = 3 reads (position 1/(1+i), log(1 + tokens)/4,
-    n times the LexRank centrality: ``lc_summary_features`` of include/longctx/summary.h), computed by the C
-    library (longctx's ctypes binding loads liblongctx.so), as a float32 tensor [n, 3]."""
-    import ctypes
+# lc_summary_features, prototyped on first use
+_summary_lib = with_protos({"lc_summary_features": (ctypes.c_int, [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
+                                                                   ctypes.c_int, ctypes.POINTER(ctypes.c_float)])})
 
-    from ._family import with_protos
+
+def summary_features(sentences, features=_SUMMARY_FEATURES):
+    """The first ``features`` (1..4) of the sentence features a HIBERT head with ``head.features`` > 0 reads, for a
+    document's sentences: position 1/(1+i), log(1 + tokens)/4, n times the LexRank centrality, word frequency
+    over the mean (``lc_summary_features`` of include/longctx/summary.h), computed by the C library (longctx's
+    ctypes binding loads liblongctx.so), as a float32 tensor [n, features]."""
     from ._lib import call
 
-    with_protos({"lc_summary_features": (ctypes.c_int, [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
-                                                         ctypes.POINTER(ctypes.c_float)])})()
+    _summary_lib()
     data = [_as_bytes(s, "sentence") for s in sentences]
     if any(b"\0" in s for s in data):
         raise ValueError("a sentence holds a NUL byte")
     n = len(data)
-    out = (ctypes.c_float * max(1, n * _SUMMARY_FEATURES))()
-    call("lc_summary_features", (ctypes.c_char_p * max(1, n))(*data), n, out)
-    return torch.tensor(list(out)[:n * _SUMMARY_FEATURES], dtype=torch.float32).reshape(n, _SUMMARY_FEATURES)
+    F = int(features)
+    out = (ctypes.c_float * max(1, n * F))()
+    call("lc_summary_features", (ctypes.c_char_p * max(1, n))(*data), n, F, out)
+    return torch.tensor(list(out)[:n * F], dtype=torch.float32).reshape(n, F)
 
 
 def _word_buckets(sentence, max_len, buckets):
@@ -333,11 +338,11 @@ class LongctxHIBERT(nn.Module):
             if F:
                 if features is not None:
                     feats = features[c0:c0 + N]
-                elif F != _SUMMARY_FEATURES:
-                    raise ValueError("the head reads %d features a sentence; give them (summary_features makes %d)"
-                                     % (F, _SUMMARY_FEATURES))
+                elif F > _SUMMARY_FEATURES:
+                    raise ValueError("the head reads %d features a sentence; give them (summary_features makes at "
+                                     "most %d)" % (F, _SUMMARY_FEATURES))
                 else:
-                    feats = summary_features(chunk)
+                    feats = summary_features(chunk, F)
             out.append(self._chunk(chunk, feats))
         return torch.cat(out)
 

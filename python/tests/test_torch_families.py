@@ -245,7 +245,7 @@ class HibertTest(Base):
         return path
 
     def features_model(self):
-        return self.finetune("hibert_features", "--head-features", "3", "--sent-words", "50", "--doc-dim", "12",
+        return self.finetune("hibert_features", "--head-features", "4", "--sent-words", "50", "--doc-dim", "12",
                              "--doc-attn", "window:w=1,global=1", "--norm", "post")
 
     def compare(self, name, path):
@@ -272,12 +272,12 @@ class HibertTest(Base):
     def test_features_words_proj(self):
         path = self.features_model()
         m = self.compare("hibert features words doc.proj", path)
-        self.assertEqual(tuple(m.head_features.shape), (1, 3))
+        self.assertEqual(tuple(m.head_features.shape), (1, 4))
         import longctx.torch_families as tf
         sents = [s for s, _ in longctx.Model.load(path).sentence_scores(self.texts[0], title=False)]
         with torch.no_grad():  # given features are the ones used; the C library's by default
             self.assertTrue(torch.equal(m(sents, features=tf.summary_features(sents)), m(sents)))
-            self.assertFalse(torch.equal(m(sents, features=torch.zeros(len(sents), 3)), m(sents)))
+            self.assertFalse(torch.equal(m(sents, features=torch.zeros(len(sents), 4)), m(sents)))
         with self.assertRaises(ValueError):
             m(sents, features=torch.zeros(len(sents), 2))
 
