@@ -20,8 +20,8 @@ from .torch import (LN_EPS, Attention, Block, _block_parameters, _copy_parameter
 
 __all__ = ["LongctxClassifier", "LongctxHIBERT", "EncoderStack", "summary_features"]
 
-_CLASSIFY_ATTN_STREAM = 0x636C617373696679  # "classify" (model/classify.c: st->attn_stream)
-_HIBERT_ATTN_STREAM = 0x6869626572740000    # LC_HIBERT_ATTN_STREAM (model/hier.h), + 0 sentence, + 1 document
+_CLASSIFY_ATTN_STREAM = 0x636C617373696679  # "classify" (src/models/classify/classify.c: st->attn_stream)
+_HIBERT_ATTN_STREAM = 0x6869626572740000    # LC_HIBERT_ATTN_STREAM (src/models/hibert/hibert.h), + 0 sentence, + 1 doc
 _WORD_CLS, _WORD_UNK, _WORD_FIRST = 1, 2, 4  # include/longctx/lra.h
 _HIBERT_EOS = 256
 _SUMMARY_FEATURES = 4  # LC_SUMMARY_FEATURES: position, length, LexRank centrality, word frequency
@@ -53,7 +53,7 @@ def _stack_config(path, meta, prefix, seq_len, attn_share=0):
 
 
 class EncoderStack(nn.Module):
-    """A bidirectional stack of longctx blocks (the C library's model/enc_stack.c): positions ``wpe``, the
+    """A bidirectional stack of longctx blocks (the C library's src/nn/enc_stack.c): positions ``wpe``, the
     blocks (layer l's kinds seeded from ``attn_stream`` and l), the final LayerNorm ``ln_f`` (pre-LN).
     ``forward(rows)``: a list of [T_i, C] inputs (embeddings without positions) -> the list of final hidden
     states, each sequence alone (sequences of one length run as one batch)."""
@@ -245,8 +245,8 @@ def summary_features(sentences, features=_SUMMARY_FEATURES):
 
 
 def _word_buckets(sentence, max_len, buckets):
-    """The sent.words buckets of a sentence's words (model/hier_words.c: runs of ASCII letters and digits of
-    its first max_len bytes, lower-cased, FNV-1a 32 modulo buckets)."""
+    """The sent.words buckets of a sentence's words (src/models/hibert/hibert_words.c: runs of ASCII letters
+    and digits of its first max_len bytes, lower-cased, FNV-1a 32 modulo buckets)."""
     out = []
     for w in re.findall(rb"[a-z0-9]+", sentence[:max_len].lower()):
         h = 2166136261

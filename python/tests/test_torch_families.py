@@ -41,8 +41,8 @@ TEXTS = ["a good film, very good", "bad, bad, awful", "", "good", "so-so \u00e9t
 WORDS = ("market rates bank shares profit growth team match coach league film award actor music vote party "
          "minister election phone network software users price energy oil firms court judge police report").split()
 HSHAPE = ["--sent-layers", "1", "--sent-dim", "16", "--sent-heads", "2", "--sent-ffn", "24", "--doc-layers", "2",
-          "--doc-dim", "16", "--doc-heads", "2", "--doc-ffn", "24", "--max-sent-len", "40", "--max-sents", "6", "--batch", "2",
-          "--threads", "1", "--warmup", "1", "--steps", "1", "--eval-every", "0"]
+          "--doc-dim", "16", "--doc-heads", "2", "--doc-ffn", "24", "--max-sent-len", "40", "--max-sents", "6",
+          "--batch", "2", "--threads", "1", "--warmup", "1", "--steps", "1", "--eval-every", "0"]
 
 tmp = exe = None
 errors = {}
