@@ -253,21 +253,13 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
     }
     int rc = refuse_flags(a, opts, n);
     if (rc >= 0) return rc;
-    if (!a->valid) { lc_cli_error("train --task classify: --valid is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
-    if (!a->out) { lc_cli_error("train --task classify: --out is required (the best checkpoint is written there)"); return LC_EXIT_USAGE; }
     crun r;
     memset(&r, 0, sizeof r);
     r.a = a;
-    if (snprintf(r.last, sizeof r.last, "%s.last", a->out) >= (int)sizeof r.last) {
-        lc_cli_error("train: --out %s: the path is too long", a->out);
-        return LC_EXIT_USAGE;
-    }
-    const lc_cli_path outs[] = {{"--out", a->out}, {"--out", r.last}, {"--log", a->log}},
-                      ins[] = {{"--data", a->data}, {"--valid", a->valid}, {"--init", a->init}};
-    if ((rc = lc_cli_check_outputs("train --task classify", outs, 3, ins, 3)) >= 0) return rc;
-    lc_status st = quiet() ? LC_OK : lc_checkpoint_check_path(a->out); /* process 0 writes */
-    if (!st && !quiet()) st = lc_checkpoint_check_path(r.last);
-    if (st) return lc_cli_fail(st);
+    if ((rc = lc_run_flags_check_files("train --task classify", "a labelled TSV file", a->data, a->valid, a->init,
+                                       a->out, a->log, r.last, sizeof r.last)) >= 0)
+        return rc;
+    lc_status st;
     lc_set_threads(a->threads);
     lc_classify_run_default(&r.run);
     lc_classify_config c;

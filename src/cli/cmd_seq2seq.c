@@ -31,13 +31,6 @@ typedef struct {
 /* Process 0 prints and writes; the others stay quiet unless they fail. */
 static int quiet(void) { return lc_dist_rank() != 0; }
 
-/* Processes training together go on only when every one is ready: -1, or the exit code of one that is not. */
-static int all_ready(int rc) {
-    long worst = rc;
-    lc_dist_max_longs(&worst, 1);
-    return rc >= 0 ? rc : (int)worst;
-}
-
 /* Every pair of d fits the model's lengths; -1, or LC_EXIT_RUNTIME after one line naming the file and line
  * (targets only when `targets`: an evaluation scores a longer target as generated wrong). */
 static int check_lengths(const char *cmd, const char *flag, const char *path, const lc_pair_data *d, int max_src,
@@ -206,24 +199,18 @@ static int finish(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *run
     return LC_EXIT_OK;
 }
 
-/* Every process reaches the same collective calls (all_ready, same_run), whatever fails where: a failure
+/* Every process reaches the same collective calls (lc_cli_all_ready, same_run), whatever fails where: a failure
  * before them sets rc and falls through. */
 static int train_run(sargs *a, lc_opt *opts, int n) {
     int rc = -1;
     char last[4200] = "";
-    if (!a->valid) lc_cli_error("%s: --valid is required (a TSV file of pairs)", CMD), rc = LC_EXIT_USAGE;
-    else if (!a->out) lc_cli_error("%s: --out is required (the best checkpoint is written there)", CMD), rc = LC_EXIT_USAGE;
-    else if (a->save_every_min > 0 && lc_dist_size() > 1)
+    if (a->save_every_min > 0 && lc_dist_size() > 1)
         lc_cli_error("%s: --save-every-min needs one process (processes save at the same step: use --save-every)", CMD),
             rc = LC_EXIT_USAGE;
-    else if (snprintf(last, sizeof last, "%s.last", a->out) >= (int)sizeof last)
-        lc_cli_error("train: --out %s: the path is too long", a->out), rc = LC_EXIT_USAGE;
-    const lc_cli_path outs[] = {{"--out", a->out}, {"--out", last}, {"--log", a->log}},
-                      ins[] = {{"--data", a->data}, {"--valid", a->valid}};
-    if (rc < 0) rc = lc_cli_check_outputs(CMD, outs, 3, ins, 2);
+    else
+        rc = lc_run_flags_check_files(CMD, "a TSV file of pairs", a->data, a->valid, NULL, a->out, a->log, last,
+                                      sizeof last);
     lc_status st;
-    if (rc < 0 && !quiet() && ((st = lc_checkpoint_check_path(a->out)) || (st = lc_checkpoint_check_path(last))))
-        rc = lc_cli_fail(st);
     lc_set_threads(a->threads);
     lc_pair_data d[2];
     memset(d, 0, sizeof d);
@@ -240,12 +227,12 @@ static int train_run(sargs *a, lc_opt *opts, int n) {
     for (int f = 0; f < 2 && rc < 0; f++)
         rc = check_lengths(CMD, f ? "--valid" : "--data", f ? a->valid : a->data, &d[f], c.max_src_len, c.max_tgt_len, 1);
     if (rc < 0) run.opts = a->o, run.opts.ranks = lc_dist_size(), run.train_pairs = d[0].n;
-    if ((rc = all_ready(rc)) < 0) rc = same_run(a, m, &run, d);
+    if ((rc = lc_cli_all_ready(rc)) < 0) rc = same_run(a, m, &run, d);
     const int agreed = rc < 0; /* the same on every process: both calls above answer alike everywhere */
     sprogress sp;
     memset(&sp, 0, sizeof sp);
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&sp.log, CMD, a->log, a->resume != NULL);
-    if (agreed && (rc = all_ready(rc)) < 0) {
+    if (agreed && (rc = lc_cli_all_ready(rc)) < 0) {
         if (!quiet())
             fprintf(stderr, "seq2seq: %d+%d layers, dim %d, %d heads, ffn %d, attn %s, max source %d, max target %d, "
                             "%s-LN, %s, %s | %.2fM params | %ld training, %ld validation pairs | batch %d x %d "
@@ -313,8 +300,7 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
     int rc = lc_run_flags_parse(CMD, "--data TRAIN.tsv --valid VALID.tsv --out CKPT [options]", opts, n, argc, argv,
                                 &a.data, "a TSV file of pairs", o);
     if (rc < 0) rc = train_run(&a, opts, n);
-    else all_ready(rc); /* train_run's first meeting, which the others make */
-    lc_dist_finalize();
+    lc_cli_all_ready_end(rc); /* a process that stopped before train_run's first meeting meets the others there */
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/optim_flags.h"
+#include "train/dist.h"
 
 static const char *lr_scale_arg; /* --lr-scale as given (one command runs per process) */
 
@@ -57,4 +58,20 @@ int lc_run_flags_parse(const char *cmd, const char *usage, lc_opt *opts, int n, 
         rc = LC_EXIT_USAGE;
     }
     return rc < 0 ? lc_optim_flags_apply(cmd, o) : rc;
+}
+
+int lc_run_flags_check_files(const char *cmd, const char *what, const char *data, const char *valid,
+                             const char *init, const char *out, const char *log, char *last, size_t cap) {
+    if (!valid) return lc_cli_error("%s: --valid is required (%s)", cmd, what), LC_EXIT_USAGE;
+    if (!out) return lc_cli_error("%s: --out is required (the best checkpoint is written there)", cmd), LC_EXIT_USAGE;
+    if (snprintf(last, cap, "%s.last", out) >= (int)cap)
+        return lc_cli_error("train: --out %s: the path is too long", out), LC_EXIT_USAGE;
+    const lc_cli_path outs[] = {{"--out", out}, {"--out", last}, {"--log", log}},
+                      ins[] = {{"--data", data}, {"--valid", valid}, {"--init", init}};
+    int rc = lc_cli_check_outputs(cmd, outs, 3, ins, 3);
+    if (rc >= 0) return rc;
+    lc_status st = LC_OK;
+    if (lc_dist_rank() == 0 && ((st = lc_checkpoint_check_path(out)) || (st = lc_checkpoint_check_path(last))))
+        return lc_cli_fail(st);
+    return -1;
 }

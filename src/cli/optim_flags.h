@@ -41,5 +41,11 @@ int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_op
  * applies --lr-scale: -1 to go on, or the exit code after one error line "CMD: ...". */
 int lc_run_flags_parse(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv,
                        const char *const *data, const char *what, lc_train_options *o);
+/* The files of the run: --valid and --out given (`what`: the file --valid names), OUT.last (written into
+ * last[cap]) not too long, no output (--out, OUT.last, --log) naming an input (--data, --valid, --init: NULL
+ * when the command has none), and OUT and OUT.last writable where process 0 writes them. -1 to go on, or
+ * the exit code after one error line. */
+int lc_run_flags_check_files(const char *cmd, const char *what, const char *data, const char *valid,
+                             const char *init, const char *out, const char *log, char *last, size_t cap);
 
 #endif
