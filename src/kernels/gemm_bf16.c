@@ -67,21 +67,18 @@ static inline uint32_t lc_bf16_pair(float lo, float hi) {
 
 /* ---- portable packing ---- */
 
+/* One row of the rows layout: kc floats, K contiguous, as (kc + 1) / 2 pair words. */
+static void lc_bf16_pack_row_portable(uint32_t *dst, const float *src, int kc, const float *next) {
+    (void)next;
+    for (int p = 0; p < kc / 2; p++) dst[p] = lc_bf16_pair(src[2 * p], src[2 * p + 1]);
+    if (kc & 1) dst[kc / 2] = lc_bf16_pair(src[kc - 1], 0.0f);
+}
+
 static void lc_bf16_pack_a_portable(uint32_t *panel, lc_trans ta, const float *A, int lda, int i0, int rows, int k0,
                                     int kc, int ahead) {
-    (void)ahead;
     const int kp = (kc + 1) / 2;
     if (!ta) { /* rows layout: word[i * KP + p], K contiguous in A */
-        for (int i = 0; i < MR; i++) {
-            uint32_t *dst = panel + (size_t)i * KP;
-            if (i >= rows) {
-                memset(dst, 0, (size_t)kp * sizeof *dst);
-                continue;
-            }
-            const float *src = A + (size_t)(i0 + i) * lda + k0;
-            for (int p = 0; p < kc / 2; p++) dst[p] = lc_bf16_pair(src[2 * p], src[2 * p + 1]);
-            if (kc & 1) dst[kp - 1] = lc_bf16_pair(src[kc - 1], 0.0f);
-        }
+        lc_bf16_pack_a_rows(panel, A, lda, i0, rows, k0, kc, ahead, 0, lc_bf16_pack_row_portable);
         return;
     }
     for (int p = 0; p < kp; p++) { /* pairs layout: word[p * MR + i], M contiguous in A */
