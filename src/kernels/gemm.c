@@ -193,14 +193,6 @@ static void lc_micro_kernel(int kc, const float *restrict a, const float *restri
 
 /* ---- blocked driver ---- */
 
-typedef struct {
-    lc_trans ta, tb;
-    int M, N, K, lda, ldb, ldc;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-} lc_gemm_args;
-
 /* Packs op(B)[k0 : k0+kc, j0 : j0+nt] as NR-wide panels. */
 static void lc_pack_b(float *b_pack, const lc_gemm_args *g, int k0, int kc, int j0, int nt) {
     for (int jr = 0; jr < nt; jr += LC_NR) {
