@@ -206,8 +206,8 @@ const lc_attn_kind *lc_attn_kind_at(int i);
  * checkpoints find it by name. The row must stay valid while it is registered (a static object). Checks
  * the row (name syntax, forward, backward and workspace_floats set, opts_size within LC_ATTN_OPTS_BYTES,
  * caps with a direction and no unknown bits, a sane length rule) and refuses a name already taken.
- * Returns 0, or -1 with the one-line reason in lc_last_error(). Not thread-safe: register before
- * parsing specs or creating models. At most LC_ATTN_MAX_REGISTERED kinds. */
+ * Returns 0, or -1 with the one-line reason in lc_last_error(). Safe from any thread, also while other
+ * threads parse specs or run models (a row, once registered, stays). At most LC_ATTN_MAX_REGISTERED kinds. */
 #define LC_ATTN_MAX_REGISTERED 32
 int lc_attn_kind_register(const lc_attn_kind *kind);
 
