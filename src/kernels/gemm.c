@@ -445,8 +445,10 @@ static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, f
 }
 #endif
 
-static int lc_profile_on;
-static double lc_profile_flops, lc_profile_seconds;
+/* The calling thread's accounting: a benchmark counts the products of its own thread, and two threads
+ * (two models) never add to one total. */
+static _Thread_local int lc_profile_on;
+static _Thread_local double lc_profile_flops, lc_profile_seconds;
 
 void lc_gemm_profile(int enable) {
     lc_profile_on = enable;

@@ -39,8 +39,9 @@ const char *lc_gemm_backend(void);
 /* Threads worth using for an M x N x K product: one per flops_per_thread flops (2MNK), at most the
  * OpenMP maximum; 1 without OpenMP. lc_gemm_builtin and lc_gemm_bf16 size their teams with it. */
 int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread);
-/* Benchmark accounting: while enabled, lc_gemm and lc_gemm_bf16 calls made outside parallel regions add
- * their floating-point operations (2 M N K) and wall time to running totals. */
+/* Benchmark accounting, per thread: while enabled on a thread, the lc_gemm and lc_gemm_bf16 calls that
+ * thread makes (outside parallel regions) add their floating-point operations (2 M N K) and wall time to
+ * its running totals; other threads neither see nor change them. */
 void lc_gemm_profile(int enable);
 void lc_gemm_profile_totals(double *flops, double *seconds);
 /* For lc_gemm_bf16 (gemm_bf16.c): whether accounting is on, and add to it. */
