@@ -31,9 +31,9 @@ typedef struct {
     int relpos; /* 1: the calls will pass tensors.rel (sizes the workspace for it); 0: they will not */
     /* Threads forward and backward may use, decided with the workspace size (the model's compute
      * plan): kinds size per-thread scratch by it and open no parallel region wider than this. 0 counts
-     * as 1. Matrix products a kind hands to lc_gemm split by the process's count (lc_set_threads), which
-     * needs no workspace and gives the same bits for any count; a model sets it to this same count at
-     * every pass. */
+     * as 1. Matrix products a kind hands to lc_gemm split by the calling thread's count (lc_threads_use),
+     * which needs no workspace and gives the same bits for any count; a model binds this same count to
+     * its thread at every pass. */
     int threads;
 } lc_attn_shape;
 
