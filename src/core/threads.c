@@ -1,7 +1,7 @@
 /* The thread counts of OpenMP loops; OpenBLAS is kept serial (lc_gemm splits products between the OpenMP
  * threads), so one pool of threads serves the whole program. Works (single-threaded) without OpenMP.
  * A model keeps its own count in its compute plan and binds it to the calling thread at every pass
- * (lc_threads_use; src/model/lm.c): OpenMP keeps that count per thread, so no pass sees another's.
+ * (lc_threads_use; src/models/lm/lm.c): OpenMP keeps that count per thread, so no pass sees another's.
  * The default is the cores the process may actually use: its CPU affinity mask, and no more than a
  * cgroup CPU limit allows (a container limited to 2 CPUs on a 64-core host would otherwise start 64
  * threads that the limit throttles in turn, the collapse of issue 13). */
