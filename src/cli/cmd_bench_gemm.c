@@ -285,8 +285,8 @@ int lc_cmd_bench_gemm(int argc, char **argv) {
                rows, dim, ffn, lc_gemm_backend(), core, coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "",
                lc_gemm_bf16_backend(), reps);
     for (int c = 0; c < n_counts; c++) {
-        lc_set_threads(counts[c]);
-        const int threads = lc_get_threads(); /* 1 without OpenMP */
+        lc_threads_use(counts[c]);
+        const int threads = lc_threads_current(); /* 1 without OpenMP */
         const peaks pk = measure_peaks(threads);
         if (json) {
             printf("{\"bench\":\"gemm_peak\",\"threads\":%d,\"fp32_fma_gflops\":%s,\"bf16_dp_gflops\":%s,\"clock_ghz\":%s,"
@@ -320,6 +320,6 @@ int lc_cmd_bench_gemm(int argc, char **argv) {
         total[V_PEAK_FP32] = median(row_peaks[0], n_prods), total[V_PEAK_BF16] = median(row_peaks[1], n_prods);
         print_row(json, threads, NULL, "layer", "all", flops_total, total, run); /* peaks: the rows' median */
     }
-    lc_set_threads(0);
+    lc_threads_use(0);
     return LC_EXIT_OK;
 }

@@ -260,7 +260,7 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
                                        a->out, a->log, r.last, sizeof r.last)) >= 0)
         return rc;
     lc_status st;
-    lc_set_threads(a->threads);
+    lc_threads_set_default(a->threads);
     lc_classify_run_default(&r.run);
     lc_classify_config c;
     const lc_tsv_limits lim = {a->max_examples, 0};
@@ -295,8 +295,8 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
                         "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d thread%s%s%s\n",
                 c.objective == LC_CLASSIFY_MLM ? " (masked-token pre-training)" : "", c.n_layer, c.d_model, c.n_head,
                 c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
-                lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
-                lc_plural(lc_get_threads()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
+                lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_threads_default(),
+                lc_plural(lc_threads_default()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
         if (lc_dist_size() > 1 && !quiet())
             fprintf(stderr, "data parallel: %d processes, gradient allreduce (batch %d each, %d in all)\n",
                     lc_dist_size(), a->o.batch, a->o.batch * lc_dist_size());

@@ -45,7 +45,7 @@ int lc_cmd_eval(int argc, char **argv) {
     else if (strcmp(splits, "enwik8") == 0) mode = LC_SPLIT_ENWIK8;
     else if (strcmp(splits, "nanogpt") == 0) mode = LC_SPLIT_NANOGPT;
     else { lc_cli_error("eval: --splits must be auto, enwik8 or nanogpt, got '%s'", splits); return LC_EXIT_USAGE; }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_model *m;
     lc_train_options saved;
     lc_status st = lc_checkpoint_load(ckpt, batch, &m, &saved);

@@ -356,7 +356,7 @@ static void print_plan(const trainer *t) {
             a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
             a->cfg.dec.d_model, (double)lc_hibert_num_params(t->m) / 1e6, t->train.n_docs, t->train.n_chunks,
             t->valid.n_docs, t->run.opts.batch, t->run.limits.max_sents, t->run.limits.max_bytes,
-            t->run.limits.no_decoder ? 0 : t->run.limits.max_dec_rows, lc_get_threads(), lc_plural(lc_get_threads()),
+            t->run.limits.no_decoder ? 0 : t->run.limits.max_dec_rows, lc_threads_default(), lc_plural(lc_threads_default()),
             lc_precision_note(a->cfg.precision));
     const int latin1 = t->train.latin1 + t->valid.latin1;
     if (latin1) fprintf(stderr, "%d file%s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? " was" : "s were",
@@ -393,7 +393,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     if (!a->finetune && !a->resume && a->n_docs == 0) { lc_cli_error("%s: --docs is required", cmd); return LC_EXIT_USAGE; }
     lc_status st;
     if (a->out && !quiet() && (st = lc_checkpoint_check_path(a->out))) return lc_cli_fail(st); /* process 0 writes */
-    lc_set_threads(a->threads);
+    lc_threads_set_default(a->threads);
     trainer t;
     memset(&t, 0, sizeof t);
     t.a = a;

@@ -88,7 +88,7 @@ int lc_cmd_sample(int argc, char **argv) {
         if ((rc = read_prompt_file(prompt_file, &file_text, &prompt_len)) >= 0) return rc;
         prompt = file_text;
     }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_model *m;
     lc_status st = lc_checkpoint_load(ckpt, 1, &m, NULL);
     if (st) { free(file_text); return lc_cli_fail(st); }

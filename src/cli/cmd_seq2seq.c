@@ -211,7 +211,7 @@ static int train_run(sargs *a, lc_opt *opts, int n) {
         rc = lc_run_flags_check_files(CMD, "a TSV file of pairs", a->data, a->valid, NULL, a->out, a->log, last,
                                       sizeof last);
     lc_status st;
-    lc_set_threads(a->threads);
+    lc_threads_set_default(a->threads);
     lc_pair_data d[2];
     memset(d, 0, sizeof d);
     const lc_tsv_limits lim = {a->max_examples, 0};
@@ -240,7 +240,7 @@ static int train_run(sargs *a, lc_opt *opts, int n) {
                     c.enc.d_ff, c.enc.attn[0] ? c.enc.attn : "full", c.max_src_len, c.max_tgt_len,
                     c.norm == LC_NORM_PRE ? "pre" : "post", c.activation == LC_ACT_GELU ? "gelu" : "relu",
                     c.tied ? "tied" : "untied", (double)lc_seq2seq_num_params(m) / 1e6, d[0].n, d[1].n, a->o.batch,
-                    lc_dist_size(), lc_dist_size() == 1 ? "" : "es", lc_get_threads(), lc_plural(lc_get_threads()),
+                    lc_dist_size(), lc_dist_size() == 1 ? "" : "es", lc_threads_default(), lc_plural(lc_threads_default()),
                     a->resume ? " | resumed" : "");
         lc_progress_init(&sp.pp, a->o.steps);
         lc_fit_options fo;
@@ -325,7 +325,7 @@ int lc_cmd_eval_seq2seq(int argc, char **argv) {
     int rc = lc_parse_opts("eval", "--ckpt CKPT --task seq2seq --data FILE [options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!ckpt || !data) { lc_cli_error("eval --task seq2seq: --ckpt and --data are required"); return LC_EXIT_USAGE; }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_seq2seq *m = NULL;
     lc_pair_data d;
     memset(&d, 0, sizeof d);

@@ -48,8 +48,9 @@ typedef struct {
     const float *A, *B;
     float *C;
 } lc_gemm_args;
-/* Benchmark accounting: while enabled, lc_gemm and lc_gemm_bf16 calls made outside parallel regions add
- * their floating-point operations (2 M N K) and wall time to running totals. */
+/* Benchmark accounting, per thread: while enabled on a thread, the lc_gemm and lc_gemm_bf16 calls that
+ * thread makes (outside parallel regions) add their floating-point operations (2 M N K) and wall time to
+ * its running totals; other threads neither see nor change them. */
 void lc_gemm_profile(int enable);
 void lc_gemm_profile_totals(double *flops, double *seconds);
 /* For lc_gemm_bf16 (gemm_bf16.c): whether accounting is on, and add to it. */
