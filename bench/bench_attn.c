@@ -131,10 +131,10 @@ static float *alloc_floats(size_t n, size_t *total_bytes) {
 
 /* Runs one length in the current (child) process and prints its JSON line. */
 static void bench_length(const bench_options *o, int len) {
-    lc_set_threads(o->threads);
+    lc_threads_use(o->threads);
     lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
                        (float)(1.0 / sqrt((double)o->head_dim)), o->window, o->rel};
-    s.threads = lc_get_threads(); /* the compute plan: the workspace is sized for these threads */
+    s.threads = lc_threads_current(); /* the compute plan: the workspace is sized for these threads */
     const size_t n = (size_t)s.B * s.T * s.H * s.D; /* M = 0: S = T */
     const long st = (long)s.H * s.D, sb = (long)s.T * st;
     size_t bytes = 0;
@@ -211,7 +211,7 @@ static void bench_length(const bench_options *o, int len) {
     printf("{\"kind\":\"%s\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"rel\":%d,"
            "\"window\":%d,\"threads\":%d,\"reps\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_gflops\":%.1f,\"bwd_gflops\":%.1f,\"peak_bytes\":%zu,"
            "\"maxrss_bytes\":%ld,\"bytes_per_token\":%.1f,\"checksum\":%.6g%s}\n",
-           kind->name, len, s.B, s.H, s.D, s.causal, o->rel, s.window, lc_get_threads(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
+           kind->name, len, s.B, s.H, s.D, s.causal, o->rel, s.window, lc_threads_current(), reps, 1e3 * fwd_s, 1e3 * bwd_s, fwd_flops / fwd_s / 1e9,
            bwd_flops / bwd_s / 1e9, bytes, ru.ru_maxrss * 1024L, (double)bytes / ((double)s.B * s.T), checksum, wdesc);
     fflush(stdout);
     lc_free(q), lc_free(k), lc_free(v), lc_free(out), lc_free(dout);

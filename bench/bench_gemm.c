@@ -153,9 +153,8 @@ static int parse_args(int argc, char **argv, int *threads, int *full) {
 int main(int argc, char **argv) {
     int threads = 0, full = 0;
     if (parse_args(argc, argv, &threads, &full)) return 2;
-    lc_set_threads(threads);
-    threads = lc_get_threads(); /* 1 without OpenMP: keep the BLAS on the same count */
-    lc_set_threads(threads);
+    lc_threads_use(threads);
+    threads = lc_threads_current(); /* 1 without OpenMP */
     const char *core = "none";
 #ifdef LC_USE_OPENBLAS
     core = openblas_get_corename();

@@ -266,12 +266,12 @@ static lc_model *train(const options *o, int rounds, double *seconds, double *fi
 int main(int argc, char **argv) {
     options o;
     parse_args(argc, argv, &o);
-    lc_set_threads(o.threads);
+    lc_threads_set_default(o.threads);
     const int n = o.len / 2 - 1;
     fprintf(stderr, "duplication: length %d (|w| %d), 1 layer, d %d, %d heads, ffn %d, buckets %d, chunk %d, "
                     "batch %d, %d steps, lr %g, %s rotations, %d threads\n",
             o.len, n, o.d, o.heads, 4 * o.d, o.buckets, o.chunk, o.batch, o.steps, (double)o.lr,
-            o.fixed ? "fixed" : "fresh", lc_get_threads());
+            o.fixed ? "fixed" : "fresh", lc_threads_default());
     if (!o.json) printf("%-8s %-8s %9s %9s %5s\n", "train", "eval", "accuracy", "loss", "weak");
     double t_all = lc_now_seconds();
     for (int i = 0; i < o.n_train; i++) {
@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
                    "\"seed\":%llu,\"threads\":%d,\"params\":%zu,\"train_s\":%.1f,\"last_loss\":%.4f,"
                    "\"last_train_accuracy\":%.4f}\n",
                    name_of(o.train[i]), o.len, n, o.d, o.heads, o.buckets, o.chunk, o.batch, o.steps, (double)o.lr,
-                   (double)o.wd, o.warmup, o.fixed ? "fixed" : "fresh", (unsigned long long)o.seed, lc_get_threads(), lc_model_num_params(m),
+                   (double)o.wd, o.warmup, o.fixed ? "fixed" : "fresh", (unsigned long long)o.seed, lc_threads_default(), lc_model_num_params(m),
                    secs, loss, acc);
         fflush(stdout);
         for (int j = 0; j < o.n_eval; j++) {

@@ -781,17 +781,17 @@ KIT_FN void kit_check_same_bits(const kit_problem *a, const kit_problem *b, cons
                               parts[i].name, what);
 }
 
-/* Runs with shape.threads 2, 2 (a repeat), 1 and 3 give the same bits. The process's own thread count is
+/* Runs with shape.threads 2, 2 (a repeat), 1 and 3 give the same bits. The calling thread's own count is
  * 4 meanwhile: a kind must use only the threads of its shape (more would overrun the workspace). */
 KIT_FN void kit_check_determinism(const kit_kind *kk, kit_case c) {
-    const int threads[4] = {2, 2, 1, 3}, ambient = lc_get_threads();
+    const int threads[4] = {2, 2, 1, 3}, ambient = lc_threads_current();
     kit_problem *runs[4];
-    lc_set_threads(4);
+    lc_threads_use(4);
     for (int i = 0; i < 4; i++) {
         runs[i] = kit_problem_new(kk, &c, threads[i]);
         kit_run(runs[i]);
     }
-    lc_set_threads(ambient);
+    lc_threads_use(ambient);
     for (int i = 1; i < 4; i++) {
         char what[64];
         snprintf(what, sizeof what, "threads %d vs %d, run %d", threads[0], threads[i], i);

@@ -426,7 +426,7 @@ TEST(empty_and_tiny_problems) {
 }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference_across_shapes);
     RUN(default_options_match_reference);

@@ -56,7 +56,7 @@ TEST(one_pass_backward_gives_the_two_passes_bits) {
 TEST(kind_row_is_block) { CHECK(strcmp(lc_attn_block.name, "block") == 0, "name %s", lc_attn_block.name); }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     kit_run_param_suite(&block);
     RUN(block_covering_all_keys_is_full_bidirectional_attention);
     RUN(block_one_keeps_two_keys_causal_and_one_key_bidirectional);

@@ -315,7 +315,7 @@ TEST(workspace_does_not_grow_like_t_squared) {
 }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(reference_pattern_counts);
     RUN(fast_matches_reference_causal);

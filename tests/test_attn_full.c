@@ -92,7 +92,7 @@ TEST(kind_row_names_the_full_functions) {
 }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_forward_matches_hand_computed_values);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference_across_shapes);

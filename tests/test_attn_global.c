@@ -192,7 +192,7 @@ done:
 TEST(matches_pytorch_fixture) { kit_fixture_cases("longformer_attn.safetensors", "bi.,causal.", check_fixture_case); }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference_bidirectional);
     RUN(fast_matches_reference_causal);

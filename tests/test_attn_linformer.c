@@ -453,7 +453,7 @@ done:
 TEST(matches_pytorch_fixture) { kit_fixture_cases("linformer_attn.safetensors", NULL, check_fixture_case); }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference);
     RUN(identity_projections_are_full_attention);

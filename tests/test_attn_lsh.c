@@ -615,7 +615,7 @@ done:
 TEST(matches_pytorch_fixture) { kit_fixture_cases("lsh_attn.safetensors", NULL, check_fixture_case); }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(options_defaults_spec_and_rejections);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference_causal);

@@ -400,7 +400,7 @@ done:
 TEST(matches_pytorch_fixture) { kit_fixture_cases("xl_attn.safetensors", "a.,b.", check_fixture_case); }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(relative_scores_match_the_shift_trick);
     RUN(fast_matches_reference_with_window);

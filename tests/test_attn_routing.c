@@ -528,7 +528,7 @@ TEST(auto_clusters_follow_the_square_root_of_the_length) {
 }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_with_routing_mask_matches_finite_differences);
     RUN(fast_matches_reference_causal);
     RUN(fast_matches_reference_bidirectional);

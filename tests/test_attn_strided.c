@@ -50,7 +50,7 @@ TEST(stride_one_is_full_causal_attention_with_relative_positions) {
 TEST(kind_row_is_strided) { CHECK(strcmp(lc_attn_strided.name, "strided") == 0, "name %s", lc_attn_strided.name); }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     kit_run_param_suite(&strided);
     RUN(stride_one_is_full_causal_attention);
     RUN(stride_beyond_the_keys_sees_only_itself);

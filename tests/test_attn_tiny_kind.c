@@ -248,7 +248,7 @@ TEST(kit_finds_broken_kinds) {
 }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(registers_and_parses);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference);

@@ -95,7 +95,7 @@ TEST(dilated_relative_positions_are_deterministic) {
 }
 
 int main(void) {
-    lc_set_threads(2);
+    lc_threads_use(2);
     RUN(reference_backward_matches_finite_differences);
     RUN(fast_matches_reference_causal);
     RUN(fast_matches_reference_bidirectional);

@@ -571,7 +571,7 @@ int main(void) {
     /* In memory when /dev/shm exists: the fuzz tests write thousands of files, and every lc_st_write fsyncs. */
     if (access("/dev/shm", W_OK) != 0 || tmpdir_create("/dev/shm/lc_test_checkpoint_XXXXXX"))
         if (tmpdir_create("/tmp/lc_test_checkpoint_XXXXXX")) return 1;
-    lc_set_threads(1); /* thousands of tiny models: no thread pool spinning between them */
+    lc_threads_set_default(1); /* thousands of tiny models: no thread pool spinning between them */
     RUN(huge_metadata_fails_before_allocating); /* first: it forks, best before any thread exists */
     RUN(every_layout_round_trips);
     RUN(every_layout_exports_its_weights);

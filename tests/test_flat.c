@@ -378,7 +378,7 @@ TEST(hibert_summarizer_scores_as_the_model_does) {
 
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_flat_XXXXXX")) return 1;
-    lc_set_threads(1);
+    lc_threads_set_default(1);
     RUN(config_keys_round_trip_and_aliases);
     RUN(train_options_by_name);
     RUN(tensors_enumerate_the_parameters);

@@ -140,12 +140,12 @@ TEST(gemm_builtin_thread_count_independent) {
     float *C1 = alloc_floats((size_t)M * N), *C2 = alloc_floats((size_t)M * N);
     for (size_t i = 0; i < (size_t)M * K; i++) A[i] = nonzero_uniform();
     for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
-    lc_set_threads(1);
+    lc_threads_use(1);
     lc_gemm_builtin(LC_NO_TRANS, LC_TRANS, M, N, K, 1.0f, A, K, B, K, 0.0f, C1, N);
-    lc_set_threads(2);
+    lc_threads_use(2);
     lc_gemm_builtin(LC_NO_TRANS, LC_TRANS, M, N, K, 1.0f, A, K, B, K, 0.0f, C2, N);
     CHECK(memcmp(C1, C2, (size_t)M * N * sizeof(float)) == 0, "results differ between 1 and 2 threads");
-    lc_set_threads(0);
+    lc_threads_use(0);
     lc_free(A), lc_free(B), lc_free(C1), lc_free(C2);
 }
 
@@ -184,20 +184,20 @@ TEST(gemm_dispatch_thread_count_independent) {
         for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
         for (size_t i = 0; i < (size_t)M * N; i++) C0[i] = nonzero_uniform();
         memcpy(C, C0, (size_t)M * N * sizeof(float));
-        lc_set_threads(1);
+        lc_threads_use(1);
         lc_gemm(LC_NO_TRANS, LC_TRANS, M, N, K, 0.5f, A, K, B, K, 1.0f, C0, N); /* beta 1: accumulate */
         const float *want = C0;
         float *start = alloc_floats((size_t)M * N);
         memcpy(start, C, (size_t)M * N * sizeof(float));
         for (int threads = 2; threads <= 5; threads++) {
             memcpy(C, start, (size_t)M * N * sizeof(float));
-            lc_set_threads(threads);
+            lc_threads_use(threads);
             lc_gemm(LC_NO_TRANS, LC_TRANS, M, N, K, 0.5f, A, K, B, K, 1.0f, C, N);
             CHECK(memcmp(want, C, (size_t)M * N * sizeof(float)) == 0, "%dx%dx%d: %d threads differ from 1",
                   M, N, K, threads);
         }
         memcpy(C, start, (size_t)M * N * sizeof(float));
-        lc_set_threads(2);
+        lc_threads_use(2);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(2)
 #endif
@@ -211,7 +211,7 @@ TEST(gemm_dispatch_thread_count_independent) {
               M, N, K);
         lc_free(A), lc_free(B), lc_free(C0), lc_free(C), lc_free(start);
     }
-    lc_set_threads(0);
+    lc_threads_use(0);
 }
 
 /* When the packing buffers cannot be allocated the built-in kernel must neither abort nor change a bit:
@@ -322,7 +322,7 @@ TEST(rows_product_matches_reference) {
 
 int main(void) {
     lc_rng_seed(&rng, 12345);
-    lc_set_threads(0);
+    lc_threads_use(0);
     printf("gemm backend: %s\n", lc_gemm_backend());
     RUN(gemm_dispatch_matches_reference);
     RUN(gemm_builtin_matches_reference);

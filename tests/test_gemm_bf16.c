@@ -446,11 +446,11 @@ TEST(gemm_bf16_thread_count_independent) {
             random_product(LC_NO_TRANS, LC_TRANS, d, &A, &B, &C0);
             float *want = alloc_floats((size_t)d.M * d.N), *C = alloc_floats((size_t)d.M * d.N);
             memcpy(want, C0, (size_t)d.M * d.N * sizeof(float));
-            lc_set_threads(1);
+            lc_threads_use(1);
             lc_gemm_bf16(LC_NO_TRANS, LC_TRANS, d.M, d.N, d.K, 0.5f, A, d.K, B, d.K, 1.0f, want, d.N);
             for (int threads = 2; threads <= 4; threads++) {
                 memcpy(C, C0, (size_t)d.M * d.N * sizeof(float));
-                lc_set_threads(threads);
+                lc_threads_use(threads);
                 lc_gemm_bf16(LC_NO_TRANS, LC_TRANS, d.M, d.N, d.K, 0.5f, A, d.K, B, d.K, 1.0f, C, d.N);
                 CHECK(memcmp(want, C, (size_t)d.M * d.N * sizeof(float)) == 0, "%s %dx%dx%d: %d threads differ from 1",
                       name, d.M, d.N, d.K, threads);
@@ -463,7 +463,7 @@ TEST(gemm_bf16_thread_count_independent) {
         float *C = alloc_floats((size_t)P * M * N), *C1 = alloc_floats((size_t)P * M * N);
         for (size_t i = 0; i < (size_t)P * M * K; i++) A[i] = nonzero_uniform();
         for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
-        lc_set_threads(2);
+        lc_threads_use(2);
         for (int q = 0; q < P; q++)
             lc_gemm_bf16(LC_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)q * M * K, M, B, N, 0.0f,
                          C1 + (size_t)q * M * N, N);
@@ -476,7 +476,7 @@ TEST(gemm_bf16_thread_count_independent) {
         CHECK(memcmp(C, C1, (size_t)P * M * N * sizeof(float)) == 0, "%s: concurrent products differ", name);
         lc_free(A), lc_free(B), lc_free(C), lc_free(C1);
     }
-    lc_set_threads(0);
+    lc_threads_use(0);
     lc_gemm_bf16_force_portable(0);
 }
 
@@ -541,7 +541,7 @@ TEST(gemm_bf16_backend_choice) {
 
 int main(void) {
     lc_rng_seed(&rng, 4242);
-    lc_set_threads(0);
+    lc_threads_use(0);
     has_vector = lc_cpu_has_avx512_bf16();
     const char *env = getenv("LC_BF16");
     if (env && (!strcmp(env, "off") || !strcmp(env, "portable"))) has_vector = 0; /* honoured: one path */

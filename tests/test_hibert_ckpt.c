@@ -294,7 +294,7 @@ TEST(docs_list_every_key) {
 
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_hibert_ckpt_XXXXXX")) return 1;
-    lc_set_threads(1);
+    lc_threads_set_default(1);
     RUN(round_trip_is_bit_exact);
     RUN(resume_continues_bit_identically);
     RUN(lr_scale_freezes_named_tensors);

@@ -128,7 +128,7 @@ TEST(pretraining_reports_the_intruders) {
 
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_hibert_fit_XXXXXX")) return 1;
-    lc_set_threads(1);
+    lc_threads_set_default(1);
     RUN(finetune_keeps_the_best_and_resumes_bit_identically);
     RUN(pretraining_reports_the_intruders);
     tmpdir_remove();

@@ -372,11 +372,11 @@ TEST(dropout_independent_of_threads_and_in_place) {
     size_t n = 100000;
     float *x = falloc(n), *y1 = falloc(n), *y2 = falloc(n), *copy = falloc(n);
     fill_pair(x, NULL, n, 0.1, 1, 0);
-    lc_set_threads(1);
+    lc_threads_use(1);
     lc_dropout_forward(y1, x, n, 0.1f, 7);
-    lc_set_threads(2);
+    lc_threads_use(2);
     lc_dropout_forward(y2, x, n, 0.1f, 7);
-    lc_set_threads(0);
+    lc_threads_use(0);
     CHECK(memcmp(y1, y2, n * sizeof(float)) == 0, "mask differs between 1 and 2 threads");
     memcpy(copy, x, n * sizeof(float));
     lc_dropout_forward(copy, copy, n, 0.1f, 7);
@@ -431,9 +431,9 @@ TEST(sum_squares_deterministic_and_accurate) {
     double first = lc_sum_squares(x, n), again = lc_sum_squares(x, n);
     CHECK(first == again, "repeated calls differ: %.17g vs %.17g", first, again);
     CHECK_CLOSE("sum_squares vs sequential double", &first, &want, 1, 1e-12, 0);
-    lc_set_threads(1);
+    lc_threads_use(1);
     double one_thread = lc_sum_squares(x, n);
-    lc_set_threads(0);
+    lc_threads_use(0);
     CHECK(one_thread == first, "1 thread gives %.17g, all threads %.17g", one_thread, first);
     float small[3] = {1, 2, 3};
     CHECK(lc_sum_squares(small, 3) == 14.0, "sum of squares of 1,2,3");
@@ -444,7 +444,7 @@ TEST(sum_squares_deterministic_and_accurate) {
 
 int main(void) {
     lc_rng_seed(&rng, 2024);
-    lc_set_threads(0);
+    lc_threads_use(0);
     RUN(linear_ref_backward_matches_finite_differences);
     RUN(linear_fast_matches_ref);
     RUN(layernorm_ref_backward_matches_finite_differences);

@@ -217,8 +217,8 @@ TEST(rejects_bad_inputs) {
     lc_model_free(m);
 }
 
-/* The compute plan: a model runs with the thread count it was planned for, whatever the process's count
- * is later set to (a model planned for 1 thread and run after the count was raised to 8 overflowed its
+/* The compute plan: a model runs with the thread count it was planned for, whatever the default for new
+ * models and the calling thread's count are later set to (a model planned for 1 thread and run after the count was raised to 8 overflowed its
  * attention workspace under ASan), lc_model_set_threads re-plans, counts are capped at the cores the
  * process may use, and results are bit-identical for every count. */
 TEST(thread_count_is_part_of_the_plan) {
@@ -228,7 +228,7 @@ TEST(thread_count_is_part_of_the_plan) {
         lc_config_preset(&c, "tiny");
         c.model = LC_MODEL_VANILLA, c.seq_len = 48, c.n_head = 4, c.d_model = 32;
         snprintf(c.attn, sizeof c.attn, "%s", specs[k]);
-        lc_set_threads(1);
+        lc_threads_set_default(1);
         lc_model *m = NULL;
         const lc_status st = lc_model_create(&c, 2, 7, &m);
         CHECK(st == LC_OK, "%s: %s", specs[k], lc_last_error());
@@ -246,7 +246,7 @@ TEST(thread_count_is_part_of_the_plan) {
         memcpy(want, m->grads, n * sizeof(float));
         const int counts[] = {8, -2, 2, 1000};
         for (int i = 0; i < 4; i++) {
-            if (i == 0) lc_set_threads(counts[i]); /* behind the model's back */
+            if (i == 0) lc_threads_set_default(counts[i]), lc_threads_use(counts[i]); /* behind the model's back */
             else CHECK(lc_model_set_threads(m, counts[i]) == LC_OK, "%s", lc_last_error());
             const int avail = lc_threads_available();
             const int expect = i == 0 ? 1 : counts[i] <= 0 || counts[i] > avail ? avail : counts[i];
@@ -262,7 +262,7 @@ TEST(thread_count_is_part_of_the_plan) {
         free(want), free(got);
         lc_model_free(m);
     }
-    lc_set_threads(0);
+    lc_threads_set_default(0);
 }
 
 /* Every fallible public call clears the last error, so after a success lc_last_error() is ""; and a

@@ -279,7 +279,7 @@ TEST(precision_through_checkpoint) {
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_prec_XXXXXX")) return 1;
     lc_rng_seed(&rng, 99);
-    lc_set_threads(0);
+    lc_threads_set_default(0);
     has_vector = lc_cpu_has_avx512_bf16();
     const char *env = getenv("LC_BF16");
     if (env && (!strcmp(env, "off") || !strcmp(env, "portable"))) has_vector = 0;

@@ -241,7 +241,7 @@ TEST(docs_list_every_key) {
 
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_seq2seq_ckpt_XXXXXX")) return 1;
-    lc_set_threads(1);
+    lc_threads_set_default(1);
     RUN(pairs_reader);
     RUN(measures);
     RUN(round_trip_and_resume);

@@ -25,8 +25,11 @@ TEST(available_threads_stay_within_the_affinity_mask) {
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0) CHECK(n <= CPU_COUNT(&set), "%d > %d cores", n, CPU_COUNT(&set));
 #endif
-    lc_set_threads(0);
-    CHECK(lc_get_threads() == n, "default %d, available %d", lc_get_threads(), n);
+    lc_threads_set_default(0);
+    CHECK(lc_threads_default() == n, "default %d, available %d", lc_threads_default(), n);
+    lc_threads_set_default(n + 5);
+    CHECK(lc_threads_default() == n, "default capped: %d, available %d", lc_threads_default(), n);
+    lc_threads_set_default(0);
 }
 
 int main(void) {

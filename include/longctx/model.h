@@ -106,7 +106,8 @@ size_t lc_model_num_params(const lc_model *m);
  * attention workspace is sized for them. A new model takes the count the process was given (the CLI's
  * --threads) or else the cores it may run on (its CPU affinity). threads <= 0 means those cores; more
  * than those is capped to them. Re-plans the workspace (the XL memory is kept). Results do not depend
- * on the thread count: every sum is taken in one fixed order. */
+ * on the thread count: every sum is taken in one fixed order. Each model keeps its own count: models
+ * with different counts may run at the same time in different threads (one model, one thread at a time). */
 lc_status lc_model_set_threads(lc_model *m, int threads);
 int lc_model_threads(const lc_model *m);
 /* The precision of the linear layers' products from now on (cfg.precision; a checkpoint saved later records

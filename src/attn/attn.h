@@ -31,9 +31,9 @@ typedef struct {
     int relpos; /* 1: the calls will pass tensors.rel (sizes the workspace for it); 0: they will not */
     /* Threads forward and backward may use, decided with the workspace size (the model's compute
      * plan): kinds size per-thread scratch by it and open no parallel region wider than this. 0 counts
-     * as 1. Matrix products a kind hands to lc_gemm split by the process's count (lc_set_threads), which
-     * needs no workspace and gives the same bits for any count; a model sets it to this same count at
-     * every pass. */
+     * as 1. Matrix products a kind hands to lc_gemm split by the calling thread's count (lc_threads_use),
+     * which needs no workspace and gives the same bits for any count; a model binds this same count to
+     * its thread at every pass. */
     int threads;
 } lc_attn_shape;
 
@@ -206,8 +206,8 @@ const lc_attn_kind *lc_attn_kind_at(int i);
  * checkpoints find it by name. The row must stay valid while it is registered (a static object). Checks
  * the row (name syntax, forward, backward and workspace_floats set, opts_size within LC_ATTN_OPTS_BYTES,
  * caps with a direction and no unknown bits, a sane length rule) and refuses a name already taken.
- * Returns 0, or -1 with the one-line reason in lc_last_error(). Not thread-safe: register before
- * parsing specs or creating models. At most LC_ATTN_MAX_REGISTERED kinds. */
+ * Returns 0, or -1 with the one-line reason in lc_last_error(). Safe from any thread, also while other
+ * threads parse specs or run models (a row, once registered, stays). At most LC_ATTN_MAX_REGISTERED kinds. */
 #define LC_ATTN_MAX_REGISTERED 32
 int lc_attn_kind_register(const lc_attn_kind *kind);
 

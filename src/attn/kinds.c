@@ -1,6 +1,7 @@
 /* The table of attention kinds, found by name: the built-in rows below and the rows registered at run
  * time, and the one check of a shape against a kind (its caps, its length rule, then its own check of
  * the options). Adding a kind is its own source file and one row here, or lc_attn_kind_register. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,19 +47,23 @@ _Static_assert(sizeof lc_attn_builtin_avx512 == sizeof lc_attn_builtin, "one AVX
 #define BUILTIN_ROW(i) lc_attn_builtin[i]
 #endif
 
+/* Rows registered at run time, append-only: a registration fills the next slot, then publishes the new
+ * count (release); readers take the count (acquire) and read only slots below it, which never change
+ * again. Registrations take the lock, so a name is checked and added in one step. */
 static const lc_attn_kind *lc_attn_registered[LC_ATTN_MAX_REGISTERED];
 static int n_registered;
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int lc_attn_kind_count(void) { return N_BUILTIN + n_registered; }
+int lc_attn_kind_count(void) { return N_BUILTIN + __atomic_load_n(&n_registered, __ATOMIC_ACQUIRE); }
 
-const lc_attn_kind *lc_attn_kind_at(int i) {
-    if (i < 0 || i >= lc_attn_kind_count()) return NULL;
-    return i < N_BUILTIN ? BUILTIN_ROW(i) : lc_attn_registered[i - N_BUILTIN];
-}
+/* Row i of the first n (n from lc_attn_kind_count). */
+static const lc_attn_kind *row_at(int i) { return i < N_BUILTIN ? BUILTIN_ROW(i) : lc_attn_registered[i - N_BUILTIN]; }
+
+const lc_attn_kind *lc_attn_kind_at(int i) { return i < 0 || i >= lc_attn_kind_count() ? NULL : row_at(i); }
 
 const lc_attn_kind *lc_attn_kind_by_name(const char *name) {
-    for (int i = 0; i < lc_attn_kind_count(); i++)
-        if (strcmp(lc_attn_kind_at(i)->name, name) == 0) return lc_attn_kind_at(i);
+    for (int i = 0, n = lc_attn_kind_count(); i < n; i++)
+        if (strcmp(row_at(i)->name, name) == 0) return row_at(i);
     return NULL;
 }
 
@@ -79,7 +84,6 @@ int lc_attn_kind_register(const lc_attn_kind *k) {
         return lc_fail(LC_ERR_ARG, "attention kind '%s': a name is a letter, then letters, digits, '_' or '-' "
                                    "(at most 63)", k->name ? k->name : "(null)"), -1;
     const char *n = k->name;
-    if (lc_attn_kind_by_name(n)) return lc_fail(LC_ERR_ARG, "attention kind '%s' is already registered", n), -1;
     if (!k->forward || !k->backward || !k->workspace_floats)
         return lc_fail(LC_ERR_ARG, "attention kind '%s': forward, backward and workspace_floats are required", n), -1;
     if (!k->options_help) return lc_fail(LC_ERR_ARG, "attention kind '%s': options_help is required (\"\" when none)", n), -1;
@@ -100,10 +104,17 @@ int lc_attn_kind_register(const lc_attn_kind *k) {
     if (!k->param_floats != !k->param_init || !k->state_floats != !k->state_init)
         return lc_fail(LC_ERR_ARG, "attention kind '%s': param_floats/param_init and state_floats/state_init come "
                                    "in pairs", n), -1;
-    if (n_registered == LC_ATTN_MAX_REGISTERED)
+    pthread_mutex_lock(&register_lock);
+    const int taken = lc_attn_kind_by_name(n) != NULL, full = !taken && n_registered == LC_ATTN_MAX_REGISTERED;
+    if (!taken && !full) {
+        lc_attn_registered[n_registered] = k;
+        __atomic_store_n(&n_registered, n_registered + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&register_lock);
+    if (taken) return lc_fail(LC_ERR_ARG, "attention kind '%s' is already registered", n), -1;
+    if (full)
         return lc_fail(LC_ERR_ARG, "attention kind '%s': %d kinds are registered already (the most)", n,
                        LC_ATTN_MAX_REGISTERED), -1;
-    lc_attn_registered[n_registered++] = k;
     return 0;
 }
 

@@ -175,40 +175,30 @@ static int kv_fused(const lc_attn_shape *s, const lc_attn_linformer_opts *o, con
     return o->share == LC_LINFORMER_SHARE_KV && side_by_side(s, k, v);
 }
 
-/* K' = E_S K, V' = F_S V of heads_per_product heads from head h0 of sequence b. */
-static void project(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t, float *work,
-                    int b, int h0) {
-    const lin_work w = lin_work_of(s, o, work, -1, b, h0);
-    const int S = s->T, D = s->D, N = heads_per_product(s, o) * D, ld = w.P * w.K;
-    const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h0) * w.K;
-    const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h0) * w.K;
-    if (kv_fused(s, o, &t->k, &t->v)) { /* [K' | V'] = E_S [K | V] (E = F) */
-        lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, 2 * N, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, 0, D), (int)t->k.st, 0.0f,
-                w.kp, w.ld);
-        return;
-    }
-    lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, N, S, 1.0f, E, ld, lc_view_row(&t->k, b, 0, h0, D), (int)t->k.st, 0.0f, w.kp,
-            w.ld);
-    lc_gemm(LC_TRANS, LC_NO_TRANS, w.K, N, S, 1.0f, F, ld, lc_view_row(&t->v, b, 0, h0, D), (int)t->v.st, 0.0f, w.vp,
-            w.ld);
+/* One product with E_S (S x K, row stride ld) on n columns: the projection Y = E_S^T X (X: S rows of
+ * stride xst; Y: K rows of stride yld) or the expansion X = E_S Y. */
+static void product(int expansion, int S, int K, int n, const float *E, int ld, float *x, int xst, float *y,
+                    int yld) {
+    if (expansion) lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, n, K, 1.0f, E, ld, y, yld, 0.0f, x, xst);
+    else lc_gemm(LC_TRANS, LC_NO_TRANS, K, n, S, 1.0f, E, ld, x, xst, 0.0f, y, yld);
 }
 
-/* dK = E_S dK', dV = F_S dV' of the heads from h0 of sequence b, once all their row blocks are done. */
-static void expand(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t, float *work,
-                   int b, int h0) {
+/* K' = E_S K, V' = F_S V (expansion = 0), or dK = E_S dK', dV = F_S dV' once all the row blocks are done
+ * (expansion = 1), of heads_per_product heads from head h0 of sequence b. */
+static void project_or_expand(const lc_attn_shape *s, const lc_attn_linformer_opts *o, const lc_attn_tensors *t,
+                              float *work, int b, int h0, int expansion) {
     const lin_work w = lin_work_of(s, o, work, -1, b, h0);
     const int S = s->T, D = s->D, N = heads_per_product(s, o) * D, ld = w.P * w.K;
     const float *E = t->params + (size_t)lc_attn_linformer_key_proj(o, h0) * w.K;
     const float *F = t->params + (size_t)lc_attn_linformer_value_proj(o, h0) * w.K;
-    if (kv_fused(s, o, &t->dk, &t->dv)) { /* [dK | dV] = E_S [dK' | dV'] */
-        lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, 2 * N, w.K, 1.0f, E, ld, w.dkp, w.ld, 0.0f,
-                lc_view_row(&t->dk, b, 0, 0, D), (int)t->dk.st);
+    const lc_view *k = expansion ? &t->dk : &t->k, *v = expansion ? &t->dv : &t->v;
+    float *kp = expansion ? w.dkp : w.kp, *vp = expansion ? w.dvp : w.vp;
+    if (kv_fused(s, o, k, v)) { /* [K' | V'] = E_S [K | V] (E = F), or its expansion */
+        product(expansion, S, w.K, 2 * N, E, ld, lc_view_row(k, b, 0, 0, D), (int)k->st, kp, w.ld);
         return;
     }
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, N, w.K, 1.0f, E, ld, w.dkp, w.ld, 0.0f, lc_view_row(&t->dk, b, 0, h0, D),
-            (int)t->dk.st);
-    lc_gemm(LC_NO_TRANS, LC_NO_TRANS, S, N, w.K, 1.0f, F, ld, w.dvp, w.ld, 0.0f, lc_view_row(&t->dv, b, 0, h0, D),
-            (int)t->dv.st);
+    product(expansion, S, w.K, N, E, ld, lc_view_row(k, b, 0, h0, D), (int)k->st, kp, w.ld);
+    product(expansion, S, w.K, N, F, ld, lc_view_row(v, b, 0, h0, D), (int)v->st, vp, w.ld);
 }
 
 /* All projection (expand = 0) or expansion (expand = 1) tasks of a pass. With at least as many tasks as
@@ -226,14 +216,12 @@ static void run_products(const lc_attn_shape *s, const lc_attn_linformer_opts *o
 #endif
         for (long i = 0; i < tasks; i++) {
             const int b = (int)(i / groups), h0 = (int)(i % groups) * per;
-            if (expansion) expand(s, o, t, work, b, h0);
-            else project(s, o, t, work, b, h0);
+            project_or_expand(s, o, t, work, b, h0, expansion);
         }
     } else {
         for (long i = 0; i < tasks; i++) {
             const int b = (int)(i / groups), h0 = (int)(i % groups) * per;
-            if (expansion) expand(s, o, t, work, b, h0);
-            else project(s, o, t, work, b, h0);
+            project_or_expand(s, o, t, work, b, h0, expansion);
         }
     }
 }

@@ -45,7 +45,7 @@ int lc_cmd_eval_classify(int argc, char **argv) {
     int rc = lc_parse_opts("eval", "--ckpt CKPT --task classify --data FILE [options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!ckpt || !data) { lc_cli_error("eval --task classify: --ckpt and --data are required"); return LC_EXIT_USAGE; }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_classifier *m = NULL;
     lc_label_set labels = {0, NULL};
     lc_word_vocab *v = NULL;

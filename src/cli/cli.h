@@ -57,6 +57,12 @@ const char *lc_json_number(double x);
  * after printing the error. */
 int lc_apply_runtime_lengths(lc_model *m, const char *cmd, int batch, int *seg_len, int mem_len, int clamp_len,
                              int same_length);
+/* The rows of a command's table for the XL options lc_apply_runtime_lengths takes (ints; -1, -1, 0: as
+ * trained). */
+#define LC_XL_RUNTIME_FLAGS(mem_len, clamp_len, same_length)                                                  \
+    {"--mem-len", OPT_INT, &(mem_len), 0, 1 << 24, "xl: memory rows per layer (default: as trained)", 0},          \
+    {"--clamp-len", OPT_INT, &(clamp_len), 0, 1 << 24, "xl: clamp relative distances (default: as trained)", 0},   \
+    {"--same-length", OPT_FLAG, &(same_length), 0, 0, "xl: every query sees exactly mem-len keys", 0}
 
 /* The data a command reads without --data (data_path.c): ./data/tinyshakespeare.txt, else the copy installed
  * in LC_DATADIR; NULL after one error line saying to pass --data. */

@@ -182,7 +182,7 @@ int lc_cmd_attn_map(int argc, char **argv) {
         lc_cli_error("attn-map: --out %s is one of its inputs: refusing to replace it with a figure", out);
         return LC_EXIT_USAGE;
     }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_model *m;
     if ((st = lc_checkpoint_load(ckpt, 1, &m, NULL))) return lc_cli_fail(st);
     const lc_config *c = lc_model_config(m);

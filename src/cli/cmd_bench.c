@@ -46,7 +46,7 @@ static int bench_setup(const char *cmd, lc_opt *opts, int n, int argc, char **ar
     int rc = lc_parse_opts(cmd, "[options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     if ((rc = lc_model_flags_apply(&mf, opts, n, cmd, cfg)) >= 0) return rc;
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     return -1;
 }
 
@@ -107,7 +107,7 @@ static int bench_train(int argc, char **argv) {
                    cfg.model == LC_MODEL_XL ? "xl" : "vanilla", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
                    cfg.attn[0] ? cfg.attn : "full", cfg.reversible ? ", reversible" : "", cfg.ffn_chunk ? ", ffn chunks" : "",
                    batch, cfg.seq_len, (double)lc_model_num_params(m) / 1e6, lc_gemm_backend(), lc_precision_note(cfg.precision),
-                   lc_get_threads(), lc_plural(lc_get_threads()), steps);
+                   lc_threads_default(), lc_plural(lc_threads_default()), steps);
             printf("%11s %11s %11s %12s %12s %11s %10s %14s\n", "ms/step", "tokens/s", "CPU ms/step", "step GFLOP/s",
                    "gemm GFLOP/s", "gemm share", "params MB", "activations MB");
             printf("%11.2f %11.0f %11.2f %12.2f %12.2f %11.3f %10.1f %14.1f\n", med, tok_s, cpu_med, step_gflops, gemm_gflops,
@@ -119,7 +119,7 @@ static int bench_train(int argc, char **argv) {
                    "\"attn\":\"%s\",\"reversible\":%d,\"ffn_chunk\":%d,\"param_bytes\":%zu,\"activation_bytes\":%zu}\n",
                    cfg.model == LC_MODEL_XL ? "xl" : "vanilla", lc_gemm_backend(),
                    lc_precision_path(cfg.precision),
-                   lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
+                   lc_threads_default(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.seq_len, batch,
                    lc_model_num_params(m), med, tok_s, cpu_med, step_gflops, gemm_gflops,
                    gemm_s * 1e3 / total, cfg.attn[0] ? cfg.attn : "full", cfg.reversible, cfg.ffn_chunk,
                    lc_model_param_bytes(m), lc_model_activation_bytes(m));
@@ -225,7 +225,7 @@ static int bench_xl_eval(int argc, char **argv) {
     if (!json) {
         printf("bench xl-eval: %d layers, dim %d, %d heads, ffn %d, attn %s | xl segments of %d | %d thread%s | "
                "ms per predicted byte\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, cfg.attn[0] ? cfg.attn : "full",
-               seg, lc_get_threads(), lc_plural(lc_get_threads()));
+               seg, lc_threads_default(), lc_plural(lc_threads_default()));
         printf("%9s %10s %12s %8s %13s %10s\n", "attn len", "xl eval", "vanilla", "speedup", "xl generate", "speedup");
         fflush(stdout);
     }
@@ -243,7 +243,7 @@ static int bench_xl_eval(int argc, char **argv) {
                    "\"xl_eval_seg\":%d,\"xl_generate_ms_per_token\":%.4f,\"generate_speedup\":%.1f,"
                    "\"layers\":%d,\"dim\":%d,\"threads\":%d}\n",
                    L, tm.xl_ms, tm.van_ms, tm.van_ms / tm.xl_ms, seg, tm.gen_ms, tm.van_ms / tm.gen_ms, cfg.n_layer,
-                   cfg.d_model, lc_get_threads());
+                   cfg.d_model, lc_threads_default());
         }
         fflush(stdout);
         p = *end ? end + 1 : end;

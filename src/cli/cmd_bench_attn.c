@@ -135,7 +135,7 @@ static int parse_lengths(const char *text, bench_attn_options *o) {
 static lc_attn_shape shape_for(const bench_attn_options *o, int len) {
     lc_attn_shape s = {o->batch, o->heads, len, 0, o->head_dim, o->causal,
                        (float)(1.0 / sqrt((double)o->head_dim)), 0, 0};
-    s.threads = lc_get_threads();
+    s.threads = lc_threads_current();
     return s;
 }
 
@@ -151,7 +151,7 @@ static void fill_normal(float *p, size_t n, lc_rng *rng) {
 
 /* Runs one length (in the child process) and prints its line. */
 static void bench_length(const bench_attn_options *o, int len) {
-    lc_set_threads(o->threads);
+    lc_threads_use(o->threads);
     const lc_attn_shape s = shape_for(o, len);
     lc_attn_layer planned = o->layer; /* length-dependent options (routing's clusters=auto) for this length */
     lc_attn_spec_plan(&planned, 1, s.D, len);
@@ -245,7 +245,7 @@ static void bench_length(const bench_attn_options *o, int len) {
         printf("\",\"len\":%d,\"batch\":%d,\"heads\":%d,\"head_dim\":%d,\"causal\":%d,\"threads\":%d,\"reps\":%d,"
                "\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,\"us_per_token\":%.4f,\"peak_bytes\":%zu,\"bytes_per_token\":%.1f,"
                "\"maxrss_bytes\":%ld,\"finite\":%d}\n",
-               len, s.B, s.H, s.D, s.causal, lc_get_threads(), reps, fwd_ms, bwd_ms, 1e3 * (fwd_ms + bwd_ms) / tokens,
+               len, s.B, s.H, s.D, s.causal, lc_threads_current(), reps, fwd_ms, bwd_ms, 1e3 * (fwd_ms + bwd_ms) / tokens,
                b.bytes, (double)b.bytes / tokens, ru.ru_maxrss * 1024L, finite);
     } else {
         printf("%9d %11.2f %11.2f %13.3f %11.1f %13.0f %11.1f %5d%s\n", len, fwd_ms, bwd_ms,

@@ -41,33 +41,27 @@ char *openblas_get_corename(void);
 #define BG_HAVE_PEAK 1
 #define BG_ACC 24
 
-__attribute__((target("avx512f,fma"))) static double loop_fp32(long iters, float *sink) {
-    __m512 acc[BG_ACC];
-    for (int i = 0; i < BG_ACC; i++) acc[i] = _mm512_set1_ps((float)i * 1e-3f);
-    const __m512 mul = _mm512_set1_ps(0.999999f), add = _mm512_set1_ps(1e-6f);
-    for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 24
-        for (int i = 0; i < BG_ACC; i++) acc[i] = _mm512_fmadd_ps(acc[i], mul, add);
+/* A peak loop `name` for the ISA `isa`: BG_ACC independent accumulators, each updated as acc = op(acc)
+ * (after `setup`) every iteration, `flop` flop per lane; returns the flop done, their sum in *sink. */
+#define BG_PEAK_LOOP(name, isa, flop, setup, op)                                                              \
+    __attribute__((target(isa))) static double name(long iters, float *sink) {                                 \
+        __m512 acc[BG_ACC];                                                                                   \
+        for (int i = 0; i < BG_ACC; i++) acc[i] = _mm512_set1_ps((float)i * 1e-3f);                           \
+        setup;                                                                                                \
+        for (long it = 0; it < iters; it++) {                                                                 \
+            _Pragma("GCC unroll 24") for (int i = 0; i < BG_ACC; i++) acc[i] = op;                            \
+        }                                                                                                     \
+        float total = 0;                                                                                      \
+        for (int i = 0; i < BG_ACC; i++) total += _mm512_reduce_add_ps(acc[i]);                               \
+        *sink = total;                                                                                        \
+        return (flop) * 16 * BG_ACC * (double)iters;                                                          \
     }
-    float total = 0;
-    for (int i = 0; i < BG_ACC; i++) total += _mm512_reduce_add_ps(acc[i]);
-    *sink = total;
-    return 2.0 * 16 * BG_ACC * (double)iters;
-}
 
-__attribute__((target("avx512f,avx512bf16"))) static double loop_bf16(long iters, float *sink) {
-    __m512 acc[BG_ACC];
-    for (int i = 0; i < BG_ACC; i++) acc[i] = _mm512_set1_ps((float)i * 1e-3f);
-    const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3f00); /* 1, 0.5 */
-    for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 24
-        for (int i = 0; i < BG_ACC; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-    }
-    float total = 0;
-    for (int i = 0; i < BG_ACC; i++) total += _mm512_reduce_add_ps(acc[i]);
-    *sink = total;
-    return 4.0 * 16 * BG_ACC * (double)iters;
-}
+BG_PEAK_LOOP(loop_fp32, "avx512f,fma", 2.0, const __m512 mul = _mm512_set1_ps(0.999999f);
+             const __m512 add = _mm512_set1_ps(1e-6f), _mm512_fmadd_ps(acc[i], mul, add))
+/* a = 1, b = 0.5 in bf16 */
+BG_PEAK_LOOP(loop_bf16, "avx512f,avx512bf16", 4.0, const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80);
+             const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f00), _mm512_dpbf16_ps(acc[i], a, b))
 
 /* a chain of dependent additions: one per cycle; returns the additions done */
 static double loop_clock(long iters, float *sink) {
@@ -291,8 +285,8 @@ int lc_cmd_bench_gemm(int argc, char **argv) {
                rows, dim, ffn, lc_gemm_backend(), core, coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "",
                lc_gemm_bf16_backend(), reps);
     for (int c = 0; c < n_counts; c++) {
-        lc_set_threads(counts[c]);
-        const int threads = lc_get_threads(); /* 1 without OpenMP */
+        lc_threads_use(counts[c]);
+        const int threads = lc_threads_current(); /* 1 without OpenMP */
         const peaks pk = measure_peaks(threads);
         if (json) {
             printf("{\"bench\":\"gemm_peak\",\"threads\":%d,\"fp32_fma_gflops\":%s,\"bf16_dp_gflops\":%s,\"clock_ghz\":%s,"
@@ -326,6 +320,6 @@ int lc_cmd_bench_gemm(int argc, char **argv) {
         total[V_PEAK_FP32] = median(row_peaks[0], n_prods), total[V_PEAK_BF16] = median(row_peaks[1], n_prods);
         print_row(json, threads, NULL, "layer", "all", flops_total, total, run); /* peaks: the rows' median */
     }
-    lc_set_threads(0);
+    lc_threads_use(0);
     return LC_EXIT_OK;
 }

@@ -136,7 +136,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
     if (rc >= 0) return rc;
     lc_config cfg;
     if ((rc = lc_model_flags_apply(&mf, opts, n, "bench hibert", &cfg)) >= 0) return rc;
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     doc_set d = {NULL, 0};
     lc_status st = docs_read(data, per * (warmup + steps), &d);
     if (st) return lc_cli_fail(st);
@@ -191,7 +191,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
         if (!json) {
             printf("bench hibert: %d layers, dim %d, %d heads, ffn %d | HIBERT %d documents (%ld rows) per step, LM batch "
                    "%d x %d | %d thread%s%s | medians of %d interleaved steps\n", cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff,
-                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_get_threads(), lc_plural(lc_get_threads()),
+                   per, rows_per_step, bm.lm_batch, cfg.seq_len, lc_threads_default(), lc_plural(lc_threads_default()),
                    lc_precision_note(cfg.precision), steps);
             printf("%15s %16s %15s %11s %13s %17s\n", "HIBERT ms/step", "HIBERT bytes/s", "HIBERT rows/s", "LM ms/step",
                    "LM tokens/s", "LM / HIBERT rows");
@@ -201,7 +201,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
                "\"docs_per_step\":%d,\"rows_per_step\":%ld,\"hibert_ms_median\":%.3f,\"hibert_bytes_per_s\":%.1f,"
                "\"hibert_rows_per_s\":%.1f,\"lm_seg_len\":%d,\"lm_batch\":%d,\"lm_ms_median\":%.3f,"
                "\"lm_tokens_per_s\":%.1f,\"lm_over_hibert_rows\":%.3f}\n",
-               lc_precision_path(cfg.precision), lc_get_threads(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, per,
+               lc_precision_path(cfg.precision), lc_threads_default(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.d_ff, per,
                rows_per_step, hm, bytes_s,
                rows_s, cfg.seq_len, bm.lm_batch, lm, lm_tok_s, lm_tok_s / rows_s);
         }

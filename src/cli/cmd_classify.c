@@ -253,22 +253,14 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
     }
     int rc = refuse_flags(a, opts, n);
     if (rc >= 0) return rc;
-    if (!a->valid) { lc_cli_error("train --task classify: --valid is required (a labelled TSV file)"); return LC_EXIT_USAGE; }
-    if (!a->out) { lc_cli_error("train --task classify: --out is required (the best checkpoint is written there)"); return LC_EXIT_USAGE; }
     crun r;
     memset(&r, 0, sizeof r);
     r.a = a;
-    if (snprintf(r.last, sizeof r.last, "%s.last", a->out) >= (int)sizeof r.last) {
-        lc_cli_error("train: --out %s: the path is too long", a->out);
-        return LC_EXIT_USAGE;
-    }
-    const lc_cli_path outs[] = {{"--out", a->out}, {"--out", r.last}, {"--log", a->log}},
-                      ins[] = {{"--data", a->data}, {"--valid", a->valid}, {"--init", a->init}};
-    if ((rc = lc_cli_check_outputs("train --task classify", outs, 3, ins, 3)) >= 0) return rc;
-    lc_status st = quiet() ? LC_OK : lc_checkpoint_check_path(a->out); /* process 0 writes */
-    if (!st && !quiet()) st = lc_checkpoint_check_path(r.last);
-    if (st) return lc_cli_fail(st);
-    lc_set_threads(a->threads);
+    if ((rc = lc_run_flags_check_files("train --task classify", "a labelled TSV file", a->data, a->valid, a->init,
+                                       a->out, a->log, r.last, sizeof r.last)) >= 0)
+        return rc;
+    lc_status st;
+    lc_threads_set_default(a->threads);
     lc_classify_run_default(&r.run);
     lc_classify_config c;
     const lc_tsv_limits lim = {a->max_examples, 0};
@@ -303,8 +295,8 @@ static int train_run(cargs *a, lc_opt *opts, int n) {
                         "classes, pool %s | %.2fM params | %ld training, %ld validation examples | %d thread%s%s%s\n",
                 c.objective == LC_CLASSIFY_MLM ? " (masked-token pre-training)" : "", c.n_layer, c.d_model, c.n_head,
                 c.d_ff, c.attn, lc_tokens_name(c.tokens), c.vocab, c.max_len, c.n_classes,
-                lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_get_threads(),
-                lc_plural(lc_get_threads()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
+                lc_pool_name(c.pool), (double)lc_classifier_num_params(r.m) / 1e6, r.train.n, r.valid.n, lc_threads_default(),
+                lc_plural(lc_threads_default()), lc_precision_note(c.precision), a->resume ? " | resumed" : "");
         if (lc_dist_size() > 1 && !quiet())
             fprintf(stderr, "data parallel: %d processes, gradient allreduce (batch %d each, %d in all)\n",
                     lc_dist_size(), a->o.batch, a->o.batch * lc_dist_size());
@@ -322,8 +314,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
     lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     cargs a;
     memset(&a, 0, sizeof a);
-    lc_train_options_default(&a.o);
-    a.o.steps = 1000, a.o.batch = 16, a.o.lr = 1e-3f, a.o.warmup = 100, a.o.eval_every = 200;
+    lc_run_flags_default(&a.o);
     a.tokens = "bytes", a.pool = "cls", a.min_count = 1;
     lc_model_flags_init(&a.mf);
     lc_train_options *o = &a.o;
@@ -342,32 +333,15 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--max-words", OPT_INT, &a.max_words, 0, 1 << 24, "words: keep at most N words (default 0: all)", 0},
         {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM or classifier checkpoint", 0},
         {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation accuracy (required; OUT.last: the last state)", 0},
-        {"--resume", OPT_STR, &a.resume, 0, 0, "continue the run of this checkpoint (an OUT.last) with the same --data", 0},
-        {"--steps", OPT_LONG, &o->steps, 1, 1e12, "optimizer steps of the schedule (default 1000)", 0},
-        {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
-        {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 200; 0: end only)", 0},
-        {"--save-every", OPT_LONG, &a.save_every, 0, 1e12, "also save OUT.last every N steps (0: at the end only)", 0},
-        {"--save-every-min", OPT_FLOAT, &a.save_every_min, 0, 1e7, "also save OUT.last every N minutes (0: off)", 0},
-        {"--seed", OPT_U64, &o->seed, 0, 0, "random seed: initialisation, order, dropout (default 1337)", 0},
-        {"--threads", OPT_INT, &a.threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},
-        {"--log", OPT_STR, &a.log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
+        LC_RUN_FLAGS(a, o),
     };
     lc_opt opts[64];
-    int n = (int)(sizeof base / sizeof *base);
-    memcpy(opts, base, sizeof base);
-    n = lc_optim_flags_add(o, opts, n);
-    n = lc_model_flags_add(&a.mf, opts, n);
+    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &a.mf);
     refuse_lm_flags(opts, n);
     lc_opt_get(opts, n, "--objective")->help = "mlm: pre-train the encoder on masked tokens of --data (default: the labels)";
-    int rc = lc_parse_opts("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
-                           opts, n, argc, argv);
-    if (rc < 0 && !a.data) {
-        lc_cli_error("train --task classify: --data is required (a labelled TSV file)");
-        rc = LC_EXIT_USAGE;
-    }
-    if (rc < 0) rc = lc_optim_flags_apply("train --task classify", &a.o);
+    int rc = lc_run_flags_parse("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
+                                opts, n, argc, argv, &a.data, "a labelled TSV file", o);
     if (rc < 0) rc = train_run(&a, opts, n);
     lc_cli_all_ready_end(rc);
     return rc;

@@ -24,9 +24,7 @@ int lc_cmd_eval(int argc, char **argv) {
         {"--splits", OPT_STR, &splits, 0, 0, "auto (default), enwik8 (90/5/5) or nanogpt (90/10)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "evaluation segment length (default: the model's)", 0},
         {"--batch", OPT_INT, &batch, 1, 4096, "vanilla: segments per forward pass", 0},
-        {"--mem-len", OPT_INT, &mem_len, 0, 1 << 24, "xl: memory rows per layer (default: as trained)", 0},
-        {"--clamp-len", OPT_INT, &clamp_len, 0, 1 << 24, "xl: clamp relative distances (default: as trained)", 0},
-        {"--same-length", OPT_FLAG, &same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
+        LC_XL_RUNTIME_FLAGS(mem_len, clamp_len, same_length),
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--precision", OPT_STR, &precision, 0, 0, "linear layers' products: fp32 or bf16 (default: the checkpoint's)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
@@ -47,7 +45,7 @@ int lc_cmd_eval(int argc, char **argv) {
     else if (strcmp(splits, "enwik8") == 0) mode = LC_SPLIT_ENWIK8;
     else if (strcmp(splits, "nanogpt") == 0) mode = LC_SPLIT_NANOGPT;
     else { lc_cli_error("eval: --splits must be auto, enwik8 or nanogpt, got '%s'", splits); return LC_EXIT_USAGE; }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_model *m;
     lc_train_options saved;
     lc_status st = lc_checkpoint_load(ckpt, batch, &m, &saved);

@@ -119,7 +119,7 @@ int lc_cmd_eval_summary(int argc, char **argv) {
     }
 
     if (ckpt) {
-        lc_set_threads(threads);
+        lc_threads_set_default(threads);
         return lc_eval_summary_ckpt(ckpt, data, part, split, json, stem);
     }
     double t0 = lc_now_seconds();

@@ -40,7 +40,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
         {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
         {"--labels", OPT_STR, &a->labels, 0, 0, "finetune: contained (default) or greedy sentence labels", 0},
-        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: 3 lets the head also read each sentence's position, length and LexRank centrality (longctx's extension; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
+        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: the head also reads this many of each sentence's position, length, LexRank centrality and word frequency (longctx's extension; 3: the first three, 4: all; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
         {"--init", OPT_STR, &a->init, 0, 0, "start from this checkpoint's weights (its shape)", 0},
         {"--out", OPT_STR, &a->out, 0, 0, "checkpoint to write (finetune: the best by valid ROUGE; OUT.last: the last state)", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue this checkpoint's run (finetune: OUT.last)", 0},
@@ -99,8 +99,8 @@ static int build_opts(hargs *a, lc_opt *opts) {
 
 /* The stack attention specs (strings into the config) and the choices. */
 static int apply_strings(hargs *a) {
-    if (a->cfg.head_features != 0 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
-        lc_cli_error("hibert: --head-features must be 0 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
+    if (a->cfg.head_features != 0 && a->cfg.head_features != 3 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
+        lc_cli_error("hibert: --head-features must be 0, 3 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
         return LC_EXIT_USAGE;
     }
     const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
@@ -356,7 +356,7 @@ static void print_plan(const trainer *t) {
             a->cfg.sent.n_layer, a->cfg.doc.n_layer, a->cfg.dec.n_layer, a->cfg.sent.d_model, a->cfg.doc.d_model,
             a->cfg.dec.d_model, (double)lc_hibert_num_params(t->m) / 1e6, t->train.n_docs, t->train.n_chunks,
             t->valid.n_docs, t->run.opts.batch, t->run.limits.max_sents, t->run.limits.max_bytes,
-            t->run.limits.no_decoder ? 0 : t->run.limits.max_dec_rows, lc_get_threads(), lc_plural(lc_get_threads()),
+            t->run.limits.no_decoder ? 0 : t->run.limits.max_dec_rows, lc_threads_default(), lc_plural(lc_threads_default()),
             lc_precision_note(a->cfg.precision));
     const int latin1 = t->train.latin1 + t->valid.latin1;
     if (latin1) fprintf(stderr, "%d file%s not UTF-8 and %s read as Latin-1\n", latin1, latin1 == 1 ? " was" : "s were",
@@ -393,7 +393,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     if (!a->finetune && !a->resume && a->n_docs == 0) { lc_cli_error("%s: --docs is required", cmd); return LC_EXIT_USAGE; }
     lc_status st;
     if (a->out && !quiet() && (st = lc_checkpoint_check_path(a->out))) return lc_cli_fail(st); /* process 0 writes */
-    lc_set_threads(a->threads);
+    lc_threads_set_default(a->threads);
     trainer t;
     memset(&t, 0, sizeof t);
     t.a = a;

@@ -103,7 +103,7 @@ int lc_cmd_predict(int argc, char **argv) {
     char *buf = NULL;
     size_t size = 0;
     lc_status st = read_input(path, tsv, &buf, &size);
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     const int seq2seq = !st && lc_ckpt_is_model(ckpt, "seq2seq");
     if (seq2seq && want_probs) st = lc_fail(LC_ERR_ARG, "predict: --probs is for classifiers: %s is a seq2seq model", ckpt);
     lc_classifier *m = NULL;

@@ -70,9 +70,7 @@ int lc_cmd_sample(int argc, char **argv) {
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--precision", OPT_STR, &precision, 0, 0, "linear layers' products: fp32 or bf16 (default: the checkpoint's)", 0},
         {"--seg-len", OPT_INT, &seg_len, 1, 1 << 24, "segment for reading the prompt (vanilla: the context window)", 0},
-        {"--mem-len", OPT_INT, &mem_len, 0, 1 << 24, "xl: memory rows per layer (default: as trained)", 0},
-        {"--clamp-len", OPT_INT, &clamp_len, 0, 1 << 24, "xl: clamp relative distances (default: as trained)", 0},
-        {"--same-length", OPT_FLAG, &same_length, 0, 0, "xl: every query sees exactly mem-len keys", 0},
+        LC_XL_RUNTIME_FLAGS(mem_len, clamp_len, same_length),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = lc_parse_opts("sample", "--ckpt CKPT [--prompt TEXT | --prompt-file PATH|- | --interactive] [options]",
@@ -90,7 +88,7 @@ int lc_cmd_sample(int argc, char **argv) {
         if ((rc = read_prompt_file(prompt_file, &file_text, &prompt_len)) >= 0) return rc;
         prompt = file_text;
     }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_model *m;
     lc_status st = lc_checkpoint_load(ckpt, 1, &m, NULL);
     if (st) { free(file_text); return lc_cli_fail(st); }

@@ -31,13 +31,6 @@ typedef struct {
 /* Process 0 prints and writes; the others stay quiet unless they fail. */
 static int quiet(void) { return lc_dist_rank() != 0; }
 
-/* Processes training together go on only when every one is ready: -1, or the exit code of one that is not. */
-static int all_ready(int rc) {
-    long worst = rc;
-    lc_dist_max_longs(&worst, 1);
-    return rc >= 0 ? rc : (int)worst;
-}
-
 /* Every pair of d fits the model's lengths; -1, or LC_EXIT_RUNTIME after one line naming the file and line
  * (targets only when `targets`: an evaluation scores a longer target as generated wrong). */
 static int check_lengths(const char *cmd, const char *flag, const char *path, const lc_pair_data *d, int max_src,
@@ -206,25 +199,19 @@ static int finish(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *run
     return LC_EXIT_OK;
 }
 
-/* Every process reaches the same collective calls (all_ready, same_run), whatever fails where: a failure
+/* Every process reaches the same collective calls (lc_cli_all_ready, same_run), whatever fails where: a failure
  * before them sets rc and falls through. */
 static int train_run(sargs *a, lc_opt *opts, int n) {
     int rc = -1;
     char last[4200] = "";
-    if (!a->valid) lc_cli_error("%s: --valid is required (a TSV file of pairs)", CMD), rc = LC_EXIT_USAGE;
-    else if (!a->out) lc_cli_error("%s: --out is required (the best checkpoint is written there)", CMD), rc = LC_EXIT_USAGE;
-    else if (a->save_every_min > 0 && lc_dist_size() > 1)
+    if (a->save_every_min > 0 && lc_dist_size() > 1)
         lc_cli_error("%s: --save-every-min needs one process (processes save at the same step: use --save-every)", CMD),
             rc = LC_EXIT_USAGE;
-    else if (snprintf(last, sizeof last, "%s.last", a->out) >= (int)sizeof last)
-        lc_cli_error("train: --out %s: the path is too long", a->out), rc = LC_EXIT_USAGE;
-    const lc_cli_path outs[] = {{"--out", a->out}, {"--out", last}, {"--log", a->log}},
-                      ins[] = {{"--data", a->data}, {"--valid", a->valid}};
-    if (rc < 0) rc = lc_cli_check_outputs(CMD, outs, 3, ins, 2);
+    else
+        rc = lc_run_flags_check_files(CMD, "a TSV file of pairs", a->data, a->valid, NULL, a->out, a->log, last,
+                                      sizeof last);
     lc_status st;
-    if (rc < 0 && !quiet() && ((st = lc_checkpoint_check_path(a->out)) || (st = lc_checkpoint_check_path(last))))
-        rc = lc_cli_fail(st);
-    lc_set_threads(a->threads);
+    lc_threads_set_default(a->threads);
     lc_pair_data d[2];
     memset(d, 0, sizeof d);
     const lc_tsv_limits lim = {a->max_examples, 0};
@@ -240,12 +227,12 @@ static int train_run(sargs *a, lc_opt *opts, int n) {
     for (int f = 0; f < 2 && rc < 0; f++)
         rc = check_lengths(CMD, f ? "--valid" : "--data", f ? a->valid : a->data, &d[f], c.max_src_len, c.max_tgt_len, 1);
     if (rc < 0) run.opts = a->o, run.opts.ranks = lc_dist_size(), run.train_pairs = d[0].n;
-    if ((rc = all_ready(rc)) < 0) rc = same_run(a, m, &run, d);
+    if ((rc = lc_cli_all_ready(rc)) < 0) rc = same_run(a, m, &run, d);
     const int agreed = rc < 0; /* the same on every process: both calls above answer alike everywhere */
     sprogress sp;
     memset(&sp, 0, sizeof sp);
     if (rc < 0 && !quiet()) rc = lc_train_log_open(&sp.log, CMD, a->log, a->resume != NULL);
-    if (agreed && (rc = all_ready(rc)) < 0) {
+    if (agreed && (rc = lc_cli_all_ready(rc)) < 0) {
         if (!quiet())
             fprintf(stderr, "seq2seq: %d+%d layers, dim %d, %d heads, ffn %d, attn %s, max source %d, max target %d, "
                             "%s-LN, %s, %s | %.2fM params | %ld training, %ld validation pairs | batch %d x %d "
@@ -253,7 +240,7 @@ static int train_run(sargs *a, lc_opt *opts, int n) {
                     c.enc.d_ff, c.enc.attn[0] ? c.enc.attn : "full", c.max_src_len, c.max_tgt_len,
                     c.norm == LC_NORM_PRE ? "pre" : "post", c.activation == LC_ACT_GELU ? "gelu" : "relu",
                     c.tied ? "tied" : "untied", (double)lc_seq2seq_num_params(m) / 1e6, d[0].n, d[1].n, a->o.batch,
-                    lc_dist_size(), lc_dist_size() == 1 ? "" : "es", lc_get_threads(), lc_plural(lc_get_threads()),
+                    lc_dist_size(), lc_dist_size() == 1 ? "" : "es", lc_threads_default(), lc_plural(lc_threads_default()),
                     a->resume ? " | resumed" : "");
         lc_progress_init(&sp.pp, a->o.steps);
         lc_fit_options fo;
@@ -279,8 +266,7 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
     lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     sargs a;
     memset(&a, 0, sizeof a);
-    lc_train_options_default(&a.o);
-    a.o.steps = 1000, a.o.batch = 16, a.o.lr = 1e-3f, a.o.warmup = 100, a.o.eval_every = 200;
+    lc_run_flags_default(&a.o);
     lc_model_flags_init(&a.mf);
     lc_train_options *o = &a.o;
     lc_opt base[] = {
@@ -293,44 +279,28 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
         {"--max-src-len", OPT_INT, &a.max_src_len, 1, 1 << 20, "longest source in bytes (default: the files' longest)", 0},
         {"--max-tgt-len", OPT_INT, &a.max_tgt_len, 1, 1 << 20, "longest target in bytes (default: the files' longest)", 0},
         {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation exact match (required; OUT.last: the last state)", 0},
-        {"--resume", OPT_STR, &a.resume, 0, 0, "continue the run of this checkpoint (an OUT.last) with the same --data", 0},
-        {"--steps", OPT_LONG, &o->steps, 1, 1e12, "optimizer steps of the schedule (default 1000)", 0},
-        {"--stop-after", OPT_LONG, &o->stop_after, 0, 1e12, "stop this run after N steps (resume later)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "pairs per batch and process (default 16)", 0},
         {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "batches per optimizer step (default 1)", 0},
-        {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validation passes (default 200; 0: end only)", 0},
-        {"--save-every", OPT_LONG, &a.save_every, 0, 1e12, "also save OUT.last every N steps (0: at the end only)", 0},
-        {"--save-every-min", OPT_FLOAT, &a.save_every_min, 0, 1e7, "also save OUT.last every N minutes (0: off; one process)", 0},
-        {"--seed", OPT_U64, &o->seed, 0, 0, "random seed: initialisation, order, dropout (default 1337)", 0},
-        {"--threads", OPT_INT, &a.threads, 0, 1024, "threads (0: all cores)", 0},
-        {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},
-        {"--log", OPT_STR, &a.log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
+        LC_RUN_FLAGS(a, o),
     };
     lc_opt opts[64];
-    int n = (int)(sizeof base / sizeof *base);
-    memcpy(opts, base, sizeof base);
-    n = lc_optim_flags_add(o, opts, n);
-    n = lc_model_flags_add(&a.mf, opts, n);
+    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &a.mf);
     const char *no[] = {"--preset", "--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv",
                         "--share-qk", "--share-attn", "--reversible", "--ffn-chunk", "--extra-tokens", "--objective",
                         "--precision"};
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         lc_opt_refuse(opts, n, no[i], "does not apply to seq2seq (an encoder and a decoder of the shape --layers, "
                                       "--dim, --heads, --ffn, --attn give)");
+    lc_opt_get(opts, n, "--save-every-min")->help = "also save OUT.last every N minutes (0: off; one process)";
     lc_opt_get(opts, n, "--layers")->help = "blocks of the encoder and of the decoder (default 2)";
     lc_opt_get(opts, n, "--dim")->help = "model width of both stacks (default 128)";
     lc_opt_get(opts, n, "--heads")->help = "attention heads (default 4; must divide --dim)";
     lc_opt_get(opts, n, "--ffn")->help = "feed-forward width (default 512)";
     lc_opt_get(opts, n, "--untied")->help = "own source, decoder-input and output embeddings (default: one shared)";
-    int rc = lc_parse_opts(CMD, "--data TRAIN.tsv --valid VALID.tsv --out CKPT [options]", opts, n, argc, argv);
-    if (rc < 0 && !a.data) {
-        lc_cli_error("%s: --data is required (a TSV file of pairs)", CMD);
-        rc = LC_EXIT_USAGE;
-    }
-    if (rc < 0) rc = lc_optim_flags_apply(CMD, &a.o);
+    int rc = lc_run_flags_parse(CMD, "--data TRAIN.tsv --valid VALID.tsv --out CKPT [options]", opts, n, argc, argv,
+                                &a.data, "a TSV file of pairs", o);
     if (rc < 0) rc = train_run(&a, opts, n);
-    else all_ready(rc); /* train_run's first meeting, which the others make */
-    lc_dist_finalize();
+    lc_cli_all_ready_end(rc); /* a process that stopped before train_run's first meeting meets the others there */
     return rc;
 }
 
@@ -355,7 +325,7 @@ int lc_cmd_eval_seq2seq(int argc, char **argv) {
     int rc = lc_parse_opts("eval", "--ckpt CKPT --task seq2seq --data FILE [options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!ckpt || !data) { lc_cli_error("eval --task seq2seq: --ckpt and --data are required"); return LC_EXIT_USAGE; }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_seq2seq *m = NULL;
     lc_pair_data d;
     memset(&d, 0, sizeof d);

@@ -67,7 +67,7 @@ int lc_cmd_summarize(int argc, char **argv) {
         if ((st = lc_hdocs_add_summary_text(&d, text, files[i], title, no_title))) rc = lc_cli_fail(st);
         free(text);
     }
-    lc_set_threads(threads);
+    lc_threads_set_default(threads);
     lc_hibert *m = NULL;
     if (rc < 0 && ckpt && (st = load_for(ckpt, &d, 1, &m))) rc = lc_cli_fail(st);
     float *scores = rc < 0 ? malloc(sizeof(float) * (size_t)(d.n_sents ? d.n_sents : 1)) : NULL;

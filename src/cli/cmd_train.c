@@ -102,7 +102,7 @@ static void print_summary(const lc_model *m, const lc_train_options *o) {
             lc_plural(c->n_head), c->d_ff, c->seq_len, c->norm == LC_NORM_PRE ? "pre" : "post",
             c->activation == LC_ACT_GELU ? "gelu" : "relu", c->tied ? "tied" : "untied",
             (double)lc_model_num_params(m) / 1e6, xl, (double)lc_model_param_bytes(m) / 1e6,
-            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_get_threads(), lc_plural(lc_get_threads()),
+            (double)lc_model_activation_bytes(m) / 1e6, lc_gemm_backend(), lc_threads_default(), lc_plural(lc_threads_default()),
             lc_precision_note(c->precision), o->steps - lc_model_step(m), lc_plural(o->steps - lc_model_step(m)),
             lc_model_step(m), o->steps, o->batch, c->seq_len, (double)o->lr, procs);
 }
@@ -385,7 +385,7 @@ static int run(train_args *a, lc_opt *opts, int n) {
         return LC_EXIT_USAGE;
     }
     if (out && !quiet() && (st = lc_checkpoint_check_path(out))) return lc_cli_fail(st); /* process 0 writes */
-    lc_set_threads(a->threads);
+    lc_threads_set_default(a->threads);
     const int explicit_data = lc_opt_get(opts, n, "--data")->seen;
     lc_data_record rec;
     memset(&rec, 0, sizeof rec);

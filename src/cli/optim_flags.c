@@ -1,9 +1,11 @@
 /* The optimizer's flags of the training commands (optim_flags.h): one table, with help lines that name the
- * defaults each command set, so train and train --task classify describe them alike. */
+ * defaults each command set, so train and train --task classify describe them alike; and the glue of the
+ * family commands' tables (train --task classify|seq2seq). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/optim_flags.h"
+#include "train/dist.h"
 
 static const char *lr_scale_arg; /* --lr-scale as given (one command runs per process) */
 
@@ -35,5 +37,41 @@ int lc_optim_flags_apply(const char *cmd, lc_train_options *o) {
         return LC_EXIT_USAGE;
     }
     strcpy(o->lr_scale, lr_scale_arg);
+    return -1;
+}
+
+void lc_run_flags_default(lc_train_options *o) {
+    lc_train_options_default(o);
+    o->steps = 1000, o->batch = 16, o->lr = 1e-3f, o->warmup = 100, o->eval_every = 200;
+}
+
+int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o, lc_model_flags *mf) {
+    memcpy(opts, base, sizeof *base * (size_t)n_base);
+    return lc_model_flags_add(mf, opts, lc_optim_flags_add(o, opts, n_base));
+}
+
+int lc_run_flags_parse(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv,
+                       const char *const *data, const char *what, lc_train_options *o) {
+    int rc = lc_parse_opts(cmd, usage, opts, n, argc, argv);
+    if (rc < 0 && !*data) {
+        lc_cli_error("%s: --data is required (%s)", cmd, what);
+        rc = LC_EXIT_USAGE;
+    }
+    return rc < 0 ? lc_optim_flags_apply(cmd, o) : rc;
+}
+
+int lc_run_flags_check_files(const char *cmd, const char *what, const char *data, const char *valid,
+                             const char *init, const char *out, const char *log, char *last, size_t cap) {
+    if (!valid) return lc_cli_error("%s: --valid is required (%s)", cmd, what), LC_EXIT_USAGE;
+    if (!out) return lc_cli_error("%s: --out is required (the best checkpoint is written there)", cmd), LC_EXIT_USAGE;
+    if (snprintf(last, cap, "%s.last", out) >= (int)cap)
+        return lc_cli_error("train: --out %s: the path is too long", out), LC_EXIT_USAGE;
+    const lc_cli_path outs[] = {{"--out", out}, {"--out", last}, {"--log", log}},
+                      ins[] = {{"--data", data}, {"--valid", valid}, {"--init", init}};
+    int rc = lc_cli_check_outputs(cmd, outs, 3, ins, 3);
+    if (rc >= 0) return rc;
+    lc_status st = LC_OK;
+    if (lc_dist_rank() == 0 && ((st = lc_checkpoint_check_path(out)) || (st = lc_checkpoint_check_path(last))))
+        return lc_cli_fail(st);
     return -1;
 }

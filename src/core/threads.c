@@ -1,12 +1,14 @@
-/* The thread count of OpenMP loops; OpenBLAS is kept serial (lc_gemm splits products between the OpenMP
+/* The thread counts of OpenMP loops; OpenBLAS is kept serial (lc_gemm splits products between the OpenMP
  * threads), so one pool of threads serves the whole program. Works (single-threaded) without OpenMP.
- * A model keeps its own count in its compute plan and applies it at every pass (src/models/lm/lm.c).
+ * A model keeps its own count in its compute plan and binds it to the calling thread at every pass
+ * (lc_threads_use; src/models/lm/lm.c): OpenMP keeps that count per thread, so no pass sees another's.
  * The default is the cores the process may actually use: its CPU affinity mask, and no more than a
  * cgroup CPU limit allows (a container limited to 2 CPUs on a 64-core host would otherwise start 64
  * threads that the limit throttles in turn, the collapse of issue 13). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core/threads.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +21,7 @@
 void openblas_set_num_threads(int n);
 #endif
 
-static int lc_threads; /* 0: not set yet (lc_get_threads answers lc_threads_available()) */
+static int lc_threads_for_new_models; /* 0: lc_threads_available() (atomic: any thread may set it) */
 
 int lc_threads_from_cpu_max(const char *text) {
     long long quota, period;
@@ -83,22 +85,41 @@ int lc_threads_available(void) {
 #endif
 }
 
-void lc_set_threads(int n) {
-    if (n <= 0) n = lc_threads_available();
-#ifndef _OPENMP
-    n = 1;
-#endif
-    if (n == lc_threads) return;
-    lc_threads = n;
+void lc_threads_set_default(int n) { __atomic_store_n(&lc_threads_for_new_models, n > 0 ? n : 0, __ATOMIC_RELAXED); }
+
+int lc_threads_default(void) {
+    const int avail = lc_threads_available(), n = __atomic_load_n(&lc_threads_for_new_models, __ATOMIC_RELAXED);
+    return n <= 0 || n > avail ? avail : n;
+}
+
+void lc_threads_use(int n) {
 #ifdef _OPENMP
-    omp_set_num_threads(n);
+    if (omp_in_parallel()) return; /* a region's own count is its opener's */
+    omp_set_num_threads(n > 0 ? n : lc_threads_available());
+#else
+    (void)n;
 #endif
+    lc_threads_blas_serial();
+}
+
 #ifdef LC_USE_OPENBLAS
-    openblas_set_num_threads(1); /* lc_gemm gives each OpenMP thread its own serial BLAS call */
+static void blas_serial_once(void) { openblas_set_num_threads(1); }
+#endif
+
+void lc_threads_blas_serial(void) {
+#ifdef LC_USE_OPENBLAS
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* callers wait until it is done */
+    pthread_once(&once, blas_serial_once);
 #endif
 }
 
-int lc_get_threads(void) { return lc_threads > 0 ? lc_threads : lc_threads_available(); }
+int lc_threads_current(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
 
 int lc_thread_id(void) {
 #ifdef _OPENMP

@@ -1,4 +1,7 @@
-/* Thread count for OpenMP loops (the BLAS library is kept serial: see src/kernels/gemm.c). */
+/* Thread counts: the cores a process may use, the count a new model takes, and the count of the parallel
+ * regions a thread opens (the BLAS library is kept serial: see src/kernels/gemm.c). There is no process-wide
+ * count that passes read: each model keeps its own (its compute plan) and binds it to the calling thread at
+ * the start of every pass, so two models with different counts run side by side in two threads. */
 #ifndef LC_CORE_THREADS_H
 #define LC_CORE_THREADS_H
 
@@ -8,10 +11,21 @@ int lc_threads_available(void);
 /* Whole cores a cgroup v2 cpu.max line allows ("QUOTA PERIOD", rounded up); 0 for "max" (no limit) or a
  * line that does not parse. */
 int lc_threads_from_cpu_max(const char *text);
-/* Sets the thread count of the following parallel regions; n <= 0 means lc_threads_available(). */
-void lc_set_threads(int n);
-/* The count last set (lc_threads_available() before any lc_set_threads). */
-int lc_get_threads(void);
+/* The count a model created from now on takes for its compute plan (the CLI's --threads; a model changes
+ * its own with lc_model_set_threads and the families' set_threads): n <= 0 means lc_threads_available()
+ * (the start value). Only constructors read it, never a pass. Safe to call from any thread. */
+void lc_threads_set_default(int n);
+/* That default, capped at lc_threads_available(). */
+int lc_threads_default(void);
+/* The parallel regions the calling thread opens from now on (outside a region) run with n threads (n <= 0:
+ * lc_threads_available()): OpenMP's nthreads-var, which belongs to the calling thread; the BLAS library stays serial. Other
+ * threads keep their own counts. Every pass of a model starts with lc_threads_use(its count). */
+void lc_threads_use(int n);
+/* The BLAS library (OpenBLAS) runs single-threaded from the first call on, in every thread (lc_gemm gives
+ * each OpenMP thread its own serial BLAS call); every call returns after that is done. */
+void lc_threads_blas_serial(void);
+/* The count the calling thread's next parallel region runs with (1 without OpenMP). */
+int lc_threads_current(void);
 /* Index of the calling thread inside a parallel region (0 outside one). */
 int lc_thread_id(void);
 

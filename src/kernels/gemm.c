@@ -193,14 +193,6 @@ static void lc_micro_kernel(int kc, const float *restrict a, const float *restri
 
 /* ---- blocked driver ---- */
 
-typedef struct {
-    lc_trans ta, tb;
-    int M, N, K, lda, ldb, ldc;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-} lc_gemm_args;
-
 /* Packs op(B)[k0 : k0+kc, j0 : j0+nt] as NR-wide panels. */
 static void lc_pack_b(float *b_pack, const lc_gemm_args *g, int k0, int kc, int j0, int nt) {
     for (int jr = 0; jr < nt; jr += LC_NR) {
@@ -387,7 +379,7 @@ static void lc_cblas(lc_trans ta, lc_trans tb, int M, int N, int K, float alpha,
                 lda, B, ldb, beta, C, ldc);
 }
 
-/* One thread pool for the whole program: the BLAS library runs single-threaded (lc_set_threads) and
+/* One thread pool for the whole program: the BLAS library runs single-threaded (lc_threads_blas_serial) and
  * lc_gemm cuts C into blocks of rows (or of columns, when C is wide) that the OpenMP threads take in
  * turn, each block one serial BLAS call. A BLAS with its own busy-waiting threads next to OpenMP's
  * halved the training speed on 2 cores.
@@ -425,7 +417,8 @@ static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, f
                                 const float *B, int ldb, float beta, float *C, int ldc) {
     int per = 0;
     const int blocks = lc_cblas_blocks(M, N, K, &per), by_rows = M >= N, total = by_rows ? M : N;
-    int threads = lc_get_threads();
+    lc_threads_blas_serial();
+    int threads = lc_threads_current(); /* the calling thread's: its model's count (lc_threads_use) */
 #ifdef _OPENMP
     if (omp_in_parallel()) threads = 1;
 #endif
@@ -445,8 +438,10 @@ static void lc_gemm_cblas_split(lc_trans ta, lc_trans tb, int M, int N, int K, f
 }
 #endif
 
-static int lc_profile_on;
-static double lc_profile_flops, lc_profile_seconds;
+/* The calling thread's accounting: a benchmark counts the products of its own thread, and two threads
+ * (two models) never add to one total. */
+static _Thread_local int lc_profile_on;
+static _Thread_local double lc_profile_flops, lc_profile_seconds;
 
 void lc_gemm_profile(int enable) {
     lc_profile_on = enable;

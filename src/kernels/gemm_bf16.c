@@ -67,21 +67,18 @@ static inline uint32_t lc_bf16_pair(float lo, float hi) {
 
 /* ---- portable packing ---- */
 
+/* One row of the rows layout: kc floats, K contiguous, as (kc + 1) / 2 pair words. */
+static void lc_bf16_pack_row_portable(uint32_t *dst, const float *src, int kc, const float *next) {
+    (void)next;
+    for (int p = 0; p < kc / 2; p++) dst[p] = lc_bf16_pair(src[2 * p], src[2 * p + 1]);
+    if (kc & 1) dst[kc / 2] = lc_bf16_pair(src[kc - 1], 0.0f);
+}
+
 static void lc_bf16_pack_a_portable(uint32_t *panel, lc_trans ta, const float *A, int lda, int i0, int rows, int k0,
                                     int kc, int ahead) {
-    (void)ahead;
     const int kp = (kc + 1) / 2;
     if (!ta) { /* rows layout: word[i * KP + p], K contiguous in A */
-        for (int i = 0; i < MR; i++) {
-            uint32_t *dst = panel + (size_t)i * KP;
-            if (i >= rows) {
-                memset(dst, 0, (size_t)kp * sizeof *dst);
-                continue;
-            }
-            const float *src = A + (size_t)(i0 + i) * lda + k0;
-            for (int p = 0; p < kc / 2; p++) dst[p] = lc_bf16_pair(src[2 * p], src[2 * p + 1]);
-            if (kc & 1) dst[kp - 1] = lc_bf16_pair(src[kc - 1], 0.0f);
-        }
+        lc_bf16_pack_a_rows(panel, A, lda, i0, rows, k0, kc, ahead, 0, lc_bf16_pack_row_portable);
         return;
     }
     for (int p = 0; p < kp; p++) { /* pairs layout: word[p * MR + i], M contiguous in A */
@@ -282,53 +279,47 @@ void lc_bf16_round(uint16_t *dst, const float *src, size_t n) { lc_bf16_path()->
 
 /* ---- blocked driver ---- */
 
-typedef struct {
-    lc_trans ta, tb;
-    int M, N, K, lda, ldb, ldc;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-    const lc_bf16_ops *ops;
-} lc_bf16_args;
-
 /* op(B)[k0 : k0+kc, j0 : j0+nt] as NR-wide panels of kp pair rows each. */
-static void lc_bf16_pack_b_block(uint32_t *b_pack, const lc_bf16_args *g, int k0, int kc, int j0, int nt) {
+static void lc_bf16_pack_b_block(uint32_t *b_pack, const lc_gemm_args *g, const lc_bf16_ops *ops, int k0, int kc,
+                                 int j0, int nt) {
     const int kp = (kc + 1) / 2;
     for (int jr = 0; jr < nt; jr += NR) {
         const int cols = nt - jr < NR ? nt - jr : NR;
-        g->ops->pack_b(b_pack + (size_t)jr * kp, g->tb, g->B, g->ldb, k0, kc, j0 + jr, cols, nt - jr - cols);
+        ops->pack_b(b_pack + (size_t)jr * kp, g->tb, g->B, g->ldb, k0, kc, j0 + jr, cols, nt - jr - cols);
     }
 }
 
 /* op(A)[i0 : i0+mc, k0 : k0+kc] as MR-row panels, MR * KP words apart. */
-static void lc_bf16_pack_a_block(uint32_t *a_pack, const lc_bf16_args *g, int i0, int mc, int k0, int kc) {
+static void lc_bf16_pack_a_block(uint32_t *a_pack, const lc_gemm_args *g, const lc_bf16_ops *ops, int i0, int mc,
+                                 int k0, int kc) {
     for (int ir = 0; ir < mc; ir += MR) {
         const int rows = mc - ir < MR ? mc - ir : MR;
-        g->ops->pack_a(a_pack + (size_t)ir * KP, g->ta, g->A, g->lda, i0 + ir, rows, k0, kc, g->M - i0 - ir - rows);
+        ops->pack_a(a_pack + (size_t)ir * KP, g->ta, g->A, g->lda, i0 + ir, rows, k0, kc, g->M - i0 - ir - rows);
     }
 }
 
 /* One task (rows [i0, i0+m) x columns [j0, j0+nt) of C, all of K) with the thread's packing buffers. */
-static void lc_bf16_task(const lc_bf16_args *g, uint32_t *a_pack, uint32_t *b_pack, int i0, int m, int j0, int nt) {
+static void lc_bf16_task(const lc_gemm_args *g, const lc_bf16_ops *ops, uint32_t *a_pack, uint32_t *b_pack, int i0,
+                         int m, int j0, int nt) {
     for (int pc = 0; pc < g->K; pc += KC) {
         const int kc = g->K - pc < KC ? g->K - pc : KC, kp = (kc + 1) / 2;
         const float beta = pc == 0 ? g->beta : 1.0f; /* later slices accumulate onto the first */
-        lc_bf16_pack_b_block(b_pack, g, pc, kc, j0, nt);
+        lc_bf16_pack_b_block(b_pack, g, ops, pc, kc, j0, nt);
         for (int ib = i0; ib < i0 + m; ib += MC) {
             const int mc = i0 + m - ib < MC ? i0 + m - ib : MC;
-            lc_bf16_pack_a_block(a_pack, g, ib, mc, pc, kc);
+            lc_bf16_pack_a_block(a_pack, g, ops, ib, mc, pc, kc);
             for (int jr = 0; jr < nt; jr += NR) /* each B panel stays in L1 while the A panels pass */
                 for (int ir = 0; ir < mc; ir += MR)
-                    g->ops->kernel(kp, g->ta, a_pack + (size_t)ir * KP, b_pack + (size_t)jr * kp,
-                                   g->C + (size_t)(ib + ir) * g->ldc + j0 + jr, g->ldc, mc - ir < MR ? mc - ir : MR,
-                                   nt - jr < NR ? nt - jr : NR, g->alpha, beta);
+                    ops->kernel(kp, g->ta, a_pack + (size_t)ir * KP, b_pack + (size_t)jr * kp,
+                                g->C + (size_t)(ib + ir) * g->ldc + j0 + jr, g->ldc, mc - ir < MR ? mc - ir : MR,
+                                nt - jr < NR ? nt - jr : NR, g->alpha, beta);
         }
     }
 }
 
 /* The same task with one A panel and one B panel on the stack (44 KB), for when the buffers cannot be
  * allocated: the same slices and kernel calls, so the same bits; A is packed again for every B panel. */
-static void lc_bf16_task_stack(const lc_bf16_args *g, int i0, int m, int j0, int nt) {
+static void lc_bf16_task_stack(const lc_gemm_args *g, const lc_bf16_ops *ops, int i0, int m, int j0, int nt) {
     _Alignas(64) uint32_t a_panel[(size_t)MR * KP];
     _Alignas(64) uint32_t b_panel[(size_t)NR * KP];
     for (int pc = 0; pc < g->K; pc += KC) {
@@ -336,12 +327,12 @@ static void lc_bf16_task_stack(const lc_bf16_args *g, int i0, int m, int j0, int
         const float beta = pc == 0 ? g->beta : 1.0f;
         for (int jr = 0; jr < nt; jr += NR) {
             const int cols = nt - jr < NR ? nt - jr : NR;
-            g->ops->pack_b(b_panel, g->tb, g->B, g->ldb, pc, kc, j0 + jr, cols, 0);
+            ops->pack_b(b_panel, g->tb, g->B, g->ldb, pc, kc, j0 + jr, cols, 0);
             for (int ir = 0; ir < m; ir += MR) {
                 const int rows = m - ir < MR ? m - ir : MR;
-                g->ops->pack_a(a_panel, g->ta, g->A, g->lda, i0 + ir, rows, pc, kc, 0);
-                g->ops->kernel(kp, g->ta, a_panel, b_panel, g->C + (size_t)(i0 + ir) * g->ldc + j0 + jr, g->ldc, rows,
-                               cols, g->alpha, beta);
+                ops->pack_a(a_panel, g->ta, g->A, g->lda, i0 + ir, rows, pc, kc, 0);
+                ops->kernel(kp, g->ta, a_panel, b_panel, g->C + (size_t)(i0 + ir) * g->ldc + j0 + jr, g->ldc, rows,
+                            cols, g->alpha, beta);
             }
         }
     }
@@ -387,7 +378,8 @@ static void lc_gemm_bf16_run(lc_trans ta, lc_trans tb, int M, int N, int K, floa
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j];
         return;
     }
-    const lc_bf16_args g = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, lc_bf16_path()};
+    const lc_gemm_args g = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
+    const lc_bf16_ops *ops = lc_bf16_path();
     const int threads = lc_gemm_useful_threads(g.M, g.N, g.K, 4e6); /* twice gemm.c's: twice the rate */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -403,8 +395,8 @@ static void lc_gemm_bf16_run(lc_trans ta, lc_trans tb, int M, int N, int K, floa
         for (int t = 0; t < m_tasks * n_tasks; t++) {
             const int i0 = t / n_tasks * rows, j0 = t % n_tasks * cols;
             const int m = M - i0 < rows ? M - i0 : rows, nt = N - j0 < cols ? N - j0 : cols;
-            if (a_pack) lc_bf16_task(&g, a_pack, b_pack, i0, m, j0, nt);
-            else lc_bf16_task_stack(&g, i0, m, j0, nt);
+            if (a_pack) lc_bf16_task(&g, ops, a_pack, b_pack, i0, m, j0, nt);
+            else lc_bf16_task_stack(&g, ops, i0, m, j0, nt);
         }
     }
 }

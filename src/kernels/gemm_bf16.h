@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -66,6 +67,24 @@ typedef struct {
 /* The AVX512_BF16 path (gemm_bf16_avx512.c); NULL where it is not compiled in. Call it only when
  * lc_cpu_has_avx512_bf16() says the CPU and OS run it. */
 const lc_bf16_ops *lc_bf16_avx512_ops(void);
+
+/* The rows layout of an A panel (op(A) = A, K contiguous): each row i < rows of op(A)[i0.., k0 .. k0+kc)
+ * into word[i * KP ..] by row(dst, src, kc, next), where next is the row `runs` rows further on while it is
+ * one of the rows + ahead the packing reads (a path's prefetch; NULL otherwise, and always when runs is 0);
+ * the rows past the edge are zero. */
+static inline void lc_bf16_pack_a_rows(uint32_t *panel, const float *A, int lda, int i0, int rows, int k0, int kc,
+                                       int ahead, int runs,
+                                       void (*row)(uint32_t *dst, const float *src, int kc, const float *next)) {
+    for (int i = 0; i < LC_BF16_MR; i++) {
+        uint32_t *dst = panel + (size_t)i * LC_BF16_KP;
+        if (i >= rows) {
+            memset(dst, 0, (size_t)((kc + 1) / 2) * sizeof *dst);
+            continue;
+        }
+        const float *src = A + (size_t)(i0 + i) * lda + k0;
+        row(dst, src, kc, runs > 0 && i + runs < rows + ahead ? src + (size_t)runs * lda : NULL);
+    }
+}
 
 /* Scalar rounding of the bits of one float (the definition both paths follow). */
 static inline uint16_t lc_bf16_round_bits(uint32_t b) {

@@ -50,22 +50,20 @@ static inline __m512i lc_convert_run(const float *src, int n) {
 #define LC_AHEAD_PAIRS 8 /* pair rows of the strided layouts */
 #endif
 
+/* One row of the rows layout, converted in place; next (a row further on, maybe in the next panel) is
+ * prefetched. */
+static void lc_bf16x_pack_row(uint32_t *dst, const float *src, int kc, const float *next) {
+    const int kp = (kc + 1) / 2;
+    if (next) lc_prefetch_run(next, kc);
+    for (int p = 0; p < kp; p += 16)
+        _mm512_mask_storeu_epi32(dst + p, lc_lanes(kp - p), lc_convert_run(src + 2 * p, kc - 2 * p));
+}
+
 static void lc_bf16x_pack_a(uint32_t *panel, lc_trans ta, const float *A, int lda, int i0, int rows, int k0, int kc,
                             int ahead) {
     const int kp = (kc + 1) / 2;
-    if (!ta) { /* rows layout: each row of A converts in place */
-        for (int i = 0; i < MR; i++) {
-            uint32_t *dst = panel + (size_t)i * KP;
-            if (i >= rows) {
-                memset(dst, 0, (size_t)kp * sizeof *dst);
-                continue;
-            }
-            const float *src = A + (size_t)(i0 + i) * lda + k0;
-            if (i + LC_AHEAD_RUNS < rows + ahead) /* a row further on, into the next panel */
-                lc_prefetch_run(src + LC_AHEAD_RUNS * (size_t)lda, kc);
-            for (int p = 0; p < kp; p += 16)
-                _mm512_mask_storeu_epi32(dst + p, lc_lanes(kp - p), lc_convert_run(src + 2 * p, kc - 2 * p));
-        }
+    if (!ta) {
+        lc_bf16_pack_a_rows(panel, A, lda, i0, rows, k0, kc, ahead, LC_AHEAD_RUNS, lc_bf16x_pack_row);
         return;
     }
     const __mmask16 valid = lc_lanes(rows);

@@ -39,8 +39,18 @@ const char *lc_gemm_backend(void);
 /* Threads worth using for an M x N x K product: one per flops_per_thread flops (2MNK), at most the
  * OpenMP maximum; 1 without OpenMP. lc_gemm_builtin and lc_gemm_bf16 size their teams with it. */
 int lc_gemm_useful_threads(int M, int N, int K, double flops_per_thread);
-/* Benchmark accounting: while enabled, lc_gemm and lc_gemm_bf16 calls made outside parallel regions add
- * their floating-point operations (2 M N K) and wall time to running totals. */
+/* One product C = alpha op(A) op(B) + beta C as the blocked drivers of lc_gemm_builtin and lc_gemm_bf16
+ * pass it to their packing and tasks. */
+typedef struct {
+    lc_trans ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} lc_gemm_args;
+/* Benchmark accounting, per thread: while enabled on a thread, the lc_gemm and lc_gemm_bf16 calls that
+ * thread makes (outside parallel regions) add their floating-point operations (2 M N K) and wall time to
+ * its running totals; other threads neither see nor change them. */
 void lc_gemm_profile(int enable);
 void lc_gemm_profile_totals(double *flops, double *seconds);
 /* For lc_gemm_bf16 (gemm_bf16.c): whether accounting is on, and add to it. */
@@ -133,6 +143,12 @@ void lc_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
                           int n, int c, float eps);
 void lc_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
                            const float *mean, const float *rstd, int n, int c);
+/* The parameter gradients of a LayerNorm: dw[i] += sum_r dout[r,i] * xhat[r,i] (skipped when dw is NULL;
+ * xhat from inp, mean, rstd) and db[i] += sum_r dout[r,i] (when db is not NULL): with dw NULL, a linear
+ * layer's bias gradient. Each chunk of channels is summed by one thread, rows in order, in double, so the
+ * result does not depend on the schedule. */
+void lc_channel_grads(float *dw, float *db, const float *dout, const float *inp, const float *mean, const float *rstd,
+                      int n, int c);
 void lc_layernorm_forward_ref(double *out, double *mean, double *rstd, const double *inp, const double *w,
                               const double *b, int n, int c, double eps);
 void lc_layernorm_backward_ref(double *dinp, double *dw, double *db, const double *dout, const double *inp,

@@ -77,9 +77,8 @@ static void lc_layernorm_row_backward(float *dinp, const float *dout, const floa
     }
 }
 
-/* dw[i] += sum_r dout[r,i] * xhat[r,i]; db[i] += sum_r dout[r,i], one chunk of channels per work item. */
-static void lc_layernorm_param_grads(float *dw, float *db, const float *dout, const float *inp, const float *mean,
-                                     const float *rstd, int n, int c) {
+void lc_channel_grads(float *dw, float *db, const float *dout, const float *inp, const float *mean, const float *rstd,
+                      int n, int c) {
     int chunks = (c + LC_CHANNEL_CHUNK - 1) / LC_CHANNEL_CHUNK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) if ((long)n * c > 16384)
@@ -88,7 +87,12 @@ static void lc_layernorm_param_grads(float *dw, float *db, const float *dout, co
         int i0 = ch * LC_CHANNEL_CHUNK, width = c - i0 < LC_CHANNEL_CHUNK ? c - i0 : LC_CHANNEL_CHUNK;
         double sum_w[LC_CHANNEL_CHUNK] = {0}, sum_b[LC_CHANNEL_CHUNK] = {0};
         for (int r = 0; r < n; r++) {
-            const float *g = dout + (size_t)r * c + i0, *x = inp + (size_t)r * c + i0;
+            const float *g = dout + (size_t)r * c + i0;
+            if (!dw) { /* a bias gradient alone */
+                for (int j = 0; j < width; j++) sum_b[j] += g[j];
+                continue;
+            }
+            const float *x = inp + (size_t)r * c + i0;
             for (int j = 0; j < width; j++) {
                 sum_w[j] += g[j] * ((x[j] - mean[r]) * rstd[r]);
                 sum_b[j] += g[j];
@@ -111,7 +115,7 @@ void lc_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
             lc_layernorm_row_backward(dinp + (size_t)r * c, dout + (size_t)r * c, inp + (size_t)r * c, w, mean[r],
                                       rstd[r], c);
     }
-    if (dw || db) lc_layernorm_param_grads(dw, db, dout, inp, mean, rstd, n, c);
+    if (dw || db) lc_channel_grads(dw, db, dout, inp, mean, rstd, n, c);
 }
 
 void lc_layernorm_forward_ref(double *out, double *mean, double *rstd, const double *inp, const double *w,

@@ -1,10 +1,8 @@
 /* Linear layer y = x W^T + b (PyTorch nn.Linear layout W[out, in]): forward and backward through lc_gemm (or
  * lc_gemm_bf16 at LC_PRECISION_BF16),
- * the bias broadcast and the bias gradient (a column sum) parallel over channels, and double references. */
+ * the bias broadcast, the bias gradient (a column sum: lc_channel_grads) and double references. */
 #include "core/threads.h"
 #include "kernels/kernels.h"
-
-#define LC_CHANNEL_CHUNK 64 /* channels per parallel work item in the bias gradient */
 
 /* out[r, :] = b for every row (rows are independent). */
 static void lc_fill_rows_with_bias(float *out, const float *b, int n, int out_dim) {
@@ -29,24 +27,6 @@ void lc_linear_forward(float *out, const float *inp, const float *w, const float
     lc_linear_forward_at(LC_PRECISION_FP32, out, inp, w, b, n, in_dim, out_dim);
 }
 
-/* db[o] += sum over rows r of dout[r, o]: each chunk of channels is summed by one thread, rows in order,
- * in double, so the result does not depend on the schedule. */
-static void lc_bias_grad(float *db, const float *dout, int n, int out_dim) {
-    int chunks = (out_dim + LC_CHANNEL_CHUNK - 1) / LC_CHANNEL_CHUNK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) if ((long)n * out_dim > 16384)
-#endif
-    for (int ch = 0; ch < chunks; ch++) {
-        int o0 = ch * LC_CHANNEL_CHUNK, width = out_dim - o0 < LC_CHANNEL_CHUNK ? out_dim - o0 : LC_CHANNEL_CHUNK;
-        double sum[LC_CHANNEL_CHUNK] = {0};
-        for (int r = 0; r < n; r++) {
-            const float *row = dout + (size_t)r * out_dim + o0;
-            for (int j = 0; j < width; j++) sum[j] += row[j];
-        }
-        for (int j = 0; j < width; j++) db[o0 + j] += (float)sum[j];
-    }
-}
-
 void lc_linear_backward_at(lc_precision p, float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, int n, int in_dim, int out_dim) {
     if (dinp)
@@ -55,7 +35,7 @@ void lc_linear_backward_at(lc_precision p, float *dinp, float *dw, float *db, co
     if (dw)
         lc_gemm_at_precision(p, LC_TRANS, LC_NO_TRANS, out_dim, in_dim, n, 1.0f, dout, out_dim, inp, in_dim, 1.0f, dw,
                              in_dim);
-    if (db) lc_bias_grad(db, dout, n, out_dim);
+    if (db) lc_channel_grads(NULL, db, dout, NULL, NULL, NULL, n, out_dim);
 }
 
 void lc_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w, int n,

@@ -369,8 +369,8 @@ static void ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const
     lc_dropout_forward(c->tmp, c->tmp, (size_t)N * C, drop_p(c), site_seed(c, SITE_FFN_OUT));
 }
 
-void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x,
-                      float *out) {
+void lc_block_forward_mid(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x,
+                          float *out, const lc_block_mid *mid) {
     int N = c->B * c->T, C = c->C;
     long NC = (long)N * C;
     const float *src = x; /* the attention's input rows: concat(memory, x) when there is memory */
@@ -383,17 +383,36 @@ void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc
         lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, src, w->ln1_w, w->ln1_b, BS, C, LC_LN_EPS);
         attention_sublayer(c, w, a, a->norm1);
         lc_add(a->s1, x, c->tmp, NC);
-        lc_layernorm_forward(a->norm2, a->mean2, a->rstd2, a->s1, w->ln2_w, w->ln2_b, N, C, LC_LN_EPS);
+        const float *h = a->s1; /* the feed-forward's residual stream */
+        if (mid) {
+            lc_layernorm_forward(mid->norm, mid->mean, mid->rstd, h, mid->ln_w, mid->ln_b, N, C, LC_LN_EPS);
+            mid->forward(mid->user, mid->norm);
+            lc_add(mid->sum, h, c->tmp, NC);
+            h = mid->sum;
+        }
+        lc_layernorm_forward(a->norm2, a->mean2, a->rstd2, h, w->ln2_w, w->ln2_b, N, C, LC_LN_EPS);
         ffn_sublayer(c, w, a, a->norm2);
-        lc_add(out, a->s1, c->tmp, NC);
+        lc_add(out, h, c->tmp, NC);
     } else {
         attention_sublayer(c, w, a, src);
         lc_add(a->s1, x, c->tmp, NC);
         lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, a->s1, w->ln1_w, w->ln1_b, N, C, LC_LN_EPS);
-        ffn_sublayer(c, w, a, a->norm1);
-        lc_add(a->s2, a->norm1, c->tmp, NC);
+        const float *h = a->norm1; /* the feed-forward's input */
+        if (mid) {
+            mid->forward(mid->user, h);
+            lc_add(mid->sum, h, c->tmp, NC);
+            lc_layernorm_forward(mid->norm, mid->mean, mid->rstd, mid->sum, mid->ln_w, mid->ln_b, N, C, LC_LN_EPS);
+            h = mid->norm;
+        }
+        ffn_sublayer(c, w, a, h);
+        lc_add(a->s2, h, c->tmp, NC);
         lc_layernorm_forward(out, a->mean2, a->rstd2, a->s2, w->ln2_w, w->ln2_b, N, C, LC_LN_EPS);
     }
+}
+
+void lc_block_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x,
+                      float *out) {
+    lc_block_forward_mid(c, w, a, x, out, NULL);
 }
 
 /* Given dsum = d loss / d (residual + drop(ffn(in))), accumulate d loss / d in into din. Chunked: each
@@ -466,16 +485,24 @@ static void attention_backward(const lc_block_ctx *c, const lc_block_weights *w,
     lc_linear_backward_at(c->precision, din, g->qkv_w, g->qkv_b, s->d_qkv, in, w->qkv_w, BS, C, 3 * C);
 }
 
-void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                       const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s) {
+void lc_block_backward_mid(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                           const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s,
+                           const lc_block_mid *mid) {
     int N = c->B * c->T, BS = c->B * rows_s(c), C = c->C;
     size_t NC = (size_t)N * C, BSC = (size_t)BS * C;
     const float *src = c->M > 0 ? a->cat : x;
     if (c->norm == LC_NORM_PRE) {
-        /* out = s1 + drop(ffn(LN2(s1))); s1 = x + drop(attn(LN1(cat))); dx carries d out -> d s1 -> d x */
+        /* out = h + drop(ffn(LN2(h))); h = s1 (mid: s1 + drop(mid(LNm(s1)))); s1 = x + drop(attn(LN1(cat)));
+         * dx carries d out -> d h -> d s1 -> d x */
         memset(s->d_norm, 0, sizeof(float) * NC);
         ffn_backward(c, w, g, a, a->norm2, dx, s->d_norm, s);
-        lc_layernorm_backward(dx, g->ln2_w, g->ln2_b, s->d_norm, a->s1, w->ln2_w, a->mean2, a->rstd2, N, C);
+        lc_layernorm_backward(dx, g->ln2_w, g->ln2_b, s->d_norm, mid ? mid->sum : a->s1, w->ln2_w, a->mean2, a->rstd2,
+                              N, C);
+        if (mid) {
+            memset(s->d_norm, 0, sizeof(float) * NC);
+            mid->backward(mid->user, mid->norm, dx, s->d_norm);
+            lc_layernorm_backward(dx, mid->g_ln_w, mid->g_ln_b, s->d_norm, a->s1, mid->ln_w, mid->mean, mid->rstd, N, C);
+        }
         memset(s->d_norm, 0, sizeof(float) * BSC);
         attention_backward(c, w, g, a, a->norm1, dx, s->d_norm, s);
         if (c->M == 0) {
@@ -486,13 +513,21 @@ void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
             add_segment_rows(c, dx, s->d_cat);
         }
     } else {
-        /* out = LN2(s2); s2 = h1 + drop(ffn(h1)); h1 = LN1(s1); s1 = x + drop(attn(cat)) */
-        float *d_s2 = s->d_a, *d_s1 = s->d_b;
-        memset(d_s2, 0, sizeof(float) * NC);
-        lc_layernorm_backward(d_s2, g->ln2_w, g->ln2_b, dx, a->s2, w->ln2_w, a->mean2, a->rstd2, N, C);
-        ffn_backward(c, w, g, a, a->norm1, d_s2, d_s2, s); /* d_s2 becomes d h1 */
+        /* out = LN2(s2); s2 = h + drop(ffn(h)); h = h1 (mid: LNm(h1 + drop(mid(h1)))); h1 = LN1(s1);
+         * s1 = x + drop(attn(cat)); the gradients in d_a and d_b by turns */
+        float *d_h = s->d_a, *d_s1 = s->d_b;
+        memset(d_h, 0, sizeof(float) * NC);
+        lc_layernorm_backward(d_h, g->ln2_w, g->ln2_b, dx, a->s2, w->ln2_w, a->mean2, a->rstd2, N, C);
+        ffn_backward(c, w, g, a, mid ? mid->norm : a->norm1, d_h, d_h, s); /* d s2 becomes d h */
+        if (mid) {
+            memset(d_s1, 0, sizeof(float) * NC);
+            lc_layernorm_backward(d_s1, mid->g_ln_w, mid->g_ln_b, d_h, mid->sum, mid->ln_w, mid->mean, mid->rstd, N, C);
+            mid->backward(mid->user, a->norm1, d_s1, d_s1); /* d h1 */
+            float *t = d_h;
+            d_h = d_s1, d_s1 = t;
+        }
         memset(d_s1, 0, sizeof(float) * NC);
-        lc_layernorm_backward(d_s1, g->ln1_w, g->ln1_b, d_s2, a->s1, w->ln1_w, a->mean1, a->rstd1, N, C);
+        lc_layernorm_backward(d_s1, g->ln1_w, g->ln1_b, d_h, a->s1, w->ln1_w, a->mean1, a->rstd1, N, C);
         if (c->M == 0) {
             attention_backward(c, w, g, a, x, d_s1, d_s1, s); /* d_s1 becomes d x */
         } else {
@@ -504,28 +539,9 @@ void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_bloc
     }
 }
 
-void lc_block_attn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
-                            const float *in) {
-    assert(c->M == 0 && !c->kv);
-    attention_sublayer(c, w, a, in);
-}
-
-void lc_block_attn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                     const lc_block_acts *a, const float *in, const float *dsum, float *din,
-                                     const lc_block_scratch *s) {
-    assert(c->M == 0);
-    attention_backward(c, w, g, a, in, dsum, din, s);
-}
-
-void lc_block_ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
-                           const float *in) {
-    ffn_sublayer(c, w, a, in);
-}
-
-void lc_block_ffn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                    const lc_block_acts *a, const float *in, const float *dsum, float *din,
-                                    const lc_block_scratch *s) {
-    ffn_backward(c, w, g, a, in, dsum, din, s);
+void lc_block_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                       const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s) {
+    lc_block_backward_mid(c, w, g, a, x, dx, s, NULL);
 }
 
 void lc_sinusoid_positions(float *out, int S, int C, int clamp_len) {

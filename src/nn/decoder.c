@@ -1,8 +1,8 @@
-/* The decoder block of an encoder-decoder Transformer (HIBERT's sentence decoder): causal self-attention
- * and the feed-forward sublayer are the Transformer block's (lc_block_attn_sublayer, lc_block_ffn_sublayer);
- * between them a cross-attention sublayer reads the encoder's output rows through its own key/value
- * projection (encoder width C_enc) and src/attn/cross.h over packed (query range, key range) pairs.
- * Pre-LN or post-LN as the block; forward and backward, with gradients for the encoder rows. */
+/* The decoder block of an encoder-decoder Transformer (HIBERT's sentence decoder): the Transformer block
+ * (causal self-attention, feed-forward) with a middle sublayer (lc_block_forward_mid): a cross-attention that
+ * reads the encoder's output rows through its own key/value projection (encoder width C_enc) and
+ * src/attn/cross.h over packed (query range, key range) pairs. Pre-LN or post-LN as the block; forward and
+ * backward, with gradients for the encoder rows. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,69 +108,44 @@ static void cross_backward(const lc_decoder_ctx *c, const lc_decoder_weights *w,
                           2 * C);
 }
 
+/* The cross-attention as the block's middle sublayer (lc_block_mid): its calls and its LayerNorm. */
+typedef struct {
+    const lc_decoder_ctx *c;
+    const lc_decoder_weights *w;
+    lc_decoder_weights *g;
+    const lc_decoder_acts *a;
+    float *d_enc;
+    const lc_decoder_scratch *s;
+} cross_user;
+
+static void cross_mid_forward(const void *user, const float *in) {
+    const cross_user *u = user;
+    cross_sublayer(u->c, u->w, u->a, in);
+}
+
+static void cross_mid_backward(const void *user, const float *in, const float *dsum, float *din) {
+    const cross_user *u = user;
+    cross_backward(u->c, u->w, u->g, u->a, in, dsum, din, u->d_enc, u->s);
+}
+
+static lc_block_mid cross_mid(const cross_user *u) {
+    const lc_block_mid mid = {cross_mid_forward, cross_mid_backward, u, u->w->lnc_w, u->w->lnc_b,
+                              u->g ? u->g->lnc_w : NULL, u->g ? u->g->lnc_b : NULL, u->a->normc, u->a->meanc,
+                              u->a->rstdc, u->a->sc};
+    return mid;
+}
+
 void lc_decoder_forward(const lc_decoder_ctx *c, const lc_decoder_weights *w, const lc_decoder_acts *a,
                         const float *x, float *out) {
-    const lc_block_ctx *b = &c->self;
-    const lc_block_weights *bw = &w->self;
-    const lc_block_acts *ba = &a->self;
-    const int N = rows_of(c), C = b->C;
-    const long NC = (long)N * C;
-    if (b->norm == LC_NORM_PRE) {
-        lc_layernorm_forward(ba->norm1, ba->mean1, ba->rstd1, x, bw->ln1_w, bw->ln1_b, N, C, LC_LN_EPS);
-        lc_block_attn_sublayer(b, bw, ba, ba->norm1);
-        lc_add(ba->s1, x, b->tmp, NC);
-        lc_layernorm_forward(a->normc, a->meanc, a->rstdc, ba->s1, w->lnc_w, w->lnc_b, N, C, LC_LN_EPS);
-        cross_sublayer(c, w, a, a->normc);
-        lc_add(a->sc, ba->s1, b->tmp, NC);
-        lc_layernorm_forward(ba->norm2, ba->mean2, ba->rstd2, a->sc, bw->ln2_w, bw->ln2_b, N, C, LC_LN_EPS);
-        lc_block_ffn_sublayer(b, bw, ba, ba->norm2);
-        lc_add(out, a->sc, b->tmp, NC);
-    } else {
-        lc_block_attn_sublayer(b, bw, ba, x);
-        lc_add(ba->s1, x, b->tmp, NC);
-        lc_layernorm_forward(ba->norm1, ba->mean1, ba->rstd1, ba->s1, bw->ln1_w, bw->ln1_b, N, C, LC_LN_EPS);
-        cross_sublayer(c, w, a, ba->norm1);
-        lc_add(a->sc, ba->norm1, b->tmp, NC);
-        lc_layernorm_forward(a->normc, a->meanc, a->rstdc, a->sc, w->lnc_w, w->lnc_b, N, C, LC_LN_EPS);
-        lc_block_ffn_sublayer(b, bw, ba, a->normc);
-        lc_add(ba->s2, a->normc, b->tmp, NC);
-        lc_layernorm_forward(out, ba->mean2, ba->rstd2, ba->s2, bw->ln2_w, bw->ln2_b, N, C, LC_LN_EPS);
-    }
+    const cross_user u = {c, w, NULL, a, NULL, NULL};
+    const lc_block_mid mid = cross_mid(&u);
+    lc_block_forward_mid(&c->self, &w->self, &a->self, x, out, &mid);
 }
 
 void lc_decoder_backward(const lc_decoder_ctx *c, const lc_decoder_weights *w, lc_decoder_weights *g,
                          const lc_decoder_acts *a, const float *x, float *dx, float *d_enc,
                          const lc_decoder_scratch *s) {
-    const lc_block_ctx *b = &c->self;
-    const lc_block_weights *bw = &w->self;
-    lc_block_weights *bg = &g->self;
-    const lc_block_acts *ba = &a->self;
-    const lc_block_scratch *bs = &s->self;
-    const int N = rows_of(c), C = b->C;
-    const size_t NC = (size_t)N * C;
-    if (b->norm == LC_NORM_PRE) {
-        /* dx carries d out -> d sc -> d s1 -> d x; d_norm takes each sublayer's d input before its LN */
-        memset(bs->d_norm, 0, sizeof(float) * NC);
-        lc_block_ffn_sublayer_backward(b, bw, bg, ba, ba->norm2, dx, bs->d_norm, bs);
-        lc_layernorm_backward(dx, bg->ln2_w, bg->ln2_b, bs->d_norm, a->sc, bw->ln2_w, ba->mean2, ba->rstd2, N, C);
-        memset(bs->d_norm, 0, sizeof(float) * NC);
-        cross_backward(c, w, g, a, a->normc, dx, bs->d_norm, d_enc, s);
-        lc_layernorm_backward(dx, g->lnc_w, g->lnc_b, bs->d_norm, ba->s1, w->lnc_w, a->meanc, a->rstdc, N, C);
-        memset(bs->d_norm, 0, sizeof(float) * NC);
-        lc_block_attn_sublayer_backward(b, bw, bg, ba, ba->norm1, dx, bs->d_norm, bs);
-        lc_layernorm_backward(dx, bg->ln1_w, bg->ln1_b, bs->d_norm, x, bw->ln1_w, ba->mean1, ba->rstd1, N, C);
-    } else {
-        /* d out -> d s2 -> d hc -> d sc -> d h1 -> d s1 -> d x, in d_a and d_b by turns */
-        float *da = bs->d_a, *db = bs->d_b;
-        memset(da, 0, sizeof(float) * NC);
-        lc_layernorm_backward(da, bg->ln2_w, bg->ln2_b, dx, ba->s2, bw->ln2_w, ba->mean2, ba->rstd2, N, C);
-        lc_block_ffn_sublayer_backward(b, bw, bg, ba, a->normc, da, da, bs); /* da: d hc */
-        memset(db, 0, sizeof(float) * NC);
-        lc_layernorm_backward(db, g->lnc_w, g->lnc_b, da, a->sc, w->lnc_w, a->meanc, a->rstdc, N, C);
-        cross_backward(c, w, g, a, ba->norm1, db, db, d_enc, s); /* db: d h1 */
-        memset(da, 0, sizeof(float) * NC);
-        lc_layernorm_backward(da, bg->ln1_w, bg->ln1_b, db, ba->s1, bw->ln1_w, ba->mean1, ba->rstd1, N, C);
-        lc_block_attn_sublayer_backward(b, bw, bg, ba, x, da, da, bs); /* da: d x */
-        memcpy(dx, da, sizeof(float) * NC);
-    }
+    const cross_user u = {c, w, g, a, d_enc, s};
+    const lc_block_mid mid = cross_mid(&u);
+    lc_block_backward_mid(&c->self, &w->self, &g->self, &a->self, x, dx, &s->self, &mid);
 }

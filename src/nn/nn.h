@@ -148,20 +148,28 @@ void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w
                                 const lc_block_acts *a, const float *y, const float *dy, float *dx,
                                 const lc_block_scratch *s);
 
-/* The sublayers on their own, without LayerNorm or residual (the decoder block composes them):
- * attn: ctx->tmp = drop(proj(attention(qkv(in)))) for in[N rows] (no memory); ffn: ctx->tmp =
- * drop(fc2(act(fc1(in)))). Their backward, given dsum = d loss / d (residual + the sublayer's output),
- * accumulates d loss / d in into din (din may be dsum) and weight gradients into g. */
-void lc_block_attn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
-                            const float *in);
-void lc_block_attn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                     const lc_block_acts *a, const float *in, const float *dsum, float *din,
-                                     const lc_block_scratch *s);
-void lc_block_ffn_sublayer(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a,
-                           const float *in);
-void lc_block_ffn_sublayer_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                    const lc_block_acts *a, const float *in, const float *dsum, float *din,
-                                    const lc_block_scratch *s);
+/* A sublayer between the block's attention and its feed-forward, with its own LayerNorm, residual and
+ * dropout (the decoder block's cross-attention), h the stream it reads:
+ *   pre-LN: sum = h + drop(f(LN(h))), the feed-forward reads sum; post-LN: norm = LN(sum = h + drop(f(h))).
+ * forward writes ctx->tmp = drop(f(in)); backward, given dsum = d loss / d (residual + drop(f(in))),
+ * accumulates d loss / d in into din (din may be dsum), its weight gradients where user keeps them. */
+typedef struct {
+    void (*forward)(const void *user, const float *in);
+    void (*backward)(const void *user, const float *in, const float *dsum, float *din);
+    const void *user;
+    const float *ln_w, *ln_b;  /* [C] its LayerNorm */
+    float *g_ln_w, *g_ln_b;    /* [C] their gradients (backward) */
+    float *norm, *mean, *rstd; /* [N, C], [N], [N] pre: LN(h); post: LN(sum) */
+    float *sum;                /* [N, C] */
+} lc_block_mid;
+
+/* lc_block_forward and lc_block_backward with the sublayer mid after the attention (NULL: none); a
+ * context with a mid has no memory rows and no key/value cache. */
+void lc_block_forward_mid(const lc_block_ctx *ctx, const lc_block_weights *w, const lc_block_acts *a, const float *x,
+                          float *out, const lc_block_mid *mid);
+void lc_block_backward_mid(const lc_block_ctx *ctx, const lc_block_weights *w, lc_block_weights *g,
+                           const lc_block_acts *a, const float *x, float *dx, const lc_block_scratch *s,
+                           const lc_block_mid *mid);
 
 /* The attention weights of head `head` of this block over its input rows x[T, C], one sequence from the
  * start (c's B and memory are ignored: B = 1, no memory, no key/value cache, not packed; no dropout):

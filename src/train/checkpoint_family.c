@@ -10,8 +10,25 @@
 #include "kernels/fastmath.h"
 #include "train/meta_table.h"
 
-lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const meta_part *parts, int n_parts,
-                              const void *base, const lc_st_meta *extra, int n_extra) {
+/* The two parts of fam's table: its own keys, the training options. */
+static void parts_of(const meta_family *fam, meta_part parts[2]) {
+    lc_meta_parts_with_train(parts, fam->keys, fam->n, fam->opts_at);
+}
+
+const char *lc_meta_family_key(const meta_family *fam, int i) {
+    meta_part parts[2];
+    parts_of(fam, parts);
+    return lc_meta_key_at(parts, 2, i, NULL);
+}
+
+void lc_meta_family_format(const meta_family *fam, const void *base, lc_ckpt_meta_strings *out) {
+    meta_part parts[2];
+    parts_of(fam, parts);
+    lc_meta_format(parts, 2, base, NULL, out);
+}
+
+lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const meta_family *fam, const void *base,
+                              const lc_st_meta *extra, int n_extra) {
     if (!lc_all_finite(c->params, c->ptab->total))
         return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
     const int n = c->ptab->n;
@@ -25,7 +42,7 @@ lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const 
     } else {
         int k = lc_ckpt_list_params(c, t, names);
         k += lc_ckpt_list_state(c, t + k);
-        lc_meta_format(parts, n_parts, base, NULL, meta);
+        lc_meta_family_format(fam, base, meta);
         memcpy(items, meta->items, sizeof *items * (size_t)meta->n);
         if (n_extra > 0) memcpy(items + meta->n, extra, sizeof *items * (size_t)n_extra);
         st = lc_st_write(path, t, k, items, meta->n + (n_extra > 0 ? n_extra : 0));
@@ -35,7 +52,7 @@ lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const 
 }
 
 lc_status lc_ckpt_parse_family(const lc_st_file *f, lc_ckpt_family family, const char *model, const char *what,
-                               const meta_part *parts, int n_parts, void *base, lc_status (*validate)(const void *base)) {
+                               const meta_family *fam, void *base, lc_status (*validate)(const void *base)) {
     const char *path = lc_st_path(f), *format = lc_st_get_meta(f, "format"), *got = lc_st_get_meta(f, "model");
     lc_status st = lc_ckpt_check_family(f, family);
     if (st) return st;
@@ -43,7 +60,9 @@ lc_status lc_ckpt_parse_family(const lc_st_file *f, lc_ckpt_family family, const
         return got ? lc_fail(LC_ERR_FORMAT, "%s: a checkpoint of model '%.40s', not %s (model = %s)", path, got, what,
                              model)
                    : lc_fail(LC_ERR_FORMAT, "%s: a checkpoint without metadata 'model', not %s", path, what);
-    if ((st = lc_meta_parse(f, parts, n_parts, base, NULL))) return st;
+    meta_part parts[2];
+    parts_of(fam, parts);
+    if ((st = lc_meta_parse(f, parts, 2, base, NULL))) return st;
     if (validate(base)) {
         char why[400];
         snprintf(why, sizeof why, "%s", lc_last_error());

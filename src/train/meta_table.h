@@ -76,18 +76,30 @@ void lc_meta_parts_with_train(meta_part out[2], const meta_key *keys, int n, siz
     INT(prefix ".d_ff", (at) + offsetof(lc_hibert_stack, d_ff), 1, 1 << 24, REQUIRED),                             \
     STRING(prefix ".attn", (at) + offsetof(lc_hibert_stack, attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED)
 
+/* A family's metadata (the classifier's, HIBERT's, seq2seq's): its own keys, offsets from the start of its
+ * record, then the training options (train.*) at offset opts_at of the same record. */
+typedef struct {
+    const meta_key *keys;
+    int n;
+    size_t opts_at;
+} meta_family;
+
 /* What every family's checkpoint does (train/checkpoint_family.c), on the tensor list of
- * train/checkpoint_tensors.h and a key table: */
+ * train/checkpoint_tensors.h and its key table: */
+/* Key i of the family's metadata (NULL past the end). */
+const char *lc_meta_family_key(const meta_family *fam, int i);
+/* The metadata of the record at base, as strings. */
+void lc_meta_family_format(const meta_family *fam, const void *base, lc_ckpt_meta_strings *out);
 /* Writes path atomically: the parameters, their AdamW moments and the kind state of c, the metadata of the
- * parts read at base, then the `extra` items (texts such as a label set). Refuses weights holding NaN or
+ * record at base, then the `extra` items (texts such as a label set). Refuses weights holding NaN or
  * infinity (LC_ERR_NUMERIC naming the file). */
-lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const meta_part *parts, int n_parts,
-                              const void *base, const lc_st_meta *extra, int n_extra);
+lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const meta_family *fam, const void *base,
+                              const lc_st_meta *extra, int n_extra);
 /* Reads a family's metadata into base: the family check (lc_ckpt_check_family; `model` the metadata's
- * value, `what` the family in words: "a classifier"), every key of the parts, then validate(base) (a
+ * value, `what` the family in words: "a classifier"), every key of fam, then validate(base) (a
  * failure: "bad model config: ..."). LC_ERR_FORMAT naming the file otherwise. */
 lc_status lc_ckpt_parse_family(const lc_st_file *f, lc_ckpt_family family, const char *model, const char *what,
-                               const meta_part *parts, int n_parts, void *base, lc_status (*validate)(const void *base));
+                               const meta_family *fam, void *base, lc_status (*validate)(const void *base));
 /* A model that the checked metadata describes but that cannot be built (memory, limits): the error of st,
  * after the file's name; LC_ERR_NOMEM stays itself, anything else is LC_ERR_FORMAT. */
 lc_status lc_ckpt_build_failed(const char *path, lc_status st);

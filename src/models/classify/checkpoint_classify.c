@@ -54,14 +54,10 @@ static const meta_key keys[] = {
     LONG("data.examples", offsetof(cmeta, run.train_examples), 0, 1LL << 62, 0),
 };
 
-static void get_parts(meta_part out[2]) {
-    lc_meta_parts_with_train(out, keys, (int)(sizeof keys / sizeof *keys), offsetof(cmeta, run.opts));
-}
+static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(cmeta, run.opts)};
 
 const char *lc_classify_meta_key(int i) {
-    meta_part p[2];
-    get_parts(p);
-    return lc_meta_key_at(p, 2, i, NULL);
+    return lc_meta_family_key(&family, i);
 }
 
 void lc_classify_run_default(lc_classify_run *r) {
@@ -84,9 +80,7 @@ static void fill_meta(const lc_classifier *m, const lc_classify_run *run, cmeta 
 /* The metadata of m with the record run, in h (a scratch) and meta. */
 static void format_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h, lc_ckpt_meta_strings *meta) {
     fill_meta(m, run, h);
-    meta_part p[2];
-    get_parts(p);
-    lc_meta_format(p, 2, h, NULL, meta);
+    lc_meta_family_format(&family, h, meta);
 }
 
 lc_status lc_classify_meta_strings(const lc_classifier *m, const lc_classify_run *run, lc_ckpt_meta_strings *out) {
@@ -114,11 +108,9 @@ lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run,
     if (!st && words) st = lc_word_vocab_save(words, &word_text, NULL);
     if (!st) {
         fill_meta(m, run, h);
-        meta_part p[2];
-        get_parts(p);
         const lc_st_meta extra[2] = {{"classify.labels", label_text}, {"classify.words", word_text}};
         const lc_ckpt_tensors bufs = tensors_of(m);
-        st = lc_ckpt_save_family(path, &bufs, p, 2, h, extra, word_text ? 2 : 1);
+        st = lc_ckpt_save_family(path, &bufs, &family, h, extra, word_text ? 2 : 1);
     }
     free(h), free(label_text), free(word_text);
     return st;
@@ -131,9 +123,7 @@ static lc_status parse(const lc_st_file *f, cmeta *h, lc_label_set *labels, lc_w
     memset(h, 0, sizeof *h);
     lc_classify_run_default(&h->run);
     const char *path = lc_st_path(f);
-    meta_part p[2];
-    get_parts(p);
-    lc_status st = lc_ckpt_parse_family(f, LC_FAMILY_CLASSIFY, "classify", "a classifier", p, 2, h, validate_meta);
+    lc_status st = lc_ckpt_parse_family(f, LC_FAMILY_CLASSIFY, "classify", "a classifier", &family, h, validate_meta);
     if (st) return st;
     char why[400];
     const char *lt = lc_st_get_meta(f, "classify.labels"), *wt = lc_st_get_meta(f, "classify.words");

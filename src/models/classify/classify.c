@@ -221,10 +221,7 @@ lc_status lc_classifier_create(const lc_classify_config *c, int max_batch, long 
     m->cfg = *c;
     if (!m->cfg.attn[0]) strcpy(m->cfg.attn, "full");
     m->max_batch = max_batch, m->seed = seed;
-    {
-        const int avail = lc_threads_available(), want = lc_get_threads();
-        m->threads = want > avail ? avail : want;
-    }
+    m->threads = lc_threads_default(); /* its own count from now on (lc_threads_set_default) */
     lc_enc_stack *st = &m->st;
     const lc_config enc = lc_classify_encoder_config(c);
     s = lc_enc_stack_init(st, &enc, "encoder", c->max_len + 1, (int)max_rows, max_batch);

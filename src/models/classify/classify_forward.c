@@ -158,7 +158,7 @@ lc_status lc_classifier_forward(lc_classifier *m, const lc_classify_batch *b, co
     if (s || (s = pack(m, b))) return s;
     const lc_pass_env e = lc_classify_env(m);
     if ((s = lc_enc_stack_check(&m->st, &e))) return s;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     m->cur_train = train;
     const int n = b->n, C = m->st.cfg.d_model, Dh = head_width(m), K = m->cfg.n_classes;
     pool_forward(m, lc_classify_encode(m, &e, train));
@@ -187,7 +187,7 @@ lc_status lc_classifier_backward(lc_classifier *m, float loss_scale) {
     lc_clear_error();
     if (!m->have_labels) return lc_fail(LC_ERR_ARG, "classify backward: the last forward had no labels (or there was none)");
     const int n = m->n, C = m->st.cfg.d_model, Dh = head_width(m), K = m->cfg.n_classes;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     lc_xent_backward(m->d_logits, m->logits, m->lse, m->labels, n, K, loss_scale);
     memset(m->d_hid, 0, sizeof(float) * (size_t)n * Dh);
     lc_linear_backward(m->d_hid, m->g_w2, m->g_b2, m->d_logits, m->hid, m->w2, n, Dh, K);

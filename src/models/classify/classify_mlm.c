@@ -100,7 +100,7 @@ lc_status lc_classify_mlm_forward_keyed(lc_classifier *m, const lc_classify_batc
     if (st || (st = lc_classify_pack_batch(m, b))) return st;
     const lc_pass_env e = lc_classify_env(m);
     if ((st = lc_enc_stack_check(&m->st, &e))) return st;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     struct lc_classify_mlm *s = m->mlm;
     mask_rows(m, s, seed, key0);
     m->cur_train = train;
@@ -132,7 +132,7 @@ lc_status lc_classifier_mlm_backward(lc_classifier *m, float loss_scale) {
     struct lc_classify_mlm *s = m->mlm;
     if (!s || !s->ready) return lc_fail(LC_ERR_ARG, "classify mlm backward: no masked-token forward to go back through");
     const int C = m->st.cfg.d_model, V = lc_classify_emb_rows(&m->cfg), n = (int)s->n;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     memset(m->st.dh, 0, sizeof(float) * (size_t)m->st.rows * C);
     if (n > 0) {
         lc_xent_backward(s->dlogits, s->logits, s->lse, s->labels, n, V, loss_scale);

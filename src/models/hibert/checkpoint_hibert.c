@@ -61,14 +61,10 @@ static const meta_key keys[] = {
     LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
 };
 
-static void get_parts(meta_part out[2]) {
-    lc_meta_parts_with_train(out, keys, (int)(sizeof keys / sizeof *keys), offsetof(hmeta, run.opts));
-}
+static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(hmeta, run.opts)};
 
 const char *lc_hibert_meta_key(int i) {
-    meta_part p[2];
-    get_parts(p);
-    return lc_meta_key_at(p, 2, i, NULL);
+    return lc_meta_family_key(&family, i);
 }
 
 void lc_hibert_run_default(lc_hibert_run *r) {
@@ -87,9 +83,7 @@ lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc
     hmeta *h = calloc(1, sizeof *h);
     if (!h) return lc_fail(LC_ERR_NOMEM, "out of memory");
     fill_meta(m, run, h);
-    meta_part p[2];
-    get_parts(p);
-    lc_meta_format(p, 2, h, NULL, out);
+    lc_meta_family_format(&family, h, out);
     free(h);
     return LC_OK;
 }
@@ -99,10 +93,8 @@ lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const cha
     hmeta *h = calloc(1, sizeof *h);
     if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
     fill_meta(m, run, h);
-    meta_part p[2];
-    get_parts(p);
     const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
-    lc_status st = lc_ckpt_save_family(path, &bufs, p, 2, h, NULL, 0);
+    lc_status st = lc_ckpt_save_family(path, &bufs, &family, h, NULL, 0);
     free(h);
     return st;
 }
@@ -113,9 +105,7 @@ static lc_status validate_meta(const void *h) { return lc_hibert_config_validate
 static lc_status parse(const lc_st_file *f, hmeta *h) {
     memset(h, 0, sizeof *h);
     lc_hibert_run_default(&h->run);
-    meta_part p[2];
-    get_parts(p);
-    return lc_ckpt_parse_family(f, LC_FAMILY_HIBERT, "hibert", "a HIBERT model", p, 2, h, validate_meta);
+    return lc_ckpt_parse_family(f, LC_FAMILY_HIBERT, "hibert", "a HIBERT model", &family, h, validate_meta);
 }
 
 /* The tensor list of the configuration the metadata describes against the file's table, before any

@@ -163,10 +163,7 @@ static lc_status create_shell(const lc_hibert_config *cfg, const lc_hibert_limit
     lc_hibert *m = calloc(1, sizeof *m);
     if (!m) return lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg, m->lim = lim, m->seed = seed;
-    {
-        const int avail = lc_threads_available(), want = lc_get_threads();
-        m->threads = want > avail ? avail : want;
-    }
+    m->threads = lc_threads_default(); /* its own count from now on (lc_threads_set_default) */
     const lc_hibert_stack *spec[LC_HIBERT_STACKS] = {&cfg->sent, &cfg->doc};
     static const char *what[LC_HIBERT_STACKS] = {"sentence encoder", "document encoder"};
     const int max_len[LC_HIBERT_STACKS] = {cfg->max_sent_len + 1, cfg->max_sents};

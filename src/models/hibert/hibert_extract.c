@@ -43,7 +43,7 @@ void lc_hibert_head_backward(lc_hibert *m, float loss_scale) {
     const int F = m->cfg.head_features;
     for (int i = 0; m->head_feats && i < m->n_sents; i++) /* d loss / d head.features = sum of d logit x features */
         for (int f = 0; f < F; f++) m->g_feat_w[f] += m->dlogit_rows[m->d_row[i]] * m->feats[(size_t)i * F + f];
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     memset(ds->dh, 0, sizeof(float) * (size_t)ds->rows * Cd);
     lc_linear_backward(ds->dh, m->g_head_w, m->g_head_b, m->dlogit_rows, m->doc_out, m->head_w, ds->rows, Cd, 1);
 }
@@ -99,5 +99,6 @@ lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hiber
 
 lc_status lc_hibert_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss) {
     const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    lc_threads_use(m->threads); /* callers may update apart from the passes (the trainers' accumulation) */
     return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, n, loss);
 }

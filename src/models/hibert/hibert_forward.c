@@ -113,7 +113,7 @@ lc_status lc_hibert_sentences_forward(lc_hibert *m, int n, const uint8_t *const 
     const lc_pass_env env = lc_hibert_env(m);
     lc_status st = lc_enc_stack_check(ss, &env);
     if (st) return st;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     m->cur_train = train;
     const int Cs = ss->cfg.d_model;
     /* byte (or EOS) embedding + position inside the sentence */
@@ -130,7 +130,7 @@ lc_status lc_hibert_documents_forward(lc_hibert *m, const lc_hibert_batch *b, co
     const lc_pass_env env = lc_hibert_env(m);
     lc_status st = lc_enc_stack_check(ds, &env);
     if (st) return st;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
     /* each place's sentence vector (an EOS row) at its document row (+ projection) + its position */
     for (int i = 0; i < m->n_sents; i++)
@@ -167,7 +167,7 @@ void lc_hibert_documents_backward(lc_hibert *m, const int *vec) {
     lc_enc_stack *ss = &m->st[LC_HIBERT_SENT], *ds = &m->st[LC_HIBERT_DOC];
     const int Cs = ss->cfg.d_model, Cd = ds->cfg.d_model;
     const lc_pass_env env = lc_hibert_env(m);
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     lc_enc_stack_backward(ds, &env, m->cur_train);
     lc_dropout_backward(ds->dres, ds->dres, (size_t)ds->rows * Cd, embed_dropout(m, m->cur_train),
                         lc_hibert_step_seed(m, SEED_EMBED + 1));
@@ -198,7 +198,7 @@ void lc_hibert_sentences_backward(lc_hibert *m) {
     lc_enc_stack *ss = &m->st[LC_HIBERT_SENT];
     const int Cs = ss->cfg.d_model;
     const lc_pass_env env = lc_hibert_env(m);
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     lc_enc_stack_backward(ss, &env, m->cur_train);
     lc_dropout_backward(ss->dres, ss->dres, (size_t)ss->rows * Cs, embed_dropout(m, m->cur_train),
                         lc_hibert_step_seed(m, SEED_EMBED));

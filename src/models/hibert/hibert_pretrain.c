@@ -141,7 +141,7 @@ void lc_hibert_pretrain_decode_backward(lc_hibert *m, float loss_scale) {
     lc_enc_stack *ds = &m->st[LC_HIBERT_DOC];
     const int Cd = ds->cfg.d_model, Cx = d->cfg.d_model;
     const lc_pass_env env = lc_hibert_env(m);
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     lc_dec_stack_backward(d, &env, loss_scale, m->cur_train, hd->dvproj);
     if (hd->in_w) {
         memset(hd->dvin, 0, sizeof(float) * (size_t)d->n_seq * Cd);

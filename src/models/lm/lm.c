@@ -319,10 +319,7 @@ lc_status lc_model_create(const lc_config *cfg, int max_batch, uint64_t seed, lc
     if (!m->cfg.attn[0]) strcpy(m->cfg.attn, "full"); /* the default, spelled out (checkpoints record it) */
     m->max_B = max_batch;
     m->seed = seed;
-    { /* the process's thread count, capped at the cores it may use */
-        const int avail = lc_threads_available(), want = lc_get_threads();
-        m->threads = want > avail ? avail : want;
-    }
+    m->threads = lc_threads_default(); /* its own count from now on (lc_threads_set_default) */
     int L = cfg->n_layer;
     m->layers = calloc((size_t)L, sizeof *m->layers);
     if (!m->layers) goto nomem;

@@ -277,7 +277,7 @@ lc_status lc_model_forward(lc_model *m, const int *tokens, const int *targets, i
     const lc_config *c = &m->cfg;
     lc_status st = check_inputs(m, tokens, targets, B, T);
     if (st) return st;
-    lc_set_threads(m->threads); /* the compute plan's count, for every parallel region of the pass */
+    lc_threads_use(m->threads); /* the compute plan's count, for every parallel region of the pass */
     lc_model_expand_shared(m); /* tied Q/K: the projections the blocks (and the key/value cache) read */
     const int G = c->extra_tokens, TT = T + G; /* rows per sequence inside the model */
     long N = (long)B * T, NN = (long)B * TT;
@@ -343,7 +343,7 @@ lc_status lc_model_backward(lc_model *m, float loss_scale) {
     int B = m->B, T = m->T, C = c->d_model, V = c->vocab, L = c->n_layer;
     int N = B * T, N_out = B * (T - G); /* model rows, scored rows */
     size_t NC = (size_t)N * C;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     lc_xent_backward(m->dlogits, m->logits, m->lse, m->targets, N_out, V, loss_scale);
     /* d loss / d final hidden state, into dh (N rows) */
     float *dh = c->norm == LC_NORM_PRE ? m->scratch.d_norm : m->dres;

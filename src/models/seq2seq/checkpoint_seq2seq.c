@@ -43,14 +43,10 @@ static const meta_key keys[] = {
     LONG("data.pairs", RUN(train_pairs), 0, 1LL << 62, 0),
 };
 
-static void get_parts(meta_part out[2]) {
-    lc_meta_parts_with_train(out, keys, (int)(sizeof keys / sizeof *keys), offsetof(smeta, run.opts));
-}
+static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(smeta, run.opts)};
 
 const char *lc_seq2seq_meta_key(int i) {
-    meta_part p[2];
-    get_parts(p);
-    return lc_meta_key_at(p, 2, i, NULL);
+    return lc_meta_family_key(&family, i);
 }
 
 void lc_seq2seq_run_default(lc_seq2seq_run *r) {
@@ -73,9 +69,7 @@ void lc_seq2seq_meta_strings(const lc_seq2seq *m, const lc_seq2seq_run *run, lc_
     smeta h;
     memset(&h, 0, sizeof h);
     fill(&h, m, run);
-    meta_part p[2];
-    get_parts(p);
-    lc_meta_format(p, 2, &h, NULL, out);
+    lc_meta_family_format(&family, &h, out);
 }
 
 lc_status lc_seq2seq_save(const lc_seq2seq *m, const lc_seq2seq_run *run, const char *path) {
@@ -83,10 +77,8 @@ lc_status lc_seq2seq_save(const lc_seq2seq *m, const lc_seq2seq_run *run, const 
     smeta *h = calloc(1, sizeof *h);
     if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
     fill(h, m, run);
-    meta_part p[2];
-    get_parts(p);
     const lc_ckpt_tensors bufs = tensors_of(m);
-    lc_status st = lc_ckpt_save_family(path, &bufs, p, 2, h, NULL, 0);
+    lc_status st = lc_ckpt_save_family(path, &bufs, &family, h, NULL, 0);
     free(h);
     return st;
 }
@@ -101,11 +93,9 @@ lc_status lc_seq2seq_load(const char *path, int max_pairs, lc_seq2seq **out, lc_
     if (st) return st;
     smeta *h = calloc(1, sizeof *h);
     lc_seq2seq *m = NULL;
-    meta_part p[2];
-    get_parts(p);
     if (!h) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
     if (!st) lc_seq2seq_run_default(&h->run);
-    if (!st) st = lc_ckpt_parse_family(f, LC_FAMILY_SEQ2SEQ, "seq2seq", "a seq2seq model", p, 2, h, validate_meta);
+    if (!st) st = lc_ckpt_parse_family(f, LC_FAMILY_SEQ2SEQ, "seq2seq", "a seq2seq model", &family, h, validate_meta);
     lc_tensor_list list;
     if (!st) st = lc_ckpt_check_implied(f, lc_seq2seq_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
     if (!st && (st = lc_seq2seq_create(&h->cfg, max_pairs > 0 ? max_pairs : h->run.opts.batch, h->seed, &m)))

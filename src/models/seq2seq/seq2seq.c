@@ -144,8 +144,7 @@ static lc_status create_shell(const lc_seq2seq_config *cfg, int max_pairs, uint6
     lc_seq2seq *m = calloc(1, sizeof *m);
     if (!m) return lc_fail(LC_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg, m->max_pairs = max_pairs, m->seed = seed;
-    const int avail = lc_threads_available(), want = lc_get_threads();
-    m->threads = want > avail ? avail : want;
+    m->threads = lc_threads_default(); /* its own count from now on (lc_threads_set_default) */
     const int Ls = cfg->max_src_len + 1, Lt = cfg->max_tgt_len + 1;
     const lc_config ce = lc_stack_config(&cfg->enc, cfg->norm, cfg->activation, cfg->dropout, Ls, LC_OBJECTIVE_MLM);
     const lc_config cd = lc_stack_config(&cfg->dec, cfg->norm, cfg->activation, cfg->dropout, Lt, LC_OBJECTIVE_CLM);

@@ -47,7 +47,7 @@ static lc_status encode(lc_seq2seq *m, const lc_seq2seq_batch *b, int train, int
     e->n_seq = m->n, e->rows = r;
     const lc_pass_env env = env_of(m);
     if ((st = lc_enc_stack_check(e, &env))) return st;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     m->cur_train = train;
     const int C = e->cfg.d_model;
     lc_embed_rows(e->res[0], m->src_wte, e->wpe, m->tok, m->pos, r, C);
@@ -111,7 +111,7 @@ lc_status lc_seq2seq_backward(lc_seq2seq *m, float loss_scale) {
     lc_enc_stack *e = &m->enc;
     const lc_pass_env env = env_of(m);
     const int C = e->cfg.d_model;
-    lc_set_threads(m->threads);
+    lc_threads_use(m->threads);
     lc_dec_stack_backward(&m->dec, &env, loss_scale, m->cur_train, NULL);
     memcpy(e->dh, m->dec.d_enc, sizeof(float) * (size_t)e->rows * C);
     lc_enc_stack_backward(e, &env, m->cur_train);
