@@ -354,7 +354,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},
         {"--log", OPT_STR, &a.log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
     };
-    lc_opt opts[64];
+    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
     int n = (int)(sizeof base / sizeof *base);
     memcpy(opts, base, sizeof base);
     n = lc_optim_flags_add(o, opts, n);

@@ -73,7 +73,7 @@ static int build_config(sargs *a, lc_opt *opts, int n, const lc_pair_data *d, lc
     if (lc_opt_get(opts, n, "--ffn")->seen) s->d_ff = shape.d_ff;
     if (a->mf.attn) snprintf(s->attn, sizeof s->attn, "%s", shape.attn);
     c->dec = c->enc;
-    c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout, c->tied = !a->mf.untied;
+    c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout, c->tied = shape.tied;
     size_t src = longest(d[0].src_len, d[0].n), tgt = longest(d[0].tgt_len, d[0].n);
     const size_t src2 = longest(d[1].src_len, d[1].n), tgt2 = longest(d[1].tgt_len, d[1].n);
     src = src2 > src ? src2 : src, tgt = tgt2 > tgt ? tgt2 : tgt;
@@ -306,7 +306,7 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
         {"--json", OPT_FLAG, &a.json, 0, 0, "print a JSON summary as the last stdout line", 0},
         {"--log", OPT_STR, &a.log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
     };
-    lc_opt opts[64];
+    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
     int n = (int)(sizeof base / sizeof *base);
     memcpy(opts, base, sizeof base);
     n = lc_optim_flags_add(o, opts, n);

@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "longctx.h"
 #include "model/lm.h"
+#include "model/lm_fields.h"
 #include "model/stacks.h"
 
 typedef struct {
@@ -108,4 +109,27 @@ lc_status lc_config_validate(const lc_config *c) {
 int lc_config_attn_keys(const lc_config *c) {
     const long keys = (long)c->seq_len + c->extra_tokens + (c->model == LC_MODEL_XL ? c->mem_len : 0);
     return keys > (1 << 30) ? 1 << 30 : (int)keys;
+}
+
+/* Whether a field holds its zero value (a TEXT field: ""). */
+#define IS_ZERO_INT(v) ((v) == 0)
+#define IS_ZERO_BOOL(v) ((v) == 0)
+#define IS_ZERO_BOOL_OFF(v) ((v) == 0)
+#define IS_ZERO_CHOICE(v) ((v) == 0)
+#define IS_ZERO_FLOAT(v) ((v) == 0.0f)
+#define IS_ZERO_TEXT(v) ((v)[0] == 0)
+
+int lc_config_derive_rows(lc_config *cfg, uint64_t given) {
+    if (cfg->objective == LC_OBJECTIVE_MLM && !(given >> LC_LM_F_model & 1))
+        cfg->model = LC_MODEL_VANILLA; /* an encoder: absolute positions, no memory */
+    if (cfg->model != LC_MODEL_XL) {
+#define XL_GIVEN(field, kind, flag, lo, hi, file_hi, need, ...)                                                      \
+    if (((need) & LC_F_XL_ONLY) && (given >> LC_LM_F_##field & 1) && !IS_ZERO_##kind(cfg->field)) return LC_LM_F_##field;
+        LC_LM_FIELDS(XL_GIVEN)
+#undef XL_GIVEN
+        cfg->mem_len = 0;
+    } else if (!(given >> LC_LM_F_mem_len & 1)) {
+        cfg->mem_len = cfg->seq_len;
+    }
+    return -1;
 }
