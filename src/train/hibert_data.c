@@ -282,15 +282,15 @@ lc_status lc_hbatch_make(lc_hbatch *h, const lc_hdocs *d, const int *idx, int n)
         if (!h->n_sents || !h->len || !h->sent || !h->labels || !h->feat)
             return lc_fail(LC_ERR_NOMEM, "batch: out of memory");
     }
-    if (h->features && h->features != LC_SUMMARY_FEATURES)
-        return lc_fail(LC_ERR_ARG, "the model's head reads %d features a sentence; the CLI makes %d (position, length, "
-                                   "LexRank centrality)", h->features, LC_SUMMARY_FEATURES);
+    if (h->features < 0 || h->features > LC_SUMMARY_FEATURES)
+        return lc_fail(LC_ERR_ARG, "the model's head reads %d features a sentence; the CLI makes at most %d (position, "
+                                   "length, LexRank centrality, word frequency)", h->features, LC_SUMMARY_FEATURES);
     int k = 0;
     for (int i = 0; i < n; i++) {
         const int f = d->chunk_first[idx[i]], c = d->chunk_first[idx[i] + 1] - f;
         h->n_sents[i] = c;
         lc_status st;
-        if (h->features && (st = lc_summary_features(d->sent + f, c, h->feat + (size_t)k * LC_SUMMARY_FEATURES)))
+        if (h->features && (st = lc_summary_features(d->sent + f, c, h->features, h->feat + (size_t)k * h->features)))
             return st;
         for (int j = f; j < f + c; j++, k++) {
             h->sent[k] = (const uint8_t *)d->sent[j], h->len[k] = d->len[j];
