@@ -1,4 +1,4 @@
-/* Each row of the language model's field table (src/model/lm_fields.h) reaches every consumer: the flat API
+/* Each row of the language model's field table (src/nn/lm_fields.h) reaches every consumer: the flat API
  * names it, gets and sets it; the CLI has its flag, with the row's help, and the flag sets the field as the
  * flat API does; the checkpoint metadata writes its key and reads the value back. The test walks the rows,
  * so a new row is checked without a line here. The CLI's flag code is compiled into this program. */
@@ -11,7 +11,7 @@
 #include "core/choice.h"
 #include "harness.h"
 #include "longctx/flat.h"
-#include "model/lm_fields.h"
+#include "nn/lm_fields.h"
 #include "train/checkpoint_meta.h"
 #include "train/safetensors.h"
 #include "test_files.h"

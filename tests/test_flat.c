@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "longctx.h"
 #include "longctx/flat.h"
-#include "model/lm_fields.h"
+#include "nn/lm_fields.h"
 #include "test_files.h"
 
 static lc_config tiny(lc_model_kind kind) {
@@ -33,7 +33,7 @@ TEST(config_keys_round_trip_and_aliases) {
         CHECK(lc_config_set_str(c, key, buf) == LC_OK, "set %s back to '%s': %s", key, buf, lc_last_error());
         CHECK(strcmp(lc_last_error(), "") == 0, "a success clears the message");
     }
-    CHECK(n == LC_LM_FIELD_COUNT, "%d config fields listed (one per row of model/lm_fields.h), got %d", LC_LM_FIELD_COUNT, n);
+    CHECK(n == LC_LM_FIELD_COUNT, "%d config fields listed (one per row of nn/lm_fields.h), got %d", LC_LM_FIELD_COUNT, n);
     lc_config_default(c);
     lc_config d;
     lc_config_default(&d);

@@ -94,7 +94,7 @@ class ConfigTest(unittest.TestCase):
         self.assertIn("unknown preset", str(e.exception))
 
     def test_config_fields_are_the_config_and_the_cli_flags(self):
-        # one table in C (src/model/lm_fields.h) describes the fields: Model.config's keys, their flags, choices
+        # one table in C (src/nn/lm_fields.h) describes the fields: Model.config's keys, their flags, choices
         fields = longctx.model._config_fields()
         self.assertEqual([f["name"] for f in fields], list(longctx.Model.create(TINY).config))
         by_name = {f["name"]: f for f in fields}

@@ -2,7 +2,7 @@
  * fine-tuning for extractive summarization on a BBC News root (docs/guides/summarize.md). The flags (model shape or
  * --init, --resume and what it fixes), the checks of paths and of the processes training together under
  * mpirun, and the messages; the run itself (batches, validation, the best checkpoint, saves) is the
- * library's (train/hibert_fit.h). */
+ * library's (models/hibert/hibert_fit.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@
 #include "core/timer.h"
 #include "train/dist.h"
 #include "train/checkpoint_meta.h"
-#include "train/hibert_fit.h"
+#include "models/hibert/hibert_fit.h"
 
 #define MAX_SOURCES 16
 
@@ -231,7 +231,7 @@ static int refuse_resume_flags(const char *cmd, const hargs *a, lc_opt *opts, in
     return LC_EXIT_USAGE;
 }
 
-/* The command's side of a run (the run itself: train/hibert_fit.h): the model, its record and documents,
+/* The command's side of a run (the run itself: models/hibert/hibert_fit.h): the model, its record and documents,
  * where the resumable state goes, the progress line and the log, and what the summary prints. */
 typedef struct {
     hargs *a;

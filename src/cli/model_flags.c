@@ -1,5 +1,5 @@
 /* The model-shape flags shared by `train` and `bench`: a preset, then per-field overrides, one flag per row of
- * the language model's field table (model/lm_fields.h). */
+ * the language model's field table (nn/lm_fields.h). */
 #include <string.h>
 
 #include "cli/model_flags.h"

@@ -3,9 +3,9 @@
 #define LC_CLI_MODEL_FLAGS_H
 
 #include "cli/cli.h"
-#include "model/lm_fields.h"
+#include "nn/lm_fields.h"
 
-/* The flags are generated from the language model's field table (model/lm_fields.h): --preset, then one
+/* The flags are generated from the language model's field table (nn/lm_fields.h): --preset, then one
  * flag per row that has one, each stored in the member named as the row's field (a choice or text: the
  * string given; a flag: 1 when given). At most this many: */
 #define LC_MODEL_FLAG_COUNT (1 + LC_LM_FIELD_COUNT)

@@ -1,5 +1,5 @@
 /* Choices named in one string: "name0|name1|..." lists an enum's values 0, 1, ... by name (the field tables of
- * model/lm_fields.h and train/meta_table.h), so a choice's names are spelled once. */
+ * nn/lm_fields.h and train/meta_table.h), so a choice's names are spelled once. */
 #ifndef LC_CORE_CHOICE_H
 #define LC_CORE_CHOICE_H
 

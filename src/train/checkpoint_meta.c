@@ -13,7 +13,7 @@
 
 #include "core/choice.h"
 #include "core/status.h"
-#include "model/lm_fields.h"
+#include "nn/lm_fields.h"
 
 _Static_assert(sizeof(lc_model_kind) == sizeof(int) && sizeof(lc_norm) == sizeof(int) &&
                    sizeof(lc_activation) == sizeof(int) && sizeof(lc_objective) == sizeof(int) &&
@@ -29,7 +29,7 @@ _Static_assert(LC_MODEL_VANILLA == 0 && LC_MODEL_XL == 1 && LC_NORM_PRE == 0 && 
 #define AT(f) offsetof(lc_ckpt_meta, f)
 #define DATA_AT(f) offsetof(lc_train_options, data.f)
 
-/* The configuration's keys, one per row of model/lm_fields.h. */
+/* The configuration's keys, one per row of nn/lm_fields.h. */
 _Static_assert((int)LC_F_REQUIRED == (int)REQUIRED && (int)LC_F_XL_ONLY == (int)XL_ONLY, "the rows' need bits are the keys'");
 #define KEY_INT(k, at, file_hi, need, text, cap) {k, T_INT, at, 0, file_hi, 0, 0, 0, NULL, need}
 #define KEY_BOOL(k, at, file_hi, need, text, cap) {k, T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
@@ -52,7 +52,7 @@ static const meta_key keys[] = {
     U64("seed", AT(seed), REQUIRED),
 };
 
-/* The training options, shared with HIBERT's table (train/checkpoint_hibert.c). */
+/* The training options, shared with HIBERT's table (models/hibert/checkpoint_hibert.c). */
 static const meta_key train_keys[] = {
     LONG("train.steps", OPT(steps), 0, 1LL << 40, REQUIRED),
     INT("train.batch", OPT(batch), 1, 1 << 20, REQUIRED),
