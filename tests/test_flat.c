@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "longctx.h"
 #include "longctx/flat.h"
+#include "nn/lm_fields.h"
 #include "test_files.h"
 
 static lc_config tiny(lc_model_kind kind) {
@@ -32,7 +33,7 @@ TEST(config_keys_round_trip_and_aliases) {
         CHECK(lc_config_set_str(c, key, buf) == LC_OK, "set %s back to '%s': %s", key, buf, lc_last_error());
         CHECK(strcmp(lc_last_error(), "") == 0, "a success clears the message");
     }
-    CHECK(n == 23, "23 config fields listed, got %d", n);
+    CHECK(n == LC_LM_FIELD_COUNT, "%d config fields listed (one per row of nn/lm_fields.h), got %d", LC_LM_FIELD_COUNT, n);
     lc_config_default(c);
     lc_config d;
     lc_config_default(&d);
@@ -69,7 +70,7 @@ TEST(config_keys_round_trip_and_aliases) {
     CHECK(memcmp(&before, c, sizeof before) == 0, "failed sets change nothing");
     CHECK(lc_config_get_str(c, "attn", buf, 4) == LC_ERR_ARG, "small buffer refused");
     CHECK(lc_config_get_str(c, "nope", buf, sizeof buf) == LC_ERR_ARG, "get unknown key");
-    CHECK(lc_config_key(-1, NULL) == NULL && lc_config_key(23, NULL) == NULL, "past the end");
+    CHECK(lc_config_key(-1, NULL) == NULL && lc_config_key(LC_LM_FIELD_COUNT, NULL) == NULL, "past the end");
     lc_config_free(c);
 }
 

@@ -47,6 +47,17 @@ lc_status lc_config_set_str(lc_config *cfg, const char *key, const char *value);
 /* Write one field as text into buf[cap] (always terminated); LC_ERR_ARG for an unknown key or a buffer
  * too small (LC_ATTN_SPEC_CHARS always suffices). Same keys as lc_config_set_str. */
 lc_status lc_config_get_str(const lc_config *cfg, const char *key, char *buf, size_t cap);
+/* The number i of a config key (a field name or its CLI flag's name, as lc_config_set_str takes them), or -1. */
+int lc_config_key_index(const char *key);
+/* More about config key i: the CLI flag that sets it ("--layers"; NULL: none), its value names ("pre|post", in
+ * the order of the enum; NULL: not a choice), the flag's one-line help (NULL: no flag), and whether it belongs
+ * to Transformer-XL models only. Any output pointer may be NULL; LC_ERR_ARG past the end. */
+lc_status lc_config_key_about(int i, const char **flag, const char **choices, const char **help, int *xl_only);
+/* The values `longctx train` derives from the flags given, for the keys given (bit i: key i was set, as
+ * lc_config_key_index numbers them): objective "mlm" makes the model vanilla unless "model" was given; an xl
+ * model's mem_len is seq_len unless given, a vanilla model's 0; an XL-only key given non-zero for a vanilla
+ * model is LC_ERR_ARG naming it. Validate afterwards (lc_config_validate). */
+lc_status lc_config_derive(lc_config *cfg, uint64_t given);
 
 /* ---------------------------------------------------------------- training options by name */
 /* New options holding lc_train_options_default; NULL when out of memory. Free with lc_train_options_free. */

@@ -85,6 +85,9 @@ _PROTOS = {
     "lc_config_key": (_S, [_I, c_int_p]),
     "lc_config_set_str": (_I, [_V, _S, _S]),
     "lc_config_get_str": (_I, [_V, _S, ctypes.c_char_p, _Z]),
+    "lc_config_key_index": (_I, [_S]),
+    "lc_config_key_about": (_I, [_I, c_char_pp, c_char_pp, c_char_pp, c_int_p]),
+    "lc_config_derive": (_I, [_V, ctypes.c_uint64]),
     # training options
     "lc_train_options_new": (_V, []),
     "lc_train_options_free": (None, [_V]),

@@ -25,7 +25,6 @@ _INT, _FLOAT, _BOOL, _STRING = 0, 1, 2, 3
 _SPLITS = {"auto": 0, "enwik8": 1, "nanogpt": 2}
 _PARTS = {"train": 0, "valid": 1, "test": 2, "all": 3}
 _TENSOR_PART = {"value": 0, "grad": 1, "adam_m": 2, "adam_v": 3}
-_XL_ONLY = ("mem_len", "clamp_len", "same_length", "shared_uv")
 
 
 def _keys(fn):
@@ -149,25 +148,13 @@ def _config_handle(config):
         keys = {_canonical(k): k for k in config}
         preset = config.get(keys.get("preset"), "small") if "preset" in keys else "small"
         call("lc_config_preset", cfg, str(preset).encode())
-        given = set()
+        given = 0  # bit i: config key i (lc_config_key_index) was given
         for key, value in config.items():
-            ck = _canonical(key)
-            if ck == "preset":
+            if _canonical(key) == "preset":
                 continue
             call("lc_config_set_str", cfg, _cstr(str(key), "config key"), _cstr(_to_text(value), "config %s" % key))
-            given.add(_field_of(cfg, ck))
-        current = _read_fields(cfg, L.lc_config_key, L.lc_config_get_str)
-        if current["objective"] == "mlm" and "model" not in given:
-            call("lc_config_set_str", cfg, b"model", b"vanilla")  # an encoder: absolute positions, no memory
-            current["model"] = "vanilla"
-        if current["model"] == "xl":
-            if "mem_len" not in given:
-                call("lc_config_set_str", cfg, b"mem_len", str(current["seq_len"]).encode())
-        else:
-            bad = [k for k in _XL_ONLY if k in given and current[k]]
-            if bad:
-                raise ArgumentError(1, "config %s needs model 'xl'" % bad[0])
-            call("lc_config_set_str", cfg, b"mem_len", b"0")
+            given |= 1 << L.lc_config_key_index(_cstr(str(key), "config key"))
+        call("lc_config_derive", cfg, given)  # the values longctx train derives (xl's mem_len, ...)
         call("lc_config_validate", cfg)
         return cfg
     except BaseException:
@@ -175,11 +162,22 @@ def _config_handle(config):
         raise
 
 
-def _field_of(cfg, key):
-    """The struct field a key (field name or CLI flag name) sets: the canonical name of config()."""
-    aliases = {"layers": "n_layer", "dim": "d_model", "heads": "n_head", "ffn": "d_ff", "seg_len": "seq_len",
-               "share_qk": "qk_share", "share_attn": "attn_share", "untied": "tied"}
-    return aliases.get(key, key)
+def _config_fields():
+    """The configuration's fields as the C library describes them (lc_config_key, lc_config_key_about): a list
+    of dicts with "name" (Model.config's key), "kind" ("int", "float", "bool" or "string"), "flag" (the
+    `longctx train` flag that sets it, or None), "choices" (the value names of a choice, or None), "help"
+    (the flag's help line, or None) and "xl_only" (Transformer-XL models only)."""
+    L = lib()
+    kinds = {_INT: "int", _FLOAT: "float", _BOOL: "bool", _STRING: "string"}
+    out = []
+    for i, (name, kind) in enumerate(_keys(L.lc_config_key)):
+        flag, choices, help_, xl = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int()
+        call("lc_config_key_about", i, ctypes.byref(flag), ctypes.byref(choices), ctypes.byref(help_),
+             ctypes.byref(xl))
+        text = [v.value.decode() if v.value is not None else None for v in (flag, choices, help_)]
+        out.append({"name": name, "kind": kinds[kind], "flag": text[0],
+                    "choices": text[1].split("|") if text[1] else None, "help": text[2], "xl_only": bool(xl.value)})
+    return out
 
 
 class _Handle(object):

@@ -93,6 +93,29 @@ class ConfigTest(unittest.TestCase):
             longctx.Model.create({"preset": "huge"})
         self.assertIn("unknown preset", str(e.exception))
 
+    def test_config_fields_are_the_config_and_the_cli_flags(self):
+        # one table in C (src/nn/lm_fields.h) describes the fields: Model.config's keys, their flags, choices
+        fields = longctx.model._config_fields()
+        self.assertEqual([f["name"] for f in fields], list(longctx.Model.create(TINY).config))
+        by_name = {f["name"]: f for f in fields}
+        self.assertEqual((by_name["norm"]["choices"], by_name["norm"]["flag"], by_name["n_layer"]["flag"]),
+                         (["pre", "post"], "--norm", "--layers"))
+        self.assertEqual([f["name"] for f in fields if f["xl_only"]], ["mem_len", "clamp_len", "same_length", "shared_uv"])
+        self.assertEqual(by_name["vocab"]["flag"], None)
+        self.assertEqual(longctx.Model.create(dict(TINY, **{"--layers": 3})).config["n_layer"], 3)  # by its flag
+        if cli() is None:
+            raise unittest.SkipTest("no longctx CLI (set LONGCTX_CLI)")
+        help_ = subprocess.run([cli(), "train", "--help"], capture_output=True, text=True, check=True).stdout
+        for f in fields:
+            if f["flag"]:
+                line = [ln for ln in help_.splitlines() if ln.split()[:1] == [f["flag"]]]
+                self.assertEqual(len(line), 1, f["flag"])
+                self.assertTrue(line[0].endswith(f["help"]), (line[0], f["help"]))
+        self.assertEqual(longctx.Model.create({"preset": "tiny", "model": "vanilla", "mem_len": 0}).config["mem_len"], 0)
+        with self.assertRaises(longctx.ArgumentError) as e:
+            longctx.Model.create({"model": "vanilla", "same_length": True})
+        self.assertIn("config same_length needs model 'xl'", str(e.exception))
+
     def test_train_options(self):
         m = longctx.Model.create(TINY)
         o = m.train_options

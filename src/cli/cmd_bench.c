@@ -52,7 +52,7 @@ static int bench_setup(const char *cmd, lc_opt *opts, int n, int argc, char **ar
 
 static int bench_train(int argc, char **argv) {
     int batch = 16, steps = 10, warmup = 2, json = 0;
-    lc_opt opts[32] = {
+    lc_opt opts[8 + LC_MODEL_FLAG_COUNT] = {
         {"--batch", OPT_INT, &batch, 1, 4096, "sequences per step (default 16)", 0},
         {"--steps", OPT_INT, &steps, 1, 100000, "timed steps (default 10)", 0},
         {"--warmup", OPT_INT, &warmup, 0, 100000, "untimed steps first (default 2)", 0},
@@ -196,7 +196,7 @@ static int bench_xl_eval(int argc, char **argv) {
     int tokens = 64, reps = 3, seg = 0, segments = 8, json = 0;
     /* both models are built from the shape: these describe one of them, or training */
     static const char *const unused[] = {"--model", "--mem-len", "--same-length", "--dropout", "--objective", NULL};
-    lc_opt opts[32] = {
+    lc_opt opts[8 + LC_MODEL_FLAG_COUNT] = {
         {"--attn-len", OPT_STR, &lens, 0, 0, "attention lengths, comma separated (default 800,1800,2800,3800)", 0},
         {"--eval-seg", OPT_INT, &seg, 1, 1 << 20, "XL evaluation segment length (default: the model's --seg-len)", 0},
         {"--segments", OPT_INT, &segments, 1, 1 << 20, "XL segments timed per length (default 8)", 0},

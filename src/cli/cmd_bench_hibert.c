@@ -123,7 +123,7 @@ int lc_cmd_bench_hibert(int argc, char **argv) {
     int per = 8, steps = 20, warmup = 2, threads = 0, json = 0;
     lc_model_flags mf;
     lc_model_flags_init(&mf);
-    lc_opt opts[48] = {
+    lc_opt opts[24 + LC_MODEL_FLAG_COUNT] = {
         {"--data", OPT_STR, &data, 0, 0, "BBC News Summary root (default data/bbc-news-summary; train split)", 0},
         {"--docs", OPT_INT, &per, 1, 4096, "documents per HIBERT step (default 8)", 0},
         {"--steps", OPT_INT, &steps, 1, 100000, "timed steps of each model (default 20)", 0},

@@ -336,7 +336,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
         LC_RUN_FLAGS(a, o),
     };
-    lc_opt opts[64];
+    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
     const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &a.mf);
     refuse_lm_flags(opts, n);
     lc_opt_get(opts, n, "--objective")->help = "mlm: pre-train the encoder on masked tokens of --data (default: the labels)";

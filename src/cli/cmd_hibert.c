@@ -12,6 +12,7 @@
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
 #include "cli/same_settings.h"
+#include "core/choice.h"
 #include "core/json.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -110,10 +111,19 @@ static int apply_strings(hargs *a) {
         if (strlen(a->attn[k]) >= LC_ATTN_SPEC_CHARS) { lc_cli_error("hibert: %s is too long", names[k]); return LC_EXIT_USAGE; }
         strcpy(dst[k], a->attn[k]);
     }
-    if (a->norm && strcmp(a->norm, "pre") && strcmp(a->norm, "post")) { lc_cli_error("hibert: --norm must be pre or post"); return LC_EXIT_USAGE; }
-    if (a->act && strcmp(a->act, "gelu") && strcmp(a->act, "relu")) { lc_cli_error("hibert: --activation must be gelu or relu"); return LC_EXIT_USAGE; }
-    if (a->norm) a->cfg.norm = strcmp(a->norm, "post") == 0 ? LC_NORM_POST : LC_NORM_PRE;
-    if (a->act) a->cfg.activation = strcmp(a->act, "relu") == 0 ? LC_ACT_RELU : LC_ACT_GELU;
+    const char *flag[2] = {"--norm", "--activation"}, *value[2] = {a->norm, a->act};
+    const char *choices[2] = {LC_NORM_CHOICES, LC_ACT_CHOICES};
+    int *field[2] = {(int *)&a->cfg.norm, (int *)&a->cfg.activation};
+    for (int k = 0; k < 2; k++) {
+        const int v = value[k] ? lc_choice_index(choices[k], value[k]) : *field[k];
+        if (v < 0) {
+            char all[64];
+            lc_choice_list(choices[k], "", all, sizeof all);
+            lc_cli_error("hibert: %s must be %s", flag[k], all);
+            return LC_EXIT_USAGE;
+        }
+        *field[k] = v;
+    }
     if (a->encoding && strcmp(a->encoding, "utf8") && strcmp(a->encoding, "latin1")) {
         lc_cli_error("hibert: --encoding must be utf8 or latin1, got '%s'", a->encoding);
         return LC_EXIT_USAGE;

@@ -66,7 +66,7 @@ static int build_config(sargs *a, lc_opt *opts, int n, const lc_pair_data *d, lc
     if (lc_opt_get(opts, n, "--ffn")->seen) s->d_ff = shape.d_ff;
     if (a->mf.attn) snprintf(s->attn, sizeof s->attn, "%s", shape.attn);
     c->dec = c->enc;
-    c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout, c->tied = !a->mf.untied;
+    c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout, c->tied = shape.tied;
     size_t src = longest(d[0].src_len, d[0].n), tgt = longest(d[0].tgt_len, d[0].n);
     const size_t src2 = longest(d[1].src_len, d[1].n), tgt2 = longest(d[1].tgt_len, d[1].n);
     src = src2 > src ? src2 : src, tgt = tgt2 > tgt ? tgt2 : tgt;
@@ -283,7 +283,7 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
         {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "batches per optimizer step (default 1)", 0},
         LC_RUN_FLAGS(a, o),
     };
-    lc_opt opts[64];
+    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
     const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &a.mf);
     const char *no[] = {"--preset", "--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv",
                         "--share-qk", "--share-attn", "--reversible", "--ffn-chunk", "--extra-tokens", "--objective",

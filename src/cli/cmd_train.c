@@ -477,7 +477,7 @@ int lc_cmd_train(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     lc_train_options_default(&a.o);
     lc_model_flags_init(&a.mf);
-    lc_opt opts[56];
+    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
     int n = build_opts(&a, opts);
     int rc = lc_parse_opts("train", "[options]   (train --task classify|seq2seq --help: a classifier, an encoder-decoder)", opts, n,
                            argc, argv);

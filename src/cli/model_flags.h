@@ -3,18 +3,27 @@
 #define LC_CLI_MODEL_FLAGS_H
 
 #include "cli/cli.h"
+#include "nn/lm_fields.h"
 
-#define LC_MODEL_FLAG_COUNT 23
+/* The flags are generated from the language model's field table (nn/lm_fields.h): --preset, then one
+ * flag per row that has one, each stored in the member named as the row's field (a choice or text: the
+ * string given; a flag: 1 when given). At most this many: */
+#define LC_MODEL_FLAG_COUNT (1 + LC_LM_FIELD_COUNT)
 
+#define LC_MF_TYPE_INT int
+#define LC_MF_TYPE_FLOAT float
+#define LC_MF_TYPE_BOOL int
+#define LC_MF_TYPE_BOOL_OFF int
+#define LC_MF_TYPE_CHOICE const char *
+#define LC_MF_TYPE_TEXT const char *
+#define LC_MF_MEMBER(field, kind, ...) LC_MF_TYPE_##kind field;
 typedef struct {
-    const char *preset, *norm, *activation, *model, *attn, *objective, *precision;
-    int layers, dim, heads, ffn, seg_len, untied, share_qk, share_attn, reversible, ffn_chunk, extra_tokens;
-    int mem_len, clamp_len, same_length, shared_uv;
-    float dropout;
+    const char *preset;
+    LC_LM_FIELDS(LC_MF_MEMBER)
 } lc_model_flags;
 
 void lc_model_flags_init(lc_model_flags *f);
-/* Appends the flags to opts[n..]; returns the new count (n + LC_MODEL_FLAG_COUNT). */
+/* Appends the flags to opts[n..] (room for LC_MODEL_FLAG_COUNT); returns the new count. */
 int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n);
 /* Builds cfg from the preset and the flags given; -1 on success, else an exit code (error printed). */
 int lc_model_flags_apply(const lc_model_flags *f, lc_opt *opts, int n, const char *cmd, lc_config *cfg);

@@ -5,6 +5,7 @@
 #include "attn/spec.h"
 #include "core/status.h"
 #include "longctx.h"
+#include "nn/lm_fields.h"
 #include "nn/stacks.h"
 
 typedef struct {
@@ -102,4 +103,27 @@ lc_status lc_config_validate(const lc_config *c) {
     free(layers);
     if (rc) return lc_fail(LC_ERR_ARG, "%s", err);
     return LC_OK;
+}
+
+/* Whether a field holds its zero value (a TEXT field: ""). */
+#define IS_ZERO_INT(v) ((v) == 0)
+#define IS_ZERO_BOOL(v) ((v) == 0)
+#define IS_ZERO_BOOL_OFF(v) ((v) == 0)
+#define IS_ZERO_CHOICE(v) ((v) == 0)
+#define IS_ZERO_FLOAT(v) ((v) == 0.0f)
+#define IS_ZERO_TEXT(v) ((v)[0] == 0)
+
+int lc_config_derive_rows(lc_config *cfg, uint64_t given) {
+    if (cfg->objective == LC_OBJECTIVE_MLM && !(given >> LC_LM_F_model & 1))
+        cfg->model = LC_MODEL_VANILLA; /* an encoder: absolute positions, no memory */
+    if (cfg->model != LC_MODEL_XL) {
+#define XL_GIVEN(field, kind, flag, lo, hi, file_hi, need, ...)                                                      \
+    if (((need) & LC_F_XL_ONLY) && (given >> LC_LM_F_##field & 1) && !IS_ZERO_##kind(cfg->field)) return LC_LM_F_##field;
+        LC_LM_FIELDS(XL_GIVEN)
+#undef XL_GIVEN
+        cfg->mem_len = 0;
+    } else if (!(given >> LC_LM_F_mem_len & 1)) {
+        cfg->mem_len = cfg->seq_len;
+    }
+    return -1;
 }

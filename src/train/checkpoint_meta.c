@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/choice.h"
 #include "core/status.h"
+#include "nn/lm_fields.h"
 
 _Static_assert(sizeof(lc_model_kind) == sizeof(int) && sizeof(lc_norm) == sizeof(int) &&
                    sizeof(lc_activation) == sizeof(int) && sizeof(lc_objective) == sizeof(int) &&
@@ -27,34 +29,23 @@ _Static_assert(LC_MODEL_VANILLA == 0 && LC_MODEL_XL == 1 && LC_NORM_PRE == 0 && 
 #define AT(f) offsetof(lc_ckpt_meta, f)
 #define DATA_AT(f) offsetof(lc_train_options, data.f)
 
+/* The configuration's keys, one per row of nn/lm_fields.h. */
+_Static_assert((int)LC_F_REQUIRED == (int)REQUIRED && (int)LC_F_XL_ONLY == (int)XL_ONLY, "the rows' need bits are the keys'");
+#define KEY_INT(k, at, file_hi, need, text, cap) {k, T_INT, at, 0, file_hi, 0, 0, 0, NULL, need}
+#define KEY_BOOL(k, at, file_hi, need, text, cap) {k, T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
+#define KEY_BOOL_OFF KEY_BOOL
+#define KEY_FLOAT(k, at, file_hi, need, text, cap) {k, T_FLOAT, at, 0, 0, 0, file_hi, OPEN_HI, NULL, need}
+#define KEY_CHOICE(k, at, file_hi, need, text, cap) {k, T_CHOICE, at, 0, 0, 0, 0, 0, text, need}
+#define KEY_TEXT(k, at, file_hi, need, text, cap) {k, T_STRING, at, 0, cap, 0, 0, 0, text, need}
+#define CONFIG_KEY(field, kind, flag, lo, hi, file_hi, need, text, help)                                              \
+    KEY_##kind(#field, CFG(field), file_hi, (need) & (REQUIRED | XL_ONLY), text, sizeof(((lc_config *)0)->field)),
+
 /* In the order they are written. Ranges are what a file may hold; lc_config_validate then checks the
  * configuration as a whole. Optional keys are absent from older files and default to 0 / "". */
 static const meta_key keys[] = {
     {"format", T_CONST, 0, 0, 0, 0, 0, 0, LC_CKPT_FORMAT, REQUIRED},
     {"format_version", T_CONST, 0, 0, 0, 0, 0, 0, LC_CKPT_VERSION, REQUIRED},
-    CHOICE("model", CFG(model), "vanilla|xl", REQUIRED),
-    INT("vocab", CFG(vocab), 0, 1 << 30, REQUIRED),
-    INT("n_layer", CFG(n_layer), 0, 1 << 30, REQUIRED),
-    INT("d_model", CFG(d_model), 0, 1 << 30, REQUIRED),
-    INT("n_head", CFG(n_head), 0, 1 << 30, REQUIRED),
-    INT("d_ff", CFG(d_ff), 0, 1 << 30, REQUIRED),
-    INT("seq_len", CFG(seq_len), 0, 1 << 30, REQUIRED),
-    CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
-    CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
-    BOOL("tied", CFG(tied), REQUIRED),
-    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
-    {"attn", T_STRING, CFG(attn), 0, LC_ATTN_SPEC_CHARS, 0, 0, 0, "full", 0},
-    INT("qk_share", CFG(qk_share), 0, 1 << 20, 0),
-    INT("attn_share", CFG(attn_share), 0, 1 << 20, 0),
-    CHOICE("objective", CFG(objective), "clm|mlm", 0),
-    BOOL("reversible", CFG(reversible), 0),
-    INT("ffn_chunk", CFG(ffn_chunk), 0, 1 << 30, 0),
-    INT("extra_tokens", CFG(extra_tokens), 0, 65536, 0),
-    CHOICE("precision", CFG(precision), "fp32|bf16", 0),
-    INT("mem_len", CFG(mem_len), 0, 1 << 24, REQUIRED | XL_ONLY),
-    INT("clamp_len", CFG(clamp_len), 0, 1 << 24, REQUIRED | XL_ONLY),
-    BOOL("same_length", CFG(same_length), REQUIRED | XL_ONLY),
-    BOOL("shared_uv", CFG(shared_uv), REQUIRED | XL_ONLY),
+    LC_LM_FIELDS(CONFIG_KEY)
     INT("state.memory_rows", AT(memory_rows), 0, 1 << 24, XL_ONLY),
     INT("state.memory_batch", AT(memory_batch), 0, 1 << 24, XL_ONLY),
     LONG("step", AT(step), 0, 1LL << 62, REQUIRED),
@@ -127,13 +118,6 @@ static int lm_skip(const meta_key *k, const void *base, int writing) {
     return writing && (k->need & DATA) && !h->opts.data.path[0];
 }
 
-/* Name number v of "name0|name1|..." into out ("" past the end). */
-static void choice_name(const char *names, int v, char *out, size_t cap) {
-    for (; v > 0 && names; v--) names = strchr(names, '|'), names = names ? names + 1 : NULL;
-    const char *bar = names ? strchr(names, '|') : NULL;
-    snprintf(out, cap, "%.*s", names ? (int)(bar ? bar - names : (ptrdiff_t)strlen(names)) : 0, names ? names : "");
-}
-
 void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
                     lc_ckpt_meta_strings *out) {
     out->n = 0;
@@ -148,7 +132,7 @@ void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_
             const size_t cap = sizeof out->values[0];
             switch (k->type) {
             case T_CONST: snprintf(v, cap, "%s", k->text); break;
-            case T_CHOICE: choice_name(k->text, *(const int *)at - (int)k->lo, v, cap); break;
+            case T_CHOICE: lc_choice_name(k->text, *(const int *)at - (int)k->lo, v, cap); break;
             case T_INT: snprintf(v, cap, "%d", *(const int *)at); break;
             case T_BOOL: snprintf(v, cap, "%d", *(const int *)at != 0); break;
             case T_LONG: snprintf(v, cap, "%ld", *(const long *)at); break;
@@ -186,16 +170,13 @@ static lc_status parse_value(const lc_st_file *f, const meta_key *k, const char 
         return lc_fail(LC_ERR_FORMAT, "%s: unsupported checkpoint %s '%.40s' (this build reads %s)", path, k->key, v,
                        k->text);
     case T_CHOICE: {
-        char name[32], all[128] = "";
-        for (int i = 0; i <= (int)(k->hi - k->lo); i++) {
-            choice_name(k->text, i, name, sizeof name);
-            if (strcmp(v, name) == 0) {
-                *(int *)at = (int)k->lo + i;
-                return LC_OK;
-            }
-            snprintf(all + strlen(all), sizeof all - strlen(all), "%s'%s'", i == 0 ? "" : i < k->hi - k->lo ? ", " : " or ",
-                     name);
+        const int i = lc_choice_index(k->text, v);
+        if (i >= 0) {
+            *(int *)at = (int)k->lo + i;
+            return LC_OK;
         }
+        char all[128];
+        lc_choice_list(k->text, "'", all, sizeof all);
         return lc_fail(LC_ERR_FORMAT, "%s: metadata '%s' = '%.40s' must be %s", path, k->key, v, all);
     }
     case T_INT:

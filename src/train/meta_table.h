@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "nn/lm_fields.h" /* the value names the families share: LC_NORM_CHOICES, ... */
 #include "train/checkpoint_meta.h"
 #include "train/checkpoint_tensors.h"
 

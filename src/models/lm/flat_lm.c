@@ -9,34 +9,46 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/choice.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "kernels/fastmath.h"
 #include "longctx/flat.h"
 #include "models/lm/lm.h"
+#include "nn/lm_fields.h"
 
 /* ---------------------------------------------------------------- named fields */
-typedef enum { F_INT, F_LONG, F_U64, F_FLOAT, F_BOOL, F_SPEC, F_LR_SCALE, F_NORM, F_ACT, F_MODEL, F_OBJ, F_PREC } field_type;
+typedef enum { F_INT, F_LONG, F_U64, F_FLOAT, F_BOOL, F_SPEC, F_LR_SCALE, F_CHOICE } field_type;
 
 typedef struct {
     const char *name;  /* the struct field */
-    const char *alias; /* the CLI flag without "--" and with '_' for '-', or NULL */
+    const char *flag;  /* the CLI flag that sets it ("--seg-len": the key "seg_len" or "seg-len"), or NULL */
     field_type type;
     size_t offset;
+    const char *names; /* F_CHOICE: the value names "pre|post" */
+    int flag_inverts;  /* the flag sets the field to the opposite of its value (--untied) */
+    unsigned need;     /* LC_F_* bits (nn/lm_fields.h) */
+    const char *help;
 } field;
 
-#define CFG(n, a, t) {#n, a, t, offsetof(lc_config, n)}
-static const field config_fields[] = {
-    CFG(vocab, NULL, F_INT),           CFG(n_layer, "layers", F_INT),      CFG(d_model, "dim", F_INT),
-    CFG(n_head, "heads", F_INT),       CFG(d_ff, "ffn", F_INT),            CFG(seq_len, "seg_len", F_INT),
-    CFG(norm, NULL, F_NORM),           CFG(activation, NULL, F_ACT),       CFG(tied, NULL, F_BOOL),
-    CFG(dropout, NULL, F_FLOAT),       CFG(model, NULL, F_MODEL),          CFG(mem_len, NULL, F_INT),
-    CFG(clamp_len, NULL, F_INT),       CFG(same_length, NULL, F_BOOL),     CFG(shared_uv, NULL, F_BOOL),
-    CFG(attn, NULL, F_SPEC),           CFG(qk_share, "share_qk", F_INT),   CFG(attn_share, "share_attn", F_INT),
-    CFG(objective, NULL, F_OBJ),       CFG(reversible, NULL, F_BOOL),      CFG(ffn_chunk, NULL, F_INT),
-    CFG(extra_tokens, NULL, F_INT),    CFG(precision, NULL, F_PREC),
-};
-#define OPT(n, t) {#n, NULL, t, offsetof(lc_train_options, n)}
+/* The configuration's fields: one per row of nn/lm_fields.h. */
+#define TYPE_INT F_INT
+#define TYPE_FLOAT F_FLOAT
+#define TYPE_BOOL F_BOOL
+#define TYPE_BOOL_OFF F_BOOL
+#define TYPE_CHOICE F_CHOICE
+#define TYPE_TEXT F_SPEC
+#define INVERTS_BOOL_OFF 1
+#define INVERTS_INT 0
+#define INVERTS_FLOAT 0
+#define INVERTS_BOOL 0
+#define INVERTS_CHOICE 0
+#define INVERTS_TEXT 0
+#define CFG(field, kind, flag, lo, hi, file_hi, need, text, help)                                                    \
+    {#field, flag, TYPE_##kind, offsetof(lc_config, field), TYPE_##kind == F_CHOICE ? text : NULL, INVERTS_##kind,  \
+     need, help},
+static const field config_fields[] = {LC_LM_FIELDS(CFG)};
+#define OPT(n, t) {#n, NULL, t, offsetof(lc_train_options, n), NULL, 0, 0, NULL}
 static const field option_fields[] = {
     OPT(steps, F_LONG),   OPT(stop_after, F_LONG), OPT(batch, F_INT),        OPT(grad_accum, F_INT),
     OPT(lr, F_FLOAT),     OPT(min_lr, F_FLOAT),    OPT(warmup, F_LONG),      OPT(weight_decay, F_FLOAT),
@@ -45,22 +57,7 @@ static const field option_fields[] = {
 };
 #define N_CONFIG (int)(sizeof config_fields / sizeof config_fields[0])
 #define N_OPTIONS (int)(sizeof option_fields / sizeof option_fields[0])
-
-/* The names of the enumerated fields' values, by value. */
-static const char *const norm_names[] = {"pre", "post"}, *const act_names[] = {"gelu", "relu"},
-                         *const model_names[] = {"vanilla", "xl"}, *const obj_names[] = {"clm", "mlm"},
-                         *const prec_names[] = {"fp32", "bf16"};
-
-static const char *const *enum_names(field_type t) {
-    switch (t) {
-    case F_NORM: return norm_names;
-    case F_ACT: return act_names;
-    case F_MODEL: return model_names;
-    case F_OBJ: return obj_names;
-    case F_PREC: return prec_names;
-    default: return NULL;
-    }
-}
+_Static_assert(N_CONFIG == LC_LM_FIELD_COUNT, "one field per row");
 
 static lc_value_kind kind_of(field_type t) {
     switch (t) {
@@ -80,11 +77,24 @@ static int normalize(const char *key, char out[64]) {
     return 1;
 }
 
-static const field *find(const field *f, int n, const char *key) {
+/* Whether the flag "--seg-len" is the normalized key k ("seg_len"). */
+static int is_flag(const char *flag, const char *k) {
+    if (!flag) return 0;
+    while (*flag == '-') flag++;
+    for (; *flag && *k; flag++, k++)
+        if ((*flag == '-' ? '_' : *flag) != *k) return 0;
+    return !*flag && !*k;
+}
+
+/* The field named key (its name or its flag's); *by_flag says which (may be NULL). */
+static const field *find(const field *f, int n, const char *key, int *by_flag) {
     char k[64];
     if (!key || !normalize(key, k)) return NULL;
     for (int i = 0; i < n; i++)
-        if (strcmp(f[i].name, k) == 0 || (f[i].alias && strcmp(f[i].alias, k) == 0)) return &f[i];
+        if (strcmp(f[i].name, k) == 0 || is_flag(f[i].flag, k)) {
+            if (by_flag) *by_flag = strcmp(f[i].name, k) != 0;
+            return &f[i];
+        }
     return NULL;
 }
 
@@ -153,13 +163,15 @@ static lc_status set_field(void *base, const field *f, const char *what, const c
         strcpy(p, value);
         return LC_OK;
     }
-    default: {
-        const char *const *names = enum_names(f->type);
-        for (int i = 0; i < 2; i++)
-            if (strcmp(value, names[i]) == 0) return *(int *)p = i, LC_OK;
-        return lc_fail(LC_ERR_ARG, "%s %s must be %s or %s, got '%s'", what, key, names[0], names[1], value);
+    case F_CHOICE: {
+        const int i = lc_choice_index(f->names, value);
+        if (i >= 0) return *(int *)p = i, LC_OK;
+        char all[128];
+        lc_choice_list(f->names, "", all, sizeof all);
+        return lc_fail(LC_ERR_ARG, "%s %s must be %s, got '%s'", what, key, all, value);
     }
     }
+    return lc_fail(LC_ERR_ARG, "%s %s: unknown type", what, key);
 }
 
 static lc_status get_field(const void *base, const field *f, const char *key, char *buf, size_t cap, int invert) {
@@ -174,10 +186,13 @@ static lc_status get_field(const void *base, const field *f, const char *key, ch
     case F_BOOL: n = snprintf(buf, cap, "%d", invert ? !*(const int *)p : *(const int *)p != 0); break;
     case F_SPEC:
     case F_LR_SCALE: n = snprintf(buf, cap, "%s", p); break;
-    default: {
-        int v = *(const int *)p;
-        n = snprintf(buf, cap, "%s", v == 0 || v == 1 ? enum_names(f->type)[v] : "?");
+    case F_CHOICE: {
+        char name[64];
+        lc_choice_name(f->names, *(const int *)p, name, sizeof name);
+        n = snprintf(buf, cap, "%s", name[0] ? name : "?");
+        break;
     }
+    default: n = -1;
     }
     if (n < 0 || (size_t)n >= cap) return lc_fail(LC_ERR_ARG, "%s: a buffer of %zu bytes is too small", key, cap);
     return LC_OK;
@@ -196,31 +211,48 @@ const char *lc_config_key(int i, lc_value_kind *kind) {
     return config_fields[i].name;
 }
 
-/* "untied" is the CLI's flag for tied = 0. */
-static int is_untied(const char *key) {
-    char k[64];
-    return key && normalize(key, k) && strcmp(k, "untied") == 0;
-}
-
 lc_status lc_config_set_str(lc_config *cfg, const char *key, const char *value) {
     lc_clear_error();
-    int inv = is_untied(key);
-    const field *f = inv ? find(config_fields, N_CONFIG, "tied") : find(config_fields, N_CONFIG, key);
+    int by_flag = 0;
+    const field *f = find(config_fields, N_CONFIG, key, &by_flag);
     if (!f) {
         char names[1024];
         key_list(config_fields, N_CONFIG, names, sizeof names);
         return lc_fail(LC_ERR_ARG, "unknown config key '%s' (known: %s; or their CLI flag names)", key ? key : "(null)",
                        names);
     }
-    return set_field(cfg, f, "config", key, value, inv);
+    return set_field(cfg, f, "config", key, value, by_flag && f->flag_inverts);
 }
 
 lc_status lc_config_get_str(const lc_config *cfg, const char *key, char *buf, size_t cap) {
     lc_clear_error();
-    int inv = is_untied(key);
-    const field *f = inv ? find(config_fields, N_CONFIG, "tied") : find(config_fields, N_CONFIG, key);
+    int by_flag = 0;
+    const field *f = find(config_fields, N_CONFIG, key, &by_flag);
     if (!f) return lc_fail(LC_ERR_ARG, "unknown config key '%s'", key ? key : "(null)");
-    return get_field(cfg, f, key, buf, cap, inv);
+    return get_field(cfg, f, key, buf, cap, by_flag && f->flag_inverts);
+}
+
+int lc_config_key_index(const char *key) {
+    const field *f = find(config_fields, N_CONFIG, key, NULL);
+    return f ? (int)(f - config_fields) : -1;
+}
+
+lc_status lc_config_key_about(int i, const char **flag, const char **choices, const char **help, int *xl_only) {
+    lc_clear_error();
+    if (i < 0 || i >= N_CONFIG) return lc_fail(LC_ERR_ARG, "config key %d outside 0..%d", i, N_CONFIG - 1);
+    const field *f = &config_fields[i];
+    if (flag) *flag = f->flag;
+    if (choices) *choices = f->names;
+    if (help) *help = f->flag ? f->help : NULL;
+    if (xl_only) *xl_only = (f->need & LC_F_XL_ONLY) != 0;
+    return LC_OK;
+}
+
+lc_status lc_config_derive(lc_config *cfg, uint64_t given) {
+    lc_clear_error();
+    const int bad = lc_config_derive_rows(cfg, given);
+    if (bad >= 0) return lc_fail(LC_ERR_ARG, "config %s needs model 'xl'", config_fields[bad].name);
+    return LC_OK;
 }
 
 lc_train_options *lc_train_options_new(void) {
@@ -238,7 +270,7 @@ const char *lc_train_options_key(int i, lc_value_kind *kind) {
 
 lc_status lc_train_options_set_str(lc_train_options *o, const char *key, const char *value) {
     lc_clear_error();
-    const field *f = find(option_fields, N_OPTIONS, key);
+    const field *f = find(option_fields, N_OPTIONS, key, NULL);
     if (!f) {
         char names[1024];
         key_list(option_fields, N_OPTIONS, names, sizeof names);
@@ -249,7 +281,7 @@ lc_status lc_train_options_set_str(lc_train_options *o, const char *key, const c
 
 lc_status lc_train_options_get_str(const lc_train_options *o, const char *key, char *buf, size_t cap) {
     lc_clear_error();
-    const field *f = find(option_fields, N_OPTIONS, key);
+    const field *f = find(option_fields, N_OPTIONS, key, NULL);
     if (!f) return lc_fail(LC_ERR_ARG, "unknown training option '%s'", key ? key : "(null)");
     return get_field(o, f, key, buf, cap, 0);
 }
