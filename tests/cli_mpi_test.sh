@@ -68,13 +68,8 @@ check "2 + resume(2) == uninterrupted 2, bit for bit" -- cmp h2.ckpt two.ckpt
     fail "3 processes for 4 streams: $(head -c 300 "$tmp/err")"
 
 # ---- SIGUSR1 (forwarded by mpirun): every process stops at one step, process 0 saves ----------------
-"${mpi[@]}" -np 2 "$bin" train "${tiny[@]}" --batch 2 --steps 1000000 --eval-every 0 --out sig.ckpt >/dev/null \
-    2>sig.err &
-pid=$!
-for _ in $(seq 100); do grep -q '^training:' sig.err 2>/dev/null && break; sleep 0.1; done
-sleep 1
-kill -USR1 $pid
-wait $pid
+signal_run USR1 '^training:' sig.err 1 -- "${mpi[@]}" -np 2 "$bin" train "${tiny[@]}" --batch 2 --steps 1000000 \
+    --eval-every 0 --out sig.ckpt
 grep -q "interrupted by SIGUSR1 at step [0-9]* of 1000000: saved sig.ckpt" sig.err && ok ||
     fail "SIGUSR1: $(grep -v '^\[' sig.err | tail -c 400)"
 check "the interrupted run resumes" -- "${mpi[@]}" -np 2 "$bin" train --resume sig.ckpt --stop-after 2
@@ -161,14 +156,9 @@ check "classify: resume with 1 process" -- "$bin" train --task classify --data l
 curve h_c.log | awk '{ print $1, $2 }' >hc.curve
 curve c2_labels.log | awk '{ print $1, $2 }' >c2.curve
 if same_curve c2.curve hc.curve; then ok; else fail "classify resumed with 1 process: another curve: $(paste c2.curve hc.curve | sed -n 6,8p)"; fi
-"${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 2 --steps 1000000 --eval-every 0 --out sig_c.st >/dev/null \
-    2>sig_c.err &
-pid=$!
-for _ in $(seq 100); do grep -q '^classify:' sig_c.err 2>/dev/null && break; sleep 0.1; done
-sleep 1
-kill -USR1 $pid
-wait $pid
-rc=$?
+signal_run USR1 '^classify:' sig_c.err 1 -- "${mpi[@]}" -np 2 "$bin" train "${cls[@]}" --batch 2 --steps 1000000 \
+    --eval-every 0 --out sig_c.st
+rc=$signal_rc
 [ $rc -ne 0 ] && [ "$(grep -c "^longctx: interrupted by SIGUSR1 at step [0-9]*: the best checkpoint so far (step 0) is sig_c.st, the last state sig_c.st.last" sig_c.err)" -eq 1 ] &&
     [ -s sig_c.st.last ] && ok || fail "classify, SIGUSR1: exit $rc: $(grep -v '^\[' sig_c.err | tail -c 400)"
 check "classify: the interrupted run resumes" -- "${mpi[@]}" -np 2 "$bin" train --task classify --data lo_train.tsv \

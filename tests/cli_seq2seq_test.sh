@@ -114,13 +114,9 @@ expect 1 "--data .*valid.tsv has 100 pairs, not the 4000 of the training file" -
     --data "$tmp/valid.tsv" --valid "$tmp/valid.tsv" --resume "$tmp/r.ckpt.last" --out "$tmp/r.ckpt" --steps 40
 
 # ---- a signal saves the last state and stops; the run resumes from it -----------------------------------------
-"${tr[@]}" "${tiny[@]}" --steps 1000000 --eval-every 0 --out "$tmp/sig.ckpt" >/dev/null 2>"$tmp/sig.err" &
-pid=$!
-for _ in $(seq 200); do grep -q '^seq2seq:' "$tmp/sig.err" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
-kill -INT $pid
-wait $pid
-rc=$?
+signal_run INT '^seq2seq:' "$tmp/sig.err" 0.5 -- "${tr[@]}" "${tiny[@]}" --steps 1000000 --eval-every 0 \
+    --out "$tmp/sig.ckpt"
+rc=$signal_rc
 [ $rc -eq 130 ] && grep -q "interrupted by SIGINT at step [0-9]*: no validation yet, the last state .*sig.ckpt.last (continue with --resume" "$tmp/sig.err" &&
     [ -s "$tmp/sig.ckpt.last" ] && [ ! -e "$tmp/sig.ckpt" ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: SIGINT: exit $rc: $(tail -c 300 "$tmp/sig.err")"; }
