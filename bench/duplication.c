@@ -35,7 +35,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "core/timer.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 
 #define MAX_ITEMS 16
 #define FULL 0     /* a list item: dense shared-QK attention (lsh with one chunk holding the sequence) */

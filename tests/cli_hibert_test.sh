@@ -99,7 +99,7 @@ check "head.features recorded" -- grep -aq '"head.features":"3"' "$tmp/hf.st"
 check "summarize with head features" -- "$bin" summarize --ckpt "$tmp/hf.st" --sentences 2 --threads 1 "$tmp/a.txt"
 check "eval with head features" -- "$bin" eval --task summarize --data "$tmp/bbc" --split all --ckpt "$tmp/hf.st" --threads 1
 expect 2 "--head-features disagrees with .*hf.st" -- "${ft[@]}" --init "$tmp/hf.st" --head-features 0 --out "$tmp/x.st"
-expect 2 "--head-features must be 0 or 3, got 2" -- "${ft[@]}" --head-features 2 --out "$tmp/x.st"
+expect 2 "--head-features must be 0, 3 or 4, got 2" -- "${ft[@]}" --head-features 2 --out "$tmp/x.st"
 expect 2 "--head-features belongs to hibert finetune" -- "$bin" hibert pretrain --docs "$tmp/docs" --head-features 3 --out "$tmp/x.st"
 expect 2 "hibert finetune: --lr-scale: 'sent.=2@0' is not PREFIX=F" -- "${ft[@]}" --lr-scale sent.=2@0 --out "$tmp/x.st"
 check "finetune --lr-scale (sentence encoder frozen 1 step, then at a tenth)" -- "${ft[@]}" --init "$tmp/pre.st" \

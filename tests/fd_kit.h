@@ -12,7 +12,7 @@
 
 #include "core/rng.h"
 #include "core/table.h"
-#include "model/tensors.h"
+#include "nn/tensors.h"
 
 /* grads: the backward's gradient of loss() (a copy: loss() may overwrite the model's); returns the tensors
  * checked. */

@@ -10,7 +10,7 @@
 #include "attn/routing.h"
 #include "attn/spec.h"
 #include "attn_kit.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 
 /* Cases: p = {C clusters, w members per centroid (0: the default ceil(S / C))}. */
 static void routing_opts(const kit_case *c, void *opts) {

@@ -15,7 +15,7 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "harness.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 #include "train/checkpoint_meta.h"
 #include "train/safetensors.h"
 #include "test_files.h"

@@ -1,4 +1,4 @@
-/* Tests of sequence classification (model/classify*.c, train/checkpoint_classify.c, train/classify_init.c):
+/* Tests of sequence classification (models/classify/classify*.c, models/classify/checkpoint_classify.c, models/classify/classify_init.c):
  * finite differences over every tensor (pre/post-LN, [CLS]/mean pooling, a window+global spec and a mixed
  * one), the [CLS] rule (a global token for window, an ordinary position for full and block), packing
  * against one-example batches, truncation, checkpoints (word vocabulary and labels round trip, refusals),
@@ -13,8 +13,8 @@
 #include "classify_kit.h"
 #include "fd_kit.h"
 #include "test_files.h"
-#include "model/classify.h"
-#include "model/lm.h"
+#include "models/classify/classify.h"
+#include "models/lm/lm.h"
 
 static lc_classifier *make(const char *attn, lc_norm norm, lc_pool pool, int tokens_words, int vocab, uint64_t seed) {
     lc_classify_config c;

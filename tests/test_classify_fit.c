@@ -1,4 +1,4 @@
-/* The classifier's training run on the one training loop (src/train/classify_fit.h), on a tiny labelled set
+/* The classifier's training run on the one training loop (src/models/classify/classify_fit.h), on a tiny labelled set
  * held in memory: a run stopped and continued equals one that was not, bit for bit, for either objective;
  * the validation accuracy it reports is the accuracy of lc_classifier_classify_texts's predictions; the
  * best is kept by strictly higher accuracy; missing inputs are refused. */
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "model/classify.h"
-#include "train/classify_fit.h"
+#include "models/classify/classify.h"
+#include "models/classify/classify_fit.h"
 
 #define TRAIN 24
 #define VALID 9

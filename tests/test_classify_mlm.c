@@ -1,4 +1,4 @@
-/* Tests of the classifier's masked-token objective (model/classify_mlm.c) and of starting a classifier from
+/* Tests of the classifier's masked-token objective (models/classify/classify_mlm.c) and of starting a classifier from
  * a classifier checkpoint (lc_classifier_init_from_any): finite differences of the masked-token loss over
  * every tensor (words and bytes, a window spec with the global [CLS]), the masking rule ([CLS] never, about
  * 15% of the tokens, 80/10/10, random words from the vocabulary's words), that a tiny model learns to fill
@@ -14,7 +14,7 @@
 #include "classify_kit.h"
 #include "fd_kit.h"
 #include "test_files.h"
-#include "model/classify.h"
+#include "models/classify/classify.h"
 
 
 static lc_classifier *make(const char *attn, int words, int vocab, lc_classify_objective obj, int max_batch,

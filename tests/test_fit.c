@@ -10,7 +10,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "harness.h"
-#include "model/tensors.h"
+#include "nn/tensors.h"
 #include "train/fit.h"
 
 #define CLASSES 3

@@ -14,7 +14,7 @@
 #include "hibert_kit.h"
 #include "fd_kit.h"
 #include "longctx.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 
 enum { MAX_SENT_LEN = 12, MAX_SENTS = 6, N_DOCS = 3 };
 

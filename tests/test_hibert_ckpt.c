@@ -9,7 +9,7 @@
 #include "core/threads.h"
 #include "harness.h"
 #include "longctx.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 #include "test_files.h"
 #include "ckpt_kit.h"
 #include "train/checkpoint_meta.h"

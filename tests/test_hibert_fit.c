@@ -1,4 +1,4 @@
-/* HIBERT's training run from the library (src/train/hibert_fit.h) on documents made here: a fine-tuning run
+/* HIBERT's training run from the library (src/models/hibert/hibert_fit.h) on documents made here: a fine-tuning run
  * reports every step and validates at its cadence, keeps the best state by ROUGE and saves it, and a run
  * stopped (should_stop) and resumed from its last state ends bit-identical to one that was not (weights,
  * moments, the best); pre-training with intruders reports their BCE every step. */
@@ -8,9 +8,9 @@
 
 #include "core/threads.h"
 #include "harness.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 #include "test_files.h"
-#include "train/hibert_fit.h"
+#include "models/hibert/hibert_fit.h"
 
 static const char *words[] = {"markets", "rose", "after", "the", "bank", "cut", "rates", "while", "players",
                               "won", "a", "late", "match", "and", "voters", "chose", "new", "leaders"};

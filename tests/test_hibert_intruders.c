@@ -1,4 +1,4 @@
-/* Tests of the sentence intruders (src/model/hier_intruder.c), longctx's auxiliary pre-training objective
+/* Tests of the sentence intruders (src/models/hibert/hibert_intruder.c), longctx's auxiliary pre-training objective
  * for HIBERT: the swap rule (pairs of different documents, as many as the rate asks, deterministic, bounded
  * when one document holds nearly every sentence, refusals); the intruder forward is the extraction forward
  * of the swapped batch against labels 1 for the sentences in their own document; the combined step's gradient is the sum of the two
@@ -13,7 +13,7 @@
 #include "harness.h"
 #include "hibert_kit.h"
 #include "longctx.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 
 static int doc_of(const int *n_sents, int n_docs, int i) {
     for (int j = 0, s0 = 0; j < n_docs; s0 += n_sents[j], j++)

@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "longctx.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 #include "parity_kit.h"
 
 enum { MAX_DOCS = 8, MAX_SENTS = 32, MAX_BYTES = 512 };

@@ -1,4 +1,4 @@
-/* Tests of HIBERT's hashed word vectors (cfg.sent_words, src/model/hier_words.c): the bucket is FNV-1a of
+/* Tests of HIBERT's hashed word vectors (cfg.sent_words, src/models/hibert/hibert_words.c): the bucket is FNV-1a of
  * the word (published test vectors); the document encoder's input for each sentence is its EOS state minus
  * its document's mean EOS state, plus the sum of its words' vectors over sqrt(its word count), with words
  * found here by an independent reading of the rule (lower-cased runs of ASCII letters and digits, within
@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "longctx.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 
 enum { BUCKETS = 13, MAX_LEN = 40, C_S = 16 };
 

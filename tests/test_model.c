@@ -5,7 +5,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "harness.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 #include "nn/nn.h"
 #include "train/safetensors.h"
 

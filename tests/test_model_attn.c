@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "harness.h"
 #include "longctx.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 
 enum { B = 2, T = 32 };
 

@@ -13,7 +13,7 @@
 #include "core/threads.h"
 #include "harness.h"
 #include "kernels/kernels.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 #include "test_files.h"
 
 #define CORPUS "data/tinyshakespeare.txt"

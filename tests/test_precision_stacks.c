@@ -1,4 +1,4 @@
-/* Tests of --precision bf16 in the models built from stacks of blocks (model/stacks.h): the classifier
+/* Tests of --precision bf16 in the models built from stacks of blocks (nn/stacks.h): the classifier
  * and HIBERT (extraction and masked-sentence pre-training) give a loss and gradients near fp32's on every
  * bf16 path this CPU has, and exactly fp32's bits when bf16 cannot run (LC_BF16=off); the precision goes
  * through their checkpoints, and their setters refuse other values. */
@@ -13,8 +13,8 @@
 #include "kernels/kernels.h"
 #include "longctx/classify.h"
 #include "longctx/hibert.h"
-#include "model/classify.h"
-#include "model/hier.h"
+#include "models/classify/classify.h"
+#include "models/hibert/hibert.h"
 #include "test_files.h"
 
 static lc_rng rng;

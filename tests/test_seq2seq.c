@@ -13,7 +13,7 @@
 #include "fd_kit.h"
 #include "parity_kit.h"
 #include "longctx.h"
-#include "model/seq2seq.h"
+#include "models/seq2seq/seq2seq.h"
 
 enum { MAX_SRC = 10, MAX_TGT = 9, N_PAIRS = 3 };
 

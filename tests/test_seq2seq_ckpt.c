@@ -11,11 +11,11 @@
 #include "core/threads.h"
 #include "harness.h"
 #include "longctx.h"
-#include "model/seq2seq.h"
+#include "models/seq2seq/seq2seq.h"
 #include "test_files.h"
 #include "ckpt_kit.h"
 #include "train/checkpoint_meta.h"
-#include "train/seq2seq_fit.h"
+#include "models/seq2seq/seq2seq_fit.h"
 
 static void config(lc_seq2seq_config *c, int tied) {
     lc_seq2seq_config_default(c);

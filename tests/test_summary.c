@@ -383,6 +383,30 @@ TEST(lexrank_hand_example) {
     lc_idf_free(&idf);
 }
 
+/* Word frequency: "cat" twice, "sat", "dog" once, "dogs" and "run" twice (the stop words the, a, and, it, is not
+ * counted); the most frequent count is 2. Sentence scores: (2 + 1) / 2 / 2, (2 + 1) / 2 / 2, (2 + 2 + 2 + 2) / 4 / 2,
+ * and 0 for the sentence of stop words only. The features: the first three are the same whatever the count
+ * asked; the fourth is the score over the mean score (0.625). */
+TEST(frequency_and_features_hand_example) {
+    const char *sent[] = {"The cat sat.", "A cat and a dog.", "Dogs run, dogs run.", "It is."};
+    double f[4];
+    CHECK(lc_frequency_scores(sent, 4, f) == LC_OK, "%s", lc_last_error());
+    const double want[4] = {0.75, 0.75, 1.0, 0.0};
+    for (int i = 0; i < 4; i++) CHECK(fabs(f[i] - want[i]) < 1e-12, "frequency[%d] = %.9f, want %.9f", i, f[i], want[i]);
+    float four[16], three[12];
+    CHECK(lc_summary_features(sent, 4, 4, four) == LC_OK && lc_summary_features(sent, 4, 3, three) == LC_OK, "%s",
+          lc_last_error());
+    for (int i = 0; i < 4; i++) {
+        for (int k = 0; k < 3; k++) CHECK(four[4 * i + k] == three[3 * i + k], "sentence %d feature %d", i, k);
+        CHECK(fabs(four[4 * i] - 1.0 / (1 + i)) < 1e-7, "position of %d", i);
+        CHECK(fabs(four[4 * i + 3] - want[i] / 0.625) < 1e-6, "frequency feature of %d: %g", i, four[4 * i + 3]);
+    }
+    const char *stops[] = {"It is.", "The."};
+    CHECK(lc_summary_features(stops, 2, 4, four) == LC_OK && four[3] == 0 && four[7] == 0, "no counted token: 0");
+    CHECK(lc_summary_features(sent, 4, 0, four) == LC_ERR_ARG && lc_summary_features(sent, 4, 5, four) == LC_ERR_ARG,
+          "0 or more than LC_SUMMARY_FEATURES features are refused");
+}
+
 /* The cases of a ROUGE fixture (candidate, reference, 9 values a line) checked with fn; how many there were. */
 static int rouge_fixture(const char *path, rouge_fn fn) {
     char *buf;
@@ -499,6 +523,7 @@ int main(void) {
     RUN(rouge_hand_values);
     RUN(idf_hand_values);
     RUN(lexrank_hand_example);
+    RUN(frequency_and_features_hand_example);
     RUN(rouge_matches_python_fixture);
     RUN(oracle_matches_python_fixture);
     RUN(porter_matches_nltk);

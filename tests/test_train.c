@@ -12,7 +12,7 @@
 #include "harness.h"
 #include "kernels/fastmath.h"
 #include "kernels/kernels.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 #include "train/safetensors.h"
 #include "test_files.h"
 

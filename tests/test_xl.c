@@ -8,7 +8,7 @@
 #include "attn/attn.h"
 #include "core/rng.h"
 #include "harness.h"
-#include "model/lm.h"
+#include "models/lm/lm.h"
 #include "train/safetensors.h"
 
 #define FIX "tests/fixtures/"

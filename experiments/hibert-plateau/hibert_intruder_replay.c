@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "longctx.h"
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 
 enum { DOCS = 8, MAX_SENTS = 64, BYTES = DOCS * MAX_SENTS * 257 };
 

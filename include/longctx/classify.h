@@ -116,7 +116,7 @@ typedef struct {
 } lc_classify_run;
 void lc_classify_run_default(lc_classify_run *r);
 
-/* The masked-token objective (objective mlm; model/classify_mlm.c): BERT's rule over the token rows of the
+/* The masked-token objective (objective mlm; models/classify/classify_mlm.c): BERT's rule over the token rows of the
  * packed batch ([CLS] never): each is chosen with probability 0.15 (at least one per batch that has a token),
  * and a chosen one becomes the mask symbol (80%: 256 for bytes, LC_WORD_MASK for words), a random token
  * (10%: a byte, or a word id >= LC_WORD_FIRST) or stays (10%); all deterministic in seed. The encoder's

@@ -85,7 +85,7 @@ lc_status lc_seq2seq_generate(lc_seq2seq *m, const lc_seq2seq_batch *b, int max_
 
 /* ================================================================================================
  * Checkpoints, scoring and generation over sets of pairs (docs/seq2seq.md; training runs: `longctx train
- * --task seq2seq`, src/train/seq2seq_fit.h).
+ * --task seq2seq`, src/models/seq2seq/seq2seq_fit.h).
  * ================================================================================================ */
 
 /* What a checkpoint records beside the weights, the AdamW moments, the step and the seed. */

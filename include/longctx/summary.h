@@ -114,12 +114,21 @@ double lc_idf_of(const lc_idf *idf, uint64_t key);
 lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, double threshold, double damping,
                             double *scores);
 
-/* Features of each sentence of a document that extractive systems use (longctx's HIBERT head reads them with
- * cfg.head_features = LC_SUMMARY_FEATURES; experiments/hibert-features/README.md): out[3 i ..] = 1 / (1 + i) (position), ln(1 + its
- * ROUGE tokens) / 4 (length), n x its LexRank score (centrality: threshold 0.1, damping 0.85, idf over the
- * document's own sentences, so that no collection is needed; 1 is the mean). */
-#define LC_SUMMARY_FEATURES 3
-lc_status lc_summary_features(const char *const *sent, int n, float *out);
+/* The word-frequency score of each of a document's n sentences into scores[0..n): the mean, over the sentence's
+ * ROUGE tokens outside a short stop list of function words, of the token's count in the document divided by
+ * the count of the document's most frequent such token (0 for a sentence without such tokens); the classic
+ * frequency summarizer (Luhn 1958; Nenkova and Vanderwende's SumBasic), as bench/summ_surface_baseline.py
+ * --frequency. */
+lc_status lc_frequency_scores(const char *const *sent, int n, double *scores);
+
+/* Features of each sentence of a document that extractive systems use (longctx's HIBERT head reads the first
+ * cfg.head_features of them; experiments/hibert-features/README.md), `features` (1..LC_SUMMARY_FEATURES) a
+ * sentence: out[features i + 0..] = 1 / (1 + i) (position), ln(1 + its ROUGE tokens) / 4 (length), n x its
+ * LexRank score (centrality: threshold 0.1, damping 0.85, idf over the document's own sentences, so that no
+ * collection is needed; 1 is the mean), its lc_frequency_scores score over the document's mean score (word
+ * frequency; 1 is the mean, 0 for every sentence when no sentence has a counted token). */
+#define LC_SUMMARY_FEATURES 4
+lc_status lc_summary_features(const char *const *sent, int n, int features, float *out);
 
 typedef struct {
     double precision, recall, f1; /* fractions in [0, 1] */

@@ -241,7 +241,7 @@ def _seed_mix(seed, stream):
 
 
 def _layer_seed(owner):
-    """tensors.seed of a layer's head groups come from this (model/lm_forward.c: fixed per layer owner)."""
+    """tensors.seed of a layer's head groups come from this (models/lm/lm_forward.c: fixed per layer owner)."""
     return _seed_mix(0x6C6F6E67637478, owner)
 
 

@@ -1,6 +1,6 @@
 /* What the classification commands share (cmd_classify.c: train --task classify; classify_run.c: eval --task
- * classify; cmd_predict.c); the batches and the training run are the library's (model/classify_texts.c,
- * train/classify_fit.c). */
+ * classify; cmd_predict.c); the batches and the training run are the library's (models/classify/classify_texts.c,
+ * models/classify/classify_fit.c). */
 #ifndef LC_CLI_CLASSIFY_CLI_H
 #define LC_CLI_CLASSIFY_CLI_H
 

@@ -17,7 +17,7 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
-#include "train/classify_fit.h"
+#include "models/classify/classify_fit.h"
 #include "train/dist.h"
 
 typedef struct {

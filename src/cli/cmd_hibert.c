@@ -2,7 +2,7 @@
  * fine-tuning for extractive summarization on a BBC News root (docs/guides/summarize.md). The flags (model shape or
  * --init, --resume and what it fixes), the checks of paths and of the processes training together under
  * mpirun, and the messages; the run itself (batches, validation, the best checkpoint, saves) is the
- * library's (train/hibert_fit.h). */
+ * library's (models/hibert/hibert_fit.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@
 #include "core/timer.h"
 #include "train/dist.h"
 #include "train/checkpoint_meta.h"
-#include "train/hibert_fit.h"
+#include "models/hibert/hibert_fit.h"
 
 #define MAX_SOURCES 16
 
@@ -40,7 +40,7 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
         {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
         {"--labels", OPT_STR, &a->labels, 0, 0, "finetune: contained (default) or greedy sentence labels", 0},
-        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: 3 lets the head also read each sentence's position, length and LexRank centrality (longctx's extension; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
+        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: the head also reads this many of each sentence's position, length, LexRank centrality and word frequency (longctx's extension; 3: the first three, 4: all; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
         {"--init", OPT_STR, &a->init, 0, 0, "start from this checkpoint's weights (its shape)", 0},
         {"--out", OPT_STR, &a->out, 0, 0, "checkpoint to write (finetune: the best by valid ROUGE; OUT.last: the last state)", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue this checkpoint's run (finetune: OUT.last)", 0},
@@ -99,8 +99,8 @@ static int build_opts(hargs *a, lc_opt *opts) {
 
 /* The stack attention specs (strings into the config) and the choices. */
 static int apply_strings(hargs *a) {
-    if (a->cfg.head_features != 0 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
-        lc_cli_error("hibert: --head-features must be 0 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
+    if (a->cfg.head_features != 0 && a->cfg.head_features != 3 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
+        lc_cli_error("hibert: --head-features must be 0, 3 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
         return LC_EXIT_USAGE;
     }
     const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
@@ -221,7 +221,7 @@ static int refuse_resume_flags(const char *cmd, const hargs *a, lc_opt *opts, in
     return LC_EXIT_USAGE;
 }
 
-/* The command's side of a run (the run itself: train/hibert_fit.h): the model, its record and documents,
+/* The command's side of a run (the run itself: models/hibert/hibert_fit.h): the model, its record and documents,
  * where the resumable state goes, the progress line and the log, and what the summary prints. */
 typedef struct {
     hargs *a;

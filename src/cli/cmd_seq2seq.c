@@ -1,5 +1,5 @@
 /* The seq2seq commands (docs/seq2seq.md): `longctx train --task seq2seq` trains the encoder-decoder on a TSV
- * file of Source/Target pairs through the library's training loop (train/seq2seq_fit.h; data parallel under
+ * file of Source/Target pairs through the library's training loop (models/seq2seq/seq2seq_fit.h; data parallel under
  * mpirun), keeping the best checkpoint by validation exact match in --out and the last state in OUT.last;
  * `longctx eval --task seq2seq` scores a checkpoint's greedy outputs on a file of pairs; `longctx predict`
  * hands a seq2seq checkpoint's inputs to lc_cli_predict_seq2seq (one generated target per line). */
@@ -15,7 +15,7 @@
 #include "core/threads.h"
 #include "train/checkpoint_meta.h"
 #include "train/dist.h"
-#include "train/seq2seq_fit.h"
+#include "models/seq2seq/seq2seq_fit.h"
 
 #define CMD "train --task seq2seq"
 

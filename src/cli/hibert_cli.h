@@ -1,10 +1,10 @@
 /* Shared pieces of the HIBERT commands (hibert pretrain|finetune, summarize, eval --task summarize --ckpt):
- * the document sets (train/hibert_data.h), the summary scores' lines and the extractive baselines. */
+ * the document sets (models/hibert/hibert_data.h), the summary scores' lines and the extractive baselines. */
 #ifndef LC_CLI_HIBERT_CLI_H
 #define LC_CLI_HIBERT_CLI_H
 
 #include "cli/cli.h"
-#include "train/hibert_data.h"
+#include "models/hibert/hibert_data.h"
 
 /* `eval --task summarize`'s last lines: with stem, "SPLIT: NAME stemmed ROUGE-1 .." of r[3..6); with json,
  * {"rouge1":..,"rouge2":..,"rougeL":..[,"rouge1_stem":..,"rouge2_stem":..,"rougeL_stem":..],"docs":..}. */

@@ -1,6 +1,6 @@
 /* The thread count of OpenMP loops; OpenBLAS is kept serial (lc_gemm splits products between the OpenMP
  * threads), so one pool of threads serves the whole program. Works (single-threaded) without OpenMP.
- * A model keeps its own count in its compute plan and applies it at every pass (src/model/lm.c).
+ * A model keeps its own count in its compute plan and applies it at every pass (src/models/lm/lm.c).
  * The default is the cores the process may actually use: its CPU affinity mask, and no more than a
  * cgroup CPU limit allows (a container limited to 2 CPUs on a 64-core host would otherwise start 64
  * threads that the limit throttles in turn, the collapse of issue 13). */

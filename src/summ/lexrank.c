@@ -2,7 +2,8 @@
  * docs/results/summarization.md compares HIBERT with: inverse document frequencies of ROUGE tokens over a collection,
  * idf-modified cosine between a document's sentences, and the stationary distribution of a damped random
  * walk on the thresholded similarity graph; and the sentence features HIBERT's head may read (position, length,
- * LexRank centrality). Tokens are kept as 64-bit hashes (lc_rouge_token_hashes). */
+ * LexRank centrality, word frequency: src/summ/frequency.c). Tokens are kept as 64-bit hashes
+ * (lc_rouge_token_hashes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,20 +180,26 @@ lc_status lc_lexrank_scores(const char *const *sent, int n, const lc_idf *idf, d
     return st;
 }
 
-lc_status lc_summary_features(const char *const *sent, int n, float *out) {
+lc_status lc_summary_features(const char *const *sent, int n, int features, float *out) {
     lc_clear_error();
+    if (features < 1 || features > LC_SUMMARY_FEATURES)
+        return lc_fail(LC_ERR_ARG, "features: %d features a sentence asked; there are 1 to %d", features,
+                       LC_SUMMARY_FEATURES);
     if (n <= 0) return LC_OK;
     lc_idf idf;
-    double *score = malloc(sizeof *score * (size_t)n);
+    double *score = malloc(sizeof *score * 2 * (size_t)n), *freq = score ? score + n : NULL;
     lc_status st = score ? lc_idf_build(sent, n, &idf) : lc_fail(LC_ERR_NOMEM, "features: out of memory");
     if (!st) {
         st = lc_lexrank_scores(sent, n, &idf, 0.1, 0.85, score);
         lc_idf_free(&idf);
     }
+    if (!st && features > 3) st = lc_frequency_scores(sent, n, freq);
+    double freq_mean = 0;
+    for (int i = 0; i < n && !st && features > 3; i++) freq_mean += freq[i] / n;
     for (int i = 0; i < n && !st; i++) {
-        out[3 * i] = (float)(1.0 / (1 + i));
-        out[3 * i + 1] = (float)(log1p((double)lc_rouge_token_hashes(sent[i], NULL)) / 4);
-        out[3 * i + 2] = (float)(n * score[i]);
+        const double all[LC_SUMMARY_FEATURES] = {1.0 / (1 + i), log1p((double)lc_rouge_token_hashes(sent[i], NULL)) / 4,
+                                                 n * score[i], features > 3 && freq_mean > 0 ? freq[i] / freq_mean : 0};
+        for (int f = 0; f < features; f++) out[(size_t)features * i + f] = (float)all[f];
     }
     free(score);
     return st;

@@ -61,7 +61,7 @@ static const meta_key keys[] = {
     U64("seed", AT(seed), REQUIRED),
 };
 
-/* The training options, shared with HIBERT's table (train/checkpoint_hibert.c). */
+/* The training options, shared with HIBERT's table (models/hibert/checkpoint_hibert.c). */
 static const meta_key train_keys[] = {
     LONG("train.steps", OPT(steps), 0, 1LL << 40, REQUIRED),
     INT("train.batch", OPT(batch), 1, 1 << 20, REQUIRED),

@@ -51,11 +51,11 @@ lc_status lc_ckpt_read_memory(const lc_st_file *f, const lc_ckpt_meta *h, lc_mod
 
 /* The table, for documentation checks: key i (NULL past the end) and whether the model must be xl. */
 const char *lc_ckpt_meta_key(int i, int *xl_only);
-/* The same for HIBERT checkpoints (train/checkpoint_hibert.c). */
+/* The same for HIBERT checkpoints (models/hibert/checkpoint_hibert.c). */
 const char *lc_hibert_meta_key(int i);
 /* A HIBERT checkpoint's metadata for the model and its run, as lc_hibert_save writes it. */
 lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc_ckpt_meta_strings *out);
-/* The same for seq2seq checkpoints (train/checkpoint_seq2seq.c). */
+/* The same for seq2seq checkpoints (models/seq2seq/checkpoint_seq2seq.c). */
 const char *lc_seq2seq_meta_key(int i);
 /* The metadata a seq2seq checkpoint of m with run would hold (the settings processes training together
  * compare). */

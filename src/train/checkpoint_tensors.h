@@ -1,11 +1,11 @@
-/* A model's tensor list (model/tensors.h) in a safetensors checkpoint, for every model kind (the
- * language model's train/checkpoint.c, HIBERT's train/checkpoint_hibert.c, the classifier's
- * train/checkpoint_classify.c): parameters under their names, AdamW moments as optim.m.<name> / optim.v.<name>, kind state; the check of a file's whole
+/* A model's tensor list (nn/tensors.h) in a safetensors checkpoint, for every model kind (the
+ * language model's models/lm/checkpoint_lm.c, HIBERT's models/hibert/checkpoint_hibert.c, the classifier's
+ * models/classify/checkpoint_classify.c): parameters under their names, AdamW moments as optim.m.<name> / optim.v.<name>, kind state; the check of a file's whole
  * tensor table against the list before any model memory is allocated; and reading the values back. */
 #ifndef LC_TRAIN_CHECKPOINT_TENSORS_H
 #define LC_TRAIN_CHECKPOINT_TENSORS_H
 
-#include "model/tensors.h"
+#include "nn/tensors.h"
 #include "train/safetensors.h"
 
 #define LC_CKPT_NAME_CAP (LC_NAME_MAX + 16) /* a tensor name with an "optim.m." or "state.memory." prefix */

@@ -40,7 +40,7 @@ void lc_dist_barrier(void);
  * Returns 0, or -1 on every process (nothing gathered) when the processes passed different n. */
 int lc_dist_gather_floats(const float *mine, size_t n, float *all);
 
-/* ---- checkpoints of processes training together (train/dist_ckpt.c); collective */
+/* ---- checkpoints of processes training together (models/lm/checkpoint_lm_dist.c); collective */
 /* Process 0 writes the checkpoint, with the XL memory of every process's streams (state.memory holds
  * batch x processes streams) and train.ranks = the number of processes. Every process returns once the
  * file is written, with process 0's status. */

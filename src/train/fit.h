@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "longctx.h"
-#include "model/tensors.h"
+#include "nn/tensors.h"
 
 #define LC_FIT_MAX_METRICS 6
 
@@ -58,7 +58,7 @@ typedef struct {
     lc_status (*save)(void *run, const char *path, const lc_fit_record *rec);
 } lc_fit_family;
 
-/* The parameters the loop updates, laid out by a tensor list (model/tensors.h); *step counts the
+/* The parameters the loop updates, laid out by a tensor list (nn/tensors.h); *step counts the
  * optimizer steps done and is advanced by the loop. */
 typedef struct {
     const lc_tensor_list *tensors;

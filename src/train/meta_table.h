@@ -1,5 +1,5 @@
 /* The machinery behind checkpoint metadata (train/checkpoint_meta.c for language models,
- * train/checkpoint_hibert.c for HIBERT): a key table says, for each key, its type, range, where its value
+ * models/hibert/checkpoint_hibert.c for HIBERT): a key table says, for each key, its type, range, where its value
  * lives in a C struct and whether it is required; one writer and one reader walk any such table, so a
  * model's writer and reader cannot drift apart. Values are strings: integers in decimal, floats with 9
  * significant digits (exact for fp32), choices by name. Private to src/train. */

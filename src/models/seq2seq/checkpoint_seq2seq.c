@@ -1,0 +1,128 @@
+/* Seq2seq checkpoints (docs/seq2seq.md, "Checkpoints"): the model's tensor list with AdamW moments and kind
+ * state, and metadata `model = seq2seq` from one key table (both stacks, the longest source and target,
+ * norm, activation, dropout, tied, step, seed, the run record and the training options shared with the
+ * other families' tables); written and read through train/checkpoint_family.c, the tensors checked
+ * against the metadata's model before it is built. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/seq2seq/seq2seq.h"
+#include "train/meta_table.h"
+
+typedef struct {
+    lc_seq2seq_config cfg;
+    lc_seq2seq_run run;
+    long step;
+    uint64_t seed;
+} smeta;
+
+#define CFG(f) offsetof(smeta, cfg.f)
+#define RUN(f) offsetof(smeta, run.f)
+#define SCORE(k, at, lo, hi) {k, T_FLOAT, at, 0, 0, lo, hi, 0, NULL, 0}
+
+static const meta_key keys[] = {
+    CONST("format", LC_CKPT_FORMAT),
+    CONST("format_version", LC_CKPT_VERSION),
+    CONST("model", "seq2seq"),
+    STACK_KEYS("enc", CFG(enc)),
+    STACK_KEYS("dec", CFG(dec)),
+    INT("max_src_len", CFG(max_src_len), 0, 1 << 20, REQUIRED),
+    INT("max_tgt_len", CFG(max_tgt_len), 1, 1 << 20, REQUIRED),
+    CHOICE("norm", CFG(norm), "pre|post", REQUIRED),
+    CHOICE("activation", CFG(activation), "gelu|relu", REQUIRED),
+    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
+    BOOL("tied", CFG(tied), REQUIRED),
+    LONG("step", offsetof(smeta, step), 0, 1LL << 62, REQUIRED),
+    U64("seed", offsetof(smeta, seed), REQUIRED),
+    SCORE("valid.exact_match", RUN(exact_match), -1, 1),
+    SCORE("valid.char_accuracy", RUN(char_accuracy), -1, 1),
+    SCORE("best.score", RUN(best_score), -1, 2),
+    LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
+    SCORE("best.exact_match", RUN(best_exact_match), -1, 1),
+    LONG("data.pairs", RUN(train_pairs), 0, 1LL << 62, 0),
+};
+
+static void get_parts(meta_part out[2]) {
+    lc_meta_parts_with_train(out, keys, (int)(sizeof keys / sizeof *keys), offsetof(smeta, run.opts));
+}
+
+const char *lc_seq2seq_meta_key(int i) {
+    meta_part p[2];
+    get_parts(p);
+    return lc_meta_key_at(p, 2, i, NULL);
+}
+
+void lc_seq2seq_run_default(lc_seq2seq_run *r) {
+    memset(r, 0, sizeof *r);
+    lc_train_options_default(&r->opts);
+    r->exact_match = r->char_accuracy = r->best_score = r->best_exact_match = -1;
+}
+
+static lc_ckpt_tensors tensors_of(const lc_seq2seq *m) {
+    return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+}
+
+/* What the metadata of m with run records. */
+static void fill(smeta *h, const lc_seq2seq *m, const lc_seq2seq_run *run) {
+    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
+    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+}
+
+void lc_seq2seq_meta_strings(const lc_seq2seq *m, const lc_seq2seq_run *run, lc_ckpt_meta_strings *out) {
+    smeta h;
+    memset(&h, 0, sizeof h);
+    fill(&h, m, run);
+    meta_part p[2];
+    get_parts(p);
+    lc_meta_format(p, 2, &h, NULL, out);
+}
+
+lc_status lc_seq2seq_save(const lc_seq2seq *m, const lc_seq2seq_run *run, const char *path) {
+    lc_clear_error();
+    smeta *h = calloc(1, sizeof *h);
+    if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
+    fill(h, m, run);
+    meta_part p[2];
+    get_parts(p);
+    const lc_ckpt_tensors bufs = tensors_of(m);
+    lc_status st = lc_ckpt_save_family(path, &bufs, p, 2, h, NULL, 0);
+    free(h);
+    return st;
+}
+
+static lc_status validate_meta(const void *h) { return lc_seq2seq_config_validate(&((const smeta *)h)->cfg); }
+
+lc_status lc_seq2seq_load(const char *path, int max_pairs, lc_seq2seq **out, lc_seq2seq_run *run) {
+    lc_clear_error();
+    *out = NULL;
+    lc_st_file *f;
+    lc_status st = lc_st_open(path, &f);
+    if (st) return st;
+    smeta *h = calloc(1, sizeof *h);
+    lc_seq2seq *m = NULL;
+    meta_part p[2];
+    get_parts(p);
+    if (!h) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
+    if (!st) lc_seq2seq_run_default(&h->run);
+    if (!st) st = lc_ckpt_parse_family(f, LC_FAMILY_SEQ2SEQ, "seq2seq", "a seq2seq model", p, 2, h, validate_meta);
+    lc_tensor_list list;
+    if (!st) st = lc_ckpt_check_implied(f, lc_seq2seq_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
+    if (!st && (st = lc_seq2seq_create(&h->cfg, max_pairs > 0 ? max_pairs : h->run.opts.batch, h->seed, &m)))
+        st = lc_ckpt_build_failed(path, st);
+    if (!st) st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
+    if (!st) {
+        const lc_ckpt_tensors bufs = tensors_of(m);
+        st = lc_ckpt_read_tensors(f, &bufs, 1);
+    }
+    if (!st) {
+        m->step = h->step;
+        if (run) *run = h->run;
+        *out = m;
+    } else {
+        lc_seq2seq_free(m);
+    }
+    lc_st_close(f);
+    free(h);
+    return st;
+}
