@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "core/rng.h"
-#include "model/classify.h"
+#include "models/classify/classify.h"
 
 #define MAX_LEN 12
 #define N_EX 5

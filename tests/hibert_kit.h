@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "model/hier.h"
+#include "models/hibert/hibert.h"
 
 /* The default config with these three stacks, sentences of up to max_sent_len bytes and documents of up to
  * max_sents sentences. */
