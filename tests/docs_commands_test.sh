@@ -5,7 +5,7 @@
 # command's --help, each repository file it names exists, and the cheap ones (--help, --version, and the
 # commands of CHEAP below whose input files exist by then) run and succeed, in a scratch folder that links
 # the repository's data and models, one folder per page so a page's commands may use each other's outputs.
-# Then: the generated references (docs/reference/cli.md, c-api.md; python-api.md where python3 is
+# Then: the generated references (docs/reference/cli.md, c-api.md; python-api.md and its pages where python3 is
 # installed) equal what their generators write now; no Markdown file outside build/ says "session";
 # none has more than 400 lines; docs/ holds no loose data files at its top level; the README's layout
 # section names only paths that exist and every folder of src/; the links of the README, guides, reference
@@ -184,8 +184,9 @@ bash docs/reference/gen_capi.sh "$tmp/ref" >/dev/null 2>&1
 same docs/reference/gen_capi.sh "$tmp/ref/c-api.md" docs/reference/c-api.md
 same docs/reference/gen_capi.sh "$tmp/ref/c-api" docs/reference/c-api
 if command -v python3 >/dev/null 2>&1; then
-    python3 docs/reference/gen_python_api.py >"$tmp/ref/python-api.md" 2>&1
+    python3 docs/reference/gen_python_api.py "$tmp/ref" >/dev/null 2>&1
     same docs/reference/gen_python_api.py "$tmp/ref/python-api.md" docs/reference/python-api.md
+    same docs/reference/gen_python_api.py "$tmp/ref/python-api" docs/reference/python-api
 else
     echo "note: python3 not found: skipped: docs/reference/python-api.md is current"
 fi

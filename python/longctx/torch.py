@@ -1,10 +1,12 @@
 """longctx checkpoints as PyTorch modules: ``longctx.torch.load(path)``.
 
-``load(path)`` reads a longctx language-model checkpoint (safetensors, parsed here with the standard
-library; no ``safetensors`` package and no C library needed) and returns a :class:`LongctxLM`, a
-``torch.nn.Module`` that computes what the C model computes in evaluation: the logits of the byte
-after every position (the causal decoder) or of every position (the masked-LM encoder), and, for a
-Transformer-XL model, the memory in and out.
+``load(path)`` reads a longctx checkpoint (safetensors, parsed here with the standard library; no
+``safetensors`` package and no C library needed) and returns, by the family its metadata names, a
+``torch.nn.Module`` that computes what the C model computes in evaluation. A language model gives a
+:class:`LongctxLM`: the logits of the byte after every position (the causal decoder) or of every position
+(the masked-LM encoder), and, for a Transformer-XL model, the memory in and out. A classifier gives a
+``LongctxClassifier`` (its logits), a HIBERT model a ``LongctxHIBERT`` (sentence scores): their modules,
+built from the blocks below, are in longctx.torch_families (and importable from here).
 
 Supported: the vanilla and Transformer-XL models, pre-/post-LN, GELU (tanh approximation) / ReLU, tied
 or untied output projection, the masked-LM encoder (bidirectional, mask symbol 256), extra (global)
@@ -38,8 +40,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["load", "read_checkpoint", "LongctxLM", "UnsupportedAttentionError", "parse_attention_spec", "bigbird_plan",
-           "sinusoid_table"]
+__all__ = ["load", "read_checkpoint", "LongctxLM", "LongctxClassifier", "LongctxHIBERT", "UnsupportedAttentionError",
+           "parse_attention_spec", "bigbird_plan", "sinusoid_table"]
 
 LN_EPS = 1e-5
 VOCAB = 256
@@ -107,8 +109,8 @@ def _config_from_metadata(meta, path):
         raise ValueError("%s: not a longctx checkpoint (metadata format=%r)" % (path, meta.get("format")))
     model = meta.get("model")
     if model not in ("vanilla", "xl"):
-        raise ValueError("%s: a %s checkpoint, not a language model (longctx.torch.load reads model = vanilla "
-                         "or xl)" % (path, model))
+        raise ValueError("%s: a %s checkpoint, not a language model (longctx.torch.load reads model = vanilla, "
+                         "xl, classify or hibert)" % (path, model))
 
     def i(key, default=None):
         if key not in meta:
@@ -450,6 +452,7 @@ class Block(nn.Module):
         self.pre = cfg["norm"] == "pre"
         self.causal = cfg["objective"] != "mlm"
         self.xl = cfg["model"] == "xl"
+        self.attn_seed = _layer_seed(owner)  # the kinds' fixed seed (an encoder stack's: per layer, set by its owner)
         self._bigbird_cache = {}
 
     # ---- attention over a [B, S, C] input (memory rows first), queries the last T rows
@@ -500,7 +503,7 @@ class Block(nn.Module):
                 raise ValueError("bigbird has no memory rows")
             key = (gi, T, str(dev))
             if key not in self._bigbird_cache:
-                seed = _seed_mix(_layer_seed(self.owner), gi)
+                seed = _seed_mix(self.attn_seed, gi)
                 self._bigbird_cache[key] = _bigbird_mask(g["opts"], Hg, T, seed, self.causal, dev)
             full_mask = self._bigbird_cache[key]
         gpos = None
@@ -631,6 +634,46 @@ class Block(nn.Module):
         return self.drop(self.ffn(self.ln2(y)))
 
 
+def _block_parameters(out, blocks, prefix):
+    """Adds to dict out the checkpoint names (``{prefix}blocks.{i}.…``, docs/reference/checkpoint.md) of the
+    parameters of a list of :class:`Block` (shared attention modules under their owner's names only)."""
+    for l, blk in enumerate(blocks):
+        p = "%sblocks.%d." % (prefix, l)
+        if blk.owner == l:
+            at = blk.attn
+            out[p + "ln1.weight"], out[p + "ln1.bias"] = blk.ln1.weight, blk.ln1.bias
+            if at.qk_share:
+                out[p + "attn.qk.weight"] = at.qk.weight
+                out[p + "attn.v.weight"] = at.v_proj.weight
+                if at.qk.bias is not None:
+                    out[p + "attn.qk.bias"] = at.qk.bias
+                    out[p + "attn.v.bias"] = at.v_proj.bias
+            else:
+                out[p + "attn.qkv.weight"] = at.qkv.weight
+                if at.qkv.bias is not None:
+                    out[p + "attn.qkv.bias"] = at.qkv.bias
+            if blk.xl:
+                out[p + "attn.r.weight"] = at.r.weight
+                if hasattr(at, "u"):
+                    out[p + "attn.u"], out[p + "attn.v"] = at.u, at.v
+            out[p + "attn.proj.weight"] = at.proj.weight
+            if at.proj.bias is not None:
+                out[p + "attn.proj.bias"] = at.proj.bias
+            glob = getattr(at, "global", None)
+            if glob is not None:
+                out[p + "attn.global.qkv.weight"] = glob.qkv.weight
+                if glob.qkv.bias is not None:
+                    out[p + "attn.global.qkv.bias"] = glob.qkv.bias
+            for name, mod in at.named_children():
+                if name.startswith("group"):
+                    out[p + "attn.%s.params" % name] = mod.params
+        out[p + "ln2.weight"], out[p + "ln2.bias"] = blk.ln2.weight, blk.ln2.bias
+        for fc in ("fc1", "fc2"):
+            lin = getattr(blk.ffn, fc)
+            out[p + "ffn.%s.weight" % fc], out[p + "ffn.%s.bias" % fc] = lin.weight, lin.bias
+    return out
+
+
 def sinusoid_table(S, C, clamp_len=0, dtype=torch.float32, device=None):
     """Row d = [sin(pos(d) f_k) | cos(pos(d) f_k)], f_k = 10000^(-2k/C), pos(d) = min(d, clamp_len) when
     clamp_len > 0 (computed in float64, then cast, as lc_sinusoid_positions)."""
@@ -697,40 +740,7 @@ class LongctxLM(nn.Module):
         out = {"wte": self.wte}
         if self.wpe is not None:
             out["wpe"] = self.wpe
-        for l, blk in enumerate(self.blocks):
-            p = "blocks.%d." % l
-            if blk.owner == l:
-                at = blk.attn
-                out[p + "ln1.weight"], out[p + "ln1.bias"] = blk.ln1.weight, blk.ln1.bias
-                if at.qk_share:
-                    out[p + "attn.qk.weight"] = at.qk.weight
-                    out[p + "attn.v.weight"] = at.v_proj.weight
-                    if at.qk.bias is not None:
-                        out[p + "attn.qk.bias"] = at.qk.bias
-                        out[p + "attn.v.bias"] = at.v_proj.bias
-                else:
-                    out[p + "attn.qkv.weight"] = at.qkv.weight
-                    if at.qkv.bias is not None:
-                        out[p + "attn.qkv.bias"] = at.qkv.bias
-                if self.xl:
-                    out[p + "attn.r.weight"] = at.r.weight
-                    if hasattr(at, "u"):
-                        out[p + "attn.u"], out[p + "attn.v"] = at.u, at.v
-                out[p + "attn.proj.weight"] = at.proj.weight
-                if at.proj.bias is not None:
-                    out[p + "attn.proj.bias"] = at.proj.bias
-                glob = getattr(at, "global", None)
-                if glob is not None:
-                    out[p + "attn.global.qkv.weight"] = glob.qkv.weight
-                    if glob.qkv.bias is not None:
-                        out[p + "attn.global.qkv.bias"] = glob.qkv.bias
-                for name, mod in at.named_children():
-                    if name.startswith("group"):
-                        out[p + "attn.%s.params" % name] = mod.params
-            out[p + "ln2.weight"], out[p + "ln2.bias"] = blk.ln2.weight, blk.ln2.bias
-            for fc in ("fc1", "fc2"):
-                lin = getattr(blk.ffn, fc)
-                out[p + "ffn.%s.weight" % fc], out[p + "ffn.%s.bias" % fc] = lin.weight, lin.bias
+        _block_parameters(out, self.blocks, "")
         if self.u is not None:
             out["u"], out["v"] = self.u, self.v
         if self.ln_f is not None:
@@ -809,15 +819,10 @@ class LongctxLM(nn.Module):
         return (logits, new_mems) if self.xl else logits
 
 
-def load(path, dtype=torch.float32, device=None):
-    """A longctx language-model checkpoint as a :class:`LongctxLM` in eval mode (parameters in ``dtype``
-    on ``device``). Raises UnsupportedAttentionError (a NotImplementedError) for checkpoints whose
-    attention includes a kind whose pattern is not fixed by the checkpoint (lsh, routing) or unknown,
-    ValueError for files that are not longctx language models or whose tensors do not match."""
-    tensors, meta = read_checkpoint(path)
-    cfg = _config_from_metadata(meta, path)
-    model = LongctxLM(cfg)
-    params = model.checkpoint_parameters()
+def _copy_parameters(path, tensors, params, ignored=()):
+    """Copies each checkpoint tensor into its parameter (params: name -> parameter), after checking that
+    none is missing or misshapen and that the file holds no other tensor than those and the names starting
+    with one of the prefixes in ignored (ValueError naming the file and the tensor)."""
     with torch.no_grad():
         for name, p in params.items():
             if name not in tensors:
@@ -827,12 +832,36 @@ def load(path, dtype=torch.float32, device=None):
                 raise ValueError("%s: tensor %s has shape %s, expected %s" % (path, name, tuple(t.shape),
                                                                               tuple(p.shape)))
             p.copy_(t)
-    stray = [n for n in tensors if n not in params and not n.startswith("state.memory.")]
+    stray = [n for n in tensors if n not in params and not n.startswith(tuple(ignored))]
     if stray:
         raise ValueError("%s: tensors this loader does not know: %s" % (path, ", ".join(sorted(stray)[:5])))
+
+
+def load(path, dtype=torch.float32, device=None):
+    """A longctx checkpoint as a PyTorch module in eval mode (parameters in ``dtype`` on ``device``), by the
+    family its metadata names: a language model (``model`` = vanilla or xl) as a :class:`LongctxLM`, a
+    classifier (``classify``) as a :class:`LongctxClassifier`, a HIBERT model (``hibert``) as a
+    :class:`LongctxHIBERT` (longctx.torch_families). Raises UnsupportedAttentionError (a NotImplementedError)
+    for checkpoints whose attention includes a kind whose pattern is not fixed by the checkpoint (lsh, routing)
+    or unknown, ValueError for files that are not longctx checkpoints of these families or whose tensors do
+    not match."""
+    tensors, meta = read_checkpoint(path)
+    if meta.get("format") == "longctx" and meta.get("model") in ("classify", "hibert"):
+        from . import torch_families
+        return torch_families._load_family(path, tensors, meta, dtype, device)
+    cfg = _config_from_metadata(meta, path)
+    model = LongctxLM(cfg)
+    _copy_parameters(path, tensors, model.checkpoint_parameters(), ignored=("state.memory.",))
     if cfg["model"] == "xl" and cfg["memory_rows"] > 0:
         model.saved_memory = [tensors["state.memory.%d" % l] for l in range(cfg["n_layer"])]
     model.to(dtype=dtype, device=device)
     if model.saved_memory is not None:
         model.saved_memory = [m.to(dtype=dtype, device=device) for m in model.saved_memory]
     return model.eval()
+
+
+def __getattr__(name):  # the families' modules, from longctx.torch as the loader returns them
+    if name in ("LongctxClassifier", "LongctxHIBERT"):
+        from . import torch_families
+        return getattr(torch_families, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -16,10 +16,8 @@ Run from the repository root, after building the shared library (make):
 installed (CI), and the C comparisons when the binding cannot load liblongctx.so. Set
 LONGCTX_TORCH_REPORT=1 to print each case's measured error.
 """
-import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
 import unittest
@@ -27,6 +25,8 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # torch_cref beside this file
+
+import torch_cref  # noqa: E402
 
 try:
     import torch
@@ -37,20 +37,6 @@ TOL = 1e-5
 VANILLA = {"model": "vanilla", "layers": 2, "dim": 24, "heads": 6, "ffn": 32, "seg_len": 20}
 XL = {"model": "xl", "layers": 2, "dim": 16, "heads": 4, "ffn": 32, "seg_len": 12, "mem_len": 10}
 MLM = dict(VANILLA, objective="mlm")
-
-
-def _write_safetensors(path, metadata, tensors=()):
-    header = {"__metadata__": metadata}
-    blobs, off = [], 0
-    for name, arr in tensors:
-        raw = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    text = json.dumps(header).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def _lm_metadata(attn):
@@ -75,7 +61,7 @@ class SpecWithoutLibrary(unittest.TestCase):
                            ("full;lsh", "lsh"), ("mykind:x=1", "mykind")]:
             with self.subTest(attn=attn):
                 path = os.path.join(self.dir, "k.ckpt")
-                _write_safetensors(path, _lm_metadata(attn))
+                torch_cref.write_safetensors(path, _lm_metadata(attn))
                 with self.assertRaises(lt.UnsupportedAttentionError) as cm:
                     lt.load(path)
                 self.assertIsInstance(cm.exception, NotImplementedError)
@@ -84,17 +70,20 @@ class SpecWithoutLibrary(unittest.TestCase):
     def test_not_a_language_model(self):
         import longctx.torch as lt
         path = os.path.join(self.dir, "h.ckpt")
-        _write_safetensors(path, dict(_lm_metadata("full"), model="hibert"))
-        with self.assertRaisesRegex(ValueError, "hibert checkpoint, not a language model"):
+        torch_cref.write_safetensors(path, dict(_lm_metadata("full"), model="seq2seq"))
+        with self.assertRaisesRegex(ValueError, "seq2seq checkpoint, not a language model .*classify or hibert"):
             lt.load(path)
-        _write_safetensors(path, {"format": "other"})
+        torch_cref.write_safetensors(path, dict(_lm_metadata("full"), model="hibert"))
+        with self.assertRaisesRegex(ValueError, "metadata key max_sent_len is missing"):
+            lt.load(path)
+        torch_cref.write_safetensors(path, {"format": "other"})
         with self.assertRaisesRegex(ValueError, "not a longctx checkpoint"):
             lt.load(path)
 
     def test_missing_tensor(self):
         import longctx.torch as lt
         path = os.path.join(self.dir, "m.ckpt")
-        _write_safetensors(path, _lm_metadata("full"), [("wte", np.zeros((256, 16)))])
+        torch_cref.write_safetensors(path, _lm_metadata("full"), [("wte", np.zeros((256, 16)))])
         with self.assertRaisesRegex(ValueError, "tensor wpe is missing"):
             lt.load(path)
 

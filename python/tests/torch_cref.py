@@ -6,7 +6,9 @@ values of a useful size (the training initialisation's N(0, 0.02^2) leaves every
 uniform, which would hide a wrong mask), optionally fills an XL model's memory by training steps on random
 segments (what a checkpoint saves is the training memory), and saves it. c_logits(path, segments) loads it (Model.load) and returns the C model's logits.
 """
+import json
 import os
+import struct
 
 import numpy as np
 
@@ -23,25 +25,44 @@ def binding_problem():
     return None
 
 
+def random_values(name, shape, rng):
+    """Random values for the parameter `name` of `shape` that make the attention sharp and the outputs
+    varied: LayerNorm gains around 1, biases and position biases around 0, embeddings (wte, wpe, words)
+    N(0, 0.8^2), matrices with a scale of about 1/sqrt(fan-in) times a few."""
+    if name.endswith("ln1.weight") or name.endswith("ln2.weight") or name.endswith("ln_f.weight"):
+        vals = 1.0 + 0.3 * rng.standard_normal(shape)
+    elif name.endswith(".bias") or name in ("u", "v") or name.endswith(".attn.u") or name.endswith(".attn.v"):
+        vals = 0.3 * rng.standard_normal(shape)
+    elif name.endswith(".params"):  # Linformer's E, F (k x n each, n = positions)
+        vals = rng.standard_normal(shape) * 0.4
+    elif len(shape) == 2:
+        vals = rng.standard_normal(shape) * (1.5 / np.sqrt(shape[1]))
+        if name.split(".")[-1] in ("wte", "wpe", "words"):
+            vals = rng.standard_normal(shape) * 0.8
+    else:
+        vals = rng.standard_normal(shape) * 0.3
+    return vals.astype(np.float32)
+
+
 def _randomize(model, rng):
-    """Every parameter (not kind state) to random values that make the attention sharp and the logits
-    varied: LayerNorm gains around 1, biases and position biases around 0, matrices with a scale of
-    about 1/sqrt(fan-in) times a few."""
+    """Every parameter (not kind state) to random_values."""
     for name, view in model.parameters().items():
-        shape = view.shape
-        if name.endswith("ln1.weight") or name.endswith("ln2.weight") or name.endswith("ln_f.weight"):
-            vals = 1.0 + 0.3 * rng.standard_normal(shape)
-        elif name.endswith(".bias") or name in ("u", "v") or name.endswith(".attn.u") or name.endswith(".attn.v"):
-            vals = 0.3 * rng.standard_normal(shape)
-        elif name.endswith(".params"):  # Linformer's E, F (k x n each, n = positions)
-            vals = rng.standard_normal(shape) * 0.4
-        elif len(shape) == 2:
-            vals = rng.standard_normal(shape) * (1.5 / np.sqrt(shape[1]))
-            if name in ("wte", "wpe"):
-                vals = rng.standard_normal(shape) * 0.8
-        else:
-            vals = rng.standard_normal(shape) * 0.3
-        view[...] = vals.astype(np.float32)
+        view[...] = random_values(name, view.shape, rng)
+
+
+def write_safetensors(path, metadata, tensors=()):
+    """A safetensors file of (name, array) pairs (float32) with metadata, as longctx writes them."""
+    header = {"__metadata__": metadata}
+    blobs, off = [], 0
+    for name, arr in tensors:
+        raw = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def make_checkpoint(path, config, seed=1, memory_segments=0, batch=2, seg_len=None):
