@@ -33,10 +33,10 @@ count() {
 
 # The jobs that take longest (measured in the release and asan variants on 2 cores), started first so that
 # the others fill the gaps beside them instead of one long job running alone at the end.
-slow_first=(cli_mpi_test.sh cli_seq2seq_test.sh test_checkpoint py_test.sh cli_hibert_test.sh cli_crash_test.sh
-    cli_consistency_test.sh test_attn_bigbird test_gemm_bf16 test_seq2seq test_precision test_train
-    docs_commands_test.sh cli_classify_test.sh test_hibert_intruders cli_lra_test.sh cli_test.sh
-    test_attn_block test_attn_strided test_attn_rel test_gemm test_attn_global)
+slow_first=(cli_mpi_test.sh cli_seq2seq_test.sh cli_summary_test.sh cli_ux_test.sh test_checkpoint py_test.sh
+    docs_commands_test.sh cli_consistency_test.sh cli_hibert_test.sh cli_test.sh cli_lra_test.sh cli_pics_test.sh
+    cli_crash_test.sh test_attn_bigbird test_gemm_bf16 test_seq2seq test_precision test_train cli_classify_test.sh
+    test_hibert_intruders test_attn_global test_attn_block test_attn_strided test_attn_rel test_gemm)
 
 # The queue: job i is named names[i] and runs the command line cmds[i] (words quoted with printf %q).
 names=() cmds=()
