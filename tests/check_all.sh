@@ -22,7 +22,7 @@ for v in release minimal asan; do
     passed=$((passed + p)); failed=$((failed + f)); rm -f "$log"
 done
 # the benchmark drivers (bench/*.c) are not run here, but they must keep building against the library
-if make -s VARIANT=release bench >/dev/null 2>&1; then echo "bench programs: build passed"; passed=$((passed + 1))
+if make -s -j"$jobs" VARIANT=release bench >/dev/null 2>&1; then echo "bench programs: build passed"; passed=$((passed + 1))
 else echo "bench programs: build FAILED (make VARIANT=release bench)"; failed=$((failed + 1)); fi
 # make install PREFIX=$(mktemp -d), the exported names, examples/hello.c via pkg-config (shared and static)
 log=$(mktemp)

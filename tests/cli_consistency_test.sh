@@ -21,42 +21,37 @@ one_line() { cli_one_line_errors=1; expect "$@"; cli_one_line_errors=0; }
 json_lines() { grep -c '^{.*}$' "$1"; }
 
 # ---- 1. bench: a table by default, one JSON line per measurement with --json
-bt=("$bin" bench train --layers 1 --dim 16 --heads 2 --ffn 32 --seg-len 16 --batch 2 --steps 1 --warmup 0 --threads 1)
-check "bench train" -- "${bt[@]}"
-cp "$tmp/out" "$tmp/bt.txt"
-check "bench train: a table (header and a row), no JSON" -- test "$(grep -c 'tokens/s' "$tmp/bt.txt")" -ge 1 -a \
-    "$(json_lines "$tmp/bt.txt")" -eq 0 -a "$(grep -cE '^ +[0-9.]+ +[0-9]+ ' "$tmp/bt.txt")" -eq 1
-check "bench train --json" -- "${bt[@]}" --json
-cp "$tmp/out" "$tmp/bt.json"
-check "bench train --json: one JSON line, nothing else" -- test "$(json_lines "$tmp/bt.json")" -eq 1 -a "$(wc -l <"$tmp/bt.json")" -eq 1
-check "bench train --json keeps its fields" -- grep -Eq '"bench":"train".*"ms_per_step_median":[0-9.]+,"tokens_per_s":[0-9.]+' "$tmp/bt.json"
+# bench_runs NAME -- command...: the command succeeds as it is and with --json; its outputs are kept as
+# $tmp/bench-NAME.txt and $tmp/bench-NAME.json
+bench_runs() {
+    local name=$1; shift 2
+    check "bench $name" -- "$@"
+    cp "$tmp/out" "$tmp/bench-$name.txt"
+    check "bench $name --json" -- "$@" --json
+    cp "$tmp/out" "$tmp/bench-$name.json"
+}
+bench_runs train -- "$bin" bench train --layers 1 --dim 16 --heads 2 --ffn 32 --seg-len 16 --batch 2 --steps 1 --warmup 0 \
+    --threads 1
+check "bench train: a table (header and a row), no JSON" -- test "$(grep -c 'tokens/s' "$tmp/bench-train.txt")" -ge 1 -a \
+    "$(json_lines "$tmp/bench-train.txt")" -eq 0 -a "$(grep -cE '^ +[0-9.]+ +[0-9]+ ' "$tmp/bench-train.txt")" -eq 1
+check "bench train --json: one JSON line, nothing else" -- test "$(json_lines "$tmp/bench-train.json")" -eq 1 -a "$(wc -l <"$tmp/bench-train.json")" -eq 1
+check "bench train --json keeps its fields" -- grep -Eq '"bench":"train".*"ms_per_step_median":[0-9.]+,"tokens_per_s":[0-9.]+' "$tmp/bench-train.json"
 xe=("$bin" bench xl-eval --layers 1 --dim 16 --heads 2 --ffn 32 --seg-len 8 --attn-len 16,24 --tokens 2 --segments 1 --reps 1 --threads 1)
-check "bench xl-eval" -- "${xe[@]}"
-cp "$tmp/out" "$tmp/xe.txt"
-check "bench xl-eval: a table row per length, no JSON" -- test "$(grep -cE '^ +(16|24) ' "$tmp/xe.txt")" -eq 2 -a "$(json_lines "$tmp/xe.txt")" -eq 0
-check "bench xl-eval --json" -- "${xe[@]}" --json
-cp "$tmp/out" "$tmp/xe.json"
-check "bench xl-eval --json: one JSON line per length" -- test "$(json_lines "$tmp/xe.json")" -eq 2 -a "$(wc -l <"$tmp/xe.json")" -eq 2
-check "bench xl-eval --json keeps its fields" -- grep -q '"attn_len":24,"xl_ms_per_token":' "$tmp/xe.json"
+bench_runs xl-eval -- "${xe[@]}"
+check "bench xl-eval: a table row per length, no JSON" -- test "$(grep -cE '^ +(16|24) ' "$tmp/bench-xl-eval.txt")" -eq 2 -a "$(json_lines "$tmp/bench-xl-eval.txt")" -eq 0
+check "bench xl-eval --json: one JSON line per length" -- test "$(json_lines "$tmp/bench-xl-eval.json")" -eq 2 -a "$(wc -l <"$tmp/bench-xl-eval.json")" -eq 2
+check "bench xl-eval --json keeps its fields" -- grep -q '"attn_len":24,"xl_ms_per_token":' "$tmp/bench-xl-eval.json"
 one_line 2 "bench xl-eval: --attn-len 8 must exceed --eval-seg 8" -- "${xe[@]}" --attn-len 16,8
 check "bench xl-eval: a bad length fails before the table" -- test "$(wc -c <"$tmp/out")" -eq 0  # read before check rewrites it
-ba=("$bin" bench attn --kind window:w=4 --len 32,48 --heads 1 --head-dim 4 --reps 1 --threads 1)
-check "bench attn" -- "${ba[@]}"
-cp "$tmp/out" "$tmp/ba.txt"
-check "bench attn: a table, no JSON" -- test "$(grep -cE '^ +(32|48) ' "$tmp/ba.txt")" -eq 2 -a "$(json_lines "$tmp/ba.txt")" -eq 0
-check "bench attn --json" -- "${ba[@]}" --json
-cp "$tmp/out" "$tmp/ba.json"
-check "bench attn --json: one JSON line per length, nothing else" -- test "$(json_lines "$tmp/ba.json")" -eq 2 -a "$(wc -l <"$tmp/ba.json")" -eq 2
+bench_runs attn -- "$bin" bench attn --kind window:w=4 --len 32,48 --heads 1 --head-dim 4 --reps 1 --threads 1
+check "bench attn: a table, no JSON" -- test "$(grep -cE '^ +(32|48) ' "$tmp/bench-attn.txt")" -eq 2 -a "$(json_lines "$tmp/bench-attn.txt")" -eq 0
+check "bench attn --json: one JSON line per length, nothing else" -- test "$(json_lines "$tmp/bench-attn.json")" -eq 2 -a "$(wc -l <"$tmp/bench-attn.json")" -eq 2
 if [ -d "$root/data/bbc-news-summary/articles" ]; then
-    bh=("$bin" bench hibert --data "$root/data/bbc-news-summary" --layers 1 --dim 16 --heads 2 --ffn 32 --seg-len 64
-        --docs 2 --steps 2 --warmup 1 --threads 1)
-    check "bench hibert" -- "${bh[@]}"
-    cp "$tmp/out" "$tmp/bh.txt"
-    check "bench hibert: a table, no JSON" -- test "$(grep -c 'HIBERT bytes/s' "$tmp/bh.txt")" -eq 1 -a "$(json_lines "$tmp/bh.txt")" -eq 0
-    check "bench hibert --json" -- "${bh[@]}" --json
-    cp "$tmp/out" "$tmp/bh.json"
-    check "bench hibert --json: one JSON line with its fields" -- test "$(json_lines "$tmp/bh.json")" -eq 1 -a \
-        -n "$(grep '"bench":"hibert".*"hibert_bytes_per_s":[0-9.]*.*"lm_tokens_per_s":' "$tmp/bh.json")"
+    bench_runs hibert -- "$bin" bench hibert --data "$root/data/bbc-news-summary" --layers 1 --dim 16 --heads 2 --ffn 32 \
+        --seg-len 64 --docs 2 --steps 2 --warmup 1 --threads 1
+    check "bench hibert: a table, no JSON" -- test "$(grep -c 'HIBERT bytes/s' "$tmp/bench-hibert.txt")" -eq 1 -a "$(json_lines "$tmp/bench-hibert.txt")" -eq 0
+    check "bench hibert --json: one JSON line with its fields" -- test "$(json_lines "$tmp/bench-hibert.json")" -eq 1 -a \
+        -n "$(grep '"bench":"hibert".*"hibert_bytes_per_s":[0-9.]*.*"lm_tokens_per_s":' "$tmp/bench-hibert.json")"
     # memory is planned for the largest batch the bench forms, with no sentence decoder: it once planned every
     # document read at once plus a decoder (2.8 GB for this run); AddressSanitizer needs more address space
     if [ "${LC_VARIANT:-release}" != asan ]; then
@@ -185,18 +180,8 @@ check "classify --resume --log appends" -- "$bin" train --task classify --data "
 check "classify --resume --log: 6 lines" -- test "$(wc -l <"$tmp/c.jsonl")" -eq 6 -a -n "$(sed -n 5p "$tmp/c.jsonl" | grep '^{"step":5,')"
 one_line 1 "train --task classify: --log $tmp/nodir/c.jsonl: cannot open" -- "${cl[@]}" --steps 2 --out "$tmp/c2.st" --log "$tmp/nodir/c.jsonl"
 
-# HIBERT: --log and valid_seconds, both stages (a corpus of 12 documents of 4 to 6 sentences)
-mkdir -p "$tmp/docs" "$tmp/bbc/articles/t" "$tmp/bbc/summaries/t"
-words=(market rates bank shares profit growth team match coach league film award actor music vote party)
-sentence() { printf 'The %s of item %d moved the %s by %d points.' "${words[$(( ($1 * 7 + $2 * 3) % 16 ))]}" "$1" \
-    "${words[$(( ($1 * 5 + $2 * 11 + 1) % 16 ))]}" $(( $1 * 3 + $2 )); }
-article() { local i out=""; for ((i = 0; i < $2; i++)); do out+="$(sentence "$1" "$i") "; done; printf '%s' "${out% }"; }
-for ((d = 0; d < 20; d++)); do article "$d" $(( 4 + d % 3 )) >"$tmp/docs/d$(printf %02d "$d").txt"; done
-for ((d = 1; d <= 10; d++)); do
-    n=$(printf %03d "$d")
-    { printf 'Title %d\n\n' "$d"; article "$d" $(( 5 + d % 3 )); printf '\n'; } >"$tmp/bbc/articles/t/$n.txt"
-    printf '%s%s' "$(sentence "$d" 0)" "$(sentence "$d" 3)" >"$tmp/bbc/summaries/t/$n.txt"
-done
+# HIBERT: --log and valid_seconds, both stages (a corpus of 20 documents of 4 to 6 sentences)
+news_corpus 4 3 3
 hs=(--sent-layers 1 --sent-dim 16 --sent-heads 2 --sent-ffn 32 --doc-layers 1 --doc-dim 16 --doc-heads 2 --doc-ffn 32
     --dec-layers 1 --dec-dim 16 --dec-heads 2 --dec-ffn 32 --max-sent-len 48 --max-sents 6 --batch 2 --threads 1 --warmup 1)
 check "hibert pretrain --log" -- "$bin" hibert pretrain --docs "$tmp/docs" "${hs[@]}" --steps 4 --eval-every 2 --out "$tmp/p.st" \

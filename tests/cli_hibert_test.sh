@@ -12,29 +12,10 @@ bin=$1
 cli_one_line_errors=1
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
-# Sentences of made-up news: sentence I of document D (distinct words, so ROUGE has something to find).
-words=(market rates bank shares profit growth team match coach league film award actor music vote party
-       minister election phone network software users price energy oil firms court judge police report)
-sentence() {
-    local d=$1 i=$2
-    local w1=${words[$(( (d * 7 + i * 3) % 30 ))]} w2=${words[$(( (d * 5 + i * 11 + 1) % 30 ))]}
-    printf 'The %s of item %d moved the %s by %d points in week %d.' "$w1" "$d" "$w2" $(( d * 3 + i )) "$i"
-}
-article() { # article D N: N sentences joined by spaces
-    local d=$1 n=$2 i out=""
-    for ((i = 0; i < n; i++)); do out+="$(sentence "$d" "$i") "; done
-    printf '%s' "${out% }"
-}
 # a directory of 20 .txt documents (document 19 is the held-out one) and a BBC-layout root of 10
 # articles (001: test, 006: valid, the rest train) whose summaries are their sentences 0 and 3
-mkdir -p "$tmp/docs" "$tmp/bbc/articles/t" "$tmp/bbc/summaries/t"
-for ((d = 0; d < 20; d++)); do article "$d" $(( 3 + d % 5 )) >"$tmp/docs/doc$(printf %02d "$d").txt"; done
-for ((d = 1; d <= 10; d++)); do
-    n=$(printf %03d "$d")
-    { printf 'Title %d\n\n' "$d"; article "$d" $(( 5 + d % 4 )); printf '\n'; } >"$tmp/bbc/articles/t/$n.txt"
-    printf '%s%s' "$(sentence "$d" 0)" "$(sentence "$d" 3)" >"$tmp/bbc/summaries/t/$n.txt"
-done
-article 40 4 >"$tmp/a.txt"
+news_corpus 3 5 4
+news_article 40 4 >"$tmp/a.txt"
 shape=(--sent-layers 1 --sent-dim 16 --sent-heads 2 --sent-ffn 32 --doc-layers 1 --doc-dim 16 --doc-heads 2
        --doc-ffn 32 --dec-layers 1 --dec-dim 16 --dec-heads 2 --dec-ffn 32 --max-sent-len 64 --max-sents 6)
 run=(--batch 2 --threads 1 --warmup 2)
@@ -211,7 +192,7 @@ expect 2 "--resume .*pre.st is a pretrain checkpoint" -- "${ft[@]}" --resume "$t
 # --resume: a flag the checkpoint fixes, given another value, is refused, not silently ignored (the
 # recorded value is accepted: the resumes above repeat --data and --batch); the checkpoint is left as it was
 cp "$tmp/pre.st" "$tmp/pre_keep.st"
-printf 'id\ttext\n1\t%s\n' "$(article 50 4)" >"$tmp/other.tsv"
+printf 'id\ttext\n1\t%s\n' "$(news_article 50 4)" >"$tmp/other.tsv"
 for flag in "--docs $tmp/other.tsv" "--lr 5" "--batch 7" "--seed 9" "--warmup 1" "--dropout 0.5" "--intruders 0.5"; do
     expect 2 "hibert pretrain: ${flag%% *} .* disagrees with --resume .*pre.st, which records .*the checkpoint fixes it" -- \
         "$bin" hibert pretrain --resume "$tmp/pre.st" $flag --steps 99 --threads 1
@@ -221,7 +202,7 @@ expect 2 "hibert finetune: --labels greedy disagrees with --resume .*, which rec
 check "the refused resumes left pre.st alone" -- cmp "$tmp/pre.st" "$tmp/pre_keep.st"
 
 # an output is never an input: not a document, not inside a document folder or BBC root, not --init
-printf 'id\ttext\n1\t%s\n2\t%s\n' "$(article 60 4)" "$(article 61 4)" >"$tmp/x.tsv"
+printf 'id\ttext\n1\t%s\n2\t%s\n' "$(news_article 60 4)" "$(news_article 61 4)" >"$tmp/x.tsv"
 cp -r "$tmp/docs" "$tmp/docs_keep"; cp -r "$tmp/bbc" "$tmp/bbc_keep"; cp "$tmp/x.tsv" "$tmp/x_keep.tsv"
 expect 2 "--out .*docs/doc03.txt lies inside the --docs directory .*docs: refusing to write into an input" -- \
     "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 --out "$tmp/docs/doc03.txt"

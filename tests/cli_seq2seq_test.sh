@@ -46,26 +46,37 @@ expect 1 "--data .*train\.tsv:2: a source of 8 bytes, longer than the model's 2 
 [ ! -e "$tmp/s.ckpt" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: a refused run wrote --out"; }
 
 # ---- learning the reversal --------------------------------------------------------------------------------------
+# Under ASan (LC_VARIANT=asan) the same commands run 60 steps: the sanitizers check their memory, and what the
+# model learns (the checks marked "learned") is checked by the release and minimal variants.
+steps=600
+if [ "${LC_VARIANT:-}" = asan ]; then steps=60; echo "note: asan: 60 training steps; the learned checks are the other variants'"; fi
+learned() { [ "$steps" -eq 600 ]; }
 start=$(date +%s.%N)
-check "train --task seq2seq" -- "${tr[@]}" "${tiny[@]}" --steps 600 --eval-every 300 --out "$tmp/s.ckpt" \
+check "train --task seq2seq" -- "${tr[@]}" "${tiny[@]}" --steps $steps --eval-every $((steps / 2)) --out "$tmp/s.ckpt" \
     --log "$tmp/s.log" --json
 secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 train_json=$(tail -n 1 "$tmp/out")
 best=$(printf '%s' "$train_json" | sed -n 's/.*"valid_exact_match":\([0-9.]*\).*/\1/p')
-echo "note: reversal, 600 steps in ${secs}s: best valid exact match ${best:-none}"
-awk -v e="${best:-0}" 'BEGIN { exit !(e >= 0.9) }' && passed=$((passed + 1)) ||
-    { failed=$((failed + 1)); echo "FAIL: valid exact match ${best:-none} < 0.9: $train_json"; }
+echo "note: reversal, $steps steps in ${secs}s: best valid exact match ${best:-none}"
+if learned; then
+    awk -v e="${best:-0}" 'BEGIN { exit !(e >= 0.9) }' && passed=$((passed + 1)) ||
+        { failed=$((failed + 1)); echo "FAIL: valid exact match ${best:-none} < 0.9: $train_json"; }
+fi
 [ -s "$tmp/s.ckpt" ] && [ -s "$tmp/s.ckpt.last" ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: no s.ckpt and s.ckpt.last"; }
-grep -q '"valid_exact_match":' "$tmp/s.log" && [ "$(wc -l <"$tmp/s.log")" -eq 600 ] && passed=$((passed + 1)) ||
+grep -q '"valid_exact_match":' "$tmp/s.log" && [ "$(wc -l <"$tmp/s.log")" -eq $steps ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: --log: $(tail -n 1 "$tmp/s.log")"; }
 
 check "eval --task seq2seq --json" -- "$bin" eval --task seq2seq --ckpt "$tmp/s.ckpt" --data "$tmp/test.tsv" --json
 eval_json=$(tail -n 1 "$tmp/out")
 echo "note: test $eval_json"
 em=$(printf '%s' "$eval_json" | sed -n 's/^{"exact_match":\([0-9.]*\),"char_accuracy":\([0-9.]*\),"n":100}$/\1/p')
-awk -v e="${em:-0}" 'BEGIN { exit !(e >= 0.9) }' && passed=$((passed + 1)) ||
-    { failed=$((failed + 1)); echo "FAIL: eval: $eval_json"; }
+if learned; then
+    awk -v e="${em:-0}" 'BEGIN { exit !(e >= 0.9) }' && passed=$((passed + 1)) ||
+        { failed=$((failed + 1)); echo "FAIL: eval: $eval_json"; }
+else
+    [ -n "$em" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: eval: $eval_json"; }
+fi
 
 check "predict --tsv" -- "$bin" predict --ckpt "$tmp/s.ckpt" --tsv "$tmp/test.tsv"
 cp "$tmp/out" "$tmp/pred.txt"
@@ -73,7 +84,8 @@ right=$(tail -n +2 "$tmp/test.tsv" | cut -f2 | paste -d'\t' - "$tmp/pred.txt" | 
 [ "$(wc -l <"$tmp/pred.txt")" -eq 100 ] && awk -v r="$right" -v e="${em:-0}" 'BEGIN { exit !(r == int(e * 100 + 0.5)) }' &&
     passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: predict: $right of $(wc -l <"$tmp/pred.txt") right, eval says $em"; }
 printf 'abcde\nedd\n' | "$bin" predict --ckpt "$tmp/s.ckpt" >"$tmp/plain.txt" 2>"$tmp/err"
-[ "$(cat "$tmp/plain.txt")" = "$(printf 'edcba\ndde')" ] && passed=$((passed + 1)) ||
+if learned; then want=$(printf 'edcba\ndde'); else want=$(cat "$tmp/plain.txt"); fi # learned: the reversals
+[ "$(wc -l <"$tmp/plain.txt")" -eq 2 ] && [ "$(cat "$tmp/plain.txt")" = "$want" ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: predict from standard input: $(head -c 200 "$tmp/plain.txt") $(cat "$tmp/err")"; }
 expect 1 "input 1 has 12 bytes, longer than the longest source of .*s.ckpt \(8\)" -- \
     sh -c "printf 'abcdeabcdeab\n' | '$bin' predict --ckpt '$tmp/s.ckpt'"
@@ -114,13 +126,9 @@ expect 1 "--data .*valid.tsv has 100 pairs, not the 4000 of the training file" -
     --data "$tmp/valid.tsv" --valid "$tmp/valid.tsv" --resume "$tmp/r.ckpt.last" --out "$tmp/r.ckpt" --steps 40
 
 # ---- a signal saves the last state and stops; the run resumes from it -----------------------------------------
-"${tr[@]}" "${tiny[@]}" --steps 1000000 --eval-every 0 --out "$tmp/sig.ckpt" >/dev/null 2>"$tmp/sig.err" &
-pid=$!
-for _ in $(seq 200); do grep -q '^seq2seq:' "$tmp/sig.err" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
-kill -INT $pid
-wait $pid
-rc=$?
+signal_run INT '^seq2seq:' "$tmp/sig.err" 0.5 -- "${tr[@]}" "${tiny[@]}" --steps 1000000 --eval-every 0 \
+    --out "$tmp/sig.ckpt"
+rc=$signal_rc
 [ $rc -eq 130 ] && grep -q "interrupted by SIGINT at step [0-9]*: no validation yet, the last state .*sig.ckpt.last (continue with --resume" "$tmp/sig.err" &&
     [ -s "$tmp/sig.ckpt.last" ] && [ ! -e "$tmp/sig.ckpt" ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: SIGINT: exit $rc: $(tail -c 300 "$tmp/sig.err")"; }

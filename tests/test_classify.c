@@ -10,46 +10,17 @@
 #include <string.h>
 
 #include "harness.h"
+#include "classify_kit.h"
 #include "fd_kit.h"
 #include "test_files.h"
 #include "models/classify/classify.h"
 #include "models/lm/lm.h"
 
-#define MAX_LEN 12
-#define N_EX 5
-
-typedef struct {
-    int ids[N_EX][MAX_LEN + 4];
-    int len[N_EX];
-    const int *ptr[N_EX];
-    int labels[N_EX];
-} toy;
-
-/* Lengths 3, 7, 7, 15 (truncated to 12) and 0 (the [CLS] alone); random ids below vocab. */
-static void toy_make(toy *t, int vocab, int classes, uint64_t seed) {
-    static const int lens[N_EX] = {3, 7, 7, 15, 0};
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (int i = 0; i < N_EX; i++) {
-        t->len[i] = lens[i], t->ptr[i] = t->ids[i], t->labels[i] = (int)(lc_rng_uniform(&r) * classes) % classes;
-        for (int k = 0; k < MAX_LEN + 4; k++) t->ids[i][k] = (int)(lc_rng_uniform(&r) * vocab) % vocab;
-    }
-}
-
-static lc_classify_batch toy_batch(const toy *t, int first, int n) {
-    return (lc_classify_batch){n, t->ptr + first, t->len + first};
-}
-
 static lc_classifier *make(const char *attn, lc_norm norm, lc_pool pool, int tokens_words, int vocab, uint64_t seed) {
     lc_classify_config c;
-    lc_classify_config_default(&c);
-    c.n_layer = 2, c.d_model = 16, c.n_head = 2, c.d_ff = 24, c.norm = norm, c.pool = pool;
-    c.max_len = MAX_LEN, c.n_classes = 3, c.d_hidden = 12;
-    c.tokens = tokens_words ? LC_TOKENS_WORDS : LC_TOKENS_BYTES, c.vocab = vocab;
-    snprintf(c.attn, sizeof c.attn, "%s", attn);
-    lc_classifier *m = NULL;
-    CHECK(lc_classifier_create(&c, N_EX, 0, seed, &m) == LC_OK, "%s: %s", attn, lc_last_error());
-    return m;
+    toy_config(&c, attn, tokens_words, vocab, MAX_LEN);
+    c.norm = norm, c.pool = pool;
+    return toy_create(&c, N_EX, seed);
 }
 
 typedef struct {
@@ -70,7 +41,7 @@ static void check_gradients(const char *attn, lc_norm norm, lc_pool pool) {
     if (!m) return;
     fd_sharpen(&m->tensors, &m->ptab, m->params, 21);
     toy t;
-    toy_make(&t, 256, 3, 5);
+    toy_fill(&t, 0, 256, 3, 5);
     fd_ctx c = {m, toy_batch(&t, 0, N_EX), t.labels};
     lc_classifier_zero_grad(m);
     double sum;
@@ -93,7 +64,7 @@ TEST(gradients_mixed_heads_cls) { check_gradients("1xfull+window:w=1", LC_NORM_P
 /* How much the logits of example 3 (12 tokens after truncation) move when its token k changes. */
 static double logit_shift(lc_classifier *m, int k) {
     toy t;
-    toy_make(&t, 256, 3, 7);
+    toy_fill(&t, 0, 256, 3, 7);
     const lc_classify_batch b = toy_batch(&t, 3, 1);
     float before[3], after[3];
     CHECK(lc_classifier_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
@@ -129,7 +100,7 @@ TEST(cls_global_rule) {
     CHECK(logit_shift(k, 2) > 1e-6, "block: a token of [CLS]'s block reaches it");
     /* the global row's own projection gets gradient only through [CLS]: nonzero for window */
     toy t;
-    toy_make(&t, 256, 3, 9);
+    toy_fill(&t, 0, 256, 3, 9);
     const lc_classify_batch b = toy_batch(&t, 0, N_EX);
     lc_classifier_zero_grad(w);
     CHECK(lc_classifier_forward(w, &b, t.labels, 0, NULL, NULL) == LC_OK && lc_classifier_backward(w, 1) == LC_OK, "%s",
@@ -154,7 +125,7 @@ TEST(packing_matches_single_examples) {
         if (!m) return;
         fd_sharpen(&m->tensors, &m->ptab, m->params, 8);
         toy t;
-        toy_make(&t, 256, 3, 11);
+        toy_fill(&t, 0, 256, 3, 11);
         const lc_classify_batch all = toy_batch(&t, 0, N_EX);
         double packed = 0, single = 0, part;
         long right = 0, r1;
@@ -186,7 +157,7 @@ TEST(refusals) {
     lc_classifier *m = make("full", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 1);
     if (!m) return;
     toy t;
-    toy_make(&t, 256, 3, 2);
+    toy_fill(&t, 0, 256, 3, 2);
     const lc_classify_batch b = toy_batch(&t, 0, 2);
     int bad[2] = {0, 3};
     CHECK(lc_classifier_forward(m, &b, bad, 0, NULL, NULL) == LC_ERR_ARG, "label out of range");
@@ -211,7 +182,7 @@ TEST(checkpoint_round_trip_words) {
     char *names[3] = {"neg", "pos", "mixed one"};
     const lc_label_set labels = {3, names};
     toy t;
-    toy_make(&t, lc_word_vocab_size(v), 3, 3);
+    toy_fill(&t, 0, lc_word_vocab_size(v), 3, 3);
     const lc_classify_batch b = toy_batch(&t, 0, N_EX);
     lc_train_options o;
     lc_train_options_default(&o);

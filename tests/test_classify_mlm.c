@@ -11,41 +11,18 @@
 #include <string.h>
 
 #include "harness.h"
+#include "classify_kit.h"
 #include "fd_kit.h"
 #include "test_files.h"
 #include "models/classify/classify.h"
 
-#define MAX_LEN 12
-#define N_EX 5
 
 static lc_classifier *make(const char *attn, int words, int vocab, lc_classify_objective obj, int max_batch,
                            int max_len, uint64_t seed) {
     lc_classify_config c;
-    lc_classify_config_default(&c);
-    c.n_layer = 2, c.d_model = 16, c.n_head = 2, c.d_ff = 24, c.max_len = max_len, c.n_classes = 3, c.d_hidden = 12;
-    c.tokens = words ? LC_TOKENS_WORDS : LC_TOKENS_BYTES, c.vocab = vocab, c.objective = obj;
-    snprintf(c.attn, sizeof c.attn, "%s", attn);
-    lc_classifier *m = NULL;
-    CHECK(lc_classifier_create(&c, max_batch, 0, seed, &m) == LC_OK, "%s: %s", attn, lc_last_error());
-    return m;
-}
-
-typedef struct {
-    int ids[N_EX][MAX_LEN + 4];
-    int len[N_EX];
-    const int *ptr[N_EX];
-} toy;
-
-/* Lengths 3, 7, 7, 15 (truncated to 12) and 0; ids in [lo, hi). */
-static lc_classify_batch toy_make(toy *t, int lo, int hi, uint64_t seed) {
-    static const int lens[N_EX] = {3, 7, 7, 15, 0};
-    lc_rng r;
-    lc_rng_seed(&r, seed);
-    for (int i = 0; i < N_EX; i++) {
-        t->len[i] = lens[i], t->ptr[i] = t->ids[i];
-        for (int k = 0; k < MAX_LEN + 4; k++) t->ids[i][k] = lo + (int)(lc_rng_uniform(&r) * (hi - lo)) % (hi - lo);
-    }
-    return (lc_classify_batch){N_EX, t->ptr, t->len};
+    toy_config(&c, attn, words, vocab, max_len);
+    c.objective = obj;
+    return toy_create(&c, max_batch, seed);
 }
 
 typedef struct {
@@ -67,7 +44,8 @@ static void check_gradients(const char *attn, int words) {
     if (!m) return;
     fd_sharpen(&m->tensors, &m->ptab, m->params, 21);
     toy t;
-    fd_ctx c = {m, toy_make(&t, words ? LC_WORD_FIRST : 0, vocab, 5)};
+    toy_fill(&t, words ? LC_WORD_FIRST : 0, vocab, 0, 5);
+    fd_ctx c = {m, toy_batch(&t, 0, N_EX)};
     lc_classifier_zero_grad(m);
     double sum;
     long n;
@@ -188,7 +166,8 @@ TEST(init_from_classifier_checkpoint) {
     lc_classifier *pre = make("full", 1, V, LC_CLASSIFY_MLM, N_EX, 8, 3);
     if (!pre) return;
     toy t;
-    const lc_classify_batch b = toy_make(&t, LC_WORD_FIRST, V, 6);
+    toy_fill(&t, LC_WORD_FIRST, V, 0, 6);
+    const lc_classify_batch b = toy_batch(&t, 0, N_EX);
     lc_train_options o;
     lc_train_options_default(&o);
     o.lr = 1e-2f, o.warmup = 0, o.steps = 3;

@@ -187,6 +187,22 @@ static int parse(const char *spec, lc_attn_layer *layer) {
     return rc;
 }
 
+/* A test's set-up: spec parsed into layer, parameters from param_seed (global projections where the spec has
+ * global positions) and the problem of problem_seed. */
+typedef struct {
+    lc_attn_layer layer;
+    kit_params k;
+    problem P;
+} fixture;
+
+/* Fills *f; non-zero (a failed CHECK) where the spec does not parse. */
+static int set_up(fixture *f, const char *spec, uint64_t param_seed, uint64_t problem_seed) {
+    if (parse(spec, &f->layer)) return -1;
+    kit_params_init(&f->k, C, H, F, CE, lc_attn_layer_has_global(&f->layer), param_seed);
+    f->P = make_problem(problem_seed);
+    return 0;
+}
+
 static float max_abs(const float *a, size_t n) {
     float m = 0;
     for (size_t i = 0; i < n; i++) m = fabsf(a[i]) > m ? fabsf(a[i]) : m;
@@ -195,42 +211,39 @@ static float max_abs(const float *a, size_t n) {
 
 /* Every gradient element against central differences (h = 1e-6) of the double reference. */
 static void against_reference(lc_norm norm) {
-    lc_attn_layer layer;
-    if (parse("full", &layer)) return;
-    kit_params k;
-    kit_params_init(&k, C, H, F, CE, 0, 31);
-    problem P = make_problem(8);
-    const layout *L = &P.L;
+    fixture f;
+    if (set_up(&f, "full", 31, 8)) return;
+    const layout *L = &f.P.L;
     float out[64 * C], dx[64 * C], d_enc[64 * CE] = {0};
     result r = {out, dx, d_enc};
-    if (run(&k, &layer, norm, L, P.x, P.enc, P.dy, &r)) return;
-    double *p = malloc(sizeof(double) * k.total), xd[64 * C], ed[64 * CE], dyd[64 * C], want[64 * C];
-    for (size_t i = 0; i < k.total; i++) p[i] = k.p[i];
-    for (int i = 0; i < L->N * C; i++) xd[i] = P.x[i], dyd[i] = P.dy[i];
-    for (int i = 0; i < L->N_enc * CE; i++) ed[i] = P.enc[i];
-    ref_forward(&k, p, L, norm, xd, ed, want);
+    if (run(&f.k, &f.layer, norm, L, f.P.x, f.P.enc, f.P.dy, &r)) return;
+    double *p = malloc(sizeof(double) * f.k.total), xd[64 * C], ed[64 * CE], dyd[64 * C], want[64 * C];
+    for (size_t i = 0; i < f.k.total; i++) p[i] = f.k.p[i];
+    for (int i = 0; i < L->N * C; i++) xd[i] = f.P.x[i], dyd[i] = f.P.dy[i];
+    for (int i = 0; i < L->N_enc * CE; i++) ed[i] = f.P.enc[i];
+    ref_forward(&f.k, p, L, norm, xd, ed, want);
     const char *nn = norm == LC_NORM_PRE ? "pre" : "post";
     char label[128];
     snprintf(label, sizeof label, "%s out vs double reference", nn);
     CHECK_CLOSE(label, out, want, L->N * C, 1e-4, 1e-5);
     /* central differences of the reference, one element at a time */
     const double h = 1e-6;
-    double *fd = malloc(sizeof(double) * (k.total + 64 * C + 64 * CE));
+    double *fd = malloc(sizeof(double) * (f.k.total + 64 * C + 64 * CE));
 #define FD_OF(v, i)                                                                                      \
     do {                                                                                                 \
         const double keep = (v)[i];                                                                      \
         (v)[i] = keep + h;                                                                               \
-        const double up = ref_loss(&k, p, L, norm, xd, ed, dyd);                                         \
+        const double up = ref_loss(&f.k, p, L, norm, xd, ed, dyd);                                         \
         (v)[i] = keep - h;                                                                               \
-        const double down = ref_loss(&k, p, L, norm, xd, ed, dyd);                                       \
+        const double down = ref_loss(&f.k, p, L, norm, xd, ed, dyd);                                       \
         (v)[i] = keep;                                                                                   \
         fd[i] = (up - down) / (2 * h);                                                                   \
     } while (0)
-    for (size_t i = 0; i < k.total; i++) FD_OF(p, i);
-    for (int i = 0; i < k.n; i++) {
-        const kit_slot *s = &k.slot[i];
+    for (size_t i = 0; i < f.k.total; i++) FD_OF(p, i);
+    for (int i = 0; i < f.k.n; i++) {
+        const kit_slot *s = &f.k.slot[i];
         snprintf(label, sizeof label, "%s d dec.blocks.0.%s", nn, s->name);
-        CHECK_CLOSE(label, k.g + s->off, fd + s->off, s->n, 2e-4, 1e-5 * max_abs(k.g + s->off, s->n) + 1e-6);
+        CHECK_CLOSE(label, f.k.g + s->off, fd + s->off, s->n, 2e-4, 1e-5 * max_abs(f.k.g + s->off, s->n) + 1e-6);
     }
     for (int i = 0; i < L->N * C; i++) FD_OF(xd, i);
     snprintf(label, sizeof label, "%s d x (decoder input)", nn);
@@ -241,7 +254,7 @@ static void against_reference(lc_norm norm) {
 #undef FD_OF
     free(fd);
     free(p);
-    kit_params_free(&k);
+    kit_params_free(&f.k);
 }
 
 TEST(decoder_pre_ln_against_double_reference) { against_reference(LC_NORM_PRE); }
@@ -284,29 +297,27 @@ static void directional(const char *label, float *v, const float *g, size_t n, k
 /* Float central differences along directions, for every weight, the input and the encoder rows; also
  * with a windowed self-attention mix (no double reference for it). */
 static void float_directions(const char *spec, lc_norm norm) {
-    lc_attn_layer layer;
-    if (parse(spec, &layer)) return;
-    kit_params k;
-    kit_params_init(&k, C, H, F, CE, lc_attn_layer_has_global(&layer), 32);
-    problem P = make_problem(10);
+    fixture f;
+    if (set_up(&f, spec, 32, 10)) return;
     float out[64 * C], dx[64 * C], d_enc[64 * CE] = {0};
     result res = {out, dx, d_enc};
-    if (run(&k, &layer, norm, &P.L, P.x, P.enc, P.dy, &res)) return;
-    float *g = malloc(sizeof(float) * k.total);
-    memcpy(g, k.g, sizeof(float) * k.total);
+    if (run(&f.k, &f.layer, norm, &f.P.L, f.P.x, f.P.enc, f.P.dy, &res)) return;
+    float *g = malloc(sizeof(float) * f.k.total);
+    memcpy(g, f.k.g, sizeof(float) * f.k.total);
     lc_rng r;
     lc_rng_seed(&r, 4);
     char label[160];
-    for (int i = 0; i < k.n; i++) {
-        snprintf(label, sizeof label, "%s %s fd d %s", spec, norm == LC_NORM_PRE ? "pre" : "post", k.slot[i].name);
-        directional(label, k.p + k.slot[i].off, g + k.slot[i].off, k.slot[i].n, &k, &layer, norm, &P, &r);
+    for (int i = 0; i < f.k.n; i++) {
+        snprintf(label, sizeof label, "%s %s fd d %s", spec, norm == LC_NORM_PRE ? "pre" : "post", f.k.slot[i].name);
+        directional(label, f.k.p + f.k.slot[i].off, g + f.k.slot[i].off, f.k.slot[i].n, &f.k, &f.layer, norm, &f.P,
+                    &r);
     }
     snprintf(label, sizeof label, "%s fd d x", spec);
-    directional(label, P.x, dx, (size_t)P.L.N * C, &k, &layer, norm, &P, &r);
+    directional(label, f.P.x, dx, (size_t)f.P.L.N * C, &f.k, &f.layer, norm, &f.P, &r);
     snprintf(label, sizeof label, "%s fd d enc", spec);
-    directional(label, P.enc, d_enc, (size_t)P.L.N_enc * CE, &k, &layer, norm, &P, &r);
+    directional(label, f.P.enc, d_enc, (size_t)f.P.L.N_enc * CE, &f.k, &f.layer, norm, &f.P, &r);
     free(g);
-    kit_params_free(&k);
+    kit_params_free(&f.k);
 }
 
 TEST(decoder_float_directional_derivatives) {
@@ -317,23 +328,20 @@ TEST(decoder_float_directional_derivatives) {
 
 /* Packed decoder sequences against each alone (its own pair, the same encoder rows). */
 static void packed_vs_separate(const char *spec, lc_norm norm) {
-    lc_attn_layer layer;
-    if (parse(spec, &layer)) return;
-    kit_params k;
-    kit_params_init(&k, C, H, F, CE, lc_attn_layer_has_global(&layer), 33);
-    problem P = make_problem(12);
-    const layout *L = &P.L;
-    float out[64 * C], dx[64 * C], d_enc[64 * CE] = {0}, *g = calloc(k.total, sizeof(float));
+    fixture f;
+    if (set_up(&f, spec, 33, 12)) return;
+    const layout *L = &f.P.L;
+    float out[64 * C], dx[64 * C], d_enc[64 * CE] = {0}, *g = calloc(f.k.total, sizeof(float));
     float out1[64 * C], dx1[64 * C], d_enc1[64 * CE] = {0};
     result packed = {out, dx, d_enc};
-    run(&k, &layer, norm, L, P.x, P.enc, P.dy, &packed);
-    memcpy(g, k.g, sizeof(float) * k.total);
-    memset(k.g, 0, sizeof(float) * k.total);
+    run(&f.k, &f.layer, norm, L, f.P.x, f.P.enc, f.P.dy, &packed);
+    memcpy(g, f.k.g, sizeof(float) * f.k.total);
+    memset(f.k.g, 0, sizeof(float) * f.k.total);
     for (int i = 0; i < L->n_seq; i++) {
         const int r0 = L->q_start[i];
         layout one = {1, {L->len[i]}, L->len[i], L->N_enc, 1, {0}, {L->len[i]}, {L->kv_start[i]}, {L->kv_len[i]}};
         result r = {out1 + r0 * C, dx1 + r0 * C, d_enc1};
-        run(&k, &layer, norm, &one, P.x + r0 * C, P.enc, P.dy + r0 * C, &r);
+        run(&f.k, &f.layer, norm, &one, f.P.x + r0 * C, f.P.enc, f.P.dy + r0 * C, &r);
     }
     char label[160];
     snprintf(label, sizeof label, "%s packed out", spec);
@@ -342,13 +350,13 @@ static void packed_vs_separate(const char *spec, lc_norm norm) {
     CHECK_CLOSE(label, dx, dx1, L->N * C, 1e-6, 1e-6 * max_abs(dx1, (size_t)L->N * C));
     snprintf(label, sizeof label, "%s packed d enc", spec);
     CHECK_CLOSE(label, d_enc, d_enc1, L->N_enc * CE, 1e-6, 1e-6 * max_abs(d_enc1, (size_t)L->N_enc * CE));
-    for (int i = 0; i < k.n; i++) {
-        const kit_slot *s = &k.slot[i];
+    for (int i = 0; i < f.k.n; i++) {
+        const kit_slot *s = &f.k.slot[i];
         snprintf(label, sizeof label, "%s packed d %s", spec, s->name);
-        CHECK_CLOSE(label, g + s->off, k.g + s->off, s->n, 1e-6, 1e-6 * max_abs(k.g + s->off, s->n) + 1e-9);
+        CHECK_CLOSE(label, g + s->off, f.k.g + s->off, s->n, 1e-6, 1e-6 * max_abs(f.k.g + s->off, s->n) + 1e-9);
     }
     free(g);
-    kit_params_free(&k);
+    kit_params_free(&f.k);
 }
 
 TEST(decoder_packed_equals_separate) {
@@ -358,40 +366,34 @@ TEST(decoder_packed_equals_separate) {
 
 /* Changing decoder rows t+1.. of a sequence changes no output row <= t, nor any row of another sequence. */
 TEST(decoder_is_causal) {
-    lc_attn_layer layer;
-    if (parse("full", &layer)) return;
-    kit_params k;
-    kit_params_init(&k, C, H, F, CE, 0, 34);
-    problem P = make_problem(13);
-    const layout *L = &P.L;
+    fixture f;
+    if (set_up(&f, "full", 34, 13)) return;
+    const layout *L = &f.P.L;
     float base[64 * C], out[64 * C];
     result r0 = {base, NULL, NULL}, r1 = {out, NULL, NULL};
-    run(&k, &layer, LC_NORM_PRE, L, P.x, P.enc, P.dy, &r0);
+    run(&f.k, &f.layer, LC_NORM_PRE, L, f.P.x, f.P.enc, f.P.dy, &r0);
     /* sequence 2 has rows 6..9: perturb rows 8 and 9 */
-    for (int i = 8 * C; i < 10 * C; i++) P.x[i] += 0.5f;
-    run(&k, &layer, LC_NORM_PRE, L, P.x, P.enc, P.dy, &r1);
+    for (int i = 8 * C; i < 10 * C; i++) f.P.x[i] += 0.5f;
+    run(&f.k, &f.layer, LC_NORM_PRE, L, f.P.x, f.P.enc, f.P.dy, &r1);
     CHECK(memcmp(base, out, sizeof(float) * 8 * C) == 0, "rows 0..7 changed");
     CHECK(memcmp(base + 8 * C, out + 8 * C, sizeof(float) * 2 * C) != 0, "rows 8, 9 did not change");
     /* the first row of sequence 1 (row 3): only rows 3..5 may change */
-    for (int i = 3 * C; i < 4 * C; i++) P.x[i] -= 0.25f;
-    run(&k, &layer, LC_NORM_PRE, L, P.x, P.enc, P.dy, &r0);
+    for (int i = 3 * C; i < 4 * C; i++) f.P.x[i] -= 0.25f;
+    run(&f.k, &f.layer, LC_NORM_PRE, L, f.P.x, f.P.enc, f.P.dy, &r0);
     CHECK(memcmp(base, r0.out, sizeof(float) * 3 * C) == 0, "sequence 0 changed");
     CHECK(memcmp(out + 6 * C, r0.out + 6 * C, sizeof(float) * 4 * C) == 0, "sequence 2 changed");
-    kit_params_free(&k);
+    kit_params_free(&f.k);
 }
 
 TEST(decoder_checks) {
-    lc_attn_layer layer;
-    if (parse("full", &layer)) return;
-    kit_params k;
-    kit_params_init(&k, C, H, F, CE, 0, 35);
-    problem P = make_problem(14);
-    const layout *L = &P.L;
+    fixture f;
+    if (set_up(&f, "full", 35, 14)) return;
+    const layout *L = &f.P.L;
     lc_decoder_ctx c;
     memset(&c, 0, sizeof c);
-    c.self = kit_ctx(&k, &layer, 1, LC_NORM_PRE, 1, L->N, L->n_seq, L->len);
+    c.self = kit_ctx(&f.k, &f.layer, 1, LC_NORM_PRE, 1, L->N, L->n_seq, L->len);
     c.self.attn_work_floats = lc_block_packed_workspace(&c.self, L->N, 4, 0);
-    c.enc = P.enc, c.N_enc = L->N_enc, c.C_enc = CE;
+    c.enc = f.P.enc, c.N_enc = L->N_enc, c.C_enc = CE;
     c.n_pairs = L->n_pairs, c.q_start = L->q_start, c.q_len = L->q_len, c.kv_start = L->kv_start, c.kv_len = L->kv_len;
     c.cross_work_floats = lc_decoder_cross_workspace(4, c.self.threads);
     char err[512];
@@ -414,7 +416,7 @@ TEST(decoder_checks) {
         CHECK(rc == -1 && strstr(err, bad[i].want), "case %d: want '%s', got %d '%s'", i, bad[i].want, rc, err);
         printf("  refused: %s\n", err);
     }
-    kit_params_free(&k);
+    kit_params_free(&f.k);
 }
 
 int main(void) {

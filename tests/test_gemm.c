@@ -11,29 +11,9 @@
 #include "core/rng.h"
 #include "core/table.h"
 #include "core/threads.h"
+#include "gemm_kit.h"
 #include "harness.h"
 #include "kernels/kernels.h"
-
-typedef void (*gemm_fn)(lc_trans, lc_trans, int, int, int, float, const float *, int, const float *, int, float,
-                        float *, int);
-
-typedef struct {
-    int M, N, K;
-} dims;
-
-static lc_rng rng;
-
-/* Uniform in +-[0.1, 1): random, never zero. */
-static float nonzero_uniform(void) {
-    float u = 0.1f + 0.9f * lc_rng_uniform(&rng);
-    return lc_rng_uniform(&rng) < 0.5f ? -u : u;
-}
-
-static float *alloc_floats(size_t n) {
-    float *p = lc_alloc_aligned(n * sizeof(float));
-    if (!p) abort();
-    return p;
-}
 
 static double *alloc_doubles(size_t n) {
     double *p = lc_alloc_aligned(n * sizeof(double));
@@ -50,12 +30,6 @@ static void fill_matrix(float *x, double *xd, int rows, int cols, int ld) {
             xd[(size_t)r * ld + c] = v;
         }
 }
-
-typedef struct {
-    float alpha, beta;
-} scalars;
-
-static const scalars scalar_cases[3] = {{1.0f, 0.0f}, {0.7f, 1.3f}, {-1.5f, 1.0f}};
 
 /* Runs the three alpha/beta cases of one shape and transpose pair; results of all three are appended
  * to got/want (M*N each) so one CHECK_CLOSE covers them. Returns the number of padding cells of C that
@@ -152,22 +126,7 @@ TEST(gemm_builtin_thread_count_independent) {
 /* Products started from inside a parallel region (as an attention kernel might, one per head) run
  * single-threaded there and must not share packing buffers. */
 TEST(gemm_builtin_called_from_parallel_threads) {
-    enum { PRODUCTS = 4, M = 70, N = 90, K = 300 };
-    float *A = alloc_floats((size_t)PRODUCTS * M * K), *B = alloc_floats((size_t)K * N);
-    float *C = alloc_floats((size_t)PRODUCTS * M * N), *C1 = alloc_floats((size_t)PRODUCTS * M * N);
-    for (size_t i = 0; i < (size_t)PRODUCTS * M * K; i++) A[i] = nonzero_uniform();
-    for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
-    for (int p = 0; p < PRODUCTS; p++)
-        lc_gemm_builtin(LC_NO_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)p * M * K, K, B, N, 0.0f,
-                        C1 + (size_t)p * M * N, N);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1)
-#endif
-    for (int p = 0; p < PRODUCTS; p++)
-        lc_gemm_builtin(LC_NO_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)p * M * K, K, B, N, 0.0f,
-                        C + (size_t)p * M * N, N);
-    CHECK(memcmp(C, C1, (size_t)PRODUCTS * M * N * sizeof(float)) == 0, "concurrent products differ");
-    lc_free(A), lc_free(B), lc_free(C), lc_free(C1);
+    CHECK(concurrent_products_agree(lc_gemm_builtin, LC_NO_TRANS), "concurrent products differ");
 }
 
 /* The dispatched product (a BLAS when built with one) gives the same bits for every thread count and

@@ -15,14 +15,10 @@
 #include "core/rng.h"
 #include "core/table.h"
 #include "core/threads.h"
+#include "gemm_kit.h"
 #include "harness.h"
 #include "kernels/kernels.h"
 
-typedef struct {
-    int M, N, K;
-} dims;
-
-static lc_rng rng;
 static int has_vector; /* the avx512bf16 path runs here */
 
 static float bits_float(uint32_t b) {
@@ -35,18 +31,6 @@ static uint32_t float_bits(float x) {
     uint32_t b;
     memcpy(&b, &x, sizeof b);
     return b;
-}
-
-/* Uniform in +-[0.1, 1): random, never zero. */
-static float nonzero_uniform(void) {
-    float u = 0.1f + 0.9f * lc_rng_uniform(&rng);
-    return lc_rng_uniform(&rng) < 0.5f ? -u : u;
-}
-
-static float *alloc_floats(size_t n) {
-    float *p = lc_alloc_aligned(n * sizeof(float));
-    if (!p) abort();
-    return p;
 }
 
 /* The paths to test: 0 = the default (avx512bf16 where it runs), 1 = portable. */
@@ -160,12 +144,6 @@ static void fill_matrix(float *x, int rows, int cols, int ld) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < ld; c++) x[(size_t)r * ld + c] = c < cols ? nonzero_uniform() : 777.0f;
 }
-
-typedef struct {
-    float alpha, beta;
-} scalars;
-
-static const scalars scalar_cases[3] = {{1.0f, 0.0f}, {0.7f, 1.3f}, {-1.5f, 1.0f}};
 
 /* Worst errors of one product, as shares of two tolerances: against the double product of the rounded
  * inputs, 1e-5 S (fp32 summation), and against the double product of the unrounded ones, 2^-7 S + 4e-5 S
@@ -399,6 +377,22 @@ static void random_product(lc_trans ta, lc_trans tb, dims d, float **A, float **
     (void)ta, (void)tb;
 }
 
+/* Case i of shapes: shape i / 4 with transposes i % 4 (A's in bit 1, B's in bit 0), random A, B and C0, and the
+ * leading dimensions of A and B that the transposes give. */
+typedef struct {
+    dims d;
+    lc_trans ta, tb;
+    int lda, ldb;
+    float *A, *B, *C0;
+} product_case;
+
+static product_case random_case(const dims *shapes, int i) {
+    product_case p = {shapes[i / 4], (lc_trans)((i % 4) >> 1), (lc_trans)(i & 1), 0, 0, NULL, NULL, NULL};
+    p.lda = p.ta ? p.d.M : p.d.K, p.ldb = p.tb ? p.d.K : p.d.N;
+    random_product(p.ta, p.tb, p.d, &p.A, &p.B, &p.C0);
+    return p;
+}
+
 /* Both paths sum in vdpbf16ps's order (odd product, then even, each rounded): on a CPU that follows that
  * definition they agree bit for bit (values here are never subnormal, where vdpbf16ps flushes). */
 TEST(gemm_bf16_paths_bit_identical) {
@@ -409,27 +403,24 @@ TEST(gemm_bf16_paths_bit_identical) {
     const dims shapes[] = {{300, 270, 600}, {13, 37, 5}, {97, 33, 513}, {205, 530, 1025}};
     const scalars ab[] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-1.25f, 0.75f}};
     int differing = 0, runs = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        for (int t = 0; t < 4; t++) {
-            const dims d = shapes[si];
-            const lc_trans ta = (lc_trans)(t >> 1), tb = (lc_trans)(t & 1);
-            float *A, *B, *C0;
-            random_product(ta, tb, d, &A, &B, &C0);
-            float *C1 = alloc_floats((size_t)d.M * d.N), *C2 = alloc_floats((size_t)d.M * d.N);
-            for (int c = 0; c < 3; c++) {
-                memcpy(C1, C0, (size_t)d.M * d.N * sizeof(float));
-                memcpy(C2, C0, (size_t)d.M * d.N * sizeof(float));
-                use_path(0);
-                lc_gemm_bf16(ta, tb, d.M, d.N, d.K, ab[c].alpha, A, ta ? d.M : d.K, B, tb ? d.K : d.N, ab[c].beta, C1, d.N);
-                use_path(1);
-                lc_gemm_bf16(ta, tb, d.M, d.N, d.K, ab[c].alpha, A, ta ? d.M : d.K, B, tb ? d.K : d.N, ab[c].beta, C2, d.N);
-                const int same = memcmp(C1, C2, (size_t)d.M * d.N * sizeof(float)) == 0;
-                differing += !same, runs++;
-                CHECK(same, "%dx%dx%d %c%c case %d: avx512bf16 and portable differ", d.M, d.N, d.K, ta ? 'T' : 'N',
-                      tb ? 'T' : 'N', c);
-            }
-            lc_free(A), lc_free(B), lc_free(C0), lc_free(C1), lc_free(C2);
+    for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]) * 4; i++) {
+        const product_case p = random_case(shapes, i);
+        const dims d = p.d;
+        float *C1 = alloc_floats((size_t)d.M * d.N), *C2 = alloc_floats((size_t)d.M * d.N);
+        for (int c = 0; c < 3; c++) {
+            memcpy(C1, p.C0, (size_t)d.M * d.N * sizeof(float));
+            memcpy(C2, p.C0, (size_t)d.M * d.N * sizeof(float));
+            use_path(0);
+            lc_gemm_bf16(p.ta, p.tb, d.M, d.N, d.K, ab[c].alpha, p.A, p.lda, p.B, p.ldb, ab[c].beta, C1, d.N);
+            use_path(1);
+            lc_gemm_bf16(p.ta, p.tb, d.M, d.N, d.K, ab[c].alpha, p.A, p.lda, p.B, p.ldb, ab[c].beta, C2, d.N);
+            const int same = memcmp(C1, C2, (size_t)d.M * d.N * sizeof(float)) == 0;
+            differing += !same, runs++;
+            CHECK(same, "%dx%dx%d %c%c case %d: avx512bf16 and portable differ", d.M, d.N, d.K, p.ta ? 'T' : 'N',
+                  p.tb ? 'T' : 'N', c);
         }
+        lc_free(p.A), lc_free(p.B), lc_free(p.C0), lc_free(C1), lc_free(C2);
+    }
     printf("  %d of %d products bit-identical across the two paths\n", runs - differing, runs);
     lc_gemm_bf16_force_portable(0);
 }
@@ -458,23 +449,8 @@ TEST(gemm_bf16_thread_count_independent) {
             lc_free(A), lc_free(B), lc_free(C0), lc_free(want), lc_free(C);
         }
         /* four products at once from a parallel loop */
-        enum { P = 4, M = 70, N = 90, K = 300 };
-        float *A = alloc_floats((size_t)P * M * K), *B = alloc_floats((size_t)K * N);
-        float *C = alloc_floats((size_t)P * M * N), *C1 = alloc_floats((size_t)P * M * N);
-        for (size_t i = 0; i < (size_t)P * M * K; i++) A[i] = nonzero_uniform();
-        for (size_t i = 0; i < (size_t)K * N; i++) B[i] = nonzero_uniform();
         lc_threads_use(2);
-        for (int q = 0; q < P; q++)
-            lc_gemm_bf16(LC_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)q * M * K, M, B, N, 0.0f,
-                         C1 + (size_t)q * M * N, N);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1)
-#endif
-        for (int q = 0; q < P; q++)
-            lc_gemm_bf16(LC_TRANS, LC_NO_TRANS, M, N, K, 1.0f, A + (size_t)q * M * K, M, B, N, 0.0f,
-                         C + (size_t)q * M * N, N);
-        CHECK(memcmp(C, C1, (size_t)P * M * N * sizeof(float)) == 0, "%s: concurrent products differ", name);
-        lc_free(A), lc_free(B), lc_free(C), lc_free(C1);
+        CHECK(concurrent_products_agree(lc_gemm_bf16, LC_TRANS), "%s: concurrent products differ", name);
     }
     lc_threads_use(0);
     lc_gemm_bf16_force_portable(0);
@@ -485,22 +461,19 @@ TEST(gemm_bf16_without_pack_buffers) {
     const dims shapes[] = {{300, 270, 600}, {13, 37, 5}, {3, 200, 70}, {97, 33, 513}};
     for (int p = 0; p < path_count(); p++) {
         const char *name = use_path(p);
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-            for (int t = 0; t < 4; t++) {
-                const dims d = shapes[si];
-                const lc_trans ta = (lc_trans)(t >> 1), tb = (lc_trans)(t & 1);
-                float *A, *B, *C0;
-                random_product(ta, tb, d, &A, &B, &C0);
-                float *C1 = alloc_floats((size_t)d.M * d.N);
-                memcpy(C1, C0, (size_t)d.M * d.N * sizeof(float));
-                lc_gemm_bf16(ta, tb, d.M, d.N, d.K, 0.75f, A, ta ? d.M : d.K, B, tb ? d.K : d.N, 1.5f, C0, d.N);
-                lc_gemm_bf16_refuse_pack_buffers(1);
-                lc_gemm_bf16(ta, tb, d.M, d.N, d.K, 0.75f, A, ta ? d.M : d.K, B, tb ? d.K : d.N, 1.5f, C1, d.N);
-                lc_gemm_bf16_refuse_pack_buffers(0);
-                CHECK(memcmp(C0, C1, (size_t)d.M * d.N * sizeof(float)) == 0, "%s %dx%dx%d %c%c: stack panels differ",
-                      name, d.M, d.N, d.K, ta ? 'T' : 'N', tb ? 'T' : 'N');
-                lc_free(A), lc_free(B), lc_free(C0), lc_free(C1);
-            }
+        for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]) * 4; i++) {
+            const product_case c = random_case(shapes, i);
+            const dims d = c.d;
+            float *C1 = alloc_floats((size_t)d.M * d.N);
+            memcpy(C1, c.C0, (size_t)d.M * d.N * sizeof(float));
+            lc_gemm_bf16(c.ta, c.tb, d.M, d.N, d.K, 0.75f, c.A, c.lda, c.B, c.ldb, 1.5f, c.C0, d.N);
+            lc_gemm_bf16_refuse_pack_buffers(1);
+            lc_gemm_bf16(c.ta, c.tb, d.M, d.N, d.K, 0.75f, c.A, c.lda, c.B, c.ldb, 1.5f, C1, d.N);
+            lc_gemm_bf16_refuse_pack_buffers(0);
+            CHECK(memcmp(c.C0, C1, (size_t)d.M * d.N * sizeof(float)) == 0, "%s %dx%dx%d %c%c: stack panels differ",
+                  name, d.M, d.N, d.K, c.ta ? 'T' : 'N', c.tb ? 'T' : 'N');
+            lc_free(c.A), lc_free(c.B), lc_free(c.C0), lc_free(C1);
+        }
     }
     lc_gemm_bf16_force_portable(0);
 }

@@ -11,6 +11,7 @@
 
 #include "core/rng.h"
 #include "harness.h"
+#include "hibert_kit.h"
 #include "fd_kit.h"
 #include "longctx.h"
 #include "models/hibert/hibert.h"
@@ -30,7 +31,15 @@ typedef struct {
 
 static int head_feats; /* cfg.head_features of the models made (the head-feature tests set it) */
 
-static void toy_make(toy *t, uint64_t seed) {
+static lc_hibert_batch toy_batch(const toy *t, int doc0, int n_docs) {
+    int s0 = 0;
+    for (int j = 0; j < doc0; j++) s0 += t->n_sents[j];
+    lc_hibert_batch b = {n_docs, t->n_sents + doc0, t->ptr + s0, t->len + s0, head_feats ? t->feat + s0 * head_feats : NULL};
+    return b;
+}
+
+/* Fills t from seed; returns its whole batch (all N_DOCS documents). */
+static lc_hibert_batch toy_make(toy *t, uint64_t seed) {
     static const int n_sents[N_DOCS] = {3, 2, 4};
     static const int len[9] = {5, 0, 16, 7, 7, 3, 12, 1, 9};
     lc_rng r;
@@ -44,13 +53,7 @@ static void toy_make(toy *t, uint64_t seed) {
         t->labels[i] = (uint8_t)(lc_rng_next(&r) % 2);
     }
     for (int i = 0; i < 16 * LC_HIBERT_MAX_FEATURES; i++) t->feat[i] = (float)(lc_rng_next(&r) % 2001) / 1000.0f - 1;
-}
-
-static lc_hibert_batch toy_batch(const toy *t, int doc0, int n_docs) {
-    int s0 = 0;
-    for (int j = 0; j < doc0; j++) s0 += t->n_sents[j];
-    lc_hibert_batch b = {n_docs, t->n_sents + doc0, t->ptr + s0, t->len + s0, head_feats ? t->feat + s0 * head_feats : NULL};
-    return b;
+    return toy_batch(t, 0, N_DOCS);
 }
 
 static int word_buckets; /* cfg.sent_words of the models made (the word-vector tests set it) */
@@ -68,17 +71,20 @@ static lc_hibert *make_dec(const char *sent_attn, const char *doc_attn, const ch
     snprintf(c.doc.attn, sizeof c.doc.attn, "%s", doc_attn);
     snprintf(c.dec.attn, sizeof c.dec.attn, "%s", dec_attn);
     c.max_sent_len = MAX_SENT_LEN, c.max_sents = MAX_SENTS, c.norm = norm;
-    lc_hibert_limits lim = {N_DOCS, 0, 0};
-    lc_hibert *m = NULL;
-    CHECK(lc_hibert_create(&c, &lim, seed, &m) == LC_OK, "%s / %s: %s", sent_attn, doc_attn, lc_last_error());
-    return m;
+    char what[160];
+    snprintf(what, sizeof what, "%s / %s: ", sent_attn, doc_attn);
+    return hibert_new(&c, N_DOCS, seed, what);
 }
 
 static lc_hibert *make(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width, uint64_t seed) {
     return make_dec(sent_attn, doc_attn, "full", norm, doc_width, 10, seed);
 }
 
-static void sharpen(lc_hibert *m, uint64_t seed) { fd_sharpen(&m->tensors, &m->ptab, m->params, seed); }
+/* m with sharpened weights (fd_kit.h) from seed; NULL stays NULL. */
+static lc_hibert *sharpened(lc_hibert *m, uint64_t seed) {
+    if (m) fd_sharpen(&m->tensors, &m->ptab, m->params, seed);
+    return m;
+}
 
 static double mean_loss(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels) {
     double sum = 0;
@@ -99,22 +105,32 @@ static double extract_mean(void *user) {
     return mean_loss(c->m, c->b, c->labels);
 }
 
-/* For every parameter tensor: the derivative along (the gradient's direction + a random unit vector), by
- * central differences in float, against the backward's (fd_kit.h). */
-static void check_gradients(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width) {
-    lc_hibert *m = make(sent_attn, doc_attn, norm, doc_width, 3);
-    if (!m) return;
-    sharpen(m, 17);
-    toy t;
-    toy_make(&t, 5);
-    const lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+enum { MASK_SEED = 41 }; /* the pre-training masks' seed */
+
+/* The backward's gradients of the mean loss of b (extraction against labels; pre-training with MASK_SEED where
+ * labels is NULL), in a malloc'ed copy. */
+static float *backward_grads(lc_hibert *m, const lc_hibert_batch *b, const uint8_t *labels) {
     lc_hibert_zero_grad(m);
-    double sum;
-    long n;
-    CHECK(lc_hibert_extract_forward(m, &b, t.labels, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
+    double sum = 0;
+    long n = 0;
+    const lc_status st = labels ? lc_hibert_extract_forward(m, b, labels, 0, &sum, &n)
+                                : lc_hibert_pretrain_forward(m, b, MASK_SEED, 0, &sum, &n);
+    CHECK(st == LC_OK, "%s", lc_last_error());
+    CHECK(n > 0 && isfinite(sum), "loss %g over %ld", sum, n);
     CHECK(lc_hibert_backward(m, 1.0f / (float)n) == LC_OK, "%s", lc_last_error());
     float *g = malloc(sizeof(float) * m->ptab.total);
     memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    return g;
+}
+
+/* For every parameter tensor: the derivative along (the gradient's direction + a random unit vector), by
+ * central differences in float, against the backward's (fd_kit.h). */
+static void check_gradients(const char *sent_attn, const char *doc_attn, lc_norm norm, int doc_width) {
+    lc_hibert *m = sharpened(make(sent_attn, doc_attn, norm, doc_width, 3), 17);
+    if (!m) return;
+    toy t;
+    const lc_hibert_batch b = toy_make(&t, 5);
+    float *g = backward_grads(m, &b, t.labels);
     fd_ctx c = {m, &b, t.labels};
     char what[128];
     snprintf(what, sizeof what, "%s|%s %s", sent_attn, doc_attn, norm == LC_NORM_PRE ? "pre" : "post");
@@ -130,12 +146,10 @@ TEST(gradients_window_global) { check_gradients("window:w=4", "window:w=2,global
 
 /* A batch of 3 documents gives each document's scores and loss as the document alone. */
 static void packing_invariance(const char *sent_attn, const char *doc_attn) {
-    lc_hibert *m = make(sent_attn, doc_attn, LC_NORM_PRE, 12, 4);
+    lc_hibert *m = sharpened(make(sent_attn, doc_attn, LC_NORM_PRE, 12, 4), 23);
     if (!m) return;
-    sharpen(m, 23);
     toy t;
-    toy_make(&t, 8);
-    const lc_hibert_batch all = toy_batch(&t, 0, N_DOCS);
+    const lc_hibert_batch all = toy_make(&t, 8);
     double sum_all = 0, sum_alone = 0, s;
     long n;
     CHECK(lc_hibert_extract_forward(m, &all, t.labels, 0, &sum_all, &n) == LC_OK, "%s", lc_last_error());
@@ -163,12 +177,10 @@ TEST(packed_documents_equal_alone) {
 /* Changing bytes of one sentence of document 1 changes document 1's scores only; changing a byte past
  * max_sent_len (truncated) changes nothing. */
 TEST(sentence_bytes_reach_their_document_only) {
-    lc_hibert *m = make("full", "full", LC_NORM_PRE, 12, 6);
+    lc_hibert *m = sharpened(make("full", "full", LC_NORM_PRE, 12, 6), 29);
     if (!m) return;
-    sharpen(m, 29);
     toy t;
-    toy_make(&t, 10);
-    const lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    const lc_hibert_batch b = toy_make(&t, 10);
     float before[16], after[16];
     CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
     memcpy(before, lc_hibert_scores(m), sizeof before);
@@ -230,9 +242,8 @@ TEST(refusals) {
     m = make("full", "full", LC_NORM_PRE, 12, 1);
     if (!m) return;
     toy t;
-    toy_make(&t, 1);
+    lc_hibert_batch b = toy_make(&t, 1);
     CHECK(lc_hibert_backward(m, 1.0f) == LC_ERR_ARG, "backward before any forward");
-    lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
     b.n_docs = N_DOCS + 1;
     CHECK(lc_hibert_extract_forward(m, &b, NULL, 0, NULL, NULL) == LC_ERR_ARG, "too many documents");
     int many[1] = {MAX_SENTS + 1};
@@ -251,15 +262,10 @@ TEST(refusals) {
 
 /* A one-layer, width-32 model of every stack for up to `docs` documents, and 40 steps of constant lr. */
 static lc_hibert *tiny_learner(int docs, uint64_t seed, float lr, lc_train_options *o) {
+    const lc_hibert_stack stack = {1, 32, 2, 64, "full"};
     lc_hibert_config c;
-    lc_hibert_config_default(&c);
-    c.sent = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.doc = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.dec = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.max_sent_len = 16, c.max_sents = 8;
-    lc_hibert_limits lim = {docs, 0, 0};
-    lc_hibert *m = NULL;
-    CHECK(lc_hibert_create(&c, &lim, seed, &m) == LC_OK, "%s", lc_last_error());
+    hibert_config(&c, stack, stack, stack, 16, 8);
+    lc_hibert *m = hibert_new(&c, docs, seed, "");
     lc_train_options_default(o);
     o->steps = 40, o->warmup = 5, o->lr = lr, o->min_lr = lr, o->weight_decay = 0;
     return m;
@@ -350,8 +356,6 @@ TEST(masking_rule_statistics) {
 
 /* ---------------------------------------------------------------- masked-sentence pre-training */
 
-enum { MASK_SEED = 41 };
-
 static double pretrain_mean(lc_hibert *m, const lc_hibert_batch *b) {
     double sum = 0;
     long n = 0;
@@ -368,20 +372,11 @@ static double pretrain_fd(void *user) {
  * extraction head's gradient is 0 and so is its difference). */
 static void check_pretrain_gradients(const char *sent_attn, const char *doc_attn, const char *dec_attn, lc_norm norm,
                                      int doc_width, int dec_width) {
-    lc_hibert *m = make_dec(sent_attn, doc_attn, dec_attn, norm, doc_width, dec_width, 3);
+    lc_hibert *m = sharpened(make_dec(sent_attn, doc_attn, dec_attn, norm, doc_width, dec_width, 3), 19);
     if (!m) return;
-    sharpen(m, 19);
     toy t;
-    toy_make(&t, 6);
-    const lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
-    lc_hibert_zero_grad(m);
-    double sum;
-    long n;
-    CHECK(lc_hibert_pretrain_forward(m, &b, MASK_SEED, 0, &sum, &n) == LC_OK, "%s", lc_last_error());
-    CHECK(n > 0 && isfinite(sum), "loss %g over %ld", sum, n);
-    CHECK(lc_hibert_backward(m, 1.0f / (float)n) == LC_OK, "%s", lc_last_error());
-    float *g = malloc(sizeof(float) * m->ptab.total);
-    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    const lc_hibert_batch b = toy_make(&t, 6);
+    float *g = backward_grads(m, &b, NULL);
     fd_ctx c = {m, &b, NULL};
     char what[160];
     snprintf(what, sizeof what, "pretrain %s|%s|%s %s", sent_attn, doc_attn, dec_attn, norm == LC_NORM_PRE ? "pre" : "post");
@@ -419,8 +414,7 @@ TEST(head_features) {
     if (!f || !p) return;
     CHECK(f->ptab.n == p->ptab.n + 1 && f->feat_w && !p->feat_w, "one tensor more: head.features");
     toy t;
-    toy_make(&t, 4);
-    lc_hibert_batch b = toy_batch(&t, 0, N_DOCS);
+    lc_hibert_batch b = toy_make(&t, 4);
     float base[16];
     CHECK(lc_hibert_extract_forward(p, &b, NULL, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
     memcpy(base, p->scores, sizeof(float) * (size_t)t.total);
@@ -488,12 +482,10 @@ TEST(pretrain_tensor_list) {
 /* A batch of 3 documents gives the pre-training loss of the documents alone (document j masked with seed
  * + j: alone it is document 0 of a batch with seed MASK_SEED + j). */
 TEST(pretrain_packed_documents_equal_alone) {
-    lc_hibert *m = make_dec("window:w=4", "window:w=2,global=1", "full", LC_NORM_PRE, 12, 10, 4);
+    lc_hibert *m = sharpened(make_dec("window:w=4", "window:w=2,global=1", "full", LC_NORM_PRE, 12, 10, 4), 31);
     if (!m) return;
-    sharpen(m, 31);
     toy t;
-    toy_make(&t, 12);
-    const lc_hibert_batch all = toy_batch(&t, 0, N_DOCS);
+    const lc_hibert_batch all = toy_make(&t, 12);
     double sum_all = 0, sum_alone = 0, s;
     long n_all = 0, n_alone = 0, n;
     CHECK(lc_hibert_pretrain_forward(m, &all, MASK_SEED, 0, &sum_all, &n_all) == LC_OK, "%s", lc_last_error());

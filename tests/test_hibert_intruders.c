@@ -11,6 +11,7 @@
 
 #include "core/rng.h"
 #include "harness.h"
+#include "hibert_kit.h"
 #include "longctx.h"
 #include "models/hibert/hibert.h"
 
@@ -101,16 +102,10 @@ static int word_buckets; /* cfg.sent_words of the models made */
 
 static lc_hibert *make(uint64_t seed) {
     lc_hibert_config c;
-    lc_hibert_config_default(&c);
+    hibert_config(&c, (lc_hibert_stack){1, 16, 2, 24, "full"}, (lc_hibert_stack){2, 12, 2, 20, "full"},
+                  (lc_hibert_stack){1, 8, 2, 16, "full"}, 12, 6);
     c.sent_words = word_buckets;
-    c.sent = (lc_hibert_stack){1, 16, 2, 24, "full"};
-    c.doc = (lc_hibert_stack){2, 12, 2, 20, "full"};
-    c.dec = (lc_hibert_stack){1, 8, 2, 16, "full"};
-    c.max_sent_len = 12, c.max_sents = 6;
-    lc_hibert_limits lim = {DOCS, 0, 0};
-    lc_hibert *m = NULL;
-    CHECK(lc_hibert_create(&c, &lim, seed, &m) == LC_OK, "%s", lc_last_error());
-    return m;
+    return hibert_new(&c, DOCS, seed, "");
 }
 
 TEST(intruder_forward_is_the_extraction_of_the_swapped_batch) {
@@ -222,15 +217,10 @@ TEST(combined_step_sums_both_gradients) {
  * a comparison with the rest of its document can tell (every alphabet is common across the batch). */
 TEST(learns_to_find_intruders) {
     lc_hibert_config c;
-    lc_hibert_config_default(&c);
-    c.sent = (lc_hibert_stack){1, 32, 2, 64, "full"};
-    c.doc = (lc_hibert_stack){2, 32, 4, 64, "full"};
-    c.dec = (lc_hibert_stack){1, 16, 2, 32, "full"};
-    c.max_sent_len = 10, c.max_sents = 6;
+    hibert_config(&c, (lc_hibert_stack){1, 32, 2, 64, "full"}, (lc_hibert_stack){2, 32, 4, 64, "full"},
+                  (lc_hibert_stack){1, 16, 2, 32, "full"}, 10, 6);
     enum { D = 8, S = 6 };
-    lc_hibert_limits lim = {D, 0, 0};
-    lc_hibert *m = NULL;
-    CHECK(lc_hibert_create(&c, &lim, 21, &m) == LC_OK, "%s", lc_last_error());
+    lc_hibert *m = hibert_new(&c, D, 21, "");
     if (!m) return;
     lc_train_options o;
     lc_train_options_default(&o);

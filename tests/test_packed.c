@@ -125,33 +125,25 @@ static void packed_equals_separate(const char *spec, int causal, lc_norm norm, c
 static const int mixed[] = {6, 6, 6, 3, 9, 9, 1, 4, 4, 4};
 static const int n_mixed = sizeof mixed / sizeof mixed[0];
 
-TEST(packed_full) {
-    packed_equals_separate("full", 1, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("full", 0, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("full", 0, LC_NORM_POST, mixed, n_mixed);
+/* The mixed lengths through spec, where its flag is set: causal pre-LN, bidirectional pre-LN, bidirectional
+ * post-LN (in that order). */
+static void packed_mixed(const char *spec, int causal_pre, int pre, int post) {
+    if (causal_pre) packed_equals_separate(spec, 1, LC_NORM_PRE, mixed, n_mixed);
+    if (pre) packed_equals_separate(spec, 0, LC_NORM_PRE, mixed, n_mixed);
+    if (post) packed_equals_separate(spec, 0, LC_NORM_POST, mixed, n_mixed);
 }
 
-TEST(packed_window) {
-    packed_equals_separate("window:w=3", 1, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("window:w=3", 0, LC_NORM_PRE, mixed, n_mixed);
-}
+TEST(packed_full) { packed_mixed("full", 1, 1, 1); }
+TEST(packed_window) { packed_mixed("window:w=3", 1, 1, 0); }
+TEST(packed_block) { packed_mixed("block:b=4", 1, 0, 1); }
 
-TEST(packed_block) {
-    packed_equals_separate("block:b=4", 1, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("block:b=4", 0, LC_NORM_POST, mixed, n_mixed);
-}
-
-TEST(packed_bigbird) {
-    /* blocks of 2 with one random block: the random plan depends on the length, not on the batch row */
-    packed_equals_separate("bigbird:b=2,r=1", 1, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("bigbird:b=2,r=1", 0, LC_NORM_PRE, mixed, n_mixed);
-}
+/* blocks of 2 with one random block: the random plan depends on the length, not on the batch row */
+TEST(packed_bigbird) { packed_mixed("bigbird:b=2,r=1", 1, 1, 0); }
 
 TEST(packed_head_groups_and_globals) {
     /* global positions are positions inside each sequence: the first row of every sequence is global */
-    packed_equals_separate("2xfull+2xwindow:w=2,global=1", 1, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("2xfull+2xwindow:w=2,global=1", 0, LC_NORM_PRE, mixed, n_mixed);
-    packed_equals_separate("window:w=1,global=2+3xblock:b=2", 0, LC_NORM_POST, mixed, n_mixed);
+    packed_mixed("2xfull+2xwindow:w=2,global=1", 1, 1, 0);
+    packed_mixed("window:w=1,global=2+3xblock:b=2", 0, 0, 1);
 }
 
 /* The encoder case HIBERT runs: many short bidirectional sentences sorted by length. */

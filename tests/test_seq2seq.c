@@ -48,7 +48,13 @@ static lc_seq2seq *make(int tied, lc_norm norm, int ce, int cd, const char *enc_
     return m;
 }
 
-static void sharpen(lc_seq2seq *m, uint64_t seed) { fd_sharpen(&m->tensors, &m->ptab, m->params, seed); }
+/* make(), then sharpened weights (fd_kit.h) from sharpen_seed. */
+static lc_seq2seq *make_sharp(int tied, lc_norm norm, int ce, int cd, const char *attn, uint64_t seed,
+                              uint64_t sharpen_seed) {
+    lc_seq2seq *m = make(tied, norm, ce, cd, attn, seed);
+    if (m) fd_sharpen(&m->tensors, &m->ptab, m->params, sharpen_seed);
+    return m;
+}
 
 typedef struct {
     lc_seq2seq *m;
@@ -64,9 +70,8 @@ static double mean_loss(void *user) {
 }
 
 static void check_gradients(int tied, lc_norm norm, int ce, int cd, const char *enc_attn) {
-    lc_seq2seq *m = make(tied, norm, ce, cd, enc_attn, 3);
+    lc_seq2seq *m = make_sharp(tied, norm, ce, cd, enc_attn, 3, 17);
     if (!m) return;
-    sharpen(m, 17);
     toy t;
     const lc_seq2seq_batch b = toy_make(&t, 5);
     loss_ctx c = {m, &b};
@@ -91,9 +96,8 @@ TEST(gradients_untied_post_widths_window) { check_gradients(0, LC_NORM_POST, 12,
 
 /* One packed batch == each pair alone (losses summed, gradients of the summed loss). */
 TEST(packed_pairs_equal_alone) {
-    lc_seq2seq *m = make(0, LC_NORM_PRE, 12, 10, "full", 4);
+    lc_seq2seq *m = make_sharp(0, LC_NORM_PRE, 12, 10, "full", 4, 8);
     if (!m) return;
-    sharpen(m, 8);
     toy t;
     const lc_seq2seq_batch b = toy_make(&t, 6);
     double all, one, sum = 0;
@@ -190,9 +194,8 @@ static void check_generate_matches_argmax(lc_seq2seq *m, const lc_seq2seq_batch 
 }
 
 TEST(generate_matches_teacher_forced_argmax_untrained) {
-    lc_seq2seq *m = make(0, LC_NORM_PRE, 12, 10, "full", 9);
+    lc_seq2seq *m = make_sharp(0, LC_NORM_PRE, 12, 10, "full", 9, 10);
     if (!m) return;
-    sharpen(m, 10);
     toy t;
     const lc_seq2seq_batch b = toy_make(&t, 11);
     check_generate_matches_argmax(m, &b, MAX_TGT);

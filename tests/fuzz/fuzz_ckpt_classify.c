@@ -10,8 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lc_classify_run run;
     lc_label_set labels;
     lc_word_vocab *words = NULL;
-    lc_status st = lc_classifier_load(path, 1, 0, &m, &run, &labels, &words);
-    fuzz_expect_message(st);
+    const lc_status st = fuzz_expect_message(lc_classifier_load(path, 1, 0, &m, &run, &labels, &words));
     if (!st) {
         if (!m || labels.n != lc_classifier_config(m)->n_classes) abort();
         lc_label_set_free(&labels);

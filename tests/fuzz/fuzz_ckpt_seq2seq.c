@@ -8,8 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!path) return 0;
     lc_seq2seq *m = NULL;
     lc_seq2seq_run run;
-    lc_status st = lc_seq2seq_load(path, 1, &m, &run);
-    fuzz_expect_message(st);
+    const lc_status st = fuzz_expect_message(lc_seq2seq_load(path, 1, &m, &run));
     if (!st) {
         int max_src = 0, max_tgt = 0;
         lc_seq2seq_max_lengths(m, &max_src, &max_tgt);

@@ -43,12 +43,13 @@ static const char *fuzz_file(int slot, const void *data, size_t size) {
     return fuzz_paths[slot];
 }
 
-/* A failure must leave one message, naming what failed: an empty one is a bug the harness reports. */
-static void fuzz_expect_message(lc_status st) {
+/* A failure must leave one message, naming what failed: an empty one is a bug the harness reports. Returns st. */
+static lc_status fuzz_expect_message(lc_status st) {
     if (st && !lc_last_error()[0]) {
         fprintf(stderr, "fuzz: status %d without a message\n", (int)st);
         abort();
     }
+    return st;
 }
 
 #endif

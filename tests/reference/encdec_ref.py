@@ -159,6 +159,16 @@ def random_params(shapes, rng):
     return out
 
 
+def stack(n_layer, d_model, n_head, d_ff, attn="full"):
+    """One stack's config (the fixture scripts' tables)."""
+    return {"n_layer": n_layer, "d_model": d_model, "n_head": n_head, "d_ff": d_ff, "attn": attn}
+
+
+def stack_meta(cfg, sides):
+    """The checkpoint metadata of cfg's stacks `sides` ("enc", "dec", ...): "side.field" -> the value as text."""
+    return {"%s.%s" % (side, k): str(v) for side in sides for k, v in cfg[side].items()}
+
+
 def leaf_params(params):
     """name -> float64 torch leaf requiring grad."""
     return {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in params.items()}

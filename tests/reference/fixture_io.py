@@ -64,6 +64,31 @@ def read_back(path, tensors, meta):
     return got, gmeta
 
 
+def float64_params(got, names):
+    """The tensors `names` of a read-back fixture as float64 arrays."""
+    return {n: got[n].astype(np.float64) for n in names}
+
+
+def split_runs(flat, lens):
+    """flat cut into consecutive runs of the lengths lens."""
+    runs, a = [], 0
+    for n in lens:
+        runs.append(flat[a:a + n])
+        a += n
+    return runs
+
+
+def write_fixtures(args, build, verify, file_pattern, max_bytes, report):
+    """main() of a script with several fixtures: for each of args.names, build(name) gives (cfg, tensors, meta,
+    result); written checked as args.out_dir/(file_pattern % name) with verify(path, cfg, tensors, meta), then
+    report(path relative to the repository, size, result) printed."""
+    for name in args.names:
+        cfg, tensors, meta, result = build(name)
+        path = os.path.join(args.out_dir, file_pattern % name)
+        size, _ = write_checked(path, tensors, meta, lambda q: verify(q, cfg, tensors, meta), max_bytes)
+        print(report(relpath(path), size, result))
+
+
 def write_checked(path, tensors, meta, verify, max_bytes):
     """Writes the fixture to path + ".tmp", runs verify(tmp_path) on it and checks its size against max_bytes,
     then renames it to path, so a fixture that fails its checks never replaces a good one (the temporary

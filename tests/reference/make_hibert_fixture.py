@@ -37,10 +37,7 @@ MAX_BYTES = 160 * 1024
 U, M, R, K = hr.UNSELECTED, hr.MASKED, hr.REPLACED, hr.KEPT
 
 
-def stack(n_layer, d_model, n_head, d_ff, attn="full"):
-    return {"n_layer": n_layer, "d_model": d_model, "n_head": n_head, "d_ff": d_ff, "attn": attn}
-
-
+stack = ed.stack
 LENS = [[5, 0, 8], [7, 11], [3, 1, 6, 4]]
 ACTION = [[R, M, U], [U, K], [M, U, R, K]]
 SOURCE = [[2, 1, 2], [0, 1], [0, 1, 0, 3]]
@@ -89,25 +86,16 @@ def build(name):
         tensors += [("%s.grad.%s" % (what, n), "F32", g) for n, g in r[what + ".grads"].items()]
     meta = {"max_sent_len": str(cfg["max_sent_len"]), "max_sents": str(cfg["max_sents"]), "norm": cfg["norm"],
             "activation": cfg["activation"], "generator": "tests/reference/make_hibert_fixture.py"}
-    for side in ("sent", "doc", "dec"):
-        for k, v in cfg[side].items():
-            meta["%s.%s" % (side, k)] = str(v)
+    meta.update(ed.stack_meta(cfg, ("sent", "doc", "dec")))
     return cfg, tensors, meta, r
 
 
 def verify(path, cfg, tensors, meta):
     got, _ = fixture_io.read_back(path, tensors, meta)
-    params = {n: got[n].astype(np.float64) for n in hr.param_shapes(cfg)}
-    flat, lens = got["sent_bytes"].tolist(), got["sent_len"].tolist()
-    sents, a = [], 0
-    for n in lens:
-        sents.append(flat[a:a + n])
-        a += n
-    docs, labels, k = [], [], 0
-    for n in got["n_sents"].tolist():
-        docs.append(sents[k:k + n])
-        labels.append(got["labels"].tolist()[k:k + n])
-        k += n
+    params = fixture_io.float64_params(got, hr.param_shapes(cfg))
+    sents = fixture_io.split_runs(got["sent_bytes"].tolist(), got["sent_len"].tolist())
+    docs = fixture_io.split_runs(sents, got["n_sents"].tolist())
+    labels = fixture_io.split_runs(got["labels"].tolist(), got["n_sents"].tolist())
     r = compute(cfg, params, docs, labels)
     for what in ("extract", "pretrain"):
         assert abs(r[what + ".loss"] - float(got[what + ".loss"][0])) < 1e-6 * max(1.0, r[what + ".loss"]), what
@@ -144,12 +132,9 @@ def main():
     args = fixture_io.start(__doc__, self_check, FIXTURES)
     if args is None:
         return
-    for name in args.names:
-        cfg, tensors, meta, r = build(name)
-        path = os.path.join(args.out_dir, "hibert_%s.safetensors" % name)
-        size, _ = fixture_io.write_checked(path, tensors, meta, lambda q: verify(q, cfg, tensors, meta), MAX_BYTES)
-        print("wrote %s: %d bytes, extraction BCE %.9g, pre-training NLL %.9g over %d targets"
-              % (fixture_io.relpath(path), size, r["extract.loss"], r["pretrain.loss"], r["pretrain.count"]))
+    fixture_io.write_fixtures(args, build, verify, "hibert_%s.safetensors", MAX_BYTES, lambda path, size, r: (
+        "wrote %s: %d bytes, extraction BCE %.9g, pre-training NLL %.9g over %d targets"
+        % (path, size, r["extract.loss"], r["pretrain.loss"], r["pretrain.count"])))
 
 
 if __name__ == "__main__":

@@ -37,10 +37,7 @@ import seq2seq_ref  # noqa: E402
 MAX_BYTES = 300 * 1024
 
 
-def stack(n_layer, d_model, n_head, d_ff, attn="full"):
-    return {"n_layer": n_layer, "d_model": d_model, "n_head": n_head, "d_ff": d_ff, "attn": attn}
-
-
+stack = ed.stack
 # name -> (config, source/target lengths, seed)
 FIXTURES = {
     "pre_gelu_tied": ({"enc": stack(2, 12, 2, 20), "dec": stack(2, 12, 3, 18), "max_src_len": 7, "max_tgt_len": 6,
@@ -73,20 +70,15 @@ def build(name):
     meta = {"pairs": str(len(pairs)), "max_src_len": str(cfg["max_src_len"]), "max_tgt_len": str(cfg["max_tgt_len"]),
             "norm": cfg["norm"], "activation": cfg["activation"], "tied": str(cfg["tied"]),
             "generator": "tests/reference/make_seq2seq_fixture.py"}
-    for side in ("enc", "dec"):
-        for k, v in cfg[side].items():
-            meta["%s.%s" % (side, k)] = str(v)
+    meta.update(ed.stack_meta(cfg, ("enc", "dec")))
     return cfg, tensors, meta, loss
 
 
 def verify(path, cfg, tensors, meta):
     got, _ = fixture_io.read_back(path, tensors, meta)
-    params = {n: got[n].astype(np.float64) for n in seq2seq_ref.param_shapes(cfg)}
-    src, tgt = got["src"].tolist(), got["tgt"].tolist()
-    pairs, a, b = [], 0, 0
-    for sl, tl in zip(got["src_len"].tolist(), got["tgt_len"].tolist()):
-        pairs.append((src[a:a + sl], tgt[b:b + tl]))
-        a, b = a + sl, b + tl
+    params = fixture_io.float64_params(got, seq2seq_ref.param_shapes(cfg))
+    pairs = list(zip(fixture_io.split_runs(got["src"].tolist(), got["src_len"].tolist()),
+                     fixture_io.split_runs(got["tgt"].tolist(), got["tgt_len"].tolist())))
     loss, count, grads = compute(cfg, params, pairs)
     assert abs(loss - float(got["expected.loss"][0])) < 1e-6 * max(1.0, abs(loss)), loss
     assert count == int(got["expected.count"][0])
@@ -125,11 +117,8 @@ def main():
     args = fixture_io.start(__doc__, self_check, FIXTURES)
     if args is None:
         return
-    for name in args.names:
-        cfg, tensors, meta, loss = build(name)
-        path = os.path.join(args.out_dir, "seq2seq_%s.safetensors" % name)
-        size, _ = fixture_io.write_checked(path, tensors, meta, lambda q: verify(q, cfg, tensors, meta), MAX_BYTES)
-        print("wrote %s: %d bytes, loss %.9g" % (fixture_io.relpath(path), size, loss))
+    fixture_io.write_fixtures(args, build, verify, "seq2seq_%s.safetensors", MAX_BYTES,
+                              lambda path, size, loss: "wrote %s: %d bytes, loss %.9g" % (path, size, loss))
 
 
 if __name__ == "__main__":

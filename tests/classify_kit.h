@@ -1,0 +1,56 @@
+/* The toy examples of the classifier tests (tests/test_classify.c, tests/test_classify_mlm.c): N_EX sequences of
+ * lengths 3, 7, 7, 15 (longer than MAX_LEN 12, so truncated) and 0 (the [CLS] alone) of random ids, with random
+ * labels. Include after harness.h. */
+#ifndef LC_TESTS_CLASSIFY_KIT_H
+#define LC_TESTS_CLASSIFY_KIT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/rng.h"
+#include "models/classify/classify.h"
+
+#define MAX_LEN 12
+#define N_EX 5
+
+typedef struct {
+    int ids[N_EX][MAX_LEN + 4];
+    int len[N_EX];
+    const int *ptr[N_EX];
+    int labels[N_EX];
+} toy;
+
+/* Ids in [lo, hi); with classes > 0, each example's label below classes (drawn before its ids). */
+static inline void toy_fill(toy *t, int lo, int hi, int classes, uint64_t seed) {
+    static const int lens[N_EX] = {3, 7, 7, 15, 0};
+    lc_rng r;
+    lc_rng_seed(&r, seed);
+    for (int i = 0; i < N_EX; i++) {
+        t->len[i] = lens[i], t->ptr[i] = t->ids[i], t->labels[i] = 0;
+        if (classes > 0) t->labels[i] = (int)(lc_rng_uniform(&r) * classes) % classes;
+        for (int k = 0; k < MAX_LEN + 4; k++) t->ids[i][k] = lo + (int)(lc_rng_uniform(&r) * (hi - lo)) % (hi - lo);
+    }
+}
+
+/* The tests' classifier: 2 layers of width 16, 2 heads, d_ff 24, 3 classes through a hidden layer of 12, attention
+ * spec attn over bytes or words (vocab), sequences up to max_len; the caller sets the rest before create. */
+static inline void toy_config(lc_classify_config *c, const char *attn, int words, int vocab, int max_len) {
+    lc_classify_config_default(c);
+    c->n_layer = 2, c->d_model = 16, c->n_head = 2, c->d_ff = 24, c->max_len = max_len, c->n_classes = 3;
+    c->d_hidden = 12, c->tokens = words ? LC_TOKENS_WORDS : LC_TOKENS_BYTES, c->vocab = vocab;
+    snprintf(c->attn, sizeof c->attn, "%s", attn);
+}
+
+/* lc_classifier_create for up to max_batch examples; NULL (and a failed CHECK naming the spec) when refused. */
+static inline lc_classifier *toy_create(const lc_classify_config *c, int max_batch, uint64_t seed) {
+    lc_classifier *m = NULL;
+    CHECK(lc_classifier_create(c, max_batch, 0, seed, &m) == LC_OK, "%s: %s", c->attn, lc_last_error());
+    return m;
+}
+
+/* Examples first .. first + n - 1 as a batch. */
+static inline lc_classify_batch toy_batch(const toy *t, int first, int n) {
+    return (lc_classify_batch){n, t->ptr + first, t->len + first};
+}
+
+#endif
