@@ -86,7 +86,7 @@ CFLAGS := $(CFLAGS_BASE) $(OPT) $(OMP) $(SAN) $(BLAS_CFLAGS) $(ZLIB_CFLAGS) $(EX
 LDFLAGS := $(OMP) $(SAN)
 LDLIBS := $(BLAS_LIBS) $(ZLIB_LIBS) $(MPI_LIBS) -lm
 
-LIB_SRC := $(filter-out $(DIST_OFF),$(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/models/*/*.c src/train/*.c src/summ/*.c src/lra/*.c))
+LIB_SRC := $(filter-out $(DIST_OFF),$(wildcard src/core/*.c src/kernels/*.c src/attn/*.c src/nn/*.c src/models/*.c src/models/*/*.c src/train/*.c src/summ/*.c src/lra/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)

@@ -99,7 +99,7 @@ one_line 2 "hibert finetune: --dec-layers belongs to hibert pretrain" -- "$bin" 
 one_line 2 "hibert finetune: --eval-docs belongs to hibert pretrain" -- "$bin" hibert finetune --eval-docs 2 --out "$tmp/x.st"
 one_line 2 "hibert pretrain: --labels belongs to hibert finetune" -- "$bin" hibert pretrain --labels greedy --out "$tmp/x.st"
 one_line 2 "bench xl-eval: --model does not apply" -- "$bin" bench xl-eval --model vanilla
-one_line 2 "train: --task must be classify or seq2seq, got 'bogus'" -- "$bin" train --task bogus
+one_line 2 "train: --task must be lm, classify, hibert or seq2seq, got 'bogus'" -- "$bin" train --task bogus
 
 # ---- 3. docs/guides/attention.md's spec table: *vanilla* rows need --model vanilla (and are refused without it)
 spec_rows=$(awk '/^\| spec \| meaning \|/ { on = 1; next } on && !/^\|/ { exit } on && !/^\| ---/' "$root/docs/guides/attention.md")

@@ -17,7 +17,7 @@ ev=("$bin" eval --task summarize)
 expect 2 "--method or --ckpt is required" -- "${ev[@]}"
 expect 2 "--method must be lead3, leadk, lexrank or oracle, got 'lead4'" -- "${ev[@]}" --method lead4
 expect 2 "--split must be valid, test, train or all" -- "${ev[@]}" --method lead3 --split dev
-expect 2 "--task must be summarize, classify or seq2seq, got 'translate'" -- "$bin" eval --task translate --method lead3
+expect 2 "eval: --task must be summarize, lm, classify, hibert or seq2seq, got 'translate'" -- "$bin" eval --task translate --method lead3
 expect 2 "--task needs a value" -- "$bin" eval --task
 expect 2 "give --ckpt or --method, not both" -- "${ev[@]}" --method lead3 --ckpt model.ckpt
 expect 1 "model.ckpt" -- "${ev[@]}" --ckpt=model.ckpt

@@ -114,7 +114,7 @@ expect 1 "README.md: not a safetensors checkpoint" -- "$bin" eval --ckpt "$root/
 expect 1 "README.md: not a safetensors checkpoint" -- "$bin" predict --ckpt "$root/README.md" "$tmp/lines.txt"
 
 # ---- usage lines
-expect 2 "eval: --task must be summarize, classify or seq2seq, got 'sumarize'" -- "$bin" eval --task sumarize
+expect 2 "eval: --task must be summarize, lm, classify, hibert or seq2seq, got 'sumarize'" -- "$bin" eval --task sumarize
 expect 2 "bench: unknown benchmark 'foo' \(benchmarks: train, xl-eval, attn, hibert, gemm" -- "$bin" bench foo
 check "help" -- "$bin" --help
 check "  the top-level help lists every benchmark" -- test "$(sed -n '/bench /,/listops/p' "$tmp/out" | grep -o 'train\|xl-eval\|attn\|hibert\|gemm' | sort -u | wc -l)" -eq 5

@@ -97,6 +97,11 @@ int lc_cmd_bench_hibert(int argc, char **argv); /* bench hibert (cmd_bench_hiber
 int lc_cmd_bench_gemm(int argc, char **argv);   /* bench gemm (cmd_bench_gemm.c) */
 int lc_cmd_hibert(int argc, char **argv);     /* hibert pretrain|finetune (cmd_hibert.c) */
 int lc_cmd_summarize(int argc, char **argv);  /* summarize (cmd_summarize.c) */
+int lc_cmd_eval_summary(int argc, char **argv); /* eval --task summarize (cmd_eval_summary.c) */
+/* `CMD --task NAME` (cmd "train" or "eval"; tasks.c): NAME a family of the registry (longctx/family.h), run by
+ * its command. -1 when there is no --task, or it is "lm" (the caller's own code); else the command's exit code.
+ * An unknown NAME is one usage error listing `also` (other tasks, "summarize, ") and the families. */
+int lc_cli_task_run(const char *cmd, const char *also, int argc, char **argv);
 int lc_cmd_export(int argc, char **argv);     /* export (cmd_export.c) */
 int lc_cmd_plot(int argc, char **argv);       /* plot: loss and validation curves of --log files (cmd_plot.c) */
 int lc_cmd_attn_map(int argc, char **argv);   /* attn-map: one head's attention weights over a text (cmd_attn_map.c) */

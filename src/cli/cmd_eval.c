@@ -8,14 +8,11 @@
 #include "cli/model_flags.h"
 #include "core/threads.h"
 
-int lc_cmd_eval_summary(int argc, char **argv); /* --task summarize (cmd_eval_summary.c) */
-
 int lc_cmd_eval(int argc, char **argv) {
-    if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_eval_classify(argc, argv);
-    if (lc_cli_task_is(argc, argv, "seq2seq")) return lc_cmd_eval_seq2seq(argc, argv);
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--task") == 0 || strncmp(argv[i], "--task=", 7) == 0) return lc_cmd_eval_summary(argc, argv);
-    const char *ckpt = NULL, *data = NULL, *split = "valid", *splits = "auto", *precision = NULL;
+    if (lc_cli_task_is(argc, argv, "summarize")) return lc_cmd_eval_summary(argc, argv);
+    int rc = lc_cli_task_run("eval", "summarize, ", argc, argv); /* another family's evaluation */
+    if (rc >= 0) return rc;
+    const char *ckpt = NULL, *data = NULL, *split = "valid", *splits = "auto", *precision = NULL, *task = NULL;
     int seg_len = 0, batch = 8, threads = 0, json = 0, mem_len = -1, clamp_len = -1, same_length = 0;
     lc_opt opts[] = {
         {"--ckpt", OPT_STR, &ckpt, 0, 0, "checkpoint to evaluate (required)", 0},
@@ -28,10 +25,10 @@ int lc_cmd_eval(int argc, char **argv) {
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--precision", OPT_STR, &precision, 0, 0, "linear layers' products: fp32 or bf16 (default: the checkpoint's)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
-        {"--task", OPT_STR, NULL, 0, 0, "summarize, classify or seq2seq: another task (eval --task summarize|classify|seq2seq --help)", 0},
+        {"--task", OPT_STR, &task, 0, 0, "summarize, or a model family: lm (default), classify, hibert or seq2seq (eval --task NAME --help)", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
-    int rc = lc_parse_opts("eval", "--ckpt CKPT [options]", opts, n, argc, argv);
+    rc = lc_parse_opts("eval", "--ckpt CKPT [options]", opts, n, argc, argv);
     if (rc >= 0) return rc;
     if (!ckpt) { lc_cli_error("eval: --ckpt is required (see longctx eval --help)"); return LC_EXIT_USAGE; }
     lc_part part;

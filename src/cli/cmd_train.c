@@ -50,7 +50,7 @@ static int build_opts(train_args *a, lc_opt *opts) {
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
         {"--log", OPT_STR, &a->log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
         {"--loss-log", OPT_STR, &a->loss_log, 0, 0, "append each step's training loss to this file ('step loss')", 0},
-        {"--task", OPT_STR, &a->task, 0, 0, "classify or seq2seq: train a classifier or an encoder-decoder instead (train --task NAME --help)", 0},
+        {"--task", OPT_STR, &a->task, 0, 0, "the model family: lm (default), classify, hibert or seq2seq (train --task NAME --help)", 0},
     };
     int n = (int)(sizeof base / sizeof base[0]);
     memcpy(opts, base, sizeof base);
@@ -470,8 +470,8 @@ static int run(train_args *a, lc_opt *opts, int n) {
 }
 
 int lc_cmd_train(int argc, char **argv) {
-    if (lc_cli_task_is(argc, argv, "classify")) return lc_cmd_train_classify(argc, argv);
-    if (lc_cli_task_is(argc, argv, "seq2seq")) return lc_cmd_train_seq2seq(argc, argv);
+    const int task_rc = lc_cli_task_run("train", "", argc, argv); /* another family's training */
+    if (task_rc >= 0) return task_rc;
     lc_dist_init(&argc, &argv); /* several processes under mpirun, else one */
     train_args a;
     memset(&a, 0, sizeof a);
@@ -479,12 +479,8 @@ int lc_cmd_train(int argc, char **argv) {
     lc_model_flags_init(&a.mf);
     lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
     int n = build_opts(&a, opts);
-    int rc = lc_parse_opts("train", "[options]   (train --task classify|seq2seq --help: a classifier, an encoder-decoder)", opts, n,
+    int rc = lc_parse_opts("train", "[options]   (train --task classify|hibert|seq2seq --help: another model family)", opts, n,
                            argc, argv);
-    if (rc < 0 && a.task) { /* --task classify and seq2seq went to their commands */
-        lc_cli_error("train: --task must be classify or seq2seq, got '%s'", a.task);
-        rc = LC_EXIT_USAGE;
-    }
     if (rc < 0) rc = lc_optim_flags_apply("train", &a.o);
     if (rc < 0) rc = run(&a, opts, n);
     lc_cli_all_ready_end(rc);

@@ -8,6 +8,8 @@
 #include "nn/lm_fields.h"
 #include "nn/stacks.h"
 
+LC_FIELD_TABLE(lc_lm_field_table, lc_config, LC_LM_FIELDS)
+
 typedef struct {
     const char *name;
     int n_layer, d_model, n_head, d_ff, seq_len;

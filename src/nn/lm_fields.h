@@ -23,11 +23,12 @@
 #include <stdint.h>
 
 #include "longctx.h"
+#include "longctx/fields.h"
 
 /* need: REQUIRED in every checkpoint (else absent in older files: 0 or ""); XL_ONLY: Transformer-XL models only
  * (a vanilla model's checkpoint leaves the key out; setting it non-zero for one is an error); RUN: a run
  * setting, not the model's shape (a resumed or loaded model takes it too). */
-enum { LC_F_REQUIRED = 1, LC_F_XL_ONLY = 2, LC_F_RUN = 8 };
+enum { LC_F_REQUIRED = LC_FIELD_REQUIRED, LC_F_XL_ONLY = LC_FIELD_XL_ONLY, LC_F_RUN = LC_FIELD_RUN };
 
 /* The value names of the choices the families share. */
 #define LC_NORM_CHOICES "pre|post"
@@ -77,6 +78,10 @@ enum {
     LC_LM_FIELD_COUNT
 };
 _Static_assert(LC_LM_FIELD_COUNT <= 64, "lc_config_derive's `given` holds one bit per field");
+
+/* The rows as a generic field table (longctx/fields.h) over lc_config: what the family registry
+ * (longctx/family.h) and the binding API's family calls read. */
+const lc_field *lc_lm_field_table(int *n);
 
 /* The rules between fields that `longctx train` applies to the flags given, and longctx.Model.create to the
  * keys given (bit i of `given`: row i was set): objective mlm makes the model vanilla unless `model` was

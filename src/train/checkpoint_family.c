@@ -29,25 +29,33 @@ void lc_meta_family_format(const meta_family *fam, const void *base, lc_ckpt_met
 
 lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const meta_family *fam, const void *base,
                               const lc_st_meta *extra, int n_extra) {
+    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
+    if (!meta) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
+    lc_meta_family_format(fam, base, meta);
+    lc_status st = lc_ckpt_save_items(path, c, meta, extra, n_extra);
+    free(meta);
+    return st;
+}
+
+lc_status lc_ckpt_save_items(const char *path, const lc_ckpt_tensors *c, const lc_ckpt_meta_strings *meta,
+                             const lc_st_meta *extra, int n_extra) {
     if (!lc_all_finite(c->params, c->ptab->total))
         return lc_fail(LC_ERR_NUMERIC, "%s: not saved: the weights hold NaN or infinity (training diverged)", path);
     const int n = c->ptab->n;
     lc_st_tensor *t = calloc((size_t)3 * n + (size_t)c->stab->n + 1, sizeof *t);
     char(*names)[LC_CKPT_NAME_CAP] = calloc((size_t)2 * n + 1, sizeof *names);
-    lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
     lc_st_meta *items = calloc(LC_CKPT_META_MAX + (size_t)n_extra, sizeof *items);
     lc_status st;
-    if (!t || !names || !meta || !items) {
+    if (!t || !names || !items) {
         st = lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
     } else {
         int k = lc_ckpt_list_params(c, t, names);
         k += lc_ckpt_list_state(c, t + k);
-        lc_meta_family_format(fam, base, meta);
         memcpy(items, meta->items, sizeof *items * (size_t)meta->n);
         if (n_extra > 0) memcpy(items + meta->n, extra, sizeof *items * (size_t)n_extra);
         st = lc_st_write(path, t, k, items, meta->n + (n_extra > 0 ? n_extra : 0));
     }
-    free(t), free(names), free(meta), free(items);
+    free(t), free(names), free(items);
     return st;
 }
 

@@ -121,6 +121,11 @@ static int lm_skip(const meta_key *k, const void *base, int writing) {
 void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
                     lc_ckpt_meta_strings *out) {
     out->n = 0;
+    lc_meta_format_append(parts, n_parts, base, skip, out);
+}
+
+void lc_meta_format_append(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
+                           lc_ckpt_meta_strings *out) {
     for (int p = 0; p < n_parts; p++)
         for (int i = 0; i < parts[p].n; i++) {
             const meta_key *k = &parts[p].keys[i];

@@ -20,7 +20,7 @@
 /* A validation pass's results: named numbers for the log ("valid_accuracy", "valid_rouge1", ...), the
  * score that selects the best checkpoint (higher is better; NaN: the family keeps no best), and what the
  * progress line shows (lc_progress's valid_bpc and valid_accuracy; NaN: nothing). */
-typedef struct {
+typedef struct lc_fit_metrics {
     int n;
     struct {
         const char *key; /* a JSON key: a static string */
@@ -43,7 +43,7 @@ typedef struct {
 
 /* What the loop needs of a family's run. `run` is the family's own state (the model, its data, its
  * batch buffers). */
-typedef struct {
+typedef struct lc_fit_family {
     /* The forward pass of this process's share of batch number `batch` (step * grad_accum + part; the
      * share: the family's split of one batch of `ranks` processes, so that R processes of batch B read what
      * one process of batch R*B reads), with dropout on: *loss_sum is the summed loss, *count the scored
@@ -60,7 +60,7 @@ typedef struct {
 
 /* The parameters the loop updates, laid out by a tensor list (nn/tensors.h); *step counts the
  * optimizer steps done and is advanced by the loop. */
-typedef struct {
+typedef struct lc_fit_params {
     const lc_tensor_list *tensors;
     const lc_table *ptab;
     float *params, *grads, *adam_m, *adam_v;
@@ -86,7 +86,7 @@ typedef struct {
 } lc_fit_options;
 
 /* What the run did. */
-typedef struct {
+typedef struct lc_fit_result {
     long first_step, steps_done;
     lc_fit_record record;   /* the best so far */
     double seconds;         /* wall time of the run */

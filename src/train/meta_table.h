@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "longctx/fields.h"
 #include "nn/lm_fields.h" /* the value names the families share: LC_NORM_CHOICES, ... */
 #include "train/checkpoint_meta.h"
 #include "train/checkpoint_tensors.h"
@@ -85,6 +86,15 @@ typedef struct {
     size_t opts_at;
 } meta_family;
 
+/* The keys of a family's field table (longctx/fields.h) into out[n]: each row's name, kind and checkpoint
+ * range (INT/LONG 0..file_hi, FLOAT [0, file_hi), CHOICE by name, TEXT in its array, written as the row's
+ * text when empty), its REQUIRED and XL_ONLY bits; offsets as the rows'. */
+void lc_meta_keys_of_fields(const lc_field *f, int n, meta_key *out);
+/* Writes path atomically: the tensors of c, the metadata items, then the `extra` items; refuses weights
+ * holding NaN or infinity (LC_ERR_NUMERIC naming the file). */
+lc_status lc_ckpt_save_items(const char *path, const lc_ckpt_tensors *c, const lc_ckpt_meta_strings *meta,
+                             const lc_st_meta *extra, int n_extra);
+
 /* What every family's checkpoint does (train/checkpoint_family.c), on the tensor list of
  * train/checkpoint_tensors.h and its key table: */
 /* Key i of the family's metadata (NULL past the end). */
@@ -107,6 +117,9 @@ lc_status lc_ckpt_build_failed(const char *path, lc_status st);
 
 void lc_meta_format(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
                     lc_ckpt_meta_strings *out);
+/* lc_meta_format after the items out already holds (metadata of values in several structs). */
+void lc_meta_format_append(const meta_part *parts, int n_parts, const void *base, meta_skip_fn skip,
+                           lc_ckpt_meta_strings *out);
 /* Reads every key of the parts in order (a key only read when skip says so after the keys before it);
  * LC_ERR_FORMAT naming the file and the key for a missing required key or a bad value. */
 lc_status lc_meta_parse(const lc_st_file *f, const meta_part *parts, int n_parts, void *base, meta_skip_fn skip);
