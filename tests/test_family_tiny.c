@@ -313,6 +313,27 @@ static const lc_family tiny_family = {
 int lc_tiny_family_register(void);
 int lc_tiny_family_register(void) { return lc_family_register(&tiny_family); }
 
+#ifdef LC_TINY_FAMILY_ONLY
+/* For the Python test: a new model (default config, `note` as given) trained for `steps` steps on the TSV at
+ * train, saved to out. */
+lc_status lc_tiny_family_train(const char *train, const char *note, long steps, const char *out);
+lc_status lc_tiny_family_train(const char *train, const char *note, long steps, const char *out) {
+    tiny_config cfg;
+    tiny_default(&cfg);
+    int n;
+    const lc_field *rows = tiny_fields(&n);
+    lc_status st = lc_field_set_key(rows, n, &cfg, "note", note);
+    void *m = NULL;
+    if (!st) st = tiny_create(&cfg, 1, &m);
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.steps = steps, o.batch = 8, o.lr = 0.3f, o.warmup = 2, o.eval_every = 0;
+    if (!st) st = lc_family_fit(&tiny_family, m, &o, train, NULL, out);
+    tiny_free(m);
+    return st;
+}
+#endif
+
 #ifndef LC_TINY_FAMILY_ONLY
 /* ---------------------------------------------------------------- the tests */
 #include "harness.h"

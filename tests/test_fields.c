@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "../src/cli/args.c"
+#include "../src/cli/field_flags.c"
 #include "../src/cli/model_flags.c"
 #include "core/choice.h"
 #include "harness.h"
 #include "longctx/flat.h"
 #include "nn/lm_fields.h"
 #include "train/checkpoint_meta.h"
+#include "train/meta_table.h"
 #include "train/safetensors.h"
 #include "test_files.h"
 
@@ -179,10 +181,65 @@ TEST(every_flag_sets_its_field_as_the_flat_api_does_and_the_checkpoint_keeps_it)
     }
 }
 
+/* The rows as a generic field table (longctx/fields.h) give what the language model's own code derives by
+ * hand: the same names, flags and help; flags generated from the table (cli/field_flags.c) that set each field
+ * as the flat API does; the checkpoint's keys (lc_meta_keys_of_fields) in the order and with the need bits of
+ * the language model's key table. */
+TEST(the_generic_table_derives_the_same_flags_and_keys) {
+    int n;
+    const lc_field *t = lc_lm_field_table(&n);
+    CHECK(n == N_ROWS, "%d rows", n);
+    meta_key keys[LC_LM_FIELD_COUNT];
+    lc_meta_keys_of_fields(t, n, keys);
+    for (int i = 0; i < n && i < N_ROWS; i++) {
+        const row *r = &rows[i];
+        CHECK(!strcmp(t[i].name, r->name) && t[i].flag == r->flag && t[i].help == r->help && t[i].need == r->need &&
+                  (int)t[i].kind == (r->kind <= K_INT ? 0 : r->kind + 1),
+              "%s", r->name);
+        int xl = -1;
+        const char *key = lc_ckpt_meta_key(i + 2, &xl); /* after format and format_version */
+        CHECK(key && !strcmp(keys[i].key, key) && xl == !!(keys[i].need & XL_ONLY), "%s: key %s", r->name, key);
+        if (!r->flag) continue;
+        char values[16][64];
+        const int nv = candidates(r, values);
+        for (int v = 0; v < nv; v++) {
+            lc_config a, b;
+            lc_config_preset(&a, "tiny"), lc_config_preset(&b, "tiny");
+            lc_field_flags ff;
+            lc_opt opts[LC_FIELD_FLAGS_MAX];
+            const int no = lc_field_flags_add(&ff, t, n, &a, opts, 0);
+            char *argv[2] = {(char *)r->flag, values[v]};
+            const int argc = r->kind == K_BOOL || r->kind == K_BOOL_OFF ? 1 : 2;
+            int rc = lc_parse_opts("test", "", opts, no, argc, argv);
+            if (rc < 0) rc = lc_field_flags_apply(&ff, "test", opts, no);
+            CHECK(rc < 0, "%s %s refused", r->flag, values[v]);
+            CHECK(lc_config_set_str(&b, r->flag, values[v]) == LC_OK, "%s", lc_last_error());
+            CHECK(!memcmp(&a, &b, sizeof a), "%s %s: the generated flag and the flat API differ", r->flag, values[v]);
+        }
+    }
+    /* a bad choice names the flag; a number outside the row's range is the parser's refusal */
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    lc_field_flags ff;
+    lc_opt opts[LC_FIELD_FLAGS_MAX];
+    const int no = lc_field_flags_add(&ff, t, n, &c, opts, 0);
+    char *bad[2] = {"--norm", "mid"}, *big[2] = {"--layers", "0"};
+    fflush(stderr);
+    FILE *saved = stderr;
+    stderr = fopen("/dev/null", "w");
+    int rc = lc_parse_opts("test", "", opts, no, 2, bad);
+    if (rc < 0) rc = lc_field_flags_apply(&ff, "test", opts, no);
+    const int rc_big = lc_parse_opts("test", "", opts, no, 2, big);
+    fclose(stderr);
+    stderr = saved;
+    CHECK(rc == LC_EXIT_USAGE && rc_big == LC_EXIT_USAGE && c.n_layer == 2, "refused: %d %d", rc, rc_big);
+}
+
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_fields_XXXXXX")) return 1;
     RUN(every_row_is_a_flat_api_key);
     RUN(every_flag_sets_its_field_as_the_flat_api_does_and_the_checkpoint_keeps_it);
+    RUN(the_generic_table_derives_the_same_flags_and_keys);
     tmpdir_remove();
     return test_summary("test_fields");
 }

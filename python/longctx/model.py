@@ -272,7 +272,8 @@ class Model(HandleModel):
         training batch). A checkpoint of another family the package has a module for is loaded by it
         (classify: longctx.Classifier, with predict and predict_proba, max_batch its texts per pass, 0: 16;
         seq2seq: longctx.seq2seq.Seq2SeqModel; hibert: longctx.hibert.Summarizer, with summarize and
-        sentence_scores; .family names it). Raises IOFailure (unreadable) or
+        sentence_scores; any other family of the library's table, one registered at run time included:
+        longctx.family.FamilyModel, its config by name; .family names it). Raises IOFailure (unreadable) or
         FormatError (not a longctx checkpoint the package loads: the message names the families)."""
         cpath = _path(path)
         max_batch = _int(max_batch, "max_batch")
@@ -282,6 +283,10 @@ class Model(HandleModel):
             return Classifier.load(cpath, max_batch, threads)
         if family in _FAMILIES:  # another family's module (python/longctx/<family>.py): its model class
             return _FAMILIES[family](path, threads)
+        if family is not None and family not in _LM_FAMILIES:  # a family of the library's table only
+            from .family import FamilyModel, families
+            if family in families():
+                return FamilyModel.load(cpath)
         L = lib()
         opts = L.lc_train_options_new()
         if not opts:
