@@ -52,6 +52,16 @@ check "pretrain plans decoder rows" -- grep -Eq "planned for [0-9]+ sentences, [
 check "pretrain with windowed encoders" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 \
     --sent-attn window:w=4,global=1 --doc-attn window:w=2 --out "$tmp/win.st"
 check "finetune --init" -- "${ft[@]}" --init "$tmp/pre.st" --steps 6 --eval-every 3 --out "$tmp/ft.st" --json
+# the family table's names for the same commands (train --task hibert: hibert finetune; --objective pretrain:
+# hibert pretrain) train the same models
+check "train --task hibert" -- "$bin" train --task hibert --data "$tmp/bbc" "${run[@]}" --init "$tmp/pre.st" --steps 6 \
+    --eval-every 3 --out "$tmp/ft2.st"
+check "train --task hibert: the model of hibert finetune" -- cmp -s "$tmp/ft.st" "$tmp/ft2.st"
+check "train --task hibert --objective=pretrain" -- "$bin" train --objective=pretrain --task hibert --docs "$tmp/docs" \
+    "${shape[@]}" "${run[@]}" --steps 4 --eval-every 2 --out "$tmp/pre2.st"
+check "train --task hibert --objective pretrain: the model of hibert pretrain" -- cmp -s "$tmp/pre.st" "$tmp/pre2.st"
+expect 2 "train --task hibert: --objective must be pretrain or finetune, got 'mlm'" -- \
+    "$bin" train --task hibert --objective mlm --out "$tmp/x.st"
 keep ft
 check "finetune: JSON last line" -- grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"best"' <(tail -1 "$tmp/ft.out")
 check "finetune plans no decoder" -- grep -q ", 0 decoder rows" "$tmp/ft.err"
@@ -125,6 +135,11 @@ check "eval --task summarize --ckpt --threads 1" -- \
     "$bin" eval --task summarize --data "$tmp/bbc" --split test --ckpt "$tmp/ft.st" --threads 1 --json
 keep ev1
 check "eval: the same scores on 1 thread as on all cores" -- cmp <(tail -1 "$tmp/ev1.out") <(tail -1 "$tmp/ev.out")
+check "eval --task hibert" -- "$bin" eval --task hibert --data "$tmp/bbc" --split test --ckpt "$tmp/ft.st" --threads 1 --json
+keep evh
+check "eval --task hibert: the scores of eval --task summarize --ckpt" -- cmp <(tail -1 "$tmp/evh.out") <(tail -1 "$tmp/ev.out")
+expect 2 "eval --task hibert: scores a HIBERT checkpoint \\(--ckpt\\); --method is eval --task summarize's" -- \
+    "$bin" eval --task hibert --method lead3
 # metadata that claims a larger model than the file's tensors (a sentence encoder's ffn of 2^20) is refused by the
 # tensor table before any model is built: --init and --resume once built the model it claimed (0.58 GB). Release
 # builds run in 1 GB of address space (AddressSanitizer needs more).

@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODULES = [("longctx", "python/longctx/__init__.py"), ("longctx.model", "python/longctx/model.py"),
            ("longctx.errors", "python/longctx/errors.py"), ("longctx.classify", "python/longctx/classify.py"),
            ("longctx.hibert", "python/longctx/hibert.py"), ("longctx.seq2seq", "python/longctx/seq2seq.py"),
-           ("longctx.torch", "python/longctx/torch.py"),
+           ("longctx.family", "python/longctx/family.py"), ("longctx.torch", "python/longctx/torch.py"),
            ("longctx.torch_families", "python/longctx/torch_families.py")]
 
 

@@ -83,6 +83,8 @@ lc_status lc_field_set_key(const lc_field *t, int n, void *cfg, const char *key,
 /* The value of f in cfg as text into buf[cap] (numbers as a checkpoint writes them: %d, %.9g; a choice by
  * its name; TEXT as held, "" included); LC_ERR_ARG when buf is too small. */
 lc_status lc_field_format(const lc_field *f, const void *cfg, char *buf, size_t cap);
+/* 1 with *out = 1 for "1", "true", "yes", "on" and *out = 0 for "0", "false", "no", "off" (any case); else 0. */
+int lc_field_parse_bool(const char *v, int *out);
 /* The binding API's kind of f's values (0 int, 1 float, 2 bool, 3 string: lc_value_kind's numbers). */
 int lc_field_value_kind(const lc_field *f);
 

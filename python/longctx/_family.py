@@ -4,8 +4,25 @@ object lets go of it (close(), `with`, garbage collection)."""
 
 import ctypes
 
+import numpy as np
+
 from . import _lib
 from .errors import ArgumentError
+
+
+# lc_value_kind
+INT, FLOAT, BOOL, STRING = 0, 1, 2, 3
+
+
+def from_text(text, kind):
+    """A value the C library wrote as text, as the Python value of its lc_value_kind."""
+    if kind == INT:
+        return int(text)
+    if kind == FLOAT:  # a float32 field: its shortest repr (0.002, not 0.00200000009)
+        return float(str(np.float32(text)))
+    if kind == BOOL:
+        return text == "1"
+    return text
 
 
 def with_protos(protos):

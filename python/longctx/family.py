@@ -7,9 +7,7 @@ Model.load returns a FamilyModel for a family the package has no class of its ow
 import ctypes
 import os
 
-import numpy as np
-
-from ._family import HandleModel, with_protos
+from ._family import HandleModel, from_text, with_protos
 from ._lib import check
 
 _V, _I, _S = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
@@ -27,21 +25,10 @@ _PROTOS = {
     "lc_family_model_save": (_I, [_V, _S]),
 }
 _L = with_protos(_PROTOS)
-_INT, _FLOAT, _BOOL = 0, 1, 2
 
 
 def _text(b):
     return b.decode("utf-8", "replace") if b is not None else None
-
-
-def _value(text, kind):
-    if kind == _INT:
-        return int(text)
-    if kind == _FLOAT:  # a float32 field: its shortest repr (0.1, not 0.100000001)
-        return float(str(np.float32(text)))
-    if kind == _BOOL:
-        return text == "1"
-    return text
 
 
 def families():
@@ -71,7 +58,7 @@ def fields(family):
                                       ctypes.byref(choices), ctypes.byref(help_), buf, len(buf)))
         out.append({"name": _text(name.value), "kind": ("int", "float", "bool", "str")[kind.value],
                     "flag": _text(flag.value), "choices": _text(choices.value).split("|") if choices.value else None,
-                    "help": _text(help_.value), "default": _value(_text(buf.value), kind.value)})
+                    "help": _text(help_.value), "default": from_text(_text(buf.value), kind.value)})
     return out
 
 
@@ -97,9 +84,10 @@ class FamilyModel(HandleModel):
         """One config field by name (or its CLI flag's name) as its Python value."""
         buf = ctypes.create_string_buffer(1024)
         check(_L().lc_family_model_get(self._h, key.encode(), buf, len(buf)))
-        kinds = {f["name"]: f["kind"] for f in self._fields}
-        kind = ("int", "float", "bool", "str").index(kinds.get(key, "str"))
-        return _value(buf.value.decode("utf-8", "replace"), kind)
+        norm = key.lstrip("-").replace("-", "_")
+        kind = [f["kind"] for f in self._fields
+                if norm in (f["name"], (f["flag"] or "").lstrip("-").replace("-", "_"))][0]
+        return from_text(buf.value.decode("utf-8", "replace"), ("int", "float", "bool", "str").index(kind))
 
     def set(self, key, value):
         """Set a run field (its checkpoint key or flag name) from value (converted to text)."""

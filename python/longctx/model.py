@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 from . import _lib
-from ._family import HandleModel
+from ._family import HandleModel, from_text as _from_text
 from ._lib import call, check, lib
 from .errors import ArgumentError, FormatError, LongctxError
 
@@ -111,16 +111,6 @@ def _family_of(path):
     except (OSError, ValueError, UnicodeDecodeError, AttributeError):
         return None
     return meta.get("model") if meta.get("format") == "longctx" else None
-
-
-def _from_text(text, kind):
-    if kind == _INT:
-        return int(text)
-    if kind == _FLOAT:  # a float32 field: its shortest repr (0.002, not 0.00200000009)
-        return float(str(np.float32(text)))
-    if kind == _BOOL:
-        return text == "1"
-    return text
 
 
 def _read_fields(handle, keys_fn, get_fn):

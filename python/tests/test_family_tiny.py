@@ -67,6 +67,7 @@ class TinyFamilyTest(unittest.TestCase):
                                     "note": "from python", "temperature": 1.0})
         m.set("temperature", 2.5)
         self.assertEqual(m.get("temperature"), 2.5)
+        self.assertEqual(m.get("--buckets"), 32)
         with self.assertRaisesRegex(ArgumentError, r"^config temperature: '0' is not a number in 0.01..100$"):
             m.set("temperature", 0)
         with self.assertRaisesRegex(ArgumentError, "shape.buckets is the shape of a loaded tiny model"):

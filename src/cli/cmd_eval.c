@@ -25,7 +25,7 @@ int lc_cmd_eval(int argc, char **argv) {
         {"--threads", OPT_INT, &threads, 0, 1024, "threads (0: all cores)", 0},
         {"--precision", OPT_STR, &precision, 0, 0, "linear layers' products: fp32 or bf16 (default: the checkpoint's)", 0},
         {"--json", OPT_FLAG, &json, 0, 0, "print {\"bpc\":..,\"tokens\":..} as the last stdout line", 0},
-        {"--task", OPT_STR, &task, 0, 0, "summarize, or a model family: lm (default), classify, hibert or seq2seq (eval --task NAME --help)", 0},
+        {"--task", OPT_STR, &task, 0, 0, "summarize, or a model family: lm (default), classify, hibert or seq2seq (eval --task summarize|classify|hibert|seq2seq --help)", 0},
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     rc = lc_parse_opts("eval", "--ckpt CKPT [options]", opts, n, argc, argv);

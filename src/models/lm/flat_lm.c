@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/choice.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "kernels/fastmath.h"
+#include "longctx/fields.h"
 #include "longctx/flat.h"
 #include "models/lm/lm.h"
 #include "nn/lm_fields.h"
@@ -106,15 +106,6 @@ static void key_list(const field *f, int n, char *buf, size_t cap) {
         len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", f[i].name);
 }
 
-static int parse_bool(const char *v, int *out) {
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
-    for (int i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0) return *out = 1, 1;
-        if (strcasecmp(v, no[i]) == 0) return *out = 0, 1;
-    }
-    return 0;
-}
-
 static lc_status set_field(void *base, const field *f, const char *what, const char *key, const char *value,
                            int invert) {
     char *p = (char *)base + f->offset, *end;
@@ -144,7 +135,7 @@ static lc_status set_field(void *base, const field *f, const char *what, const c
     }
     case F_BOOL: {
         int v;
-        if (!parse_bool(value, &v)) return lc_fail(LC_ERR_ARG, "%s %s: '%s' is not a boolean (0/1)", what, key, value);
+        if (!lc_field_parse_bool(value, &v)) return lc_fail(LC_ERR_ARG, "%s %s: '%s' is not a boolean (0/1)", what, key, value);
         *(int *)p = invert ? !v : v;
         return LC_OK;
     }

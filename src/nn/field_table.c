@@ -30,7 +30,7 @@ const lc_field *lc_field_find(const lc_field *t, int n, const char *key) {
     return NULL;
 }
 
-static int parse_bool(const char *v, int *out) {
+int lc_field_parse_bool(const char *v, int *out) {
     static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
     for (int i = 0; i < 4; i++) {
         if (strcasecmp(v, yes[i]) == 0) return *out = 1, 1;
@@ -71,7 +71,7 @@ lc_status lc_field_set(const lc_field *f, void *cfg, const char *value) {
     case LC_FIELD_BOOL:
     case LC_FIELD_BOOL_OFF: {
         int v;
-        if (!parse_bool(value, &v)) return lc_fail(LC_ERR_ARG, "config %s: '%.40s' is not a boolean (0/1)", f->name, value);
+        if (!lc_field_parse_bool(value, &v)) return lc_fail(LC_ERR_ARG, "config %s: '%.40s' is not a boolean (0/1)", f->name, value);
         *(int *)at = v;
         return LC_OK;
     }
