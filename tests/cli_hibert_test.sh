@@ -52,6 +52,9 @@ check "pretrain plans decoder rows" -- grep -Eq "planned for [0-9]+ sentences, [
 check "pretrain with windowed encoders" -- "$bin" hibert pretrain --docs "$tmp/docs" "${shape[@]}" "${run[@]}" --steps 1 \
     --sent-attn window:w=4,global=1 --doc-attn window:w=2 --out "$tmp/win.st"
 check "finetune --init" -- "${ft[@]}" --init "$tmp/pre.st" --steps 6 --eval-every 3 --out "$tmp/ft.st" --json
+keep ft
+check "finetune: JSON last line" -- grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"best"' <(tail -1 "$tmp/ft.out")
+check "finetune plans no decoder" -- grep -q ", 0 decoder rows" "$tmp/ft.err"
 # the family table's names for the same commands (train --task hibert: hibert finetune; --objective pretrain:
 # hibert pretrain) train the same models
 check "train --task hibert" -- "$bin" train --task hibert --data "$tmp/bbc" "${run[@]}" --init "$tmp/pre.st" --steps 6 \
@@ -62,9 +65,6 @@ check "train --task hibert --objective=pretrain" -- "$bin" train --objective=pre
 check "train --task hibert --objective pretrain: the model of hibert pretrain" -- cmp -s "$tmp/pre.st" "$tmp/pre2.st"
 expect 2 "train --task hibert: --objective must be pretrain or finetune, got 'mlm'" -- \
     "$bin" train --task hibert --objective mlm --out "$tmp/x.st"
-keep ft
-check "finetune: JSON last line" -- grep -Eq '^\{"rouge1":[0-9.]+,"rouge2":[0-9.]+,"rougeL":[0-9.]+,"best"' <(tail -1 "$tmp/ft.out")
-check "finetune plans no decoder" -- grep -q ", 0 decoder rows" "$tmp/ft.err"
 expect 2 "hibert finetune: --precision must be fp32 or bf16, got 'half'" -- "${ft[@]}" --precision half --out "$tmp/x.st"
 check "finetune --precision bf16" -- "${ft[@]}" --init "$tmp/pre.st" --precision bf16 --steps 2 --eval-every 2 \
     --out "$tmp/bf.st"

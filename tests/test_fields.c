@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "../src/cli/args.c"
-#include "../src/cli/field_flags.c"
 #include "../src/cli/model_flags.c"
 #include "core/choice.h"
 #include "harness.h"
@@ -181,11 +180,10 @@ TEST(every_flag_sets_its_field_as_the_flat_api_does_and_the_checkpoint_keeps_it)
     }
 }
 
-/* The rows as a generic field table (longctx/fields.h) give what the language model's own code derives by
- * hand: the same names, flags and help; flags generated from the table (cli/field_flags.c) that set each field
- * as the flat API does; the checkpoint's keys (lc_meta_keys_of_fields) in the order and with the need bits of
- * the language model's key table. */
-TEST(the_generic_table_derives_the_same_flags_and_keys) {
+/* The rows as a generic field table (longctx/fields.h) say what the language model's own code derives by
+ * hand: the same names, flags, help and need bits, values set by name as the flat API sets them, and the
+ * checkpoint's keys (lc_meta_keys_of_fields) in the order and with the need bits of its key table. */
+TEST(the_generic_table_derives_the_same_fields_and_keys) {
     int n;
     const lc_field *t = lc_lm_field_table(&n);
     CHECK(n == N_ROWS, "%d rows", n);
@@ -199,47 +197,33 @@ TEST(the_generic_table_derives_the_same_flags_and_keys) {
         int xl = -1;
         const char *key = lc_ckpt_meta_key(i + 2, &xl); /* after format and format_version */
         CHECK(key && !strcmp(keys[i].key, key) && xl == !!(keys[i].need & XL_ONLY), "%s: key %s", r->name, key);
-        if (!r->flag) continue;
         char values[16][64];
         const int nv = candidates(r, values);
-        for (int v = 0; v < nv; v++) {
+        for (int v = 0; v < nv && r->kind != K_BOOL_OFF; v++) { /* BOOL_OFF: by name the value, by flag its opposite */
             lc_config a, b;
             lc_config_preset(&a, "tiny"), lc_config_preset(&b, "tiny");
-            lc_field_flags ff;
-            lc_opt opts[LC_FIELD_FLAGS_MAX];
-            const int no = lc_field_flags_add(&ff, t, n, &a, opts, 0);
-            char *argv[2] = {(char *)r->flag, values[v]};
-            const int argc = r->kind == K_BOOL || r->kind == K_BOOL_OFF ? 1 : 2;
-            int rc = lc_parse_opts("test", "", opts, no, argc, argv);
-            if (rc < 0) rc = lc_field_flags_apply(&ff, "test", opts, no);
-            CHECK(rc < 0, "%s %s refused", r->flag, values[v]);
-            CHECK(lc_config_set_str(&b, r->flag, values[v]) == LC_OK, "%s", lc_last_error());
-            CHECK(!memcmp(&a, &b, sizeof a), "%s %s: the generated flag and the flat API differ", r->flag, values[v]);
+            CHECK(lc_field_set(&t[i], &a, values[v]) == LC_OK, "%s %s: %s", r->name, values[v], lc_last_error());
+            CHECK(lc_config_set_str(&b, r->name, values[v]) == LC_OK, "%s", lc_last_error());
+            CHECK(!memcmp(&a, &b, sizeof a), "%s %s: the table and the flat API differ", r->name, values[v]);
+            char x[600], y[600];
+            CHECK(lc_field_format(&t[i], &a, x, sizeof x) == LC_OK && lc_config_get_str(&a, r->name, y, sizeof y) == LC_OK &&
+                      !strcmp(x, y), "%s: %s vs %s", r->name, x, y);
         }
     }
-    /* a bad choice names the flag; a number outside the row's range is the parser's refusal */
     lc_config c;
     lc_config_preset(&c, "tiny");
-    lc_field_flags ff;
-    lc_opt opts[LC_FIELD_FLAGS_MAX];
-    const int no = lc_field_flags_add(&ff, t, n, &c, opts, 0);
-    char *bad[2] = {"--norm", "mid"}, *big[2] = {"--layers", "0"};
-    fflush(stderr);
-    FILE *saved = stderr;
-    stderr = fopen("/dev/null", "w");
-    int rc = lc_parse_opts("test", "", opts, no, 2, bad);
-    if (rc < 0) rc = lc_field_flags_apply(&ff, "test", opts, no);
-    const int rc_big = lc_parse_opts("test", "", opts, no, 2, big);
-    fclose(stderr);
-    stderr = saved;
-    CHECK(rc == LC_EXIT_USAGE && rc_big == LC_EXIT_USAGE && c.n_layer == 2, "refused: %d %d", rc, rc_big);
+    CHECK(lc_field_set(&t[LC_LM_F_n_layer], &c, "0") == LC_ERR_ARG &&
+              !strcmp(lc_last_error(), "config n_layer: '0' is not an integer in 1..1024") && c.n_layer == 2,
+          "%s", lc_last_error());
+    CHECK(lc_field_set(&t[LC_LM_F_norm], &c, "mid") == LC_ERR_ARG &&
+              !strcmp(lc_last_error(), "config norm must be pre or post, got 'mid'"), "%s", lc_last_error());
 }
 
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_fields_XXXXXX")) return 1;
     RUN(every_row_is_a_flat_api_key);
     RUN(every_flag_sets_its_field_as_the_flat_api_does_and_the_checkpoint_keeps_it);
-    RUN(the_generic_table_derives_the_same_flags_and_keys);
+    RUN(the_generic_table_derives_the_same_fields_and_keys);
     tmpdir_remove();
     return test_summary("test_fields");
 }

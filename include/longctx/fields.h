@@ -11,9 +11,11 @@
  *              flag sets 0), CHOICE (an enum stored as int, values 0, 1, ... named by text), TEXT (a char array)
  *     flag     the CLI flag, "--layers" (NULL: none)
  *     lo, hi   the numbers a flag and a set by name accept (both 0: 0 .. file_hi)
- *     file_hi  the largest value a checkpoint may hold: INT/LONG 0..file_hi, FLOAT [0, file_hi)
+ *     file_hi  the largest value a checkpoint may hold: a required INT/LONG lo..file_hi, an optional one
+ *              0..file_hi (absent: 0); FLOAT [0, file_hi)
  *     need     LC_FIELD_REQUIRED, LC_FIELD_XL_ONLY, LC_FIELD_RUN bits
- *     text     CHOICE: the value names in enum order, "pre|post"; TEXT: what an empty value is written as
+ *     text     CHOICE: the value names in enum order, "pre|post"; TEXT: what an empty value is written as;
+ *              INT, LONG, FLOAT, BOOL: the key where it is not the field's path ("sent.words"), else NULL
  *     help     the flag's --help line
  *
  * and turns it into a table with LC_FIELD_TABLE(fn, its_config_type, ITS_FIELDS). */
@@ -36,7 +38,7 @@ typedef enum {
     LC_FIELD_BOOL_OFF = 4,
     LC_FIELD_CHOICE = 5,
     LC_FIELD_TEXT = 6
-} lc_field_kind;
+} lc_field_type;
 
 /* need bits (the values of the language model's LC_F_* bits): REQUIRED in every checkpoint (else absent
  * in older files: 0 or ""); XL_ONLY: Transformer-XL language models only; RUN: a run setting, not the
@@ -44,8 +46,9 @@ typedef enum {
 enum { LC_FIELD_REQUIRED = 1, LC_FIELD_XL_ONLY = 2, LC_FIELD_RUN = 8 };
 
 typedef struct {
-    const char *name;   /* the checkpoint key and the flat API's name: "n_layer", "enc.n_layer" */
-    lc_field_kind kind;
+    const char *name;   /* the checkpoint key and the flat API's name: "n_layer", "enc.n_layer" (a number's
+                           row may name another key in its text column) */
+    lc_field_type kind;
     size_t offset;      /* of the value in the config struct */
     size_t size;        /* of the value (TEXT: the array's capacity, terminator included) */
     const char *flag;   /* "--layers", or NULL */
@@ -57,16 +60,23 @@ typedef struct {
 } lc_field;
 
 /* One row of X-macro columns as an lc_field of the struct type lc_field_struct (LC_FIELD_TABLE's). */
-#define LC_FIELD_ROW(field, kind, flag, lo, hi, file_hi, need, text, help)                                           \
-    {#field, LC_FIELD_##kind, offsetof(lc_field_struct, field), sizeof(((lc_field_struct *)0)->field), flag, lo, hi, \
-     file_hi, need, text, help},
+#define LC_FIELD_KEY_INT(field, text) ((text) ? (text) : #field)
+#define LC_FIELD_KEY_LONG LC_FIELD_KEY_INT
+#define LC_FIELD_KEY_FLOAT LC_FIELD_KEY_INT
+#define LC_FIELD_KEY_BOOL LC_FIELD_KEY_INT
+#define LC_FIELD_KEY_BOOL_OFF LC_FIELD_KEY_INT
+#define LC_FIELD_KEY_CHOICE(field, text) #field
+#define LC_FIELD_KEY_TEXT(field, text) #field
+#define LC_FIELD_TABLE_ROW(field, kind, flag, lo, hi, file_hi, need, text, help)                                     \
+    {LC_FIELD_KEY_##kind(field, text), LC_FIELD_##kind, offsetof(lc_field_struct, field),                            \
+     sizeof(((lc_field_struct *)0)->field), flag, lo, hi, file_hi, need, text, help},
 
 /* Defines `const lc_field *fn(int *n)`: the rows of the X-macro FIELDS over the struct `type` (its count in
  * *n; n may be NULL). Any number of tables may be defined in one file. */
 #define LC_FIELD_TABLE(fn, type, FIELDS)                                                                             \
     const lc_field *fn(int *n) {                                                                                     \
         typedef type lc_field_struct;                                                                                \
-        static const lc_field rows[] = {FIELDS(LC_FIELD_ROW)};                                                      \
+        static const lc_field rows[] = {FIELDS(LC_FIELD_TABLE_ROW)};                                                      \
         if (n) *n = (int)(sizeof rows / sizeof rows[0]);                                                             \
         return rows;                                                                                                 \
     }

@@ -12,8 +12,11 @@ void lc_meta_keys_of_fields(const lc_field *f, int n, meta_key *out) {
         memset(k, 0, sizeof *k);
         k->key = f[i].name, k->at = f[i].offset, k->need = f[i].need & (REQUIRED | XL_ONLY);
         switch (f[i].kind) {
-        case LC_FIELD_INT: k->type = T_INT, k->hi = (long long)f[i].file_hi; break;
-        case LC_FIELD_LONG: k->type = T_LONG, k->hi = (long long)f[i].file_hi; break;
+        case LC_FIELD_INT:
+        case LC_FIELD_LONG:
+            k->type = f[i].kind == LC_FIELD_INT ? T_INT : T_LONG, k->hi = (long long)f[i].file_hi;
+            k->lo = k->need & REQUIRED ? (long long)f[i].lo : 0;
+            break;
         case LC_FIELD_FLOAT: k->type = T_FLOAT, k->fhi = f[i].file_hi, k->open = OPEN_HI; break;
         case LC_FIELD_BOOL:
         case LC_FIELD_BOOL_OFF: k->type = T_BOOL, k->hi = 1; break;

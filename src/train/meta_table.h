@@ -87,8 +87,9 @@ typedef struct {
 } meta_family;
 
 /* The keys of a family's field table (longctx/fields.h) into out[n]: each row's name, kind and checkpoint
- * range (INT/LONG 0..file_hi, FLOAT [0, file_hi), CHOICE by name, TEXT in its array, written as the row's
- * text when empty), its REQUIRED and XL_ONLY bits; offsets as the rows'. */
+ * range (a required INT/LONG lo..file_hi, an optional one 0..file_hi, FLOAT [0, file_hi), CHOICE by name,
+ * TEXT in its array, written as the row's text when empty), its REQUIRED and XL_ONLY bits; offsets as the
+ * rows'. */
 void lc_meta_keys_of_fields(const lc_field *f, int n, meta_key *out);
 /* Writes path atomically: the tensors of c, the metadata items, then the `extra` items; refuses weights
  * holding NaN or infinity (LC_ERR_NUMERIC naming the file). */
