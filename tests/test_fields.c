@@ -180,6 +180,9 @@ TEST(every_flag_sets_its_field_as_the_flat_api_does_and_the_checkpoint_keeps_it)
     }
 }
 
+/* Both NULL, or the same text. */
+static int same_text(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
 /* The rows as a generic field table (longctx/fields.h) say what the language model's own code derives by
  * hand: the same names, flags, help and need bits, values set by name as the flat API sets them, and the
  * checkpoint's keys (lc_meta_keys_of_fields) in the order and with the need bits of its key table. */
@@ -191,7 +194,8 @@ TEST(the_generic_table_derives_the_same_fields_and_keys) {
     lc_meta_keys_of_fields(t, n, keys);
     for (int i = 0; i < n && i < N_ROWS; i++) {
         const row *r = &rows[i];
-        CHECK(!strcmp(t[i].name, r->name) && t[i].flag == r->flag && t[i].help == r->help && t[i].need == r->need &&
+        CHECK(!strcmp(t[i].name, r->name) && same_text(t[i].flag, r->flag) && same_text(t[i].help, r->help) &&
+                  same_text(t[i].text, r->text) && t[i].need == r->need &&
                   (int)t[i].kind == (r->kind <= K_INT ? 0 : r->kind + 1),
               "%s", r->name);
         int xl = -1;
