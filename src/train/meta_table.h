@@ -86,16 +86,6 @@ typedef struct {
     size_t opts_at;
 } meta_family;
 
-/* The keys of a family's field table (longctx/fields.h) into out[n]: each row's name, kind and checkpoint
- * range (a required INT/LONG lo..file_hi, an optional one 0..file_hi, FLOAT [0, file_hi), CHOICE by name,
- * TEXT in its array, written as the row's text when empty), its REQUIRED and XL_ONLY bits; offsets as the
- * rows'. */
-void lc_meta_keys_of_fields(const lc_field *f, int n, meta_key *out);
-/* Writes path atomically: the tensors of c, the metadata items, then the `extra` items; refuses weights
- * holding NaN or infinity (LC_ERR_NUMERIC naming the file). */
-lc_status lc_ckpt_save_items(const char *path, const lc_ckpt_tensors *c, const lc_ckpt_meta_strings *meta,
-                             const lc_st_meta *extra, int n_extra);
-
 /* What every family's checkpoint does (train/checkpoint_family.c), on the tensor list of
  * train/checkpoint_tensors.h and its key table: */
 /* Key i of the family's metadata (NULL past the end). */
@@ -126,5 +116,15 @@ void lc_meta_format_append(const meta_part *parts, int n_parts, const void *base
 lc_status lc_meta_parse(const lc_st_file *f, const meta_part *parts, int n_parts, void *base, meta_skip_fn skip);
 /* Key i of the parts (NULL past the end), its `need` in *need (may be NULL). */
 const char *lc_meta_key_at(const meta_part *parts, int n_parts, int i, unsigned *need);
+
+/* The keys of a family's field table (longctx/fields.h) into out[n]: each row's name, kind and checkpoint
+ * range (a required INT/LONG lo..file_hi, an optional one 0..file_hi, FLOAT [0, file_hi), CHOICE by name,
+ * TEXT in its array, written as the row's text when empty), its REQUIRED and XL_ONLY bits; offsets as the
+ * rows'. */
+void lc_meta_keys_of_fields(const lc_field *f, int n, meta_key *out);
+/* Writes path atomically: the tensors of c, the metadata items, then the `extra` items; refuses weights
+ * holding NaN or infinity (LC_ERR_NUMERIC naming the file). */
+lc_status lc_ckpt_save_items(const char *path, const lc_ckpt_tensors *c, const lc_ckpt_meta_strings *meta,
+                             const lc_st_meta *extra, int n_extra);
 
 #endif
