@@ -45,19 +45,25 @@ static lc_status seq2seq_load(const char *path, void **model) {
 static void seq2seq_free(void *model) { lc_seq2seq_free(model); }
 static void *seq2seq_config(void *model) { return (void *)lc_seq2seq_get_config(model); }
 
-/* The classifier's, HIBERT's and seq2seq's field tables (fields) join their rows as they are written. */
+static void classify_default(void *cfg) { lc_classify_config_default(cfg); }
+static void hibert_default(void *cfg) { lc_hibert_config_default(cfg); }
+static void seq2seq_default(void *cfg) { lc_seq2seq_config_default(cfg); }
+
+/* The classifier's, HIBERT's and seq2seq's X-macro field tables join their rows as `.fields`, each made by
+ * LC_FIELD_TABLE(classify_fields, lc_classify_config, LC_CLASSIFY_FIELDS) and so on. */
 static const lc_family builtin[] = {
     {.name = "lm", .models = "vanilla|xl", .what = "a language model", .data = "a byte stream (text file)",
      .fields = lc_lm_field_table, .config_size = sizeof(lc_config), .config_default = lm_default,
      .create = lm_create, .load = lm_load, .free = lm_free, .config = lm_config, .set_run = lm_set_run},
     {.name = "classify", .what = "a classifier", .data = "a labelled TSV (Source, Label)",
-     .config_size = sizeof(lc_classify_config), .load = classify_load, .free = classify_free,
-     .config = classify_config},
+     .config_size = sizeof(lc_classify_config), .config_default = classify_default, .load = classify_load,
+     .free = classify_free, .config = classify_config},
     {.name = "hibert", .what = "a HIBERT model", .data = "documents of sentences (one file each, or a TSV)",
-     .config_size = sizeof(lc_hibert_config), .load = hibert_load, .free = hibert_free, .config = hibert_config},
+     .config_size = sizeof(lc_hibert_config), .config_default = hibert_default, .load = hibert_load,
+     .free = hibert_free, .config = hibert_config},
     {.name = "seq2seq", .what = "a seq2seq model", .data = "a TSV of pairs (Source, Target)",
-     .config_size = sizeof(lc_seq2seq_config), .load = seq2seq_load, .free = seq2seq_free,
-     .config = seq2seq_config},
+     .config_size = sizeof(lc_seq2seq_config), .config_default = seq2seq_default, .load = seq2seq_load,
+     .free = seq2seq_free, .config = seq2seq_config},
 };
 #define N_BUILTIN (int)(sizeof builtin / sizeof builtin[0])
 
