@@ -511,6 +511,14 @@ TEST(a_loaded_model_sets_run_fields_and_refuses_the_rest) {
     CHECK(lc_family_model_get(m, "temperature", buf, sizeof buf) == LC_OK && !strcmp(buf, "2.5"), "unchanged: %s", buf);
     CHECK(lc_family_model_get(m, "depth", buf, sizeof buf) == LC_ERR_ARG &&
               !strcmp(lc_last_error(), "family tiny has no config field 'depth'"), "%s", lc_last_error());
+    const char *names[4];
+    double values[4];
+    int n = -1;
+    CHECK(lc_family_model_evaluate(m, tmp_path("valid.tsv"), names, values, 4, &n) == LC_OK && n == 1 &&
+              !strcmp(names[0], "accuracy") && values[0] >= 0.95,
+          "evaluated: %d %s", n, lc_last_error());
+    CHECK(lc_family_model_evaluate(m, tmp_path("none.tsv"), names, values, 4, &n) == LC_ERR_IO && n == 0 &&
+              strstr(lc_last_error(), "none.tsv: cannot open"), "%s", lc_last_error());
     CHECK(lc_family_model_save(m, tmp_path("again.ckpt")) == LC_OK, "%s", lc_last_error());
     lc_family_model_free(m);
     CHECK(same_params(path, tmp_path("again.ckpt")), "saved again: the same state");

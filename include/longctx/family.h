@@ -100,6 +100,10 @@ lc_status lc_family_model_get(const lc_family_model *m, const char *key, char *b
 /* Sets a run field (LC_FIELD_RUN) from text; a shape field is LC_ERR_ARG naming it, a bad value LC_ERR_ARG
  * naming the field and what it accepts (the model unchanged). */
 lc_status lc_family_model_set(lc_family_model *m, const char *key, const char *value);
+/* Scores it on the data at path (its family's evaluate): its named metrics, at most cap of them, into names[]
+ * and values[], their count in *n. LC_ERR_ARG for a family evaluated by its commands only. */
+lc_status lc_family_model_evaluate(lc_family_model *m, const char *path, const char **names, double *values, int cap,
+                                   int *n);
 /* Saves it (the family's save); LC_ERR_ARG when its family saves from elsewhere only. */
 lc_status lc_family_model_save(lc_family_model *m, const char *path);
 

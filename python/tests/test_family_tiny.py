@@ -73,6 +73,9 @@ class TinyFamilyTest(unittest.TestCase):
         with self.assertRaisesRegex(ArgumentError, "shape.buckets is the shape of a loaded tiny model"):
             m.set("buckets", 8)
         self.assertEqual(m.config["temperature"], 2.5)
+        acc = m.evaluate(os.path.join(self.tmp, "train.tsv"))
+        self.assertEqual(list(acc), ["accuracy"])
+        self.assertGreaterEqual(acc["accuracy"], 0.9)
         again = os.path.join(self.tmp, "again.ckpt")
         m.save(again)
         self.assertEqual(longctx.Model.load(again).config["temperature"], 2.5)

@@ -140,6 +140,19 @@ lc_status lc_family_model_set(lc_family_model *m, const char *key, const char *v
     return lc_field_set(f, m->fam->config(m->model), value);
 }
 
+lc_status lc_family_model_evaluate(lc_family_model *m, const char *path, const char **names, double *values, int cap,
+                                   int *n) {
+    lc_clear_error();
+    *n = 0;
+    if (!m->fam->evaluate)
+        return lc_fail(LC_ERR_ARG, "family %s is evaluated by its command: longctx eval --task %s", m->fam->name,
+                       m->fam->name);
+    lc_fit_metrics mx = {0};
+    lc_status st = m->fam->evaluate(m->model, path, &mx);
+    for (int i = 0; !st && i < mx.n && i < cap; i++) names[i] = mx.m[i].key, values[i] = mx.m[i].value, (*n)++;
+    return st;
+}
+
 lc_status lc_family_model_save(lc_family_model *m, const char *path) {
     lc_clear_error();
     if (!m->fam->save) return lc_fail(LC_ERR_ARG, "family %s saves from its own commands only", m->fam->name);
