@@ -16,6 +16,7 @@ import ctypes
 from ._lib import ExportInfo, call, library_path
 from .errors import (ArgumentError, FormatError, IOFailure, LongctxError, NumericError, OutOfMemory)
 from .classify import Classifier
+from . import family  # longctx.family: the library's table of model families, any family's model
 from .model import MASK_TOKEN, VOCAB, Model, _path
 
 __version__ = "0.1.0"
