@@ -321,27 +321,34 @@ static void block_rel_keys_of(const void *ctx, const full_geometry *g, int t0, i
     for (int i = 0; i < FULL_TILE_Q; i++) keys->first[i] = block_keys_of(c, t0 + i).first;
 }
 
+/* One pass over the tiles: 0 forward and 2 dq over the query tiles, 1 dk/dv over the key tiles. Tasks go out
+ * tile by tile, all heads of a tile together: a tile needs only the keys of its own and the previous block,
+ * so each [H*D] row fetched from memory serves every head while it is in cache (head by head, a long
+ * sequence streamed H times through memory). Every output row is computed by one task in a fixed order, so
+ * results do not depend on the order or the thread count. */
+static void block_tile_pass(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t, const float *delta,
+                            float *base, int nthreads, int pass) {
+    const long heads = (long)g->B * g->H, tasks = heads * (pass == 1 ? g->k_tiles : g->q_tiles);
+    (void)nthreads; /* only the OpenMP build uses it */
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, g, lc_thread_id());
+        const long head = task % heads;
+        const int b = (int)(head / g->H), h = (int)(head % g->H), tile = (int)(task / heads);
+        if (pass == 0) block_forward_tile(c, g, t, b, h, tile, &w);
+        else if (pass == 1) block_key_tile_grads(c, g, t, delta, b, h, tile, &w, NULL);
+        else block_query_tile_grads(c, g, t, delta, b, h, tile, &w);
+    }
+}
+
 static void block_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     block_check_shape(s, t);
     const block_ctx c = block_ctx_of(s, opts);
     const full_geometry g = block_geometry(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-    float *base = full_workspace_base(work);
-    /* Tasks go out tile by tile, all heads of a tile together: a tile needs only the keys of its own and
-     * the previous block, so each [H*D] row fetched from memory serves every head while it is in cache
-     * (head by head, a long sequence streamed H times through memory). Every output row is computed by
-     * one task in a fixed order, so results do not depend on the order or the thread count. */
-    const long heads = (long)g.B * g.H, tasks = heads * g.q_tiles;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < tasks; task++) {
-        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        block_forward_tile(&c, &g, t, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
-    }
+    block_tile_pass(&c, &g, t, NULL, full_workspace_base(work), lc_attn_threads(s), 0);
 }
 
 static void block_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
@@ -356,25 +363,10 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
         full_rel_backward_keys(&g, t, delta, base, nthreads, block_rel_keys_of, &c);
         return;
     }
-    const long heads = (long)g.B * g.H, key_tasks = heads * g.k_tiles, query_tasks = heads * g.q_tiles;
     /* enough heads to share out: one task per head, 5 tile products instead of 7 */
     if (full_one_pass_backward(&g, t, delta, base, nthreads, block_head_keys, &c)) return;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < key_tasks; task++) { /* tile by tile, all heads together (as forward) */
-        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w, NULL);
-    }
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < query_tasks; task++) {
-        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        block_query_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
-    }
+    block_tile_pass(&c, &g, t, delta, base, nthreads, 1);
+    block_tile_pass(&c, &g, t, delta, base, nthreads, 2);
 }
 
 static void block_opts_init(void *opts, int H) {
