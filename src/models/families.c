@@ -10,6 +10,7 @@
 #include "longctx/family.h"
 #include "longctx/flat.h"
 #include "longctx/seq2seq.h"
+#include "models/seq2seq/seq2seq_fit.h"
 #include "nn/lm_fields.h"
 
 /* ---------------------------------------------------------------- the built-in rows */
@@ -63,7 +64,8 @@ static const lc_family builtin[] = {
      .free = hibert_free, .config = hibert_config},
     {.name = "seq2seq", .what = "a seq2seq model", .data = "a TSV of pairs (Source, Target)",
      .config_size = sizeof(lc_seq2seq_config), .config_default = seq2seq_default, .load = seq2seq_load,
-     .free = seq2seq_free, .config = seq2seq_config},
+     .free = seq2seq_free, .config = seq2seq_config, .save = lc_seq2seq_row_save,
+     .run_open = lc_seq2seq_row_run_open, .run_close = lc_seq2seq_row_run_close, .evaluate = lc_seq2seq_row_evaluate},
 };
 #define N_BUILTIN (int)(sizeof builtin / sizeof builtin[0])
 

@@ -93,34 +93,99 @@ static lc_status s2s_save(void *run, const char *path, const lc_fit_record *rec)
     return LC_OK;
 }
 
+/* The run's state and the loop's parts for m on train (and valid, may be NULL) with the record *run: the
+ * setup lc_seq2seq_fit and the family row's run_open share; s2s_close frees what it took. */
+static lc_status s2s_open(s2s_run *r, lc_seq2seq *m, const lc_pair_data *train, const lc_pair_data *valid,
+                          lc_seq2seq_run *run, const lc_train_options *o, const lc_fit_family **hooks, lc_fit_params *p) {
+    *r = (s2s_run){m, train, valid && valid->n > 0 ? valid : NULL, run, o, NULL, -1, NULL, NULL, NULL, NULL,
+                   -1, NAN, NAN, run->best_step > 0 ? run->best_score : NAN};
+    if (!train || train->n < 1) return lc_fail(LC_ERR_ARG, "seq2seq training: no training pairs");
+    if (o->batch < 1 || o->batch > m->max_pairs)
+        return lc_fail(LC_ERR_ARG, "batch must be 1..%d (the model's planned pairs), got %d", m->max_pairs, o->batch);
+    const size_t B = (size_t)o->batch;
+    r->order = malloc(sizeof(long) * (size_t)train->n);
+    r->src = malloc(sizeof *r->src * B), r->tgt = malloc(sizeof *r->tgt * B);
+    r->src_len = malloc(sizeof(int) * B), r->tgt_len = malloc(sizeof(int) * B);
+    if (!r->order || !r->src || !r->tgt || !r->src_len || !r->tgt_len)
+        return lc_fail(LC_ERR_NOMEM, "out of memory for the batches");
+    static const lc_fit_family with_valid = {s2s_forward, s2s_backward, s2s_validate, s2s_save},
+                               without_valid = {s2s_forward, s2s_backward, NULL, s2s_save};
+    *hooks = r->valid ? &with_valid : &without_valid;
+    *p = (lc_fit_params){&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
+    return LC_OK;
+}
+
+static void s2s_close(s2s_run *r) { free(r->order), free(r->src), free(r->tgt), free(r->src_len), free(r->tgt_len); }
+
 lc_status lc_seq2seq_fit(lc_seq2seq *m, const lc_pair_data *train, const lc_pair_data *valid, lc_seq2seq_run *run,
                          lc_fit_options *fo, lc_fit_result *out) {
     lc_clear_error();
     const lc_train_options *o = fo->o;
-    if (!train || train->n < 1) return lc_fail(LC_ERR_ARG, "seq2seq training: no training pairs");
-    if (o->batch < 1 || o->batch > m->max_pairs)
-        return lc_fail(LC_ERR_ARG, "batch must be 1..%d (the model's planned pairs), got %d", m->max_pairs, o->batch);
-    s2s_run r = {m, train, valid && valid->n > 0 ? valid : NULL, run, o, NULL, -1, NULL, NULL, NULL, NULL,
-                 -1, NAN, NAN, run->best_step > 0 ? run->best_score : NAN};
-    const size_t B = (size_t)o->batch;
-    r.order = malloc(sizeof(long) * (size_t)train->n);
-    r.src = malloc(sizeof *r.src * B), r.tgt = malloc(sizeof *r.tgt * B);
-    r.src_len = malloc(sizeof(int) * B), r.tgt_len = malloc(sizeof(int) * B);
-    lc_status st = r.order && r.src && r.tgt && r.src_len && r.tgt_len ? LC_OK
-                                                                       : lc_fail(LC_ERR_NOMEM, "out of memory for the batches");
+    s2s_run r;
+    const lc_fit_family *f = NULL;
+    lc_fit_params p;
+    lc_status st = s2s_open(&r, m, train, valid, run, o, &f, &p);
     if (!st) {
-        static const lc_fit_family fam = {s2s_forward, s2s_backward, s2s_validate, s2s_save};
-        lc_fit_family f = fam;
-        if (!r.valid) f.validate = NULL;
-        const lc_fit_params p = {&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
         fo->record = (lc_fit_record){m->step, run->best_step, run->best_step > 0 ? run->best_score : NAN, 0};
         lc_fit_result res;
-        st = lc_fit(&f, &r, &p, fo, &res);
+        st = lc_fit(f, &r, &p, fo, &res);
         run->opts = *o;
         run->best_step = res.record.best_step;
         run->best_score = res.record.best_step > 0 ? (float)res.record.best_score : -1;
         if (out) *out = res;
     }
-    free(r.order), free(r.src), free(r.tgt), free(r.src_len), free(r.tgt_len);
+    s2s_close(&r);
     return st;
+}
+
+/* ---------------------------------------------------------------- the family row (models/families.c) */
+/* A run of the row: its pairs read from TSV files and a new run record of the options. */
+typedef struct {
+    s2s_run r;
+    lc_pair_data train, valid;
+    lc_seq2seq_run record;
+} s2s_row_run;
+
+void lc_seq2seq_row_run_close(void *run) {
+    s2s_row_run *w = run;
+    if (!w) return;
+    s2s_close(&w->r);
+    lc_pairs_free(&w->train), lc_pairs_free(&w->valid);
+    free(w);
+}
+
+lc_status lc_seq2seq_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                                  void **run, const lc_fit_family **hooks, lc_fit_params *p) {
+    *run = NULL;
+    s2s_row_run *w = calloc(1, sizeof *w);
+    if (!w) return lc_fail(LC_ERR_NOMEM, "out of memory for a seq2seq run");
+    lc_seq2seq_run_default(&w->record);
+    w->record.opts = *o, w->record.opts.ranks = lc_dist_size();
+    lc_status st = lc_pairs_read(train, NULL, NULL, NULL, &w->train);
+    if (!st && valid) st = lc_pairs_read(valid, NULL, NULL, NULL, &w->valid);
+    w->record.train_pairs = w->train.n;
+    if (!st) st = s2s_open(&w->r, model, &w->train, &w->valid, &w->record, o, hooks, p);
+    if (st) return lc_seq2seq_row_run_close(w), st;
+    *run = w;
+    return LC_OK;
+}
+
+lc_status lc_seq2seq_row_evaluate(void *model, const char *path, lc_fit_metrics *out) {
+    lc_pair_data d;
+    lc_status st = lc_pairs_read(path, NULL, NULL, NULL, &d);
+    if (st) return st;
+    double exact, chars;
+    st = lc_seq2seq_evaluate(model, &d, &exact, &chars);
+    lc_pairs_free(&d);
+    if (st) return st;
+    lc_fit_metrics_add(out, "exact_match", exact);
+    lc_fit_metrics_add(out, "char_accuracy", chars);
+    out->score = exact, out->accuracy = exact, out->bpc = NAN;
+    return LC_OK;
+}
+
+lc_status lc_seq2seq_row_save(void *model, const char *path) {
+    lc_seq2seq_run run;
+    lc_seq2seq_run_default(&run);
+    return lc_seq2seq_save(model, &run, path);
 }

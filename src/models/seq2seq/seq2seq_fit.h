@@ -17,4 +17,14 @@
 lc_status lc_seq2seq_fit(lc_seq2seq *m, const lc_pair_data *train, const lc_pair_data *valid, lc_seq2seq_run *run,
                          lc_fit_options *fo, lc_fit_result *out);
 
+/* The seq2seq row of the family table (longctx/family.h, models/families.c) on TSV files of Source/Target
+ * pairs: run_open reads train (and valid, may be NULL) and sets up the run lc_seq2seq_fit sets up, with a new
+ * run record of o; evaluate gives exact_match and char_accuracy (lc_seq2seq_evaluate); save writes the model
+ * with a new run record (a loaded model's record is not kept). */
+lc_status lc_seq2seq_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                                  void **run, const lc_fit_family **hooks, lc_fit_params *p);
+void lc_seq2seq_row_run_close(void *run);
+lc_status lc_seq2seq_row_evaluate(void *model, const char *path, lc_fit_metrics *out);
+lc_status lc_seq2seq_row_save(void *model, const char *path);
+
 #endif

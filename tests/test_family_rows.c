@@ -1,0 +1,112 @@
+/* Tests of the built-in families' rows (longctx/family.h, src/models/families.c): each family trains a few
+ * steps through lc_family_fit on tiny data written here, and its checkpoint, loaded back through
+ * lc_family_model_load, saves and evaluates through its row. Each is held to its own fit function on the same
+ * seed and data: the same checkpoint bytes (weights, moments, record) and the same metrics, so that a row whose
+ * hooks read other data, skip the validation or save another record fails. */
+#include <math.h>
+#include <string.h>
+
+#include "core/threads.h"
+#include "harness.h"
+#include "longctx.h"
+#include "longctx/family.h"
+#include "models/seq2seq/seq2seq.h"
+#include "models/seq2seq/seq2seq_fit.h"
+#include "test_files.h"
+#include "train/fit.h"
+
+/* 1 when the files at a and b hold the same bytes. */
+static int same_file(const char *a, const char *b) {
+    long n1 = 0, n2 = 0;
+    char *f1 = slurp_file(a, &n1), *f2 = slurp_file(b, &n2);
+    const int same = f1 && f2 && n1 == n2 && !memcmp(f1, f2, (size_t)n1);
+    free(f1), free(f2);
+    return same;
+}
+
+/* The metrics of the checkpoint at path on data through the row (lc_family_model_evaluate), into v[n]. */
+static int row_evaluate(const char *family, const char *path, const char *data, const char **names, double *v) {
+    lc_family_model *fm = NULL;
+    int n = 0;
+    CHECK(lc_family_model_load(path, &fm) == LC_OK, "%s", lc_last_error());
+    if (!fm) return 0;
+    CHECK(strcmp(lc_family_model_family(fm), family) == 0, "%s loaded as %s", family, lc_family_model_family(fm));
+    CHECK(lc_family_model_evaluate(fm, data, names, v, 4, &n) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_model_save(fm, tmp_path("resaved.ckpt")) == LC_OK, "%s", lc_last_error());
+    lc_family_model_free(fm);
+    return n;
+}
+
+/* ---------------------------------------------------------------- seq2seq */
+static lc_seq2seq *s2s_make(void) {
+    lc_seq2seq_config c;
+    lc_seq2seq_config_default(&c);
+    c.enc = (lc_seq2seq_stack){1, 16, 2, 32, "window:w=2"};
+    c.dec = (lc_seq2seq_stack){1, 16, 2, 24, ""};
+    c.max_src_len = 6, c.max_tgt_len = 6;
+    lc_seq2seq *m = NULL;
+    CHECK(lc_seq2seq_create(&c, 4, 5, &m) == LC_OK, "%s", lc_last_error());
+    return m;
+}
+
+/* n reversal pairs written as TSV to name and read back into *d. */
+static void pairs_file(const char *name, int n, unsigned seed, lc_pair_data *d) {
+    char buf[4096];
+    size_t k = (size_t)snprintf(buf, sizeof buf, "Source\tTarget\n");
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        const int len = 1 + (int)(seed >> 16) % 5;
+        char s[8], r[8];
+        for (int j = 0; j < len; j++) s[j] = r[len - 1 - j] = (char)('a' + (seed >> (j * 3)) % 4);
+        s[len] = r[len] = 0;
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s\t%s\n", s, r);
+    }
+    write_file(tmp_path(name), buf, k);
+    CHECK(lc_pairs_read(tmp_path(name), NULL, NULL, NULL, d) == LC_OK && d->n == n, "%s", lc_last_error());
+}
+
+TEST(seq2seq_row_is_its_fit) {
+    lc_pair_data tr, va;
+    pairs_file("s_train.tsv", 24, 1, &tr);
+    pairs_file("s_valid.tsv", 6, 2, &va);
+    lc_seq2seq *a = s2s_make(), *b = s2s_make();
+    const lc_family *fam = lc_family_find("seq2seq");
+    CHECK(fam && fam->run_open && fam->evaluate && fam->save, "the seq2seq row trains, evaluates and saves");
+    if (!a || !b || !fam || !fam->run_open) goto done;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.steps = 4, o.batch = 4, o.warmup = 2, o.lr = 3e-3f, o.eval_every = 2;
+    lc_seq2seq_run run;
+    lc_seq2seq_run_default(&run);
+    run.opts = o, run.opts.ranks = 1, run.train_pairs = tr.n;
+    lc_fit_options fo;
+    memset(&fo, 0, sizeof fo);
+    fo.o = &o, fo.last_path = tmp_path("s_own.ckpt");
+    CHECK(lc_seq2seq_fit(a, &tr, &va, &run, &fo, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_fit(fam, b, &o, tmp_path("s_train.tsv"), tmp_path("s_valid.tsv"), tmp_path("s_row.ckpt")) == LC_OK,
+          "%s", lc_last_error());
+    CHECK(lc_seq2seq_steps_done(b) == 4, "trained to step %ld", lc_seq2seq_steps_done(b));
+    CHECK(same_file(tmp_path("s_own.ckpt"), tmp_path("s_row.ckpt")), "the row's checkpoint is lc_seq2seq_fit's");
+    double exact, chars, v[4];
+    const char *names[4];
+    CHECK(lc_seq2seq_evaluate(a, &va, &exact, &chars) == LC_OK, "%s", lc_last_error());
+    const int n = row_evaluate("seq2seq", tmp_path("s_row.ckpt"), tmp_path("s_valid.tsv"), names, v);
+    CHECK(n == 2 && !strcmp(names[0], "exact_match") && v[0] == exact && !strcmp(names[1], "char_accuracy") &&
+              v[1] == chars, "row: %d metrics, %g %g; own: %g %g", n, n > 0 ? v[0] : NAN, n > 1 ? v[1] : NAN, exact, chars);
+    lc_seq2seq *r = NULL;
+    CHECK(lc_seq2seq_load(tmp_path("resaved.ckpt"), 0, &r, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(r && lc_seq2seq_steps_done(r) == 4 && !memcmp(r->params, a->params, sizeof(float) * a->ptab.total),
+          "the row's save keeps the step and the weights");
+    lc_seq2seq_free(r);
+done:
+    lc_seq2seq_free(a), lc_seq2seq_free(b);
+    lc_pairs_free(&tr), lc_pairs_free(&va);
+}
+
+int main(void) {
+    if (tmpdir_create("/tmp/lc_test_family_rows_XXXXXX")) return 1;
+    lc_threads_set_default(1);
+    RUN(seq2seq_row_is_its_fit);
+    tmpdir_remove();
+    return test_summary("test_family_rows");
+}
