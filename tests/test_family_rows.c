@@ -10,6 +10,8 @@
 #include "harness.h"
 #include "longctx.h"
 #include "longctx/family.h"
+#include "models/classify/classify.h"
+#include "models/classify/classify_fit.h"
 #include "models/seq2seq/seq2seq.h"
 #include "models/seq2seq/seq2seq_fit.h"
 #include "test_files.h"
@@ -103,10 +105,82 @@ done:
     lc_pairs_free(&tr), lc_pairs_free(&va);
 }
 
+/* ---------------------------------------------------------------- classify */
+/* n examples written as TSV to name: class i % 3 is a run of 'a', of 'b', or of "ca"; read back into *d. */
+static void labelled_file(const char *name, int n, int shift, lc_labelled_data *d) {
+    char buf[4096];
+    size_t k = (size_t)snprintf(buf, sizeof buf, "Target\tSource\n");
+    for (int i = 0; i < n; i++) {
+        const int c = i % 3, l = 3 + (i * 7 + shift) % 20;
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%c\t", "abc"[c]);
+        for (int t = 0; t < l; t++) buf[k++] = c == 0 ? 'a' : c == 1 ? 'b' : (t % 2 ? 'a' : 'c');
+        buf[k++] = '\n';
+    }
+    write_file(tmp_path(name), buf, k);
+    CHECK(lc_labelled_read(tmp_path(name), NULL, NULL, d) == LC_OK && d->n == n, "%s", lc_last_error());
+}
+
+TEST(classify_row_is_its_fit) {
+    lc_labelled_data tr, va;
+    labelled_file("c_train.tsv", 24, 0, &tr);
+    labelled_file("c_valid.tsv", 9, 5, &va);
+    const lc_family *fam = lc_family_find("classify");
+    CHECK(fam && fam->run_open && fam->evaluate && fam->save, "the classify row trains, evaluates and saves");
+    lc_classify_config c;
+    lc_classify_config_default(&c);
+    c.n_layer = 1, c.d_model = 16, c.n_head = 2, c.d_ff = 32, c.max_len = 32, c.n_classes = tr.labels.n;
+    lc_classifier *a = NULL;
+    lc_classify_run run;
+    lc_classify_run_default(&run);
+    CHECK(lc_classifier_create(&c, 16, 0, 7, &a) == LC_OK, "%s", lc_last_error());
+    CHECK(a && lc_classifier_save(a, &run, &tr.labels, NULL, tmp_path("c_init.ckpt")) == LC_OK, "%s", lc_last_error());
+    lc_classifier_free(a), a = NULL;
+    lc_family_model *b = NULL;
+    lc_label_set labels = {0, NULL};
+    CHECK(lc_classifier_load(tmp_path("c_init.ckpt"), 16, 0, &a, NULL, &labels, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_model_load(tmp_path("c_init.ckpt"), &b) == LC_OK, "%s", lc_last_error());
+    int *ids = malloc(sizeof(int) * (size_t)va.n), *pred = malloc(sizeof(int) * (size_t)va.n);
+    if (!a || !b || !fam || !fam->run_open || !ids || !pred) goto done;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.steps = 5, o.batch = 4, o.lr = 3e-3f, o.warmup = 2, o.eval_every = 2, o.ranks = 1;
+    CHECK(lc_labelled_map(&va, &labels, ids, NULL) == LC_OK, "%s", lc_last_error());
+    run.opts = o, run.train_examples = tr.n;
+    const lc_classify_data d = {&tr, &va, ids, &labels, NULL};
+    const lc_classify_fit_options fo = {&o, run, NULL, tmp_path("c_own.ckpt"), 0, 0, NULL, NULL, NULL};
+    CHECK(lc_classify_fit(a, &d, &fo, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_fit(fam, lc_family_model_handle(b), &o, tmp_path("c_train.tsv"), tmp_path("c_valid.tsv"),
+                        tmp_path("c_row.ckpt")) == LC_OK, "%s", lc_last_error());
+    CHECK(same_file(tmp_path("c_own.ckpt"), tmp_path("c_row.ckpt")), "the row's checkpoint is lc_classify_fit's");
+    long right = 0;
+    CHECK(lc_classifier_classify_texts(a, NULL, va.n, va.text, va.text_len, 16, pred, NULL) == LC_OK, "%s",
+          lc_last_error());
+    for (long i = 0; i < va.n; i++) right += pred[i] == ids[i];
+    double v[4];
+    const char *names[4];
+    const int n = row_evaluate("classify", tmp_path("c_row.ckpt"), tmp_path("c_valid.tsv"), names, v);
+    CHECK(n == 2 && !strcmp(names[0], "accuracy") && v[0] == (double)right / (double)va.n && v[1] == (double)va.n,
+          "row: %d metrics, accuracy %g; own: %g", n, n > 0 ? v[0] : NAN, (double)right / (double)va.n);
+    lc_classifier *r = NULL;
+    lc_label_set saved = {0, NULL};
+    CHECK(lc_classifier_load(tmp_path("resaved.ckpt"), 16, 0, &r, NULL, &saved, NULL) == LC_OK && saved.n == 3,
+          "%s", lc_last_error());
+    lc_label_set_free(&saved);
+    CHECK(r && r->step == 5 && !memcmp(r->params, a->params, sizeof(float) * a->ptab.total),
+          "the row's save keeps the step and the weights");
+    lc_classifier_free(r);
+done:
+    free(ids), free(pred);
+    lc_classifier_free(a), lc_family_model_free(b);
+    lc_label_set_free(&labels);
+    lc_labelled_free(&tr), lc_labelled_free(&va);
+}
+
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_family_rows_XXXXXX")) return 1;
     lc_threads_set_default(1);
     RUN(seq2seq_row_is_its_fit);
+    RUN(classify_row_is_its_fit);
     tmpdir_remove();
     return test_summary("test_family_rows");
 }

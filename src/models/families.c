@@ -10,6 +10,7 @@
 #include "longctx/family.h"
 #include "longctx/flat.h"
 #include "longctx/seq2seq.h"
+#include "models/classify/classify_fit.h"
 #include "models/seq2seq/seq2seq_fit.h"
 #include "nn/lm_fields.h"
 
@@ -58,7 +59,8 @@ static const lc_family builtin[] = {
      .create = lm_create, .load = lm_load, .free = lm_free, .config = lm_config, .set_run = lm_set_run},
     {.name = "classify", .what = "a classifier", .data = "a labelled TSV (Source, Label)",
      .config_size = sizeof(lc_classify_config), .config_default = classify_default, .load = classify_load,
-     .free = classify_free, .config = classify_config},
+     .free = classify_free, .config = classify_config, .save = lc_classify_row_save,
+     .run_open = lc_classify_row_run_open, .run_close = lc_classify_row_run_close, .evaluate = lc_classify_row_evaluate},
     {.name = "hibert", .what = "a HIBERT model", .data = "documents of sentences (one file each, or a TSV)",
      .config_size = sizeof(lc_hibert_config), .config_default = hibert_default, .load = hibert_load,
      .free = hibert_free, .config = hibert_config},

@@ -200,34 +200,126 @@ static lc_status prepare(crun *r) {
     return lc_classify_buffers_alloc(&r->buf, r->B, lc_classifier_config(r->m)->max_len);
 }
 
+/* The run's state and the loop's parts for m on d with fo (its record: a resumed run's best), the setup
+ * lc_classify_fit and the family row's run_open share; cf_close frees what it took. Without validation
+ * examples the loop's hooks validate nothing. */
+static lc_status cf_open(crun *r, lc_classifier *m, const lc_classify_data *d, const lc_classify_fit_options *fo,
+                         lc_fit_record *resumed, const lc_fit_family **hooks, lc_fit_params *p) {
+    memset(r, 0, sizeof *r);
+    r->m = m, r->d = d, r->fo = fo;
+    r->train = (lc_classify_texts){d->train->n, d->train->text, d->train->text_len};
+    r->valid = (lc_classify_texts){d->valid->n, d->valid->text, d->valid->text_len};
+    r->last_step = -1;
+    *resumed = (lc_fit_record){m->step, fo->run.best_step, fo->run.best_accuracy, 0};
+    r->best_score = resumed->best_step > 0 ? resumed->best_score : NAN;
+    r->best_acc = resumed->best_step > 0 ? fo->run.best_accuracy : -1, r->best_step = resumed->best_step;
+    static const lc_fit_family with_valid = {cf_forward, cf_backward, cf_validate, cf_save},
+                               without_valid = {cf_forward, cf_backward, NULL, cf_save};
+    *hooks = r->valid.n > 0 ? &with_valid : &without_valid;
+    *p = (lc_fit_params){&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
+    return prepare(r);
+}
+
+static void cf_close(crun *r) {
+    free(r->order), free(r->keys), free(r->labels), free(r->pred);
+    free(r->all_len), free(r->all_keys), free(r->scratch), free(r->scratch_ids);
+    lc_classify_buffers_free(&r->buf);
+}
+
 lc_status lc_classify_fit(lc_classifier *m, const lc_classify_data *d, const lc_classify_fit_options *fo,
                           lc_classify_fit_result *out) {
     lc_clear_error();
     if (!m || !d || !d->train || !d->valid || !d->labels || !fo || !fo->o)
         return lc_fail(LC_ERR_ARG, "classify fit: a model, its data and options are required");
     crun r;
-    memset(&r, 0, sizeof r);
-    r.m = m, r.d = d, r.fo = fo;
-    r.train = (lc_classify_texts){d->train->n, d->train->text, d->train->text_len};
-    r.valid = (lc_classify_texts){d->valid->n, d->valid->text, d->valid->text_len};
-    r.last_step = -1;
-    const lc_fit_record resumed = {m->step, fo->run.best_step, fo->run.best_accuracy, 0};
-    r.best_score = resumed.best_step > 0 ? resumed.best_score : NAN;
-    r.best_acc = resumed.best_step > 0 ? fo->run.best_accuracy : -1, r.best_step = resumed.best_step;
-    lc_status st = prepare(&r);
+    lc_fit_record resumed;
+    const lc_fit_family *family = NULL;
+    lc_fit_params p;
+    lc_status st = cf_open(&r, m, d, fo, &resumed, &family, &p);
     lc_fit_result fr = {m->step, m->step, resumed, 0, 0, 0, 0, 0};
     if (!st) {
-        static const lc_fit_family family = {cf_forward, cf_backward, cf_validate, cf_save};
-        const lc_fit_params p = {&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
         lc_fit_options o = {0};
         o.o = fo->o, o.save_every = fo->save_every, o.save_every_min = fo->save_every_min;
         o.best_path = fo->best_path, o.last_path = fo->last_path, o.record = resumed;
         o.should_stop = cf_should_stop, o.report = cf_report, o.user = &r;
-        st = lc_fit(&family, &r, &p, &o, &fr);
+        st = lc_fit(family, &r, &p, &o, &fr);
     }
     if (out) *out = (lc_classify_fit_result){fr, r.best_acc, r.best_step, r.stop_signal};
-    free(r.order), free(r.keys), free(r.labels), free(r.pred);
-    free(r.all_len), free(r.all_keys), free(r.scratch), free(r.scratch_ids);
-    lc_classify_buffers_free(&r.buf);
+    cf_close(&r);
     return st;
+}
+
+/* ---------------------------------------------------------------- the family row (models/families.c) */
+/* A run of the row: its labelled files, their labels as the model's classes, and a new run record of o. */
+typedef struct {
+    crun r;
+    lc_labelled_data train, valid;
+    int *valid_labels;
+    lc_classify_data d;
+    lc_classify_fit_options fo;
+} cf_row_run;
+
+void lc_classify_row_run_close(void *run) {
+    cf_row_run *w = run;
+    if (!w) return;
+    cf_close(&w->r);
+    lc_labelled_free(&w->train), lc_labelled_free(&w->valid);
+    free(w->valid_labels);
+    free(w);
+}
+
+lc_status lc_classify_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                                   void **run, const lc_fit_family **hooks, lc_fit_params *p) {
+    *run = NULL;
+    lc_text_classifier *tc = model;
+    lc_classifier *m = lc_text_classifier_model(tc);
+    const lc_label_set *labels = lc_text_classifier_labels(tc);
+    cf_row_run *w = calloc(1, sizeof *w);
+    if (!w) return lc_fail(LC_ERR_NOMEM, "out of memory for a classify run");
+    lc_status st = lc_labelled_read(train, NULL, NULL, &w->train);
+    if (!st && valid) st = lc_labelled_read(valid, NULL, NULL, &w->valid);
+    w->valid_labels = malloc(sizeof(int) * (size_t)(w->valid.n > 0 ? w->valid.n : 1));
+    if (!st && !w->valid_labels) st = lc_fail(LC_ERR_NOMEM, "out of memory for a classify run");
+    long unseen = 0; /* the training labels become the model's classes; validation's unknown ones count wrong */
+    if (!st) st = lc_labelled_map(&w->train, labels, w->train.label, &unseen);
+    if (!st && unseen && lc_classifier_config(m)->objective != LC_CLASSIFY_MLM)
+        st = lc_fail(LC_ERR_ARG, "%s: %ld training examples have a label the model's classes lack", train, unseen);
+    if (!st && valid) st = lc_labelled_map(&w->valid, labels, w->valid_labels, NULL);
+    w->d = (lc_classify_data){&w->train, &w->valid, w->valid_labels, labels, lc_text_classifier_words(tc)};
+    lc_classify_run_default(&w->fo.run);
+    w->fo.o = o, w->fo.run.opts = *o, w->fo.run.opts.ranks = lc_dist_size(), w->fo.run.train_examples = w->train.n;
+    lc_fit_record resumed;
+    if (!st) st = cf_open(&w->r, m, &w->d, &w->fo, &resumed, hooks, p);
+    if (st) return lc_classify_row_run_close(w), st;
+    *run = w;
+    return LC_OK;
+}
+
+lc_status lc_classify_row_evaluate(void *model, const char *path, lc_fit_metrics *out) {
+    lc_text_classifier *tc = model;
+    lc_labelled_data d;
+    lc_status st = lc_labelled_read(path, NULL, NULL, &d);
+    if (st) return st;
+    int *ids = malloc(sizeof(int) * (size_t)d.n), *pred = malloc(sizeof(int) * (size_t)d.n);
+    if (!ids || !pred) st = lc_fail(LC_ERR_NOMEM, "out of memory evaluating");
+    if (!st) st = lc_labelled_map(&d, lc_text_classifier_labels(tc), ids, NULL);
+    if (!st) st = lc_text_classifier_predict(tc, d.n, (const char *const *)d.text, d.text_len, pred, NULL);
+    long right = 0;
+    for (long i = 0; !st && i < d.n; i++) right += pred[i] == ids[i]; /* -1: a label the model lacks, wrong */
+    if (!st) {
+        lc_fit_metrics_add(out, "accuracy", (double)right / (double)d.n);
+        lc_fit_metrics_add(out, "examples", (double)d.n);
+        out->score = out->accuracy = (double)right / (double)d.n, out->bpc = NAN;
+    }
+    free(ids), free(pred);
+    lc_labelled_free(&d);
+    return st;
+}
+
+lc_status lc_classify_row_save(void *model, const char *path) {
+    lc_text_classifier *tc = model;
+    lc_classify_run run;
+    lc_classify_run_default(&run);
+    return lc_classifier_save(lc_text_classifier_model(tc), &run, lc_text_classifier_labels(tc),
+                              lc_text_classifier_words(tc), path);
 }

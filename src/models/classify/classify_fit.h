@@ -8,6 +8,7 @@
 #define LC_MODELS_CLASSIFY_FIT_H
 
 #include "longctx.h"
+#include "longctx/flat.h"
 #include "train/checkpoint_meta.h"
 #include "train/fit.h"
 
@@ -54,6 +55,20 @@ typedef struct {
  * LC_ERR_ARG when the processes cannot share the batch (fewer training examples than processes x batch). */
 lc_status lc_classify_fit(lc_classifier *m, const lc_classify_data *d, const lc_classify_fit_options *fo,
                           lc_classify_fit_result *out);
+
+/* The classify row of the family table (longctx/family.h, models/families.c) on labelled TSV files (the model
+ * an lc_text_classifier, its tokens and vocabulary its own): run_open reads train (and valid, may be NULL),
+ * takes the training labels as the model's classes (one it lacks is LC_ERR_ARG, but for a masked-token model)
+ * and sets up the run lc_classify_fit sets up, with a new run record of o; evaluate gives accuracy and
+ * examples as eval --task classify counts them; save writes the model with a new run record. */
+lc_status lc_classify_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                                   void **run, const lc_fit_family **hooks, lc_fit_params *p);
+void lc_classify_row_run_close(void *run);
+lc_status lc_classify_row_evaluate(void *model, const char *path, lc_fit_metrics *out);
+lc_status lc_classify_row_save(void *model, const char *path);
+/* models/classify/flat_classify.c: a text classifier's label set and vocabulary (NULL for bytes). */
+const lc_label_set *lc_text_classifier_labels(const lc_text_classifier *c);
+const lc_word_vocab *lc_text_classifier_words(const lc_text_classifier *c);
 
 /* models/classify/checkpoint_classify.c: the metadata a checkpoint of m with the record run would hold (the settings
  * processes training together must share). */

@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "longctx/flat.h"
+#include "models/classify/classify_fit.h"
 
 struct lc_text_classifier {
     lc_classifier *m;
@@ -40,6 +41,8 @@ void lc_text_classifier_free(lc_text_classifier *c) {
 }
 
 lc_classifier *lc_text_classifier_model(lc_text_classifier *c) { return c ? c->m : NULL; }
+const lc_label_set *lc_text_classifier_labels(const lc_text_classifier *c) { return &c->labels; }
+const lc_word_vocab *lc_text_classifier_words(const lc_text_classifier *c) { return c->words; }
 int lc_text_classifier_classes(const lc_text_classifier *c) { return c ? c->labels.n : 0; }
 
 const char *lc_text_classifier_label(const lc_text_classifier *c, int i) {
