@@ -34,9 +34,9 @@ int lc_optim_flags_apply(const char *cmd, lc_train_options *o);
 /* The family commands' schedule: 1000 steps of batch 16 at a peak rate of 1e-3 after 100 warm-up steps,
  * validation every 200 steps (the rest lc_train_options_default's). */
 void lc_run_flags_default(lc_train_options *o);
-/* A family command's table in opts (room for 64): its own rows base[0..n_base), then the optimizer's
- * flags (into o) and the model's (into mf); returns the count. */
-int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o, lc_model_flags *mf);
+/* A family command's table in opts: its own rows base[0..n_base), then the optimizer's flags (into o);
+ * returns the count (the command then adds its model's: cli/field_flags.h). */
+int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o);
 /* Parses argv against the table, then requires --data (*data after parsing; `what`: the file it names) and
  * applies --lr-scale: -1 to go on, or the exit code after one error line "CMD: ...". */
 int lc_run_flags_parse(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv,
