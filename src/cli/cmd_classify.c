@@ -310,12 +310,10 @@ int lc_cmd_train_classify(int argc, char **argv) {
     a.preset = "small", a.min_count = 1;
     lc_train_options *o = &a.o;
     lc_opt base[] = {
-        {"--task", OPT_STR, &a.task, 0, 0, "classify (this command)", 0},
-        {"--data", OPT_STR, &a.data, 0, 0, "training examples: a labelled TSV file, plain or gzip (required)", 0},
-        {"--valid", OPT_STR, &a.valid, 0, 0, "validation examples, same format (required)", 0},
+        LC_DATA_FLAGS(a, "classify", "training examples: a labelled TSV file, plain or gzip (required)",
+                      "validation examples, same format (required)", "examples"),
         {"--label-col", OPT_STR, &a.label_col, 0, 0, "label column: name or number from 1 (default Target, else the first)", 0},
         {"--text-col", OPT_STR, &a.text_col, 0, 0, "text column: name or number from 1 (default Source, else the last)", 0},
-        {"--max-examples", OPT_LONG, &a.max_examples, 1, 1e12, "the most examples read from one TSV file (default 4194304)", 0},
         {"--min-count", OPT_LONG, &a.min_count, 1, 1e12, "words: keep words seen at least N times (default 1)", 0},
         {"--max-words", OPT_INT, &a.max_words, 0, 1 << 24, "words: keep at most N words (default 0: all)", 0},
         {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM or classifier checkpoint", 0},
@@ -323,12 +321,11 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
         LC_RUN_FLAGS(a, o),
     };
+    const lc_opt preset = {"--preset", OPT_STR, &a.preset, 0, 0, "model preset: tiny, small (default), base", 0, NULL};
     lc_opt opts[96];
-    int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o);
-    opts[n++] = (lc_opt){"--preset", OPT_STR, &a.preset, 0, 0, "model preset: tiny, small (default), base", 0, NULL};
-    n = lc_field_flags_add(&a.ff, fields, (int)(sizeof fields / sizeof *fields), opts, n);
-    n = lc_field_flags_refuse_lm(opts, n, "does not apply to a classifier (its encoder is vanilla and bidirectional; "
-                                          "--max-len sets the length)");
+    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &preset, &a.ff, fields,
+                                     (int)(sizeof fields / sizeof *fields), "does not apply to a classifier (its encoder "
+                                     "is vanilla and bidirectional; --max-len sets the length)");
     int rc = lc_run_flags_parse("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                                 opts, n, argc, argv, &a.data, "a labelled TSV file", o);
     if (rc < 0) rc = train_run(&a, opts, n);

@@ -266,22 +266,19 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
     lc_run_flags_default(&a.o);
     lc_train_options *o = &a.o;
     lc_opt base[] = {
-        {"--task", OPT_STR, &a.task, 0, 0, "seq2seq (this command)", 0},
-        {"--data", OPT_STR, &a.data, 0, 0, "training pairs: a TSV file with Source and Target columns, plain or gzip (required)", 0},
-        {"--valid", OPT_STR, &a.valid, 0, 0, "validation pairs, same format (required)", 0},
+        LC_DATA_FLAGS(a, "seq2seq", "training pairs: a TSV file with Source and Target columns, plain or gzip (required)",
+                      "validation pairs, same format (required)", "pairs"),
         {"--src-col", OPT_STR, &a.src_col, 0, 0, "source column: name or number from 1 (default Source, else the last)", 0},
         {"--tgt-col", OPT_STR, &a.tgt_col, 0, 0, "target column: name or number from 1 (default Target, else the first)", 0},
-        {"--max-examples", OPT_LONG, &a.max_examples, 1, 1e12, "the most pairs read from one TSV file (default 4194304)", 0},
         {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation exact match (required; OUT.last: the last state)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "pairs per batch and process (default 16)", 0},
         {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "batches per optimizer step (default 1)", 0},
         LC_RUN_FLAGS(a, o),
     };
     lc_opt opts[96];
-    int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o);
-    n = lc_field_flags_add(&a.ff, fields, (int)(sizeof fields / sizeof *fields), opts, n);
-    n = lc_field_flags_refuse_lm(opts, n, "does not apply to seq2seq (an encoder and a decoder of the shape --layers, "
-                                          "--dim, --heads, --ffn, --attn give)");
+    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, NULL, &a.ff, fields,
+                                     (int)(sizeof fields / sizeof *fields), "does not apply to seq2seq (an encoder and a "
+                                     "decoder of the shape --layers, --dim, --heads, --ffn, --attn give)");
     lc_opt_get(opts, n, "--save-every-min")->help = "also save OUT.last every N minutes (0: off; one process)";
     int rc = lc_run_flags_parse(CMD, "--data TRAIN.tsv --valid VALID.tsv --out CKPT [options]", opts, n, argc, argv,
                                 &a.data, "a TSV file of pairs", o);

@@ -90,6 +90,23 @@ typedef struct {
     size_t opts_at;
 } meta_family;
 
+/* The first keys of every family's table (its model's name: "classify"), and its step and seed (of a record
+ * type T with members step and seed). */
+#define FAMILY_HEAD_KEYS(model) CONST("format", LC_CKPT_FORMAT), CONST("format_version", LC_CKPT_VERSION), CONST("model", model)
+#define STEP_SEED_KEYS(T) LONG("step", offsetof(T, step), 0, 1LL << 62, REQUIRED), U64("seed", offsetof(T, seed), REQUIRED)
+
+/* A family's `family` (its table keys[], of a record type T whose member run.opts holds the training options)
+ * and its public lister of key names, const char *NAME(int i) (NULL past the end). */
+#define LC_META_FAMILY(T, name)                                                                                    \
+    static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(T, run.opts)};          \
+    const char *name(int i) { return lc_meta_family_key(&family, i); }
+
+/* Fills a family's record h (members cfg, run, step, seed) from its model m and run record: the training
+ * options without what a checkpoint does not keep (the data path, the hook). */
+#define LC_META_FILL(h, m, run_)                                                                                   \
+    ((h)->cfg = (m)->cfg, (h)->run = *(run_), (h)->step = (m)->step, (h)->seed = (m)->seed,                      \
+     (h)->run.opts.data.path[0] = 0, (h)->run.opts.hook = NULL, (h)->run.opts.hook_user = NULL)
+
 /* What every family's checkpoint does (train/checkpoint_family.c), on the tensor list of
  * train/checkpoint_tensors.h and its key table: */
 /* Key i of the family's metadata (NULL past the end). */

@@ -27,12 +27,9 @@ _Static_assert(sizeof(lc_tokens) == sizeof(int) && sizeof(lc_pool) == sizeof(int
                "choice fields are read and written as int, names in enum order");
 
 static const meta_key keys[] = {
-    CONST("format", LC_CKPT_FORMAT),
-    CONST("format_version", LC_CKPT_VERSION),
-    CONST("model", "classify"),
+    FAMILY_HEAD_KEYS("classify"),
     LC_CLASSIFY_FIELDS(FIELD_KEY)
-    LONG("step", offsetof(cmeta, step), 0, 1LL << 62, REQUIRED),
-    U64("seed", offsetof(cmeta, seed), REQUIRED),
+    STEP_SEED_KEYS(cmeta),
     {"valid_accuracy", T_FLOAT, offsetof(cmeta, run.valid_accuracy), 0, 0, -1, 1, 0, NULL, 0},
     LONG("examples", offsetof(cmeta, run.examples), 0, 1LL << 62, 0),
     {"best.accuracy", T_FLOAT, offsetof(cmeta, run.best_accuracy), 0, 0, -1, 1, 0, NULL, 0},
@@ -40,11 +37,7 @@ static const meta_key keys[] = {
     LONG("data.examples", offsetof(cmeta, run.train_examples), 0, 1LL << 62, 0),
 };
 
-static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(cmeta, run.opts)};
-
-const char *lc_classify_meta_key(int i) {
-    return lc_meta_family_key(&family, i);
-}
+LC_META_FAMILY(cmeta, lc_classify_meta_key)
 
 void lc_classify_run_default(lc_classify_run *r) {
     memset(r, 0, sizeof *r);
@@ -54,8 +47,7 @@ void lc_classify_run_default(lc_classify_run *r) {
 
 /* What a checkpoint of m with the record run holds, in h. */
 static void fill_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h) {
-    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+    LC_META_FILL(h, m, run);
     h->run.opts.batch = m->max_batch;
 }
 

@@ -24,12 +24,9 @@ typedef struct {
 #define SCORE(k, at, lo, hi) {k, T_FLOAT, at, 0, 0, lo, hi, 0, NULL, 0}
 
 static const meta_key keys[] = {
-    CONST("format", LC_CKPT_FORMAT),
-    CONST("format_version", LC_CKPT_VERSION),
-    CONST("model", "seq2seq"),
+    FAMILY_HEAD_KEYS("seq2seq"),
     LC_SEQ2SEQ_FIELDS(FIELD_KEY)
-    LONG("step", offsetof(smeta, step), 0, 1LL << 62, REQUIRED),
-    U64("seed", offsetof(smeta, seed), REQUIRED),
+    STEP_SEED_KEYS(smeta),
     SCORE("valid.exact_match", RUN(exact_match), -1, 1),
     SCORE("valid.char_accuracy", RUN(char_accuracy), -1, 1),
     SCORE("best.score", RUN(best_score), -1, 2),
@@ -38,11 +35,7 @@ static const meta_key keys[] = {
     LONG("data.pairs", RUN(train_pairs), 0, 1LL << 62, 0),
 };
 
-static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(smeta, run.opts)};
-
-const char *lc_seq2seq_meta_key(int i) {
-    return lc_meta_family_key(&family, i);
-}
+LC_META_FAMILY(smeta, lc_seq2seq_meta_key)
 
 void lc_seq2seq_run_default(lc_seq2seq_run *r) {
     memset(r, 0, sizeof *r);
@@ -50,28 +43,20 @@ void lc_seq2seq_run_default(lc_seq2seq_run *r) {
     r->exact_match = r->char_accuracy = r->best_score = r->best_exact_match = -1;
 }
 
-/* What the metadata of m with run records. */
-static void fill(smeta *h, const lc_seq2seq *m, const lc_seq2seq_run *run) {
-    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
-}
-
 void lc_seq2seq_meta_strings(const lc_seq2seq *m, const lc_seq2seq_run *run, lc_ckpt_meta_strings *out) {
     smeta h;
     memset(&h, 0, sizeof h);
-    fill(&h, m, run);
+    LC_META_FILL(&h, m, run);
     lc_meta_family_format(&family, &h, out);
 }
 
 lc_status lc_seq2seq_save(const lc_seq2seq *m, const lc_seq2seq_run *run, const char *path) {
     lc_clear_error();
-    smeta *h = calloc(1, sizeof *h);
-    if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
-    fill(h, m, run);
+    smeta h;
+    memset(&h, 0, sizeof h);
+    LC_META_FILL(&h, m, run);
     const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, &m->tensors);
-    lc_status st = lc_ckpt_save_family(path, &bufs, &family, h, NULL, 0);
-    free(h);
-    return st;
+    return lc_ckpt_save_family(path, &bufs, &family, &h, NULL, 0);
 }
 
 static lc_status validate_meta(const void *h) { return lc_seq2seq_config_validate(&((const smeta *)h)->cfg); }
