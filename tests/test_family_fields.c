@@ -2,8 +2,8 @@
  * the places that know it: the checkpoint's metadata has its key, in the table's order, with the model's value;
  * a row with a flag gets that flag from the table's CLI generator (cli/field_flags.c), which writes the value
  * given into that field and no other. The test walks the rows, so a new row is checked without a line here, and
- * a key table or flag written by hand beside the table fails it. The CLI's flag code is compiled into this
- * program. */
+ * a key table or flag written by hand beside the table fails it, as does a command whose --help (the CLI beside
+ * this program, or LONGCTX_CLI) lacks a row's flag or help line. The CLI's flag code is compiled in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +102,32 @@ static void check_flags(const char *family, const row *rows, int n, const void *
     }
 }
 
+/* The CLI beside this program (build/VARIANT/longctx; LONGCTX_CLI overrides), for the commands' --help. */
+static char cli[4096];
+
+/* The --help of the command `args` lists the flag of every row that has one with the row's help line: the
+ * command's flags are the table's, not a copy of it. */
+static void check_help(const char *family, const row *rows, int n, const char *args) {
+    char cmd[4300], line[2048];
+    snprintf(cmd, sizeof cmd, "%s %s --help 2>&1", cli, args);
+    FILE *p = popen(cmd, "r");
+    CHECK(p, "%s: cannot run %s", family, cmd);
+    if (!p) return;
+    static char out[1 << 16];
+    size_t len = 0;
+    while (len + 1 < sizeof out && fgets(line, sizeof line, p)) len += (size_t)snprintf(out + len, sizeof out - len, "%s", line);
+    CHECK(pclose(p) == 0, "%s: %s failed", family, cmd);
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].f.flag) continue;
+        char want[1024];
+        snprintf(want, sizeof want, "\n  %s ", rows[i].f.flag);
+        const char *at = strstr(out, want), *end = at ? strchr(at + 1, '\n') : NULL;
+        const size_t h = strlen(rows[i].f.help);
+        CHECK(at && end && (size_t)(end - at) > h && !strncmp(end - h, rows[i].f.help, h), "%s: `longctx %s --help` "
+              "lacks %s with the help line \"%s\"", family, args, rows[i].f.flag, rows[i].f.help);
+    }
+}
+
 TEST(classifier) {
     lc_classify_config c;
     lc_classify_config_default(&c);
@@ -117,6 +143,7 @@ TEST(classifier) {
     CHECK(lc_classify_meta_strings(m, &run, meta) == LC_OK, "%s", lc_last_error());
     check_keys("classify", classify_rows, N_OF(classify_rows), lc_classify_meta_key, 3, meta, lc_classifier_config(m));
     check_flags("classify", classify_rows, N_OF(classify_rows), &c, sizeof c);
+    check_help("classify", classify_rows, N_OF(classify_rows), "train --task classify");
     free(meta);
     lc_classifier_free(m);
 }
@@ -139,6 +166,7 @@ TEST(hibert) {
     CHECK(lc_hibert_meta_format(m, &run, meta) == LC_OK, "%s", lc_last_error());
     check_keys("hibert", hibert_rows, N_OF(hibert_rows), lc_hibert_meta_key, 4, meta, lc_hibert_get_config(m));
     check_flags("hibert", hibert_rows, N_OF(hibert_rows), &c, sizeof c);
+    check_help("hibert", hibert_rows, N_OF(hibert_rows), "hibert");
     free(meta);
     lc_hibert_free(m);
 }
@@ -158,11 +186,16 @@ TEST(seq2seq) {
     lc_seq2seq_meta_strings(m, &run, meta);
     check_keys("seq2seq", seq2seq_rows, N_OF(seq2seq_rows), lc_seq2seq_meta_key, 3, meta, lc_seq2seq_get_config(m));
     check_flags("seq2seq", seq2seq_rows, N_OF(seq2seq_rows), &c, sizeof c);
+    check_help("seq2seq", seq2seq_rows, N_OF(seq2seq_rows), "train --task seq2seq");
     free(meta);
     lc_seq2seq_free(m);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    const char *env = getenv("LONGCTX_CLI"), *slash = strrchr(argv[0], '/');
+    if (env) snprintf(cli, sizeof cli, "%s", env);
+    else snprintf(cli, sizeof cli, "%.*s/../longctx", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
     RUN(classifier);
     RUN(hibert);
     RUN(seq2seq);
