@@ -128,6 +128,25 @@ static void check_help(const char *family, const row *rows, int n, const char *a
     }
 }
 
+/* A family: its name, rows, key lister and the keys before the rows, the command whose --help lists its flags. */
+typedef struct {
+    const char *name;
+    const row *rows;
+    int n;
+    const char *(*key_at)(int);
+    int skip;
+    const char *help_args;
+} family;
+
+/* Every check of the family's rows: keys and values of the metadata of a model of config `cfg` (the model's
+ * own config: built), the flags, the --help. */
+static void check_family(const family *f, const lc_ckpt_meta_strings *meta, const void *built, const void *cfg,
+                         size_t size) {
+    check_keys(f->name, f->rows, f->n, f->key_at, f->skip, meta, built);
+    check_flags(f->name, f->rows, f->n, cfg, size);
+    check_help(f->name, f->rows, f->n, f->help_args);
+}
+
 TEST(classifier) {
     lc_classify_config c;
     lc_classify_config_default(&c);
@@ -141,9 +160,8 @@ TEST(classifier) {
     lc_classify_run_default(&run);
     lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
     CHECK(lc_classify_meta_strings(m, &run, meta) == LC_OK, "%s", lc_last_error());
-    check_keys("classify", classify_rows, N_OF(classify_rows), lc_classify_meta_key, 3, meta, lc_classifier_config(m));
-    check_flags("classify", classify_rows, N_OF(classify_rows), &c, sizeof c);
-    check_help("classify", classify_rows, N_OF(classify_rows), "train --task classify");
+    const family f = {"classify", classify_rows, N_OF(classify_rows), lc_classify_meta_key, 3, "train --task classify"};
+    check_family(&f, meta, lc_classifier_config(m), &c, sizeof c);
     free(meta);
     lc_classifier_free(m);
 }
@@ -164,9 +182,8 @@ TEST(hibert) {
     run.limits = lim;
     lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
     CHECK(lc_hibert_meta_format(m, &run, meta) == LC_OK, "%s", lc_last_error());
-    check_keys("hibert", hibert_rows, N_OF(hibert_rows), lc_hibert_meta_key, 4, meta, lc_hibert_get_config(m));
-    check_flags("hibert", hibert_rows, N_OF(hibert_rows), &c, sizeof c);
-    check_help("hibert", hibert_rows, N_OF(hibert_rows), "hibert");
+    const family f = {"hibert", hibert_rows, N_OF(hibert_rows), lc_hibert_meta_key, 4, "hibert"}; /* + stage */
+    check_family(&f, meta, lc_hibert_get_config(m), &c, sizeof c);
     free(meta);
     lc_hibert_free(m);
 }
@@ -184,9 +201,8 @@ TEST(seq2seq) {
     lc_seq2seq_run_default(&run);
     lc_ckpt_meta_strings *meta = calloc(1, sizeof *meta);
     lc_seq2seq_meta_strings(m, &run, meta);
-    check_keys("seq2seq", seq2seq_rows, N_OF(seq2seq_rows), lc_seq2seq_meta_key, 3, meta, lc_seq2seq_get_config(m));
-    check_flags("seq2seq", seq2seq_rows, N_OF(seq2seq_rows), &c, sizeof c);
-    check_help("seq2seq", seq2seq_rows, N_OF(seq2seq_rows), "train --task seq2seq");
+    const family f = {"seq2seq", seq2seq_rows, N_OF(seq2seq_rows), lc_seq2seq_meta_key, 3, "train --task seq2seq"};
+    check_family(&f, meta, lc_seq2seq_get_config(m), &c, sizeof c);
     free(meta);
     lc_seq2seq_free(m);
 }
