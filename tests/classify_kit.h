@@ -1,6 +1,6 @@
 /* The toy examples of the classifier tests (tests/test_classify.c, tests/test_classify_mlm.c): N_EX sequences of
  * lengths 3, 7, 7, 15 (longer than MAX_LEN 12, so truncated) and 0 (the [CLS] alone) of random ids, with random
- * labels. Include after harness.h. */
+ * labels; and the learning tests' runs (toy_learn). Include after harness.h. */
 #ifndef LC_TESTS_CLASSIFY_KIT_H
 #define LC_TESTS_CLASSIFY_KIT_H
 
@@ -51,6 +51,40 @@ static inline lc_classifier *toy_create(const lc_classify_config *c, int max_bat
 /* Examples first .. first + n - 1 as a batch. */
 static inline lc_classify_batch toy_batch(const toy *t, int first, int n) {
     return (lc_classify_batch){n, t->ptr + first, t->len + first};
+}
+
+/* A learning test's batches: LEARN_BATCH sequences of up to LEARN_LEN ids (labels: each sequence's class). */
+enum { LEARN_BATCH = 16, LEARN_LEN = 16 };
+typedef struct {
+    int ids[LEARN_BATCH][LEARN_LEN], len[LEARN_BATCH], labels[LEARN_BATCH];
+    const int *ptr[LEARN_BATCH];
+} learn_batch;
+
+/* `steps` optimizer steps (lr 3e-3, warm-up 10, no weight decay) on batches whose sequence i draw(r, lb, i)
+ * fills from one generator (seed 4); over the last 20 steps *right of *seen predictions were right (the
+ * labels, or with mlm the masked tokens, which the steps then train without labels). */
+static inline void toy_learn(lc_classifier *m, long steps, int mlm, void (*draw)(lc_rng *r, learn_batch *lb, int i),
+                             long *right, long *seen) {
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.lr = 3e-3f, o.warmup = 10, o.steps = steps, o.weight_decay = 0;
+    learn_batch lb;
+    lc_rng r;
+    lc_rng_seed(&r, 4);
+    *right = 0, *seen = 0;
+    for (long step = 0; step < o.steps; step++) {
+        for (int i = 0; i < LEARN_BATCH; i++) lb.ptr[i] = lb.ids[i], draw(&r, &lb, i);
+        const lc_classify_batch b = {LEARN_BATCH, lb.ptr, lb.len};
+        if (step >= o.steps - 20) {
+            long n = LEARN_BATCH, ok;
+            if (mlm)
+                CHECK(lc_classifier_mlm_forward(m, &b, (uint64_t)step, 0, NULL, &n, &ok) == LC_OK, "%s", lc_last_error());
+            else
+                CHECK(lc_classifier_forward(m, &b, lb.labels, 0, NULL, &ok) == LC_OK, "%s", lc_last_error());
+            *right += ok, *seen += n;
+        }
+        CHECK(lc_classifier_step(m, &o, &b, mlm ? NULL : lb.labels, NULL) == LC_OK, "%s", lc_last_error());
+    }
 }
 
 #endif

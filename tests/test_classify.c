@@ -288,6 +288,13 @@ TEST(docs_list_every_key_and_tensor) {
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) CHECK(strstr(doc, extra[i]), "lacks %s", extra[i]);
 }
 
+/* Sequence i of a batch: 4 to 15 words of 7, with label 1 (half of them) token 7 (id 11) put in one place. */
+static void draw_token7(lc_rng *r, learn_batch *lb, int i) {
+    lb->len[i] = 4 + (int)(lc_rng_uniform(r) * 12) % 12, lb->labels[i] = lc_rng_uniform(r) < 0.5f;
+    for (int k = 0; k < lb->len[i]; k++) lb->ids[i][k] = LC_WORD_FIRST + (int)(lc_rng_uniform(r) * 7) % 7;
+    if (lb->labels[i]) lb->ids[i][(int)(lc_rng_uniform(r) * lb->len[i]) % lb->len[i]] = 11;
+}
+
 /* A tiny model learns "label = whether token 7 occurs" over random sequences within 150 steps. */
 TEST(learns_a_toy_task) {
     lc_classify_config c;
@@ -297,28 +304,8 @@ TEST(learns_a_toy_task) {
     lc_classifier *m = NULL;
     CHECK(lc_classifier_create(&c, 16, 0, 1, &m) == LC_OK, "%s", lc_last_error());
     if (!m) return;
-    lc_train_options o;
-    lc_train_options_default(&o);
-    o.lr = 3e-3f, o.warmup = 10, o.steps = 150, o.weight_decay = 0;
-    int ids[16][16], len[16], labels[16];
-    const int *ptr[16];
-    lc_rng r;
-    lc_rng_seed(&r, 4);
-    long right = 0, seen = 0;
-    for (long step = 0; step < o.steps; step++) {
-        for (int i = 0; i < 16; i++) {
-            len[i] = 4 + (int)(lc_rng_uniform(&r) * 12) % 12, ptr[i] = ids[i], labels[i] = lc_rng_uniform(&r) < 0.5f;
-            for (int k = 0; k < len[i]; k++) ids[i][k] = LC_WORD_FIRST + (int)(lc_rng_uniform(&r) * 7) % 7;
-            if (labels[i]) ids[i][(int)(lc_rng_uniform(&r) * len[i]) % len[i]] = 11;
-        }
-        const lc_classify_batch b = {16, ptr, len};
-        if (step >= o.steps - 20) {
-            long ok;
-            CHECK(lc_classifier_forward(m, &b, labels, 0, NULL, &ok) == LC_OK, "%s", lc_last_error());
-            right += ok, seen += 16;
-        }
-        CHECK(lc_classifier_step(m, &o, &b, labels, NULL) == LC_OK, "%s", lc_last_error());
-    }
+    long right, seen;
+    toy_learn(m, 150, 0, draw_token7, &right, &seen);
     CHECK(right >= 0.9 * seen, "accuracy %ld / %ld at the end", right, seen);
     lc_classifier_free(m);
 }

@@ -116,32 +116,19 @@ TEST(masking_rule) {
     lc_classifier_free(m);
 }
 
+/* Sequence i of a batch: one of 8 words, 6 to 15 times. */
+static void draw_repeated(lc_rng *r, learn_batch *lb, int i) {
+    lb->len[i] = 6 + (int)(lc_rng_uniform(r) * 10) % 10;
+    const int w = LC_WORD_FIRST + (int)(lc_rng_uniform(r) * 8) % 8;
+    for (int k = 0; k < lb->len[i]; k++) lb->ids[i][k] = w;
+}
+
 /* Every sequence repeats one word: a tiny model learns to fill a masked one (chance: 1 in 8). */
 TEST(learns_to_fill_masks) {
     lc_classifier *m = make("full", 1, LC_WORD_FIRST + 8, LC_CLASSIFY_MLM, 16, 16, 2);
     if (!m) return;
-    lc_train_options o;
-    lc_train_options_default(&o);
-    o.lr = 3e-3f, o.warmup = 10, o.steps = 200, o.weight_decay = 0;
-    int ids[16][16], len[16];
-    const int *ptr[16];
-    lc_rng r;
-    lc_rng_seed(&r, 4);
-    long right = 0, seen = 0;
-    for (long step = 0; step < o.steps; step++) {
-        for (int i = 0; i < 16; i++) {
-            len[i] = 6 + (int)(lc_rng_uniform(&r) * 10) % 10, ptr[i] = ids[i];
-            const int w = LC_WORD_FIRST + (int)(lc_rng_uniform(&r) * 8) % 8;
-            for (int k = 0; k < len[i]; k++) ids[i][k] = w;
-        }
-        const lc_classify_batch b = {16, ptr, len};
-        if (step >= o.steps - 20) {
-            long n, ok;
-            CHECK(lc_classifier_mlm_forward(m, &b, (uint64_t)step, 0, NULL, &n, &ok) == LC_OK, "%s", lc_last_error());
-            right += ok, seen += n;
-        }
-        CHECK(lc_classifier_step(m, &o, &b, NULL, NULL) == LC_OK, "the mlm step needs no labels: %s", lc_last_error());
-    }
+    long right, seen;
+    toy_learn(m, 200, 1, draw_repeated, &right, &seen);
     CHECK(seen > 100 && right >= 0.9 * seen, "masked-token accuracy %ld / %ld at the end", right, seen);
     lc_classifier_free(m);
 }

@@ -74,53 +74,33 @@ static void forward_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, con
     t->lse[((size_t)b * sh->H + h) * sh->T + row] = run_max + logf(run_sum);
 }
 
-/* dq of one query row: dq_t = scale sum_s P_ts (dout_t . v_s - Delta_t) k_s. */
-static void query_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t,
-                           const float *delta, int b, int h, int row, float *qs, float *acc) {
+/* The gradients of one row, streamed over its partners (a query row's keys, or a key row's queries) with P
+ * recomputed from lse and dS = P (dP - Delta):
+ *   query row t: dq_t = scale sum_s dS_ts k_s (w0: scale q_t, w1: the sum);
+ *   key row s: dv_s = sum_t P_ts dout_t (w0), dk_s = scale sum_t dS_ts q_t (w1).
+ * The row's x and y meet each partner's X and Y rows: P from x . X, dP from y . Y, and dS weighs X. */
+static inline __attribute__((always_inline)) void grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat,
+                                                           const lc_attn_tensors *t, const float *delta, int b, int h,
+                                                           int row, int key_row, float *w0, float *w1) {
     const int D = sh->D;
-    const float *q = lc_view_row(&t->q, b, row, h, D), *dout = lc_view_row(&t->dout, b, row, h, D);
-    for (int d = 0; d < D; d++) qs[d] = sh->scale * q[d], acc[d] = 0;
-    const size_t r = ((size_t)b * sh->H + h) * sh->T + row;
-    const float lse = t->lse[r], row_delta = delta[r];
-    const lc_attn_progression keys = pat->keys_of(pat->ctx, row);
-    float p[PROG_CHUNK] __attribute__((aligned(64))), dp[PROG_CHUNK] __attribute__((aligned(64)));
-    for (int c0 = 0; c0 < keys.count; c0 += PROG_CHUNK) {
-        const int n = lc_imin(PROG_CHUNK, keys.count - c0);
-        const int key0 = keys.first + c0 * keys.step;
-        for (int j = 0; j < n; j++) {
-            const int key = key0 + j * keys.step;
-            p[j] = prog_dot(qs, lc_view_row(&t->k, b, key, h, D), D);
-            dp[j] = prog_dot(dout, lc_view_row(&t->v, b, key, h, D), D);
-        }
-        for (int j = n; j < lc_round_up(n, 16); j++) p[j] = -INFINITY, dp[j] = 0;
-        for (int j = 0; j < n; j += 16) {
-            const lc_v16 prob = lc_vexp(lc_vload(p + j) - lc_vbroadcast(lse));
-            lc_vstore(dp + j, prob * (lc_vload(dp + j) - lc_vbroadcast(row_delta)));
-        }
-        for (int j = 0; j < n; j++) lc_vaxpy(acc, dp[j], lc_view_row(&t->k, b, key0 + j * keys.step, h, D), D);
-    }
-    float *dq = lc_view_row(&t->dq, b, row, h, D);
-    for (int d = 0; d < D; d++) dq[d] = sh->scale * acc[d];
-}
-
-/* dk and dv of one key row s: dv_s = sum_t P_ts dout_t, dk_s = scale sum_t dS_ts q_t. */
-static void key_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, const lc_attn_tensors *t,
-                         const float *delta, int b, int h, int key, float *dk_acc, float *dv_acc) {
-    const int D = sh->D;
-    const float *k = lc_view_row(&t->k, b, key, h, D), *v = lc_view_row(&t->v, b, key, h, D);
-    for (int d = 0; d < D; d++) dk_acc[d] = 0, dv_acc[d] = 0;
-    const lc_attn_progression queries = pat->queries_of(pat->ctx, key);
+    const lc_view *X = key_row ? &t->q : &t->k, *Y = key_row ? &t->dout : &t->v;
+    const float *x = key_row ? lc_view_row(&t->k, b, row, h, D) : w0;
+    const float *y = lc_view_row(key_row ? &t->v : &t->dout, b, row, h, D);
+    const float *q = key_row ? NULL : lc_view_row(&t->q, b, row, h, D);
+    for (int d = 0; d < D; d++) w0[d] = q ? sh->scale * q[d] : 0, w1[d] = 0;
     const size_t r0 = ((size_t)b * sh->H + h) * sh->T;
+    const lc_attn_progression other = key_row ? pat->queries_of(pat->ctx, row) : pat->keys_of(pat->ctx, row);
     float p[PROG_CHUNK] __attribute__((aligned(64))), ds[PROG_CHUNK] __attribute__((aligned(64)));
     float lse[PROG_CHUNK] __attribute__((aligned(64))), dl[PROG_CHUNK] __attribute__((aligned(64)));
-    for (int c0 = 0; c0 < queries.count; c0 += PROG_CHUNK) {
-        const int n = lc_imin(PROG_CHUNK, queries.count - c0);
-        const int row0 = queries.first + c0 * queries.step;
+    for (int c0 = 0; c0 < other.count; c0 += PROG_CHUNK) {
+        const int n = lc_imin(PROG_CHUNK, other.count - c0);
+        const int first = other.first + c0 * other.step;
         for (int i = 0; i < n; i++) {
-            const int row = row0 + i * queries.step;
-            p[i] = sh->scale * prog_dot(lc_view_row(&t->q, b, row, h, D), k, D);
-            ds[i] = prog_dot(lc_view_row(&t->dout, b, row, h, D), v, D);
-            lse[i] = t->lse[r0 + row], dl[i] = delta[r0 + row];
+            const int o = first + i * other.step, query = key_row ? o : row;
+            const float score = prog_dot(lc_view_row(X, b, o, h, D), x, D);
+            p[i] = key_row ? sh->scale * score : score;
+            ds[i] = prog_dot(lc_view_row(Y, b, o, h, D), y, D);
+            lse[i] = t->lse[r0 + query], dl[i] = delta[r0 + query];
         }
         for (int i = n; i < lc_round_up(n, 16); i++) p[i] = -INFINITY, ds[i] = 0, lse[i] = 0, dl[i] = 0;
         for (int i = 0; i < n; i += 16) {
@@ -129,13 +109,16 @@ static void key_grad_row(const lc_attn_shape *sh, const lc_attn_pattern *pat, co
             lc_vstore(ds + i, prob * (lc_vload(ds + i) - lc_vload(dl + i)));
         }
         for (int i = 0; i < n; i++) {
-            const int row = row0 + i * queries.step;
-            lc_vaxpy(dv_acc, p[i], lc_view_row(&t->dout, b, row, h, D), D);
-            lc_vaxpy(dk_acc, ds[i], lc_view_row(&t->q, b, row, h, D), D);
+            const int o = first + i * other.step;
+            if (key_row) lc_vaxpy(w0, p[i], lc_view_row(Y, b, o, h, D), D);
+            lc_vaxpy(w1, ds[i], lc_view_row(X, b, o, h, D), D);
         }
     }
-    float *dk = lc_view_row(&t->dk, b, key, h, D), *dv = lc_view_row(&t->dv, b, key, h, D);
-    for (int d = 0; d < D; d++) dk[d] = sh->scale * dk_acc[d], dv[d] = dv_acc[d];
+    float *dx = lc_view_row(key_row ? &t->dk : &t->dq, b, row, h, D);
+    for (int d = 0; d < D; d++) dx[d] = sh->scale * w1[d];
+    if (!key_row) return;
+    float *dv = lc_view_row(&t->dv, b, row, h, D);
+    for (int d = 0; d < D; d++) dv[d] = w0[d];
 }
 
 /* ---------------------------------------------------------------- drivers */
@@ -171,9 +154,9 @@ static void prog_pass(const lc_attn_shape *s, const lc_attn_pattern *pat, const 
             if (pass == 0)
                 forward_row(s, pat, t, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
             else if (pass == 1)
-                query_grad_row(s, pat, t, delta, b, h, prog_at(pat->query_at, pat->ctx, i), w, w + D_pad);
+                grad_row(s, pat, t, delta, b, h, prog_at(pat->query_at, pat->ctx, i), 0, w, w + D_pad);
             else
-                key_grad_row(s, pat, t, delta, b, h, prog_at(pat->key_at, pat->ctx, i), w, w + D_pad);
+                grad_row(s, pat, t, delta, b, h, prog_at(pat->key_at, pat->ctx, i), 1, w, w + D_pad);
         }
     }
 }
@@ -338,27 +321,34 @@ static void block_rel_keys_of(const void *ctx, const full_geometry *g, int t0, i
     for (int i = 0; i < FULL_TILE_Q; i++) keys->first[i] = block_keys_of(c, t0 + i).first;
 }
 
+/* One pass over the tiles: 0 forward and 2 dq over the query tiles, 1 dk/dv over the key tiles. Tasks go out
+ * tile by tile, all heads of a tile together: a tile needs only the keys of its own and the previous block,
+ * so each [H*D] row fetched from memory serves every head while it is in cache (head by head, a long
+ * sequence streamed H times through memory). Every output row is computed by one task in a fixed order, so
+ * results do not depend on the order or the thread count. */
+static void block_tile_pass(const block_ctx *c, const full_geometry *g, const lc_attn_tensors *t, const float *delta,
+                            float *base, int nthreads, int pass) {
+    const long heads = (long)g->B * g->H, tasks = heads * (pass == 1 ? g->k_tiles : g->q_tiles);
+    (void)nthreads; /* only the OpenMP build uses it */
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long task = 0; task < tasks; task++) {
+        full_tiles w = full_tiles_for_thread(base, g, lc_thread_id());
+        const long head = task % heads;
+        const int b = (int)(head / g->H), h = (int)(head % g->H), tile = (int)(task / heads);
+        if (pass == 0) block_forward_tile(c, g, t, b, h, tile, &w);
+        else if (pass == 1) block_key_tile_grads(c, g, t, delta, b, h, tile, &w, NULL);
+        else block_query_tile_grads(c, g, t, delta, b, h, tile, &w);
+    }
+}
+
 static void block_forward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
     block_check_shape(s, t);
     const block_ctx c = block_ctx_of(s, opts);
     const full_geometry g = block_geometry(s);
     if (g.B == 0 || g.H == 0 || g.T == 0) return;
-    const int nthreads = lc_attn_threads(s);
-    (void)nthreads;
-    float *base = full_workspace_base(work);
-    /* Tasks go out tile by tile, all heads of a tile together: a tile needs only the keys of its own and
-     * the previous block, so each [H*D] row fetched from memory serves every head while it is in cache
-     * (head by head, a long sequence streamed H times through memory). Every output row is computed by
-     * one task in a fixed order, so results do not depend on the order or the thread count. */
-    const long heads = (long)g.B * g.H, tasks = heads * g.q_tiles;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < tasks; task++) {
-        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        block_forward_tile(&c, &g, t, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
-    }
+    block_tile_pass(&c, &g, t, NULL, full_workspace_base(work), lc_attn_threads(s), 0);
 }
 
 static void block_backward(const lc_attn_shape *s, const void *opts, const lc_attn_tensors *t, float *work) {
@@ -373,25 +363,10 @@ static void block_backward(const lc_attn_shape *s, const void *opts, const lc_at
         full_rel_backward_keys(&g, t, delta, base, nthreads, block_rel_keys_of, &c);
         return;
     }
-    const long heads = (long)g.B * g.H, key_tasks = heads * g.k_tiles, query_tasks = heads * g.q_tiles;
     /* enough heads to share out: one task per head, 5 tile products instead of 7 */
     if (full_one_pass_backward(&g, t, delta, base, nthreads, block_head_keys, &c)) return;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < key_tasks; task++) { /* tile by tile, all heads together (as forward) */
-        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        block_key_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w, NULL);
-    }
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long task = 0; task < query_tasks; task++) {
-        full_tiles w = full_tiles_for_thread(base, &g, lc_thread_id());
-        const long head = task % heads;
-        block_query_tile_grads(&c, &g, t, delta, (int)(head / g.H), (int)(head % g.H), (int)(task / heads), &w);
-    }
+    block_tile_pass(&c, &g, t, delta, base, nthreads, 1);
+    block_tile_pass(&c, &g, t, delta, base, nthreads, 2);
 }
 
 static void block_opts_init(void *opts, int H) {

@@ -17,10 +17,10 @@
  * lc_attn_full_forward (causal mask, window, relative positions, lse); results differ from the tiled
  * kernel in the last bits (another order of summation) and do not depend on the thread count. */
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "attn/full_eval.h"
+#include "attn/full_tile.h"
 #include "core/threads.h"
 #include "kernels/fastmath.h"
 #include "kernels/kernels.h"
@@ -177,17 +177,23 @@ static void eval_head(const lc_attn_shape *s, const lc_attn_tensors *t, int b, i
     }
 }
 
+/* What each (batch, head) reads. */
+typedef struct {
+    const lc_attn_shape *s;
+    const lc_attn_tensors *t;
+    float *base;
+} eval_job;
+
+static void eval_task(const void *job, int b, int h) {
+    const eval_job *j = job;
+    eval_buffers w = buffers_for_thread(j->base, j->s, lc_thread_id());
+    eval_head(j->s, j->t, b, h, &w);
+}
+
 int lc_attn_full_eval(const lc_attn_shape *s, const lc_attn_tensors *t, float *work) {
     const int nthreads = lc_attn_threads(s);
     if (!lc_attn_full_eval_floats(s, nthreads)) return 0;
-    float *base = (float *)(((uintptr_t)work + 63) & ~(uintptr_t)63);
-    const long heads = (long)s->B * s->H;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long head = 0; head < heads; head++) {
-        eval_buffers w = buffers_for_thread(base, s, lc_thread_id());
-        eval_head(s, t, (int)(head / s->H), (int)(head % s->H), &w);
-    }
+    const eval_job job = {s, t, full_workspace_base(work)};
+    full_each_head(s->B, s->H, nthreads, eval_task, &job);
     return 1;
 }

@@ -174,6 +174,26 @@ static inline __attribute__((always_inline)) void full_query_tile_grads(const fu
 typedef void (*full_head_keys_fn)(const void *ctx, const full_geometry *g, const lc_attn_tensors *t,
                                   const float *delta, int b, int h, full_tiles *w, float *dq_acc);
 
+/* What each (batch, head) of the one-pass backward reads. */
+typedef struct {
+    const full_geometry *g;
+    const lc_attn_tensors *t;
+    const float *delta;
+    float *base, *dq_base;
+    size_t dq_floats;
+    full_head_keys_fn head_keys;
+    const void *ctx;
+} full_one_pass;
+
+static inline void full_one_pass_head(const void *job, int b, int h) {
+    const full_one_pass *j = job;
+    full_tiles w = full_tiles_for_thread(j->base, j->g, lc_thread_id());
+    float *dq_acc = j->dq_base + (size_t)lc_thread_id() * j->dq_floats;
+    memset(dq_acc, 0, sizeof(float) * j->dq_floats);
+    j->head_keys(j->ctx, j->g, j->t, j->delta, b, h, &w, dq_acc);
+    full_store_dq(j->g, j->t, b, h, dq_acc);
+}
+
 /* The one-pass backward of the full and block kinds, when full_one_pass_dq_floats allows it: one task per
  * (batch, head) with the thread's dq accumulator zeroed, the kind's key tiles, then dq = scale * the
  * accumulator. Returns 0, having done nothing, when the shape takes the two passes. */
@@ -181,19 +201,8 @@ static inline int full_one_pass_backward(const full_geometry *g, const lc_attn_t
                                          float *base, int nthreads, full_head_keys_fn head_keys, const void *ctx) {
     const size_t dq_floats = full_one_pass_dq_floats(g, nthreads);
     if (!dq_floats) return 0;
-    float *dq_base = full_one_pass_dq_base(base, g, nthreads);
-    const long heads = (long)g->B * g->H;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-#endif
-    for (long head = 0; head < heads; head++) {
-        full_tiles w = full_tiles_for_thread(base, g, lc_thread_id());
-        float *dq_acc = dq_base + (size_t)lc_thread_id() * dq_floats;
-        const int b = (int)(head / g->H), h = (int)(head % g->H);
-        memset(dq_acc, 0, sizeof(float) * dq_floats);
-        head_keys(ctx, g, t, delta, b, h, &w, dq_acc);
-        full_store_dq(g, t, b, h, dq_acc);
-    }
+    const full_one_pass job = {g, t, delta, base, full_one_pass_dq_base(base, g, nthreads), dq_floats, head_keys, ctx};
+    full_each_head(g->B, g->H, nthreads, full_one_pass_head, &job);
     return 1;
 }
 

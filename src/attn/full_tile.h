@@ -165,6 +165,18 @@ static inline float *full_workspace_base(float *work) {
     return (float *)((p + 63) & ~(uintptr_t)63);
 }
 
+/* task(ctx, b, h) for every (batch, head) of B x H: one task each, handed out one at a time to nthreads threads;
+ * a task finds its thread's slice of the workspace by lc_thread_id(). */
+static inline void full_each_head(int B, int H, int nthreads, void (*task)(const void *ctx, int b, int h),
+                                  const void *ctx) {
+    const long heads = (long)B * H;
+    (void)nthreads; /* only the OpenMP build uses it */
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+#endif
+    for (long head = 0; head < heads; head++) task(ctx, (int)(head / H), (int)(head % H));
+}
+
 static inline full_tiles full_tiles_for_thread(float *base, const full_geometry *g, int thread) {
     float *p = base + (size_t)thread * g->thread_floats;
     const size_t q_tile = (size_t)FULL_TILE_Q * g->D_pad, k_tile = (size_t)FULL_TILE_K * g->D_pad;

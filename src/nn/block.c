@@ -559,32 +559,36 @@ void lc_sinusoid_positions(float *out, int S, int C, int clamp_len) {
 /* ---------------------------------------------------------------- reversible halves (Reformer)
  * f(x) = drop(attn(LN1(x))) and g(y) = drop(ffn(LN2(y))) of a pre-LN block, each into ctx->tmp; their
  * backward accumulates d loss / d input into dx given dy = d loss / d output. No memory rows (M = 0). */
-void lc_block_attn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x) {
-    lc_layernorm_forward(a->norm1, a->mean1, a->rstd1, x, w->ln1_w, w->ln1_b, c->B * c->T, c->C, LC_LN_EPS);
-    attention_sublayer(c, w, a, a->norm1);
+/* The LayerNorm of one half: LN1 before the attention, LN2 before the feed-forward (g's only with g). */
+typedef struct {
+    const float *w, *b;
+    float *gw, *gb, *norm, *mean, *rstd;
+} half_norm;
+
+static half_norm half_norm_of(lc_rev_half half, const lc_block_weights *w, lc_block_weights *g,
+                              const lc_block_acts *a) {
+    if (half == LC_REV_ATTN)
+        return (half_norm){w->ln1_w, w->ln1_b, g ? g->ln1_w : NULL, g ? g->ln1_b : NULL, a->norm1, a->mean1, a->rstd1};
+    return (half_norm){w->ln2_w, w->ln2_b, g ? g->ln2_w : NULL, g ? g->ln2_b : NULL, a->norm2, a->mean2, a->rstd2};
 }
 
-void lc_block_attn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                 const lc_block_acts *a, const float *x, const float *dy, float *dx,
-                                 const lc_block_scratch *s) {
+void lc_block_half_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, lc_rev_half half,
+                           const float *x) {
+    const half_norm n = half_norm_of(half, w, NULL, a);
+    lc_layernorm_forward(n.norm, n.mean, n.rstd, x, n.w, n.b, c->B * c->T, c->C, LC_LN_EPS);
+    if (half == LC_REV_ATTN) attention_sublayer(c, w, a, n.norm);
+    else ffn_sublayer(c, w, a, n.norm);
+}
+
+void lc_block_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                            const lc_block_acts *a, lc_rev_half half, const float *x, const float *dy, float *dx,
+                            const lc_block_scratch *s) {
     const int N = c->B * c->T, C = c->C;
+    const half_norm n = half_norm_of(half, w, g, a);
     memset(s->d_norm, 0, sizeof(float) * (size_t)N * C);
-    attention_backward(c, w, g, a, a->norm1, dy, s->d_norm, s);
-    lc_layernorm_backward(dx, g->ln1_w, g->ln1_b, s->d_norm, x, w->ln1_w, a->mean1, a->rstd1, N, C);
-}
-
-void lc_block_ffn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *y) {
-    lc_layernorm_forward(a->norm2, a->mean2, a->rstd2, y, w->ln2_w, w->ln2_b, c->B * c->T, c->C, LC_LN_EPS);
-    ffn_sublayer(c, w, a, a->norm2);
-}
-
-void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                const lc_block_acts *a, const float *y, const float *dy, float *dx,
-                                const lc_block_scratch *s) {
-    const int N = c->B * c->T, C = c->C;
-    memset(s->d_norm, 0, sizeof(float) * (size_t)N * C);
-    ffn_backward(c, w, g, a, a->norm2, dy, s->d_norm, s);
-    lc_layernorm_backward(dx, g->ln2_w, g->ln2_b, s->d_norm, y, w->ln2_w, a->mean2, a->rstd2, N, C);
+    if (half == LC_REV_ATTN) attention_backward(c, w, g, a, n.norm, dy, s->d_norm, s);
+    else ffn_backward(c, w, g, a, n.norm, dy, s->d_norm, s);
+    lc_layernorm_backward(dx, n.gw, n.gb, s->d_norm, x, n.w, n.mean, n.rstd, N, C);
 }
 
 /* The weights of one head, read off the layer's own attention: values set to one-hot rows (key s: e_s in

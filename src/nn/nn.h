@@ -139,14 +139,12 @@ void lc_block_backward(const lc_block_ctx *ctx, const lc_block_weights *w, lc_bl
  * g(y) = drop(ffn(LN2(y))) written to ctx->tmp; the activations go to a (which may be shared by every
  * layer, since backward recomputes them). Backward: dx += (d half / d input)^T dy; weight gradients
  * accumulate into g. */
-void lc_block_attn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *x);
-void lc_block_attn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                 const lc_block_acts *a, const float *x, const float *dy, float *dx,
-                                 const lc_block_scratch *s);
-void lc_block_ffn_half(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, const float *y);
-void lc_block_ffn_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
-                                const lc_block_acts *a, const float *y, const float *dy, float *dx,
-                                const lc_block_scratch *s);
+typedef enum { LC_REV_ATTN, LC_REV_FFN } lc_rev_half; /* f (LN1, attention) or g (LN2, feed-forward) */
+void lc_block_half_forward(const lc_block_ctx *c, const lc_block_weights *w, const lc_block_acts *a, lc_rev_half half,
+                           const float *x);
+void lc_block_half_backward(const lc_block_ctx *c, const lc_block_weights *w, lc_block_weights *g,
+                            const lc_block_acts *a, lc_rev_half half, const float *x, const float *dy, float *dx,
+                            const lc_block_scratch *s);
 
 /* A sublayer between the block's attention and its feed-forward, with its own LayerNorm, residual and
  * dropout (the decoder block's cross-attention), h the stream it reads:

@@ -194,9 +194,9 @@ static void reversible_forward(lc_model *m, int train) {
             memcpy(m->rev_x1[l], y1, sizeof(float) * NC);
             memcpy(m->rev_x2[l], y2, sizeof(float) * NC);
         }
-        lc_block_attn_half(&ctx, &m->blk[l], &m->bact[l], y2);
+        lc_block_half_forward(&ctx, &m->blk[l], &m->bact[l], LC_REV_ATTN, y2);
         axpy(y1, 1.0f, m->tmp, NC);
-        lc_block_ffn_half(&ctx, &m->blk[l], &m->bact[l], y1);
+        lc_block_half_forward(&ctx, &m->blk[l], &m->bact[l], LC_REV_FFN, y1);
         axpy(y2, 1.0f, m->tmp, NC);
     }
     if (m->rev_store) {
@@ -220,16 +220,16 @@ static void reversible_backward(lc_model *m) {
         lc_block_weights *g = &m->gblk[l];
         const lc_block_acts *a = &m->bact[l];
         if (m->rev_store) { /* the reference: inputs and activations as the forward left them */
-            lc_block_ffn_half_backward(&ctx, w, g, a, m->rev_x1[l + 1], d2, d1, &m->scratch);
-            lc_block_attn_half_backward(&ctx, w, g, a, m->rev_x2[l], d1, d2, &m->scratch);
+            lc_block_half_backward(&ctx, w, g, a, LC_REV_FFN, m->rev_x1[l + 1], d2, d1, &m->scratch);
+            lc_block_half_backward(&ctx, w, g, a, LC_REV_ATTN, m->rev_x2[l], d1, d2, &m->scratch);
             continue;
         }
-        lc_block_ffn_half(&ctx, w, a, y1); /* g(y1) again: x2 = y2 - g(y1) */
+        lc_block_half_forward(&ctx, w, a, LC_REV_FFN, y1); /* g(y1) again: x2 = y2 - g(y1) */
         axpy(y2, -1.0f, m->tmp, NC);
-        lc_block_ffn_half_backward(&ctx, w, g, a, y1, d2, d1, &m->scratch);
-        lc_block_attn_half(&ctx, w, a, y2); /* f(x2) again: x1 = y1 - f(x2) */
+        lc_block_half_backward(&ctx, w, g, a, LC_REV_FFN, y1, d2, d1, &m->scratch);
+        lc_block_half_forward(&ctx, w, a, LC_REV_ATTN, y2); /* f(x2) again: x1 = y1 - f(x2) */
         axpy(y1, -1.0f, m->tmp, NC);
-        lc_block_attn_half_backward(&ctx, w, g, a, y2, d1, d2, &m->scratch);
+        lc_block_half_backward(&ctx, w, g, a, LC_REV_ATTN, y2, d1, d2, &m->scratch);
     }
     for (size_t i = 0; i < NC; i++) m->dres[i] = d1[i] + d2[i];
 }
