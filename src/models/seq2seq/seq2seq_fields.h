@@ -23,10 +23,8 @@
 #define LC_SEQ2SEQ_FIELDS(X)                                                                                       \
     LC_STACK_FIELDS(X, LC_SEQ2SEQ_ENC, LC_FLAG_PLAIN, LC_SEQ2SEQ_HELP)                                             \
     LC_STACK_FIELDS(X, LC_SEQ2SEQ_DEC, LC_FLAG_NONE, LC_HELP_NONE)                                                 \
-    X(max_src_len, INT, "--max-src-len", 0, 1 << 20, 1 << 20, LC_F_REQUIRED, NULL,                                 \
-      "longest source in bytes (default: the files' longest)")                                                    \
-    X(max_tgt_len, INT, "--max-tgt-len", 1, 1 << 20, 1 << 20, LC_F_REQUIRED, NULL,                                 \
-      "longest target in bytes (default: the files' longest)")                                                    \
+    X(max_src_len, INT, "--max-src-len", 0, 1 << 20, 1 << 20, LC_F_REQUIRED, NULL, "longest source in bytes (default: the files' longest)") \
+    X(max_tgt_len, INT, "--max-tgt-len", 1, 1 << 20, 1 << 20, LC_F_REQUIRED, NULL, "longest target in bytes (default: the files' longest)") \
     LC_BLOCK_FIELDS(X)                                                                                             \
     X(tied, BOOL_OFF, "--untied", 0, 0, 1, LC_F_REQUIRED, NULL,                                                    \
       "own source, decoder-input and output embeddings (default: one shared)")
