@@ -130,7 +130,7 @@ check "killed between validations: OUT.last written" -- test -s "$tmp/k.st.last"
 check "a state saved between validations resumes" -- "${tr[@]}" --resume "$tmp/k.st.last" --steps 100000 --stop-after 1 --out "$tmp/k.st"
 # --objective mlm: a masked-token pre-training of the encoder on the same inputs (words), which eval refuses and
 # --init of a classifier (another attention spec, another --max-len) starts from, with its vocabulary
-expect 2 "--objective must be mlm" -- "${tr[@]}" "${tiny[@]}" --tokens words --objective clm --out "$tmp/m.st"
+expect 2 "--objective must be labels or mlm, got 'clm'" -- "${tr[@]}" "${tiny[@]}" --tokens words --objective clm --out "$tmp/m.st"
 check "train --objective mlm" -- "${tr[@]}" "${tiny[@]}" --tokens words --objective mlm --out "$tmp/m.st" --json
 cp "$tmp/err" "$tmp/mlm.err"
 check "mlm: validation is masked-token accuracy" -- grep -q "valid masked-token accuracy" "$tmp/mlm.err"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../src/cli/args.c"
+#include "../src/cli/field_flags.c"
 #include "../src/cli/model_flags.c"
 #include "core/choice.h"
 #include "harness.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/classify_cli.h"
+#include "cli/field_flags.h"
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
 #include "cli/same_settings.h"
@@ -17,35 +18,31 @@
 #include "core/status.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "models/classify/classify_fields.h"
 #include "models/classify/classify_fit.h"
 #include "train/dist.h"
 
+#define CFG_TYPE lc_classify_config
+/* The configuration's flags: one per row of models/classify/classify_fields.h. */
+static const lc_cli_field fields[] = {LC_CLASSIFY_FIELDS(LC_CLI_FIELD)};
+
 typedef struct {
-    const char *task, *data, *valid, *tokens, *label_col, *text_col, *pool, *init, *out, *resume, *log;
-    int max_len, hidden, threads, json, max_words;
+    const char *task, *data, *valid, *label_col, *text_col, *init, *out, *resume, *log, *preset;
+    int threads, json, max_words;
     long min_count, save_every, max_examples;
     float save_every_min;
     lc_train_options o;
-    lc_model_flags mf;
+    lc_field_flags ff;
 } cargs;
-
-/* The shape flags that do not describe a classifier's encoder: left out of --help, refused by the parser. */
-static void refuse_lm_flags(lc_opt *opts, int n) {
-    const char *no[] = {"--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv", "--untied",
-                        "--share-qk", "--reversible", "--ffn-chunk", "--extra-tokens"};
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        lc_opt_refuse(opts, n, no[i], "does not apply to a classifier (its encoder is vanilla and bidirectional; "
-                                      "--max-len sets the length)");
-}
 
 /* With --resume, every flag the checkpoint fixes is refused. */
 static int refuse_flags(const cargs *a, lc_opt *opts, int n) {
-    const char *fixed[] = {"--tokens", "--max-len", "--pool", "--hidden", "--min-count", "--max-words", "--init",
-                           "--batch", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed"};
+    const char *fixed[] = {"--preset", "--min-count", "--max-words", "--init", "--batch", "--lr", "--min-lr",
+                           "--warmup", "--weight-decay", "--clip", "--seed"};
     const char *which = NULL;
     for (size_t i = 0; a->resume && !which && i < sizeof fixed / sizeof *fixed; i++)
         if (lc_opt_get(opts, n, fixed[i])->seen) which = fixed[i];
-    if (a->resume && (which || lc_model_flags_any(opts, n, &which))) {
+    if (a->resume && (which || lc_field_flags_any(&a->ff, opts, n, &which))) {
         lc_cli_error("train --task classify: %s cannot be combined with --resume (the checkpoint fixes it)", which);
         return LC_EXIT_USAGE;
     }
@@ -135,28 +132,23 @@ static void init_vocab(const char *path, lc_word_vocab **v) {
     lc_label_set_free(&labels);
 }
 
-/* The classifier's configuration from the flags and the training data. */
+/* The classifier's configuration: the encoder's shape from the language model's --preset, then the flags, and
+ * the training data's classes. */
 static int build_config(cargs *a, lc_opt *opts, int n, crun *r, lc_classify_config *c) {
     lc_config shape;
-    int rc = lc_model_flags_apply(&a->mf, opts, n, "train", &shape);
-    if (rc >= 0) return rc;
-    lc_classify_config_default(c);
-    c->n_layer = shape.n_layer, c->d_model = shape.d_model, c->n_head = shape.n_head, c->d_ff = shape.d_ff;
-    c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout;
-    c->attn_share = shape.attn_share, c->precision = shape.precision;
-    memcpy(c->attn, shape.attn, sizeof c->attn);
-    lc_status st;
-    if ((st = lc_tokens_parse(a->tokens, &c->tokens)) || (st = lc_pool_parse(a->pool, &c->pool))) return lc_cli_fail(st);
-    c->max_len = lc_opt_get(opts, n, "--max-len")->seen ? a->max_len
-                 : c->tokens == LC_TOKENS_WORDS ? LC_LRA_LISTOPS_MAX_LEN : LC_LRA_TEXT_MAX_LEN;
-    if ((st = lc_check_max_len(c->max_len, NULL))) return lc_cli_fail(st);
-    c->n_classes = r->train.labels.n, c->d_hidden = a->hidden;
-    if (a->mf.objective && strcmp(a->mf.objective, "mlm") != 0) {
-        lc_cli_error("train --task classify: --objective must be mlm (masked-token pre-training) or left out, got '%s'",
-                     a->mf.objective);
+    if (lc_config_preset(&shape, a->preset)) {
+        lc_cli_error("train: --preset: %s", lc_last_error());
         return LC_EXIT_USAGE;
     }
-    c->objective = a->mf.objective ? LC_CLASSIFY_MLM : LC_CLASSIFY_LABELS;
+    lc_classify_config_default(c);
+    c->n_layer = shape.n_layer, c->d_model = shape.d_model, c->n_head = shape.n_head, c->d_ff = shape.d_ff;
+    c->dropout = shape.dropout;
+    int rc = lc_field_flags_apply(&a->ff, opts, n, "train", c, 0);
+    if (rc >= 0) return rc;
+    lc_status st;
+    if (!lc_opt_get(opts, n, "--max-len")->seen)
+        c->max_len = c->tokens == LC_TOKENS_WORDS ? LC_LRA_LISTOPS_MAX_LEN : LC_LRA_TEXT_MAX_LEN;
+    c->n_classes = r->train.labels.n;
     if (c->n_classes < 2) {
         lc_cli_error("train: --data %s has %d label%s: a classifier needs at least 2", a->data, c->n_classes,
                      c->n_classes == 1 ? "" : "s");
@@ -205,10 +197,10 @@ static int resume(crun *r, lc_opt *opts, int n) {
     if (lc_opt_get(opts, n, "--steps")->seen) a->o.steps = steps;
     if (lc_opt_get(opts, n, "--eval-every")->seen) a->o.eval_every = eval_every;
     a->o.stop_after = stop_after;
-    lc_precision prec = lc_classifier_config(r->m)->precision; /* the checkpoint's, unless --precision is given */
-    int rc = lc_model_flags_precision(&a->mf, "train", &prec);
+    lc_classify_config now = *lc_classifier_config(r->m); /* the checkpoint's precision, unless --precision is given */
+    int rc = lc_field_flags_apply(&a->ff, opts, n, "train", &now, LC_F_RUN);
     if (rc >= 0) return rc;
-    if ((st = lc_classifier_set_precision(r->m, prec))) return lc_cli_fail(st);
+    if ((st = lc_classifier_set_precision(r->m, now.precision))) return lc_cli_fail(st);
     if (lc_classifier_steps_done(r->m) >= a->o.steps) {
         lc_cli_error("train: %s has done %ld of its %ld steps: give a larger --steps to continue", a->resume,
                      lc_classifier_steps_done(r->m), a->o.steps);
@@ -315,20 +307,13 @@ int lc_cmd_train_classify(int argc, char **argv) {
     cargs a;
     memset(&a, 0, sizeof a);
     lc_run_flags_default(&a.o);
-    a.tokens = "bytes", a.pool = "cls", a.min_count = 1;
-    lc_model_flags_init(&a.mf);
+    a.preset = "small", a.min_count = 1;
     lc_train_options *o = &a.o;
     lc_opt base[] = {
-        {"--task", OPT_STR, &a.task, 0, 0, "classify (this command)", 0},
-        {"--data", OPT_STR, &a.data, 0, 0, "training examples: a labelled TSV file, plain or gzip (required)", 0},
-        {"--valid", OPT_STR, &a.valid, 0, 0, "validation examples, same format (required)", 0},
-        {"--tokens", OPT_STR, &a.tokens, 0, 0, "bytes (default) or words (vocabulary from --data)", 0},
-        {"--max-len", OPT_INT, &a.max_len, -1e9, 1e9, "tokens read per example (default 4000 bytes, 2000 words)", 0},
+        LC_DATA_FLAGS(a, "classify", "training examples: a labelled TSV file, plain or gzip (required)",
+                      "validation examples, same format (required)", "examples"),
         {"--label-col", OPT_STR, &a.label_col, 0, 0, "label column: name or number from 1 (default Target, else the first)", 0},
         {"--text-col", OPT_STR, &a.text_col, 0, 0, "text column: name or number from 1 (default Source, else the last)", 0},
-        {"--max-examples", OPT_LONG, &a.max_examples, 1, 1e12, "the most examples read from one TSV file (default 4194304)", 0},
-        {"--pool", OPT_STR, &a.pool, 0, 0, "cls (default: the [CLS] state) or mean (over every position)", 0},
-        {"--hidden", OPT_INT, &a.hidden, 0, 65536, "the head's hidden width (default: --dim)", 0},
         {"--min-count", OPT_LONG, &a.min_count, 1, 1e12, "words: keep words seen at least N times (default 1)", 0},
         {"--max-words", OPT_INT, &a.max_words, 0, 1 << 24, "words: keep at most N words (default 0: all)", 0},
         {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM or classifier checkpoint", 0},
@@ -336,10 +321,11 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
         LC_RUN_FLAGS(a, o),
     };
-    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
-    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &a.mf);
-    refuse_lm_flags(opts, n);
-    lc_opt_get(opts, n, "--objective")->help = "mlm: pre-train the encoder on masked tokens of --data (default: the labels)";
+    const lc_opt preset = {"--preset", OPT_STR, &a.preset, 0, 0, "model preset: tiny, small (default), base", 0, NULL};
+    lc_opt opts[96];
+    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &preset, &a.ff, fields,
+                                     (int)(sizeof fields / sizeof *fields), "does not apply to a classifier (its encoder "
+                                     "is vanilla and bidirectional; --max-len sets the length)");
     int rc = lc_run_flags_parse("train --task classify", "--data TRAIN.tsv[.gz] --valid VALID.tsv[.gz] --out CKPT [options]",
                                 opts, n, argc, argv, &a.data, "a labelled TSV file", o);
     if (rc < 0) rc = train_run(&a, opts, n);

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/field_flags.h"
 #include "cli/hibert_cli.h"
 #include "cli/model_flags.h"
 #include "cli/optim_flags.h"
 #include "cli/same_settings.h"
-#include "core/choice.h"
 #include "core/json.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -20,54 +20,38 @@
 #include "core/timer.h"
 #include "train/dist.h"
 #include "train/checkpoint_meta.h"
+#include "models/hibert/hibert_fields.h"
 #include "models/hibert/hibert_fit.h"
 
 #define MAX_SOURCES 16
 
+#define CFG_TYPE lc_hibert_config
+/* The configuration's flags: one per row of models/hibert/hibert_fields.h. */
+static const lc_cli_field fields[] = {LC_HIBERT_FIELDS(LC_CLI_FIELD)};
+#define N_FIELDS (int)(sizeof fields / sizeof *fields)
+
 typedef struct {
-    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *norm, *act, *log, *precision;
-    const char *attn[3]; /* --sent-attn, --doc-attn, --dec-attn */
+    const char *docs[MAX_SOURCES], *data, *init, *out, *resume, *labels, *encoding, *log;
     int n_docs, threads, json, finetune, eval_docs;
     long save_every;
     float save_every_min, intruders, intruder_weight;
     lc_hibert_config cfg;
     lc_train_options o;
+    lc_field_flags ff;
 } hargs;
 
 static int build_opts(hargs *a, lc_opt *opts) {
     lc_train_options *o = &a->o;
-    lc_hibert_config *c = &a->cfg;
-    lc_opt base[] = {
+    const lc_opt files[] = {
         {"--docs", OPT_STR, &a->docs[0], 0, 0, "pretrain: a directory of .txt documents, a BBC root (train split) or a .tsv/.tsv.gz (last column); repeat for more", 0},
         {"--data", OPT_STR, &a->data, 0, 0, "finetune: the BBC News root (default data/bbc-news-summary)", 0},
         {"--labels", OPT_STR, &a->labels, 0, 0, "finetune: contained (default) or greedy sentence labels", 0},
-        {"--head-features", OPT_INT, &c->head_features, 0, LC_SUMMARY_FEATURES, "finetune: the head also reads this many of each sentence's position, length, LexRank centrality and word frequency (longctx's extension; 3: the first three, 4: all; default 0: the paper's head; with --init of a checkpoint without them, they start at 0)", 0},
         {"--init", OPT_STR, &a->init, 0, 0, "start from this checkpoint's weights (its shape)", 0},
         {"--out", OPT_STR, &a->out, 0, 0, "checkpoint to write (finetune: the best by valid ROUGE; OUT.last: the last state)", 0},
         {"--resume", OPT_STR, &a->resume, 0, 0, "continue this checkpoint's run (finetune: OUT.last)", 0},
         {"--encoding", OPT_STR, &a->encoding, 0, 0, "utf8 (default: refuse other files) or latin1", 0},
-        {"--sent-layers", OPT_INT, &c->sent.n_layer, 1, 4096, "sentence encoder layers (default 2)", 0},
-        {"--sent-dim", OPT_INT, &c->sent.d_model, 1, 1 << 20, "sentence encoder width (default 128)", 0},
-        {"--sent-heads", OPT_INT, &c->sent.n_head, 1, 1 << 16, "sentence encoder heads (default 4)", 0},
-        {"--sent-ffn", OPT_INT, &c->sent.d_ff, 1, 1 << 24, "sentence encoder feed-forward width (default 512)", 0},
-        {"--sent-attn", OPT_STR, &a->attn[0], 0, 0, "sentence encoder attention spec (default full)", 0},
-        {"--doc-layers", OPT_INT, &c->doc.n_layer, 1, 4096, "document encoder layers (default 2)", 0},
-        {"--doc-dim", OPT_INT, &c->doc.d_model, 1, 1 << 20, "document encoder width (default 128)", 0},
-        {"--doc-heads", OPT_INT, &c->doc.n_head, 1, 1 << 16, "document encoder heads (default 4)", 0},
-        {"--doc-ffn", OPT_INT, &c->doc.d_ff, 1, 1 << 24, "document encoder feed-forward width (default 512)", 0},
-        {"--doc-attn", OPT_STR, &a->attn[1], 0, 0, "document encoder attention spec (default full)", 0},
-        {"--dec-layers", OPT_INT, &c->dec.n_layer, 1, 4096, "sentence decoder layers (default 1)", 0},
-        {"--dec-dim", OPT_INT, &c->dec.d_model, 1, 1 << 20, "sentence decoder width (default 128)", 0},
-        {"--dec-heads", OPT_INT, &c->dec.n_head, 1, 1 << 16, "sentence decoder heads (default 4)", 0},
-        {"--dec-ffn", OPT_INT, &c->dec.d_ff, 1, 1 << 24, "sentence decoder feed-forward width (default 512)", 0},
-        {"--dec-attn", OPT_STR, &a->attn[2], 0, 0, "sentence decoder attention spec (causal; default full)", 0},
-        {"--max-sent-len", OPT_INT, &c->max_sent_len, 1, 1 << 20, "bytes read of a sentence (default 256)", 0},
-        {"--max-sents", OPT_INT, &c->max_sents, 1, 1 << 20, "sentences per document; longer ones are cut into chunks (default 128)", 0},
-        {"--sent-words", OPT_INT, &c->sent_words, 0, 1 << 22, "hashed word vectors added to each sentence vector, this many buckets; the EOS part then starts at 0 (longctx's, not the paper's; default 0: off)", 0},
-        {"--norm", OPT_STR, &a->norm, 0, 0, "pre (default) or post", 0},
-        {"--activation", OPT_STR, &a->act, 0, 0, "gelu (default) or relu", 0},
-        {"--dropout", OPT_FLOAT, &c->dropout, 0, 0.99, "dropout (default 0)", 0},
-        {"--precision", OPT_STR, &a->precision, 0, 0, "linear layers' products: fp32 or bf16 (AVX512_BF16 CPUs; default fp32, with --init or --resume the checkpoint's)", 0},
+    };
+    const lc_opt base[] = {
         {"--steps", OPT_LONG, &o->steps, 0, 1e12, "optimizer steps (default 2000)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 4096, "documents (chunks) per batch (default 8)", 0},
         {"--eval-every", OPT_LONG, &o->eval_every, 0, 1e12, "steps between validations (default 250; 0: end only)", 0},
@@ -81,9 +65,11 @@ static int build_opts(hargs *a, lc_opt *opts) {
         {"--json", OPT_FLAG, &a->json, 0, 0, "print a JSON summary as the last stdout line", 0},
         {"--log", OPT_STR, &a->log, 0, 0, "write one JSON line per step to this file (appended to with --resume)", 0},
     };
-    int n = (int)(sizeof base / sizeof base[0]);
-    memcpy(opts, base, sizeof base);
-    n = lc_optim_flags_add(o, opts, n);
+    int n = (int)(sizeof files / sizeof files[0]);
+    memcpy(opts, files, sizeof files);
+    n = lc_field_flags_add(&a->ff, fields, N_FIELDS, opts, n);
+    memcpy(opts + n, base, sizeof base);
+    n = lc_optim_flags_add(o, opts, n + (int)(sizeof base / sizeof base[0]));
     /* each stage's own flags: the other stage's help leaves them out and its parser refuses them */
     static const char *pre_only[] = {"--docs", "--eval-docs", "--intruders", "--intruder-weight", "--dec-layers",
                                      "--dec-dim", "--dec-heads", "--dec-ffn", "--dec-attn"};
@@ -98,31 +84,13 @@ static int build_opts(hargs *a, lc_opt *opts) {
     return n;
 }
 
-/* The stack attention specs (strings into the config) and the choices. */
-static int apply_strings(hargs *a) {
+/* The configuration's flags given (into the config) and the choices. */
+static int apply_strings(hargs *a, lc_opt *opts, int n, const char *cmd) {
+    const int rc = lc_field_flags_apply(&a->ff, opts, n, cmd, &a->cfg, 0);
+    if (rc >= 0) return rc;
     if (a->cfg.head_features != 0 && a->cfg.head_features != 3 && a->cfg.head_features != LC_SUMMARY_FEATURES) {
         lc_cli_error("hibert: --head-features must be 0, 3 or %d, got %d", LC_SUMMARY_FEATURES, a->cfg.head_features);
         return LC_EXIT_USAGE;
-    }
-    const char *names[3] = {"--sent-attn", "--doc-attn", "--dec-attn"};
-    char *dst[3] = {a->cfg.sent.attn, a->cfg.doc.attn, a->cfg.dec.attn};
-    for (int k = 0; k < 3; k++) {
-        if (!a->attn[k]) continue;
-        if (strlen(a->attn[k]) >= LC_ATTN_SPEC_CHARS) { lc_cli_error("hibert: %s is too long", names[k]); return LC_EXIT_USAGE; }
-        strcpy(dst[k], a->attn[k]);
-    }
-    const char *flag[2] = {"--norm", "--activation"}, *value[2] = {a->norm, a->act};
-    const char *choices[2] = {LC_NORM_CHOICES, LC_ACT_CHOICES};
-    int *field[2] = {(int *)&a->cfg.norm, (int *)&a->cfg.activation};
-    for (int k = 0; k < 2; k++) {
-        const int v = value[k] ? lc_choice_index(choices[k], value[k]) : *field[k];
-        if (v < 0) {
-            char all[64];
-            lc_choice_list(choices[k], "", all, sizeof all);
-            lc_cli_error("hibert: %s must be %s", flag[k], all);
-            return LC_EXIT_USAGE;
-        }
-        *field[k] = v;
     }
     if (a->encoding && strcmp(a->encoding, "utf8") && strcmp(a->encoding, "latin1")) {
         lc_cli_error("hibert: --encoding must be utf8 or latin1, got '%s'", a->encoding);
@@ -131,28 +99,16 @@ static int apply_strings(hargs *a) {
     return -1;
 }
 
-/* With --init or --resume the checkpoint fixes the shape: a shape flag that disagrees is an error. */
+/* With --init or --resume the checkpoint fixes the shape: a shape flag that disagrees is an error (--dropout and
+ * --head-features have rules of their own, --precision is a run setting). */
 static int check_shape_flags(lc_opt *opts, int n, const lc_hibert_config *want, const lc_hibert_config *ck, const char *path) {
-    static const char *flags[] = {"--sent-layers", "--sent-dim", "--sent-heads", "--sent-ffn", "--sent-attn", "--doc-layers",
-                                  "--doc-dim", "--doc-heads", "--doc-ffn", "--doc-attn", "--dec-layers", "--dec-dim",
-                                  "--dec-heads", "--dec-ffn", "--dec-attn", "--max-sent-len", "--max-sents", "--norm",
-                                  "--activation", "--sent-words"};
-    const lc_hibert_stack *w[3] = {&want->sent, &want->doc, &want->dec}, *c[3] = {&ck->sent, &ck->doc, &ck->dec};
-    for (int i = 0; i < (int)(sizeof flags / sizeof *flags); i++) {
-        if (!lc_opt_get(opts, n, flags[i])->seen) continue;
-        int same;
-        if (i < 15) {
-            const lc_hibert_stack *x = w[i / 5], *y = c[i / 5];
-            const int f = i % 5;
-            same = f == 0 ? x->n_layer == y->n_layer : f == 1 ? x->d_model == y->d_model : f == 2 ? x->n_head == y->n_head
-                 : f == 3 ? x->d_ff == y->d_ff : strcmp(x->attn[0] ? x->attn : "full", y->attn[0] ? y->attn : "full") == 0;
-        } else {
-            same = i == 15 ? want->max_sent_len == ck->max_sent_len : i == 16 ? want->max_sents == ck->max_sents
-                 : i == 17 ? want->norm == ck->norm : i == 18 ? want->activation == ck->activation
-                 : want->sent_words == ck->sent_words;
-        }
-        if (!same) {
-            lc_cli_error("hibert: %s disagrees with %s (the checkpoint fixes the model's shape)", flags[i], path);
+    for (int i = 0; i < N_FIELDS; i++) {
+        const lc_cli_field *r = &fields[i];
+        if ((r->need & LC_F_RUN) || !strcmp(r->flag, "--dropout") || !strcmp(r->flag, "--head-features") ||
+            !lc_opt_get(opts, n, r->flag)->seen)
+            continue;
+        if (!lc_field_same(r, want, ck)) {
+            lc_cli_error("hibert: %s disagrees with %s (the checkpoint fixes the model's shape)", r->flag, path);
             return LC_EXIT_USAGE;
         }
     }
@@ -463,7 +419,7 @@ static int run(hargs *a, lc_opt *opts, int n) {
     }
     int rc = check_outputs(cmd, a, t.run.data);
     if (rc >= 0) return rc;
-    rc = lc_precision_flag(cmd, a->precision, &a->cfg.precision);
+    rc = lc_field_flags_apply(&a->ff, opts, n, cmd, &a->cfg, LC_F_RUN); /* --precision over the checkpoint's */
     if (rc >= 0) return rc;
     if ((st = lc_hibert_config_validate(&a->cfg))) return lc_cli_fail(st);
     /* a model of the shape first (its max_sents cuts documents), then the plan for the data */
@@ -585,7 +541,7 @@ int lc_cmd_hibert(int argc, char **argv) {
         rc = LC_EXIT_USAGE;
     }
     if (rc < 0) rc = lc_parse_opts(cmd, a.finetune ? "--data BBC_ROOT --out CKPT [options]" : "--docs PATH... --out CKPT [options]", opts, n, nr, rest);
-    if (rc < 0) rc = apply_strings(&a);
+    if (rc < 0) rc = apply_strings(&a, opts, n, cmd);
     if (rc < 0) rc = lc_optim_flags_apply(cmd, &a.o);
     if (rc < 0) rc = run(&a, opts, n);
     lc_cli_all_ready_end(rc); /* a process that stopped before the others' check meets them there */

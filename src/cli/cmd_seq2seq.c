@@ -9,23 +9,29 @@
 #include <string.h>
 
 #include "cli/classify_cli.h"
-#include "cli/model_flags.h"
+#include "cli/field_flags.h"
 #include "cli/optim_flags.h"
 #include "cli/same_settings.h"
 #include "core/threads.h"
 #include "train/checkpoint_meta.h"
 #include "train/dist.h"
+#include "models/seq2seq/seq2seq_fields.h"
 #include "models/seq2seq/seq2seq_fit.h"
 
 #define CMD "train --task seq2seq"
 
+#define CFG_TYPE lc_seq2seq_config
+/* The configuration's flags: one per row of models/seq2seq/seq2seq_fields.h that has one (the encoder's
+ * shape both stacks: the decoder's rows have none). */
+static const lc_cli_field fields[] = {LC_SEQ2SEQ_FIELDS(LC_CLI_FIELD)};
+
 typedef struct {
     const char *task, *data, *valid, *out, *resume, *log, *src_col, *tgt_col;
-    int threads, json, max_src_len, max_tgt_len;
+    int threads, json;
     long save_every, max_examples;
     float save_every_min;
     lc_train_options o;
-    lc_model_flags mf;
+    lc_field_flags ff;
 } sargs;
 
 /* Process 0 prints and writes; the others stay quiet unless they fail. */
@@ -55,23 +61,15 @@ static size_t longest(const size_t *len, long n) {
 /* The model's shape from the flags (the seq2seq defaults where a flag is not given; both stacks alike) and
  * the longest source and target of the two files (or --max-src-len / --max-tgt-len). */
 static int build_config(sargs *a, lc_opt *opts, int n, const lc_pair_data *d, lc_seq2seq_config *c) {
-    lc_config shape;
-    int rc = lc_model_flags_apply(&a->mf, opts, n, "train", &shape);
-    if (rc >= 0) return rc;
     lc_seq2seq_config_default(c);
-    lc_seq2seq_stack *s = &c->enc;
-    if (lc_opt_get(opts, n, "--layers")->seen) s->n_layer = shape.n_layer;
-    if (lc_opt_get(opts, n, "--dim")->seen) s->d_model = shape.d_model;
-    if (lc_opt_get(opts, n, "--heads")->seen) s->n_head = shape.n_head;
-    if (lc_opt_get(opts, n, "--ffn")->seen) s->d_ff = shape.d_ff;
-    if (a->mf.attn) snprintf(s->attn, sizeof s->attn, "%s", shape.attn);
+    int rc = lc_field_flags_apply(&a->ff, opts, n, "train", c, 0);
+    if (rc >= 0) return rc;
     c->dec = c->enc;
-    c->norm = shape.norm, c->activation = shape.activation, c->dropout = shape.dropout, c->tied = shape.tied;
     size_t src = longest(d[0].src_len, d[0].n), tgt = longest(d[0].tgt_len, d[0].n);
     const size_t src2 = longest(d[1].src_len, d[1].n), tgt2 = longest(d[1].tgt_len, d[1].n);
     src = src2 > src ? src2 : src, tgt = tgt2 > tgt ? tgt2 : tgt;
-    c->max_src_len = a->max_src_len > 0 ? a->max_src_len : (int)src;
-    c->max_tgt_len = a->max_tgt_len > 0 ? a->max_tgt_len : tgt > 0 ? (int)tgt : 1;
+    if (!lc_opt_get(opts, n, "--max-src-len")->seen) c->max_src_len = (int)src;
+    if (!lc_opt_get(opts, n, "--max-tgt-len")->seen) c->max_tgt_len = tgt > 0 ? (int)tgt : 1;
     lc_status st = lc_seq2seq_config_validate(c);
     return st ? lc_cli_fail(st) : -1;
 }
@@ -105,12 +103,11 @@ static int same_run(const sargs *a, const lc_seq2seq *m, const lc_seq2seq_run *r
 
 /* --resume: the model planned for this process's share of the saved global batch, and its run record. */
 static int resume(sargs *a, lc_opt *opts, int n, lc_seq2seq **m, lc_seq2seq_run *run, const lc_pair_data *train) {
-    const char *fixed[] = {"--batch", "--grad-accum", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed",
-                           "--max-src-len", "--max-tgt-len"};
+    const char *fixed[] = {"--batch", "--grad-accum", "--lr", "--min-lr", "--warmup", "--weight-decay", "--clip", "--seed"};
     const char *which = NULL;
     for (size_t i = 0; !which && i < sizeof fixed / sizeof *fixed; i++)
         if (lc_opt_get(opts, n, fixed[i])->seen) which = fixed[i];
-    if (which || lc_model_flags_any(opts, n, &which)) {
+    if (which || lc_field_flags_any(&a->ff, opts, n, &which)) {
         lc_cli_error("%s: %s cannot be combined with --resume (the checkpoint fixes it)", CMD, which);
         return LC_EXIT_USAGE;
     }
@@ -267,36 +264,22 @@ int lc_cmd_train_seq2seq(int argc, char **argv) {
     sargs a;
     memset(&a, 0, sizeof a);
     lc_run_flags_default(&a.o);
-    lc_model_flags_init(&a.mf);
     lc_train_options *o = &a.o;
     lc_opt base[] = {
-        {"--task", OPT_STR, &a.task, 0, 0, "seq2seq (this command)", 0},
-        {"--data", OPT_STR, &a.data, 0, 0, "training pairs: a TSV file with Source and Target columns, plain or gzip (required)", 0},
-        {"--valid", OPT_STR, &a.valid, 0, 0, "validation pairs, same format (required)", 0},
+        LC_DATA_FLAGS(a, "seq2seq", "training pairs: a TSV file with Source and Target columns, plain or gzip (required)",
+                      "validation pairs, same format (required)", "pairs"),
         {"--src-col", OPT_STR, &a.src_col, 0, 0, "source column: name or number from 1 (default Source, else the last)", 0},
         {"--tgt-col", OPT_STR, &a.tgt_col, 0, 0, "target column: name or number from 1 (default Target, else the first)", 0},
-        {"--max-examples", OPT_LONG, &a.max_examples, 1, 1e12, "the most pairs read from one TSV file (default 4194304)", 0},
-        {"--max-src-len", OPT_INT, &a.max_src_len, 1, 1 << 20, "longest source in bytes (default: the files' longest)", 0},
-        {"--max-tgt-len", OPT_INT, &a.max_tgt_len, 1, 1 << 20, "longest target in bytes (default: the files' longest)", 0},
         {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation exact match (required; OUT.last: the last state)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "pairs per batch and process (default 16)", 0},
         {"--grad-accum", OPT_INT, &o->grad_accum, 1, 1 << 16, "batches per optimizer step (default 1)", 0},
         LC_RUN_FLAGS(a, o),
     };
-    lc_opt opts[40 + LC_MODEL_FLAG_COUNT];
-    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, &a.mf);
-    const char *no[] = {"--preset", "--seg-len", "--model", "--mem-len", "--clamp-len", "--same-length", "--shared-uv",
-                        "--share-qk", "--share-attn", "--reversible", "--ffn-chunk", "--extra-tokens", "--objective",
-                        "--precision"};
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        lc_opt_refuse(opts, n, no[i], "does not apply to seq2seq (an encoder and a decoder of the shape --layers, "
-                                      "--dim, --heads, --ffn, --attn give)");
+    lc_opt opts[96];
+    const int n = lc_run_flags_table(opts, base, (int)(sizeof base / sizeof *base), o, NULL, &a.ff, fields,
+                                     (int)(sizeof fields / sizeof *fields), "does not apply to seq2seq (an encoder and a "
+                                     "decoder of the shape --layers, --dim, --heads, --ffn, --attn give)");
     lc_opt_get(opts, n, "--save-every-min")->help = "also save OUT.last every N minutes (0: off; one process)";
-    lc_opt_get(opts, n, "--layers")->help = "blocks of the encoder and of the decoder (default 2)";
-    lc_opt_get(opts, n, "--dim")->help = "model width of both stacks (default 128)";
-    lc_opt_get(opts, n, "--heads")->help = "attention heads (default 4; must divide --dim)";
-    lc_opt_get(opts, n, "--ffn")->help = "feed-forward width (default 512)";
-    lc_opt_get(opts, n, "--untied")->help = "own source, decoder-input and output embeddings (default: one shared)";
     int rc = lc_run_flags_parse(CMD, "--data TRAIN.tsv --valid VALID.tsv --out CKPT [options]", opts, n, argc, argv,
                                 &a.data, "a TSV file of pairs", o);
     if (rc < 0) rc = train_run(&a, opts, n);

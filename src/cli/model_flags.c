@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/model_flags.h"
+#include "cli/field_flags.h"
 #include "core/choice.h"
 #include "kernels/kernels.h"
 
@@ -32,13 +33,7 @@ int lc_model_flags_add(lc_model_flags *f, lc_opt *opts, int n) {
 
 /* A choice flag's value: its number among names, or -1 after one error line. */
 static int choice_flag(const char *cmd, const char *flag, const char *names, const char *value) {
-    const int i = lc_choice_index(names, value);
-    if (i < 0) {
-        char all[128];
-        lc_choice_list(names, "", all, sizeof all);
-        lc_cli_error("%s: %s must be %s, got '%s'", cmd, flag, all, value);
-    }
-    return i;
+    return lc_cli_choice(cmd, flag, names, value);
 }
 
 int lc_precision_flag(const char *cmd, const char *value, lc_precision *p) {

@@ -45,9 +45,12 @@ void lc_run_flags_default(lc_train_options *o) {
     o->steps = 1000, o->batch = 16, o->lr = 1e-3f, o->warmup = 100, o->eval_every = 200;
 }
 
-int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o, lc_model_flags *mf) {
+int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o, const lc_opt *extra,
+                       lc_field_flags *ff, const lc_cli_field *rows, int n_rows, const char *why) {
     memcpy(opts, base, sizeof *base * (size_t)n_base);
-    return lc_model_flags_add(mf, opts, lc_optim_flags_add(o, opts, n_base));
+    int n = lc_optim_flags_add(o, opts, n_base);
+    if (extra) opts[n++] = *extra;
+    return lc_field_flags_refuse_lm(opts, lc_field_flags_add(ff, rows, n_rows, opts, n), why);
 }
 
 int lc_run_flags_parse(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv,

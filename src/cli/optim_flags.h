@@ -4,6 +4,7 @@
 #define LC_CLI_OPTIM_FLAGS_H
 
 #include "cli/cli.h"
+#include "cli/field_flags.h"
 #include "cli/model_flags.h"
 
 #define LC_OPTIM_FLAG_COUNT 6
@@ -34,9 +35,19 @@ int lc_optim_flags_apply(const char *cmd, lc_train_options *o);
 /* The family commands' schedule: 1000 steps of batch 16 at a peak rate of 1e-3 after 100 warm-up steps,
  * validation every 200 steps (the rest lc_train_options_default's). */
 void lc_run_flags_default(lc_train_options *o);
-/* A family command's table in opts (room for 64): its own rows base[0..n_base), then the optimizer's
- * flags (into o) and the model's (into mf); returns the count. */
-int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o, lc_model_flags *mf);
+/* The data rows of a family command's table: --task, --data, --valid (help lines data_help, valid_help) and
+ * --max-examples (`unit`: what a file holds, "pairs"), into `a`'s members task, data, valid (const char *) and
+ * max_examples (long). */
+#define LC_DATA_FLAGS(a, task_, data_help, valid_help, unit)                                                      \
+    {"--task", OPT_STR, &(a).task, 0, 0, task_ " (this command)", 0},                                             \
+    {"--data", OPT_STR, &(a).data, 0, 0, data_help, 0}, {"--valid", OPT_STR, &(a).valid, 0, 0, valid_help, 0},    \
+    {"--max-examples", OPT_LONG, &(a).max_examples, 1, 1e12, "the most " unit " read from one TSV file (default 4194304)", 0}
+
+/* A family command's table in opts (room for 96): its own rows base[0..n_base), the optimizer's flags (into o),
+ * `extra` (NULL: none), a flag per row of the model's field table (rows, into ff: cli/field_flags.h), then the
+ * language model's shape flags it has none of, refused with `why`; returns the count. */
+int lc_run_flags_table(lc_opt *opts, const lc_opt *base, int n_base, lc_train_options *o, const lc_opt *extra,
+                       lc_field_flags *ff, const lc_cli_field *rows, int n_rows, const char *why);
 /* Parses argv against the table, then requires --data (*data after parsing; `what`: the file it names) and
  * applies --lr-scale: -1 to go on, or the exit code after one error line "CMD: ...". */
 int lc_run_flags_parse(const char *cmd, const char *usage, lc_opt *opts, int n, int argc, char **argv,

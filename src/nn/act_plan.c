@@ -33,6 +33,13 @@ void lc_act_plan_bind(lc_act_plan *p, float *acts) {
     p->fix = NULL;
 }
 
+void lc_pass_work_free(lc_pass_work *w) {
+    lc_free(w->acts);
+    lc_free(w->attn_work);
+    lc_table_free(&w->atab);
+    free(w->global_pos);
+}
+
 void lc_act_plan_discard(lc_act_plan *p) {
     free(p->fix);
     p->fix = NULL;

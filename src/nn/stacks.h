@@ -169,6 +169,17 @@ void lc_act_plan_bind(lc_act_plan *p, float *acts);
 /* Frees the fixups and the table (planning failed or was abandoned). */
 void lc_act_plan_discard(lc_act_plan *p);
 
+/* What an encoder-decoder model's passes run in, planned once for its largest batch: the activations (laid
+ * out by atab), the attention workspace and the positions 0, 1, 2, ... that name global tokens. */
+typedef struct {
+    lc_table atab;
+    float *acts;
+    float *attn_work;
+    size_t attn_work_floats;
+    int *global_pos;
+} lc_pass_work;
+void lc_pass_work_free(lc_pass_work *w);
+
 /* out[r] = wte[tok[r]] + wpe[pos[r]] for rows r < rows of width C; backward accumulates d into both
  * tables (serially: a fixed order). */
 void lc_embed_rows(float *out, const float *wte, const float *wpe, const int *tok, const int *pos, int rows, int C);

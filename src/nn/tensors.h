@@ -112,6 +112,8 @@ typedef struct {
     lc_table *ptab, *stab;
     float **params, **grads, **adam_m, **adam_v, **state;
 } lc_tensor_buffers;
+/* The buffers of a model whose members have these names (the classifier's, HIBERT's, seq2seq's). */
+#define LC_TENSOR_BUFFERS_OF(m) {&(m)->ptab, &(m)->stab, &(m)->params, &(m)->grads, &(m)->adam_m, &(m)->adam_v, &(m)->state}
 /* Lays out the list in the two tables and allocates the buffers (zeroed), after checking that they fit
  * in the machine's memory; LC_OK or an error with its message. */
 lc_status lc_tensors_allocate(const lc_tensor_list *l, const lc_tensor_buffers *b);

@@ -79,6 +79,11 @@ lc_status lc_ckpt_parse_family(const lc_st_file *f, lc_ckpt_family family, const
     return LC_OK;
 }
 
+lc_status lc_ckpt_read_family(const lc_st_file *f, const lc_ckpt_tensors *c, int moments) {
+    const lc_status st = lc_ckpt_check_table(f, c->list, 0, NULL, NULL);
+    return st ? st : lc_ckpt_read_tensors(f, c, moments);
+}
+
 lc_status lc_ckpt_build_failed(const char *path, lc_status st) {
     char why[400];
     snprintf(why, sizeof why, "%s", lc_last_error());

@@ -16,6 +16,8 @@ typedef struct {
     const lc_table *ptab, *stab;
     float *params, *adam_m, *adam_v, *state;
 } lc_ckpt_tensors;
+/* Those of a model whose members have these names (the classifier's, HIBERT's, seq2seq's), for its list `l`. */
+#define LC_CKPT_TENSORS_OF(m, l) {(l), &(m)->ptab, &(m)->stab, (m)->params, (m)->adam_m, (m)->adam_v, (m)->state}
 
 /* Parameters, then their first moments, then their second moments, in list order, into t[0 ..) (names
  * holds the moments' names: room for 2 x parameters); returns the count. */

@@ -69,14 +69,19 @@ extern const meta_part lc_meta_train_part, lc_meta_data_part;
  * (out[1]) at offset opts_at of the same record (the classifier's and HIBERT's checkpoints). */
 void lc_meta_parts_with_train(meta_part out[2], const meta_key *keys, int n, size_t opts_at);
 
-/* The keys of one encoder or decoder stack (lc_hibert_stack, which lc_seq2seq_stack is) lying at offset `at`:
- * PREFIX.n_layer, .d_model, .n_head, .d_ff, .attn (HIBERT's three stacks, seq2seq's two). */
-#define STACK_KEYS(prefix, at)                                                                                     \
-    INT(prefix ".n_layer", (at) + offsetof(lc_hibert_stack, n_layer), 1, 4096, REQUIRED),                          \
-    INT(prefix ".d_model", (at) + offsetof(lc_hibert_stack, d_model), 1, 1 << 20, REQUIRED),                       \
-    INT(prefix ".n_head", (at) + offsetof(lc_hibert_stack, n_head), 1, 1 << 16, REQUIRED),                         \
-    INT(prefix ".d_ff", (at) + offsetof(lc_hibert_stack, d_ff), 1, 1 << 24, REQUIRED),                             \
-    STRING(prefix ".attn", (at) + offsetof(lc_hibert_stack, attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED)
+/* The keys of a family's field table (models/<family>/<family>_fields.h, nn/stack_fields.h), one per row:
+ * `LC_CLASSIFY_FIELDS(FIELD_KEY)` in a key table, the including file defining CFG(path) (the offset of the
+ * config's member `path` in its record) and CFG_TYPE (the config's type). A numeric row's key is its `text`
+ * when given, else its field's path; a required INT holds lo..file_hi, an optional one 0..file_hi. */
+#define FIELD_KEY_NAME(field, text) ((text) ? (text) : #field)
+#define FIELD_KEY_INT(field, at, lo, file_hi, need, text, cap) {FIELD_KEY_NAME(field, text), T_INT, at, (need) & REQUIRED ? (lo) : 0, file_hi, 0, 0, 0, NULL, need}
+#define FIELD_KEY_BOOL(field, at, lo, file_hi, need, text, cap) {FIELD_KEY_NAME(field, text), T_BOOL, at, 0, 1, 0, 0, 0, NULL, need}
+#define FIELD_KEY_BOOL_OFF FIELD_KEY_BOOL
+#define FIELD_KEY_FLOAT(field, at, lo, file_hi, need, text, cap) {FIELD_KEY_NAME(field, text), T_FLOAT, at, 0, 0, 0, file_hi, OPEN_HI, NULL, need}
+#define FIELD_KEY_CHOICE(field, at, lo, file_hi, need, text, cap) {#field, T_CHOICE, at, 0, 1, 0, 0, 0, text, need}
+#define FIELD_KEY_TEXT(field, at, lo, file_hi, need, text, cap) {#field, T_STRING, at, 0, cap, 0, 0, 0, text, need}
+#define FIELD_KEY(field, kind, flag, lo, hi, file_hi, need, text, help)                                              \
+    FIELD_KEY_##kind(field, CFG(field), lo, file_hi, (need) & REQUIRED, text, sizeof(((CFG_TYPE *)0)->field)),
 
 /* A family's metadata (the classifier's, HIBERT's, seq2seq's): its own keys, offsets from the start of its
  * record, then the training options (train.*) at offset opts_at of the same record. */
@@ -85,6 +90,23 @@ typedef struct {
     int n;
     size_t opts_at;
 } meta_family;
+
+/* The first keys of every family's table (its model's name: "classify"), and its step and seed (of a record
+ * type T with members step and seed). */
+#define FAMILY_HEAD_KEYS(model) CONST("format", LC_CKPT_FORMAT), CONST("format_version", LC_CKPT_VERSION), CONST("model", model)
+#define STEP_SEED_KEYS(T) LONG("step", offsetof(T, step), 0, 1LL << 62, REQUIRED), U64("seed", offsetof(T, seed), REQUIRED)
+
+/* A family's `family` (its table keys[], of a record type T whose member run.opts holds the training options)
+ * and its public lister of key names, const char *NAME(int i) (NULL past the end). */
+#define LC_META_FAMILY(T, name)                                                                                    \
+    static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(T, run.opts)};          \
+    const char *name(int i) { return lc_meta_family_key(&family, i); }
+
+/* Fills a family's record h (members cfg, run, step, seed) from its model m and run record: the training
+ * options without what a checkpoint does not keep (the data path, the hook). */
+#define LC_META_FILL(h, m, run_)                                                                                   \
+    ((h)->cfg = (m)->cfg, (h)->run = *(run_), (h)->step = (m)->step, (h)->seed = (m)->seed,                      \
+     (h)->run.opts.data.path[0] = 0, (h)->run.opts.hook = NULL, (h)->run.opts.hook_user = NULL)
 
 /* What every family's checkpoint does (train/checkpoint_family.c), on the tensor list of
  * train/checkpoint_tensors.h and its key table: */
@@ -102,6 +124,10 @@ lc_status lc_ckpt_save_family(const char *path, const lc_ckpt_tensors *c, const 
  * failure: "bad model config: ..."). LC_ERR_FORMAT naming the file otherwise. */
 lc_status lc_ckpt_parse_family(const lc_st_file *f, lc_ckpt_family family, const char *model, const char *what,
                                const meta_family *fam, void *base, lc_status (*validate)(const void *base));
+/* The tensors of c->list (checked against the file's table first: names, shapes, nothing missing or extra)
+ * into a family's model built from the file's metadata, with their AdamW moments and kind state when
+ * `moments`. */
+lc_status lc_ckpt_read_family(const lc_st_file *f, const lc_ckpt_tensors *c, int moments);
 /* A model that the checked metadata describes but that cannot be built (memory, limits): the error of st,
  * after the file's name; LC_ERR_NOMEM stays itself, anything else is LC_ERR_FORMAT. */
 lc_status lc_ckpt_build_failed(const char *path, lc_status st);

@@ -122,6 +122,17 @@ void lc_tensors_adamw(const lc_tensor_list *l, const lc_table *ptab, float *cons
     }
 }
 
+lc_status lc_tensors_step(const lc_tensor_list *l, const lc_tensor_buffers *b, const lc_train_options *o, long *step,
+                          lc_step_pass pass, void *model, const void *batch, double *loss) {
+    lc_clear_error();
+    lc_status st = lc_adamw_options_check(o);
+    if (st) return st;
+    memset(*b->grads, 0, b->ptab->total * sizeof(float));
+    double sum;
+    long n;
+    return (st = pass(model, batch, &sum, &n)) ? st : lc_tensors_update(l, b, o, step, sum, n, loss);
+}
+
 lc_status lc_tensors_update(const lc_tensor_list *l, const lc_tensor_buffers *b, const lc_train_options *o,
                             long *step, double sum, long n, double *loss) {
     const double mean = sum / (double)n, norm = sqrt(lc_sum_squares(*b->grads, b->ptab->total));

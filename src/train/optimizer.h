@@ -13,6 +13,12 @@
  * *loss (may be NULL) gets the mean. */
 lc_status lc_tensors_update(const lc_tensor_list *l, const lc_tensor_buffers *b, const lc_train_options *o,
                             long *step, double sum, long n, double *loss);
+/* One optimisation step of a family's model (the classifier's, seq2seq's): the options checked, the gradients
+ * zeroed, pass(model, batch, &sum, &n) (a forward with dropout and the backward of the mean loss, sum over the
+ * n units it returns), then lc_tensors_update. */
+typedef lc_status (*lc_step_pass)(void *model, const void *batch, double *sum, long *n);
+lc_status lc_tensors_step(const lc_tensor_list *l, const lc_tensor_buffers *b, const lc_train_options *o, long *step,
+                          lc_step_pass pass, void *model, const void *batch, double *loss);
 /* The update itself, shared with the LM trainer: gradients scaled by o->clip / norm when norm (their
  * global norm) exceeds o->clip, then AdamW step `step` (0-based) on every parameter tensor of the list at
  * lc_learning_rate(o, step) times its lc_lr_scale_factor, weight decay where the list says; buffers are

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "models/classify/classify.h"
+#include "models/classify/classify_fields.h"
 #include "train/checkpoint_tensors.h"
 #include "train/meta_table.h"
 
@@ -20,33 +21,15 @@ typedef struct {
 } cmeta;
 
 #define CFG(f) offsetof(cmeta, cfg.f)
+#define CFG_TYPE lc_classify_config
 _Static_assert(sizeof(lc_tokens) == sizeof(int) && sizeof(lc_pool) == sizeof(int) && LC_TOKENS_WORDS == 1 &&
                    LC_POOL_MEAN == 1 && sizeof(lc_classify_objective) == sizeof(int) && LC_CLASSIFY_MLM == 1,
                "choice fields are read and written as int, names in enum order");
 
 static const meta_key keys[] = {
-    CONST("format", LC_CKPT_FORMAT),
-    CONST("format_version", LC_CKPT_VERSION),
-    CONST("model", "classify"),
-    INT("n_layer", CFG(n_layer), 1, 4096, REQUIRED),
-    INT("d_model", CFG(d_model), 1, 1 << 20, REQUIRED),
-    INT("n_head", CFG(n_head), 1, 1 << 16, REQUIRED),
-    INT("d_ff", CFG(d_ff), 1, 1 << 24, REQUIRED),
-    CHOICE("norm", CFG(norm), LC_NORM_CHOICES, REQUIRED),
-    CHOICE("activation", CFG(activation), LC_ACT_CHOICES, REQUIRED),
-    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
-    STRING("attn", CFG(attn), LC_ATTN_SPEC_CHARS, "full", REQUIRED),
-    INT("attn_share", CFG(attn_share), 0, 4096, 0),
-    INT("max_len", CFG(max_len), 1, LC_MAX_LEN_LIMIT, REQUIRED),
-    CHOICE("tokens", CFG(tokens), "bytes|words", REQUIRED),
-    INT("vocab", CFG(vocab), 1, LC_WORD_VOCAB_LIMIT, REQUIRED),
-    INT("n_classes", CFG(n_classes), 2, LC_MAX_LABELS, REQUIRED),
-    INT("d_hidden", CFG(d_hidden), 0, 65536, REQUIRED),
-    CHOICE("pool", CFG(pool), "cls|mean", REQUIRED),
-    CHOICE("precision", CFG(precision), LC_PRECISION_CHOICES, 0),
-    CHOICE("objective", CFG(objective), "labels|mlm", 0),
-    LONG("step", offsetof(cmeta, step), 0, 1LL << 62, REQUIRED),
-    U64("seed", offsetof(cmeta, seed), REQUIRED),
+    FAMILY_HEAD_KEYS("classify"),
+    LC_CLASSIFY_FIELDS(FIELD_KEY)
+    STEP_SEED_KEYS(cmeta),
     {"valid_accuracy", T_FLOAT, offsetof(cmeta, run.valid_accuracy), 0, 0, -1, 1, 0, NULL, 0},
     LONG("examples", offsetof(cmeta, run.examples), 0, 1LL << 62, 0),
     {"best.accuracy", T_FLOAT, offsetof(cmeta, run.best_accuracy), 0, 0, -1, 1, 0, NULL, 0},
@@ -54,11 +37,7 @@ static const meta_key keys[] = {
     LONG("data.examples", offsetof(cmeta, run.train_examples), 0, 1LL << 62, 0),
 };
 
-static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(cmeta, run.opts)};
-
-const char *lc_classify_meta_key(int i) {
-    return lc_meta_family_key(&family, i);
-}
+LC_META_FAMILY(cmeta, lc_classify_meta_key)
 
 void lc_classify_run_default(lc_classify_run *r) {
     memset(r, 0, sizeof *r);
@@ -66,14 +45,9 @@ void lc_classify_run_default(lc_classify_run *r) {
     r->valid_accuracy = -1, r->best_accuracy = -1;
 }
 
-static lc_ckpt_tensors tensors_of(const lc_classifier *m) {
-    return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
-}
-
 /* What a checkpoint of m with the record run holds, in h. */
 static void fill_meta(const lc_classifier *m, const lc_classify_run *run, cmeta *h) {
-    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
+    LC_META_FILL(h, m, run);
     h->run.opts.batch = m->max_batch;
 }
 
@@ -109,7 +83,7 @@ lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run,
     if (!st) {
         fill_meta(m, run, h);
         const lc_st_meta extra[2] = {{"classify.labels", label_text}, {"classify.words", word_text}};
-        const lc_ckpt_tensors bufs = tensors_of(m);
+        const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, &m->tensors);
         st = lc_ckpt_save_family(path, &bufs, &family, h, extra, word_text ? 2 : 1);
     }
     free(h), free(label_text), free(word_text);
@@ -187,16 +161,13 @@ lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_
     if (!st) st = check_tensors(f, &h->cfg);
     if (!st && (st = lc_classifier_create(&h->cfg, max_batch > 0 ? max_batch : h->run.opts.batch, max_rows, h->seed, &m)))
         st = lc_ckpt_build_failed(path, st);
-    if (!st) st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
     if (!st) {
-        const lc_ckpt_tensors bufs = tensors_of(m);
-        st = lc_ckpt_read_tensors(f, &bufs, 1);
+        const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, &m->tensors);
+        st = lc_ckpt_read_family(f, &bufs, 1);
     }
-    if (!st) {
-        m->step = h->step;
-        if (run) *run = h->run;
-        *out = m;
-    } else {
+    if (!st && run) *run = h->run;
+    if (!st) m->step = h->step, *out = m;
+    else {
         lc_classifier_free(m);
         if (h && labels->name) lc_label_set_free(labels);
         if (words && *words) lc_word_vocab_free(*words), *words = NULL;

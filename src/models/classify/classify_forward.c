@@ -212,6 +212,6 @@ lc_status lc_classifier_step(lc_classifier *m, const lc_train_options *o, const 
     double sum;
     if ((s = lc_classifier_forward(m, b, labels, 1, &sum, NULL))) return s;
     if ((s = lc_classifier_backward(m, 1.0f / (float)b->n))) return s;
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
     return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, b->n, loss);
 }

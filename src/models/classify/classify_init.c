@@ -34,7 +34,7 @@ static const char *local_twin(const char *name, char *buf, size_t cap) {
 
 /* wte_rows: the embedding rows to copy (0: none); head: copy cls.* too. */
 static lc_status copy_encoder(const lc_st_file *f, lc_classifier *m, long wte_rows, int head) {
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
     char twin[LC_NAME_MAX + 8];
     lc_status st = LC_OK;
     for (int i = 0; i < m->tensors.n && !st; i++) {

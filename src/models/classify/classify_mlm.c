@@ -147,16 +147,16 @@ lc_status lc_classifier_mlm_backward(lc_classifier *m, float loss_scale) {
     return LC_OK;
 }
 
+/* A training step's pass: the masked tokens of the step's mask, the backward of their mean loss. */
+static lc_status mlm_step_pass(void *model, const void *batch, double *sum, long *n) {
+    lc_classifier *m = model;
+    lc_status st = lc_classifier_mlm_forward(m, batch, lc_seed_mix(m->seed ^ 0x6d6c6dULL, (uint64_t)m->step), 1, sum, n,
+                                             NULL);
+    if (!st) *n = *n > 0 ? *n : 1;
+    return st ? st : lc_classifier_mlm_backward(m, 1.0f / (float)*n);
+}
+
 lc_status lc_classifier_mlm_step(lc_classifier *m, const lc_train_options *o, const lc_classify_batch *b, double *loss) {
-    lc_clear_error();
-    lc_status st = lc_adamw_options_check(o);
-    if (st) return st;
-    lc_classifier_zero_grad(m);
-    double sum;
-    long n;
-    if ((st = lc_classifier_mlm_forward(m, b, lc_seed_mix(m->seed ^ 0x6d6c6dULL, (uint64_t)m->step), 1, &sum, &n, NULL)))
-        return st;
-    if ((st = lc_classifier_mlm_backward(m, 1.0f / (float)(n > 0 ? n : 1)))) return st;
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
-    return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, n > 0 ? n : 1, loss);
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
+    return lc_tensors_step(&m->tensors, &buf, o, &m->step, mlm_step_pass, m, b, loss);
 }

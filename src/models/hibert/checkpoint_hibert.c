@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "models/hibert/hibert.h"
+#include "models/hibert/hibert_fields.h"
 #include "train/checkpoint_tensors.h"
 #include "train/meta_table.h"
 
@@ -21,29 +22,16 @@ typedef struct {
 
 #define CFG(f) offsetof(hmeta, cfg.f)
 #define RUN(f) offsetof(hmeta, run.f)
-#define STACK(s) STACK_KEYS(#s, CFG(s))
+#define CFG_TYPE lc_hibert_config
 
 _Static_assert(sizeof(lc_hibert_stage) == sizeof(int) && LC_HIBERT_STAGE_FINETUNE == 1 && LC_LABELS_GREEDY == 1,
                "choice fields are read and written as int, names in enum order");
 
 static const meta_key keys[] = {
-    CONST("format", LC_CKPT_FORMAT),
-    CONST("format_version", LC_CKPT_VERSION),
-    CONST("model", "hibert"),
+    FAMILY_HEAD_KEYS("hibert"),
     CHOICE("stage", RUN(stage), "pretrain|finetune", REQUIRED),
-    STACK(sent),
-    STACK(doc),
-    STACK(dec),
-    INT("max_sent_len", CFG(max_sent_len), 1, 1 << 20, REQUIRED),
-    INT("max_sents", CFG(max_sents), 1, 1 << 20, REQUIRED),
-    INT("sent.words", CFG(sent_words), 0, 1 << 22, 0),
-    INT("head.features", CFG(head_features), 0, LC_HIBERT_MAX_FEATURES, 0),
-    CHOICE("norm", CFG(norm), LC_NORM_CHOICES, REQUIRED),
-    CHOICE("activation", CFG(activation), LC_ACT_CHOICES, REQUIRED),
-    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
-    CHOICE("precision", CFG(precision), LC_PRECISION_CHOICES, 0),
-    LONG("step", offsetof(hmeta, step), 0, 1LL << 62, REQUIRED),
-    U64("seed", offsetof(hmeta, seed), REQUIRED),
+    LC_HIBERT_FIELDS(FIELD_KEY)
+    STEP_SEED_KEYS(hmeta),
     INT("limits.max_docs", RUN(limits.max_docs), 1, 1 << 20, REQUIRED),
     INT("limits.max_sents", RUN(limits.max_sents), 1, 1 << 24, REQUIRED),
     LONG("limits.max_bytes", RUN(limits.max_bytes), 1, 1L << 30, REQUIRED),
@@ -61,11 +49,7 @@ static const meta_key keys[] = {
     LONG("best.step", RUN(best_step), 0, 1LL << 62, 0),
 };
 
-static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(hmeta, run.opts)};
-
-const char *lc_hibert_meta_key(int i) {
-    return lc_meta_family_key(&family, i);
-}
+LC_META_FAMILY(hmeta, lc_hibert_meta_key)
 
 void lc_hibert_run_default(lc_hibert_run *r) {
     memset(r, 0, sizeof *r);
@@ -73,16 +57,10 @@ void lc_hibert_run_default(lc_hibert_run *r) {
     r->best = -1;
 }
 
-/* What a checkpoint of m with run records, in h. */
-static void fill_meta(const lc_hibert *m, const lc_hibert_run *run, hmeta *h) {
-    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
-}
-
 lc_status lc_hibert_meta_format(const lc_hibert *m, const lc_hibert_run *run, lc_ckpt_meta_strings *out) {
     hmeta *h = calloc(1, sizeof *h);
     if (!h) return lc_fail(LC_ERR_NOMEM, "out of memory");
-    fill_meta(m, run, h);
+    LC_META_FILL(h, m, run);
     lc_meta_family_format(&family, h, out);
     free(h);
     return LC_OK;
@@ -92,8 +70,8 @@ lc_status lc_hibert_save(const lc_hibert *m, const lc_hibert_run *run, const cha
     lc_clear_error();
     hmeta *h = calloc(1, sizeof *h);
     if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
-    fill_meta(m, run, h);
-    const lc_ckpt_tensors bufs = {&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
+    LC_META_FILL(h, m, run);
+    const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, &m->tensors);
     lc_status st = lc_ckpt_save_family(path, &bufs, &family, h, NULL, 0);
     free(h);
     return st;
@@ -147,9 +125,8 @@ lc_status lc_hibert_checkpoint_info(const char *path, lc_hibert_config *cfg, lc_
 
 /* A list of the model's tensors against the file, then their values (moments when asked). */
 static lc_status read_list(const lc_st_file *f, lc_hibert *m, const lc_tensor_list *list, int moments) {
-    lc_status st = lc_ckpt_check_table(f, list, 0, NULL, NULL);
-    const lc_ckpt_tensors bufs = {list, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
-    return st ? st : lc_ckpt_read_tensors(f, &bufs, moments);
+    const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, list);
+    return lc_ckpt_read_family(f, &bufs, moments);
 }
 
 /* The model's whole list. */

@@ -68,7 +68,7 @@ static lc_status plan_compute(void *owner) {
     }
     lc_status st = m->lim.no_decoder ? LC_OK : lc_dec_stack_plan_cross(&m->dec.s, m->cfg.max_sents, m->threads);
     if (st) return st;
-    return lc_workspace_ensure(&m->attn_work, &m->attn_work_floats, work, "the attention workspace");
+    return lc_workspace_ensure(&m->w.attn_work, &m->w.attn_work_floats, work, "the attention workspace");
 }
 
 static lc_status build_acts(lc_hibert *m) {
@@ -98,12 +98,12 @@ static lc_status build_acts(lc_hibert *m) {
     lc_status st = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                             : lc_check_fits(p.tab.total * sizeof(float) + ints * sizeof(int) + (size_t)S,
                                             "the activations (documents, sentences and bytes of a batch)");
-    if (!st && !(m->acts = lc_table_alloc(&p.tab))) st = LC_ERR_NOMEM;
+    if (!st && !(m->w.acts = lc_table_alloc(&p.tab))) st = LC_ERR_NOMEM;
     if (!st) {
         m->tok = malloc(sizeof(int) * (size_t)sent_rows), m->pos = malloc(sizeof(int) * (size_t)sent_rows);
         m->s_row = malloc(sizeof(int) * (size_t)E), m->d_row = malloc(sizeof(int) * (size_t)S);
         m->d_pos = malloc(sizeof(int) * (size_t)S), m->keys = malloc(sizeof(long) * (size_t)(E > m->lim.max_docs ? E : m->lim.max_docs));
-        m->global_pos = malloc(sizeof(int) * (size_t)longest);
+        m->w.global_pos = malloc(sizeof(int) * (size_t)longest);
         m->doc_first = malloc(sizeof(int) * (size_t)m->lim.max_docs);
         m->labels = malloc((size_t)S);
         int **seqs[] = {&m->doc_of, &m->source, &m->vec_row};
@@ -116,14 +116,14 @@ static lc_status build_acts(lc_hibert *m) {
         int bad = !m->action || !m->enc_mask || !m->enc_sent || !m->enc_len ||
                   (m->cfg.sent_words && (!m->word_id || !m->word_start));
         for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) bad |= !*seqs[i];
-        if (bad || !m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->global_pos ||
+        if (bad || !m->tok || !m->pos || !m->s_row || !m->d_row || !m->d_pos || !m->keys || !m->w.global_pos ||
             !m->doc_first || !m->labels)
             st = lc_fail(LC_ERR_NOMEM, "out of memory for the batch's packing");
     }
     if (!st) {
-        lc_act_plan_bind(&p, m->acts);
-        m->atab = p.tab;
-        for (int t = 0; t < longest; t++) m->global_pos[t] = t;
+        lc_act_plan_bind(&p, m->w.acts);
+        m->w.atab = p.tab;
+        for (int t = 0; t < longest; t++) m->w.global_pos[t] = t;
     } else {
         lc_act_plan_discard(&p);
     }
@@ -228,12 +228,10 @@ lc_status lc_hibert_tensor_list(const lc_hibert_config *cfg, lc_tensor_list *out
 void lc_hibert_free(lc_hibert *m) {
     if (!m) return;
     lc_hibert_free_params(m);
-    lc_free(m->acts);
-    lc_free(m->attn_work);
-    lc_table_free(&m->atab);
+    lc_pass_work_free(&m->w);
     for (int s = 0; s < LC_HIBERT_STACKS; s++) lc_enc_stack_free(&m->st[s]);
     free(m->tok), free(m->pos), free(m->s_row), free(m->d_row), free(m->d_pos), free(m->keys);
-    free(m->global_pos), free(m->labels), free(m->doc_first), free(m->doc_of);
+    free(m->labels), free(m->doc_first), free(m->doc_of);
     lc_dec_stack_free(&m->dec.s);
     free(m->action), free(m->enc_mask), free(m->enc_sent), free(m->source), free(m->enc_len), free(m->vec_row);
     free(m->word_id), free(m->word_start);
@@ -252,7 +250,7 @@ lc_status lc_hibert_set_precision(lc_hibert *m, lc_precision p) {
 }
 long lc_hibert_steps_done(const lc_hibert *m) { return m->step; }
 size_t lc_hibert_param_bytes(const lc_hibert *m) { return 4 * m->ptab.total * sizeof(float); }
-size_t lc_hibert_activation_bytes(const lc_hibert *m) { return (m->atab.total + m->attn_work_floats) * sizeof(float); }
+size_t lc_hibert_activation_bytes(const lc_hibert *m) { return (m->w.atab.total + m->w.attn_work_floats) * sizeof(float); }
 void lc_hibert_zero_grad(lc_hibert *m) { memset(m->grads, 0, m->ptab.total * sizeof(float)); }
 const float *lc_hibert_scores(const lc_hibert *m) { return m->scores; }
 

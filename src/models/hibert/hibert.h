@@ -44,11 +44,7 @@ struct lc_hibert {
     float *feats;                 /* [max_sents, cfg.head_features] the last extraction's features, batch order */
     int head_feats;               /* the last head forward added feats (backward: their gradient) */
 
-    lc_table atab;
-    float *acts;
-    float *attn_work;
-    size_t attn_work_floats;
-    int *global_pos;              /* 0, 1, 2, ... */
+    lc_pass_work w;               /* activations, attention workspace, global positions */
     int *tok, *pos;               /* [sentence rows] symbol and position of every packed sentence row */
     int *s_row;                   /* [max_sents] the EOS row of sentence i (batch order) */
     int *d_row, *d_pos;           /* [max_sents] the document row and sentence position of sentence i */

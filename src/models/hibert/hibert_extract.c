@@ -98,7 +98,7 @@ lc_status lc_hibert_step(lc_hibert *m, const lc_train_options *o, const lc_hiber
 }
 
 lc_status lc_hibert_update(lc_hibert *m, const lc_train_options *o, double sum, long n, double *loss) {
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
     lc_threads_use(m->threads); /* callers may update apart from the passes (the trainers' accumulation) */
     return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, n, loss);
 }

@@ -23,7 +23,7 @@ uint64_t lc_hibert_step_seed(const lc_hibert *m, uint64_t what) {
 }
 
 lc_pass_env lc_hibert_env(const lc_hibert *m) {
-    const lc_pass_env e = {lc_seed_mix(m->seed, noise_key(m)), m->global_pos, m->attn_work, m->attn_work_floats,
+    const lc_pass_env e = {lc_seed_mix(m->seed, noise_key(m)), m->w.global_pos, m->w.attn_work, m->w.attn_work_floats,
                            m->threads};
     return e;
 }

@@ -104,7 +104,7 @@ static const lc_config *stack_of(void *user, const lc_tensor *t, const lc_attn_l
 lc_status lc_hibert_build_params(lc_hibert *m) {
     lc_status st = lc_hibert_list_tensors(m);
     if (st) return st;
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
     if ((st = lc_tensors_allocate(&m->tensors, &buf))) return st;
     lc_tensors_bind(&m->tensors, &buf, site, m);
     m->dec.s.out_w = m->dec.s.wte, m->dec.s.g_out_w = m->dec.s.g_wte; /* the decoder's output is tied */
@@ -113,6 +113,6 @@ lc_status lc_hibert_build_params(lc_hibert *m) {
 }
 
 void lc_hibert_free_params(lc_hibert *m) {
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
     lc_tensors_release(&m->tensors, &buf);
 }

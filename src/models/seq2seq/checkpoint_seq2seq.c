@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "models/seq2seq/seq2seq.h"
+#include "models/seq2seq/seq2seq_fields.h"
 #include "train/meta_table.h"
 
 typedef struct {
@@ -18,23 +19,14 @@ typedef struct {
 } smeta;
 
 #define CFG(f) offsetof(smeta, cfg.f)
+#define CFG_TYPE lc_seq2seq_config
 #define RUN(f) offsetof(smeta, run.f)
 #define SCORE(k, at, lo, hi) {k, T_FLOAT, at, 0, 0, lo, hi, 0, NULL, 0}
 
 static const meta_key keys[] = {
-    CONST("format", LC_CKPT_FORMAT),
-    CONST("format_version", LC_CKPT_VERSION),
-    CONST("model", "seq2seq"),
-    STACK_KEYS("enc", CFG(enc)),
-    STACK_KEYS("dec", CFG(dec)),
-    INT("max_src_len", CFG(max_src_len), 0, 1 << 20, REQUIRED),
-    INT("max_tgt_len", CFG(max_tgt_len), 1, 1 << 20, REQUIRED),
-    CHOICE("norm", CFG(norm), LC_NORM_CHOICES, REQUIRED),
-    CHOICE("activation", CFG(activation), LC_ACT_CHOICES, REQUIRED),
-    FLOAT("dropout", CFG(dropout), 0, 1, OPEN_HI),
-    BOOL("tied", CFG(tied), REQUIRED),
-    LONG("step", offsetof(smeta, step), 0, 1LL << 62, REQUIRED),
-    U64("seed", offsetof(smeta, seed), REQUIRED),
+    FAMILY_HEAD_KEYS("seq2seq"),
+    LC_SEQ2SEQ_FIELDS(FIELD_KEY)
+    STEP_SEED_KEYS(smeta),
     SCORE("valid.exact_match", RUN(exact_match), -1, 1),
     SCORE("valid.char_accuracy", RUN(char_accuracy), -1, 1),
     SCORE("best.score", RUN(best_score), -1, 2),
@@ -43,11 +35,7 @@ static const meta_key keys[] = {
     LONG("data.pairs", RUN(train_pairs), 0, 1LL << 62, 0),
 };
 
-static const meta_family family = {keys, (int)(sizeof keys / sizeof *keys), offsetof(smeta, run.opts)};
-
-const char *lc_seq2seq_meta_key(int i) {
-    return lc_meta_family_key(&family, i);
-}
+LC_META_FAMILY(smeta, lc_seq2seq_meta_key)
 
 void lc_seq2seq_run_default(lc_seq2seq_run *r) {
     memset(r, 0, sizeof *r);
@@ -55,32 +43,20 @@ void lc_seq2seq_run_default(lc_seq2seq_run *r) {
     r->exact_match = r->char_accuracy = r->best_score = r->best_exact_match = -1;
 }
 
-static lc_ckpt_tensors tensors_of(const lc_seq2seq *m) {
-    return (lc_ckpt_tensors){&m->tensors, &m->ptab, &m->stab, m->params, m->adam_m, m->adam_v, m->state};
-}
-
-/* What the metadata of m with run records. */
-static void fill(smeta *h, const lc_seq2seq *m, const lc_seq2seq_run *run) {
-    h->cfg = m->cfg, h->run = *run, h->step = m->step, h->seed = m->seed;
-    h->run.opts.data.path[0] = 0, h->run.opts.hook = NULL, h->run.opts.hook_user = NULL;
-}
-
 void lc_seq2seq_meta_strings(const lc_seq2seq *m, const lc_seq2seq_run *run, lc_ckpt_meta_strings *out) {
     smeta h;
     memset(&h, 0, sizeof h);
-    fill(&h, m, run);
+    LC_META_FILL(&h, m, run);
     lc_meta_family_format(&family, &h, out);
 }
 
 lc_status lc_seq2seq_save(const lc_seq2seq *m, const lc_seq2seq_run *run, const char *path) {
     lc_clear_error();
-    smeta *h = calloc(1, sizeof *h);
-    if (!h) return lc_fail(LC_ERR_NOMEM, "%s: out of memory saving the checkpoint", path);
-    fill(h, m, run);
-    const lc_ckpt_tensors bufs = tensors_of(m);
-    lc_status st = lc_ckpt_save_family(path, &bufs, &family, h, NULL, 0);
-    free(h);
-    return st;
+    smeta h;
+    memset(&h, 0, sizeof h);
+    LC_META_FILL(&h, m, run);
+    const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, &m->tensors);
+    return lc_ckpt_save_family(path, &bufs, &family, &h, NULL, 0);
 }
 
 static lc_status validate_meta(const void *h) { return lc_seq2seq_config_validate(&((const smeta *)h)->cfg); }
@@ -100,18 +76,13 @@ lc_status lc_seq2seq_load(const char *path, int max_pairs, lc_seq2seq **out, lc_
     if (!st) st = lc_ckpt_check_implied(f, lc_seq2seq_tensor_list(&h->cfg, &list), &list, 0, NULL, NULL);
     if (!st && (st = lc_seq2seq_create(&h->cfg, max_pairs > 0 ? max_pairs : h->run.opts.batch, h->seed, &m)))
         st = lc_ckpt_build_failed(path, st);
-    if (!st) st = lc_ckpt_check_table(f, &m->tensors, 0, NULL, NULL);
     if (!st) {
-        const lc_ckpt_tensors bufs = tensors_of(m);
-        st = lc_ckpt_read_tensors(f, &bufs, 1);
+        const lc_ckpt_tensors bufs = LC_CKPT_TENSORS_OF(m, &m->tensors);
+        st = lc_ckpt_read_family(f, &bufs, 1);
     }
-    if (!st) {
-        m->step = h->step;
-        if (run) *run = h->run;
-        *out = m;
-    } else {
-        lc_seq2seq_free(m);
-    }
+    if (!st && run) *run = h->run;
+    if (!st) m->step = h->step, *out = m;
+    else lc_seq2seq_free(m);
     lc_st_close(f);
     free(h);
     return st;

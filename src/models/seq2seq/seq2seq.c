@@ -102,7 +102,7 @@ static lc_status plan_compute(void *owner) {
     const size_t need = lc_enc_stack_workspace(&m->enc, m->threads);
     work = need > work ? need : work;
     lc_status st = lc_dec_stack_plan_cross(&m->dec, m->enc.max_len, m->threads);
-    return st ? st : lc_workspace_ensure(&m->attn_work, &m->attn_work_floats, work, "the attention workspace");
+    return st ? st : lc_workspace_ensure(&m->w.attn_work, &m->w.attn_work_floats, work, "the attention workspace");
 }
 
 static lc_status build_acts(lc_seq2seq *m) {
@@ -115,21 +115,21 @@ static lc_status build_acts(lc_seq2seq *m) {
     lc_status st = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                             : lc_check_fits(p.tab.total * sizeof(float) + (2 * rows + 3 * pairs + longest) * sizeof(int),
                                             "the activations (pairs and bytes of a batch)");
-    if (!st && !(m->acts = lc_table_alloc(&p.tab))) st = lc_fail(LC_ERR_NOMEM, "out of memory for the activations");
+    if (!st && !(m->w.acts = lc_table_alloc(&p.tab))) st = lc_fail(LC_ERR_NOMEM, "out of memory for the activations");
     if (!st) {
         m->tok = malloc(sizeof(int) * rows), m->pos = malloc(sizeof(int) * rows);
         m->src_row = malloc(sizeof(int) * pairs), m->keys = malloc(sizeof(long) * pairs);
-        m->global_pos = malloc(sizeof(int) * (size_t)longest);
-        if (!m->tok || !m->pos || !m->src_row || !m->keys || !m->global_pos)
+        m->w.global_pos = malloc(sizeof(int) * (size_t)longest);
+        if (!m->tok || !m->pos || !m->src_row || !m->keys || !m->w.global_pos)
             st = lc_fail(LC_ERR_NOMEM, "out of memory for the batch's packing");
     }
     if (st) {
         lc_act_plan_discard(&p);
         return st;
     }
-    lc_act_plan_bind(&p, m->acts);
-    m->atab = p.tab;
-    for (int t = 0; t < longest; t++) m->global_pos[t] = t;
+    lc_act_plan_bind(&p, m->w.acts);
+    m->w.atab = p.tab;
+    for (int t = 0; t < longest; t++) m->w.global_pos[t] = t;
     return plan_compute(m);
 }
 
@@ -194,10 +194,8 @@ void lc_seq2seq_free(lc_seq2seq *m) {
     lc_tensors_release(&m->tensors, &buf);
     lc_enc_stack_free(&m->enc);
     lc_dec_stack_free(&m->dec);
-    lc_free(m->acts);
-    lc_free(m->attn_work);
-    lc_table_free(&m->atab);
-    free(m->tok), free(m->pos), free(m->src_row), free(m->keys), free(m->global_pos);
+    lc_pass_work_free(&m->w);
+    free(m->tok), free(m->pos), free(m->src_row), free(m->keys);
     free(m);
 }
 

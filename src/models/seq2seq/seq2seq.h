@@ -31,11 +31,7 @@ struct lc_seq2seq {
     float *params, *grads, *adam_m, *adam_v, *state;
     float *src_wte, *g_src_wte; /* the encoder's byte embedding: `wte` (tied) or `enc.wte` */
 
-    lc_table atab;
-    float *acts;
-    float *attn_work;
-    size_t attn_work_floats;
-    int *global_pos;        /* 0, 1, 2, ... */
+    lc_pass_work w;         /* activations, attention workspace, global positions */
     int *tok, *pos;         /* [encoder rows] symbol and position of every packed source row */
     int *src_row;           /* [max_pairs] first encoder row of pair i */
     long *keys;             /* [max_pairs] sorting scratch */

@@ -12,7 +12,7 @@
 #include "train/optimizer.h"
 
 static lc_pass_env env_of(const lc_seq2seq *m) {
-    return (lc_pass_env){lc_seed_mix(m->seed, (uint64_t)m->step), m->global_pos, m->attn_work, m->attn_work_floats,
+    return (lc_pass_env){lc_seed_mix(m->seed, (uint64_t)m->step), m->w.global_pos, m->w.attn_work, m->w.attn_work_floats,
                          m->threads};
 }
 
@@ -122,16 +122,15 @@ lc_status lc_seq2seq_backward(lc_seq2seq *m, float loss_scale) {
     return LC_OK;
 }
 
+/* A training step's pass: the teacher-forced forward with dropout, the backward of the mean NLL per symbol. */
+static lc_status step_pass(void *model, const void *batch, double *sum, long *n) {
+    lc_status st = lc_seq2seq_forward(model, batch, 1, sum, n);
+    return st ? st : lc_seq2seq_backward(model, 1.0f / (float)*n);
+}
+
 lc_status lc_seq2seq_step(lc_seq2seq *m, const lc_train_options *o, const lc_seq2seq_batch *b, double *loss) {
-    lc_clear_error();
-    lc_status st = lc_adamw_options_check(o);
-    if (st) return st;
-    lc_seq2seq_zero_grad(m);
-    double sum;
-    long n;
-    if ((st = lc_seq2seq_forward(m, b, 1, &sum, &n)) || (st = lc_seq2seq_backward(m, 1.0f / (float)n))) return st;
-    const lc_tensor_buffers buf = {&m->ptab, &m->stab, &m->params, &m->grads, &m->adam_m, &m->adam_v, &m->state};
-    return lc_tensors_update(&m->tensors, &buf, o, &m->step, sum, n, loss);
+    const lc_tensor_buffers buf = LC_TENSOR_BUFFERS_OF(m);
+    return lc_tensors_step(&m->tensors, &buf, o, &m->step, step_pass, m, b, loss);
 }
 
 lc_status lc_seq2seq_generate(lc_seq2seq *m, const lc_seq2seq_batch *b, int max_len, uint8_t *out, int *out_len) {
