@@ -26,14 +26,19 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
-/* The metrics of the checkpoint at path on data through the row (lc_family_model_evaluate), into v[n]. */
-static int row_evaluate(const char *family, const char *path, const char *data, const char **names, double *v) {
+/* The metrics of the checkpoint at path on data through the row (lc_family_model_evaluate), into v[n]; its
+ * config field key read through the row's field table is want; saved again to resaved.ckpt. */
+static int row_evaluate(const char *family, const char *path, const char *data, const char **names, double *v,
+                        const char *key, const char *want) {
     lc_family_model *fm = NULL;
     int n = 0;
     CHECK(lc_family_model_load(path, &fm) == LC_OK, "%s", lc_last_error());
     if (!fm) return 0;
     CHECK(strcmp(lc_family_model_family(fm), family) == 0, "%s loaded as %s", family, lc_family_model_family(fm));
     CHECK(lc_family_model_evaluate(fm, data, names, v, 4, &n) == LC_OK, "%s", lc_last_error());
+    char got[64] = "";
+    CHECK(lc_family_model_get(fm, key, got, sizeof got) == LC_OK && !strcmp(got, want), "%s %s: '%s' (%s)", family,
+          key, got, lc_last_error());
     CHECK(lc_family_model_save(fm, tmp_path("resaved.ckpt")) == LC_OK, "%s", lc_last_error());
     lc_family_model_free(fm);
     return n;
@@ -92,7 +97,7 @@ TEST(seq2seq_row_is_its_fit) {
     double exact, chars, v[4];
     const char *names[4];
     CHECK(lc_seq2seq_evaluate(a, &va, &exact, &chars) == LC_OK, "%s", lc_last_error());
-    const int n = row_evaluate("seq2seq", tmp_path("s_row.ckpt"), tmp_path("s_valid.tsv"), names, v);
+    const int n = row_evaluate("seq2seq", tmp_path("s_row.ckpt"), tmp_path("s_valid.tsv"), names, v, "dec.d_ff", "24");
     CHECK(n == 2 && !strcmp(names[0], "exact_match") && v[0] == exact && !strcmp(names[1], "char_accuracy") &&
               v[1] == chars, "row: %d metrics, %g %g; own: %g %g", n, n > 0 ? v[0] : NAN, n > 1 ? v[1] : NAN, exact, chars);
     lc_seq2seq *r = NULL;
@@ -158,7 +163,7 @@ TEST(classify_row_is_its_fit) {
     for (long i = 0; i < va.n; i++) right += pred[i] == ids[i];
     double v[4];
     const char *names[4];
-    const int n = row_evaluate("classify", tmp_path("c_row.ckpt"), tmp_path("c_valid.tsv"), names, v);
+    const int n = row_evaluate("classify", tmp_path("c_row.ckpt"), tmp_path("c_valid.tsv"), names, v, "--ffn", "32");
     CHECK(n == 2 && !strcmp(names[0], "accuracy") && v[0] == (double)right / (double)va.n && v[1] == (double)va.n,
           "row: %d metrics, accuracy %g; own: %g", n, n > 0 ? v[0] : NAN, (double)right / (double)va.n);
     lc_classifier *r = NULL;

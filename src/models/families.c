@@ -10,7 +10,10 @@
 #include "longctx/family.h"
 #include "longctx/flat.h"
 #include "longctx/seq2seq.h"
+#include "models/classify/classify_fields.h"
 #include "models/classify/classify_fit.h"
+#include "models/hibert/hibert_fields.h"
+#include "models/seq2seq/seq2seq_fields.h"
 #include "models/seq2seq/seq2seq_fit.h"
 #include "nn/lm_fields.h"
 
@@ -51,22 +54,25 @@ static void classify_default(void *cfg) { lc_classify_config_default(cfg); }
 static void hibert_default(void *cfg) { lc_hibert_config_default(cfg); }
 static void seq2seq_default(void *cfg) { lc_seq2seq_config_default(cfg); }
 
-/* The classifier's, HIBERT's and seq2seq's X-macro field tables join their rows as `.fields`, each made by
- * LC_FIELD_TABLE(classify_fields, lc_classify_config, LC_CLASSIFY_FIELDS) and so on. */
+/* The classifier's, HIBERT's and seq2seq's config fields, from their X-macro tables. */
+static LC_FIELD_TABLE(classify_fields, lc_classify_config, LC_CLASSIFY_FIELDS)
+static LC_FIELD_TABLE(hibert_fields, lc_hibert_config, LC_HIBERT_FIELDS)
+static LC_FIELD_TABLE(seq2seq_fields, lc_seq2seq_config, LC_SEQ2SEQ_FIELDS)
+
 static const lc_family builtin[] = {
     {.name = "lm", .models = "vanilla|xl", .what = "a language model", .data = "a byte stream (text file)",
      .fields = lc_lm_field_table, .config_size = sizeof(lc_config), .config_default = lm_default,
      .create = lm_create, .load = lm_load, .free = lm_free, .config = lm_config, .set_run = lm_set_run},
-    {.name = "classify", .what = "a classifier", .data = "a labelled TSV (Source, Label)",
+    {.name = "classify", .what = "a classifier", .data = "a labelled TSV (Source, Label)", .fields = classify_fields,
      .config_size = sizeof(lc_classify_config), .config_default = classify_default, .load = classify_load,
      .free = classify_free, .config = classify_config, .save = lc_classify_row_save,
      .run_open = lc_classify_row_run_open, .run_close = lc_classify_row_run_close, .evaluate = lc_classify_row_evaluate},
     {.name = "hibert", .what = "a HIBERT model", .data = "documents of sentences (one file each, or a TSV)",
-     .config_size = sizeof(lc_hibert_config), .config_default = hibert_default, .load = hibert_load,
-     .free = hibert_free, .config = hibert_config},
+     .fields = hibert_fields, .config_size = sizeof(lc_hibert_config), .config_default = hibert_default,
+     .load = hibert_load, .free = hibert_free, .config = hibert_config},
     {.name = "seq2seq", .what = "a seq2seq model", .data = "a TSV of pairs (Source, Target)",
-     .config_size = sizeof(lc_seq2seq_config), .config_default = seq2seq_default, .load = seq2seq_load,
-     .free = seq2seq_free, .config = seq2seq_config, .save = lc_seq2seq_row_save,
+     .fields = seq2seq_fields, .config_size = sizeof(lc_seq2seq_config), .config_default = seq2seq_default,
+     .load = seq2seq_load, .free = seq2seq_free, .config = seq2seq_config, .save = lc_seq2seq_row_save,
      .run_open = lc_seq2seq_row_run_open, .run_close = lc_seq2seq_row_run_close, .evaluate = lc_seq2seq_row_evaluate},
 };
 #define N_BUILTIN (int)(sizeof builtin / sizeof builtin[0])
