@@ -11,6 +11,7 @@
 #include "longctx.h"
 #include "longctx/family.h"
 #include "models/classify/classify.h"
+#include "models/lm/lm.h"
 #include "models/classify/classify_fit.h"
 #include "models/seq2seq/seq2seq.h"
 #include "models/seq2seq/seq2seq_fit.h"
@@ -42,6 +43,59 @@ static int row_evaluate(const char *family, const char *path, const char *data, 
     CHECK(lc_family_model_save(fm, tmp_path("resaved.ckpt")) == LC_OK, "%s", lc_last_error());
     lc_family_model_free(fm);
     return n;
+}
+
+/* ---------------------------------------------------------------- lm */
+/* n bytes of a repeating text with variations written to name. */
+static void text_file(const char *name, int n, unsigned seed) {
+    char *buf = malloc((size_t)n);
+    for (int i = 0; buf && i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        buf[i] = "the cat sat on a mat. "[i % 22] ^ (char)((seed >> 20) % 7 == 0);
+    }
+    if (buf) write_file(tmp_path(name), buf, (size_t)n);
+    free(buf);
+}
+
+TEST(lm_row_is_lc_train) {
+    text_file("l_train.txt", 3000, 1);
+    text_file("l_valid.txt", 600, 2);
+    const lc_family *fam = lc_family_find("lm");
+    CHECK(fam && fam->run_open && fam->evaluate && fam->save, "the lm row trains, evaluates and saves");
+    lc_config c;
+    lc_config_preset(&c, "tiny");
+    lc_model *a = NULL, *b = NULL, *e = NULL;
+    CHECK(lc_model_create(&c, 1, 3, &a) == LC_OK, "%s", lc_last_error());
+    CHECK(fam && fam->create && fam->create(&c, 3, (void **)&b) == LC_OK, "%s", lc_last_error());
+    if (!a || !b || !fam || !fam->run_open) goto done;
+    lc_train_options o, own;
+    lc_train_options_default(&o);
+    o.steps = 4, o.batch = 2, o.warmup = 2, o.lr = 3e-3f, o.eval_every = 2, o.eval_bytes = 256;
+    own = o;
+    CHECK(lc_train_file(a, tmp_path("l_train.txt"), LC_SPLIT_AUTO, &own, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_checkpoint_save(a, &own, tmp_path("l_own.ckpt")) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_fit(fam, b, &o, tmp_path("l_train.txt"), NULL, tmp_path("l_row.ckpt")) == LC_OK, "%s",
+          lc_last_error());
+    CHECK(same_file(tmp_path("l_own.ckpt"), tmp_path("l_row.ckpt")), "the row's checkpoint is lc_train_file's");
+    double bpc, v[4];
+    const char *names[4];
+    CHECK(lc_checkpoint_load(tmp_path("l_own.ckpt"), 0, &e, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(e && lc_evaluate_file(e, tmp_path("l_valid.txt"), LC_SPLIT_AUTO, LC_PART_ALL, 0, 0, &bpc, NULL, NULL) == LC_OK,
+          "%s", lc_last_error());
+    char layers[16];
+    snprintf(layers, sizeof layers, "%d", c.n_layer);
+    const int n = row_evaluate("lm", tmp_path("l_row.ckpt"), tmp_path("l_valid.txt"), names, v, "--layers", layers);
+    CHECK(n == 2 && !strcmp(names[0], "bpc") && v[0] == bpc && !strcmp(names[1], "tokens"), "row: %d metrics, %g; own %g",
+          n, n > 0 ? v[0] : NAN, bpc);
+    lc_model_free(e), e = NULL;
+    CHECK(lc_checkpoint_load(tmp_path("resaved.ckpt"), 0, &e, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(e && lc_model_step(e) == 4 && !memcmp(e->params, a->params, sizeof(float) * a->ptab.total),
+          "the row's save keeps the step and the weights");
+    /* a validation file of its own: training reads the whole training file */
+    CHECK(lc_family_fit(fam, b, &o, tmp_path("l_train.txt"), tmp_path("l_valid.txt"), NULL) == LC_OK, "%s",
+          lc_last_error());
+done:
+    lc_model_free(a), lc_model_free(b), lc_model_free(e);
 }
 
 /* ---------------------------------------------------------------- seq2seq */
@@ -184,6 +238,7 @@ done:
 int main(void) {
     if (tmpdir_create("/tmp/lc_test_family_rows_XXXXXX")) return 1;
     lc_threads_set_default(1);
+    RUN(lm_row_is_lc_train);
     RUN(seq2seq_row_is_its_fit);
     RUN(classify_row_is_its_fit);
     tmpdir_remove();

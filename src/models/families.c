@@ -13,6 +13,7 @@
 #include "models/classify/classify_fields.h"
 #include "models/classify/classify_fit.h"
 #include "models/hibert/hibert_fields.h"
+#include "models/lm/lm_fit.h"
 #include "models/seq2seq/seq2seq_fields.h"
 #include "models/seq2seq/seq2seq_fit.h"
 #include "nn/lm_fields.h"
@@ -62,7 +63,9 @@ static LC_FIELD_TABLE(seq2seq_fields, lc_seq2seq_config, LC_SEQ2SEQ_FIELDS)
 static const lc_family builtin[] = {
     {.name = "lm", .models = "vanilla|xl", .what = "a language model", .data = "a byte stream (text file)",
      .fields = lc_lm_field_table, .config_size = sizeof(lc_config), .config_default = lm_default,
-     .create = lm_create, .load = lm_load, .free = lm_free, .config = lm_config, .set_run = lm_set_run},
+     .create = lm_create, .load = lm_load, .free = lm_free, .config = lm_config, .set_run = lm_set_run,
+     .save = lc_lm_row_save, .run_open = lc_lm_row_run_open, .run_close = lc_lm_row_run_close,
+     .evaluate = lc_lm_row_evaluate},
     {.name = "classify", .what = "a classifier", .data = "a labelled TSV (Source, Label)", .fields = classify_fields,
      .config_size = sizeof(lc_classify_config), .config_default = classify_default, .load = classify_load,
      .free = classify_free, .config = classify_config, .save = lc_classify_row_save,

@@ -15,6 +15,7 @@
 #include "longctx/fields.h"
 #include "longctx/flat.h"
 #include "models/lm/lm.h"
+#include "models/lm/lm_fit.h"
 #include "nn/lm_fields.h"
 
 /* ---------------------------------------------------------------- named fields */
@@ -371,14 +372,10 @@ lc_status lc_train_file(lc_model *m, const char *path, lc_split_mode mode, lc_tr
     lc_corpus c;
     lc_status st = lc_corpus_load(path, mode, &c);
     if (st) return st;
-    st = lc_train_check_data(&c, o->batch, m->cfg.seq_len); /* before the model is planned for the batch */
-    if (!st && (o->batch > m->max_B || m->cap_T != m->cfg.seq_len))
-        st = lc_model_resize(m, o->batch > m->max_B ? o->batch : m->max_B, m->cfg.seq_len, m->cap_M);
-    if (st) {
+    if ((st = lc_train_plan_data(m, path, &c, o))) {
         lc_corpus_free(&c);
         return st;
     }
-    lc_data_record_set(&o->data, path, &c);
     const lc_train_hook_fn hook = o->hook;
     void *hook_user = o->hook_user;
     train_call call = {fn, user};

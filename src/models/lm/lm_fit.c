@@ -11,6 +11,8 @@
 #include "core/timer.h"
 #include "kernels/kernels.h"
 #include "models/lm/lm.h"
+#include "models/lm/lm_fit.h"
+#include "longctx/flat.h"
 #include "train/dist.h"
 #include "train/fit.h"
 #include "train/optimizer.h"
@@ -134,20 +136,31 @@ static int lm_should_stop(void *user) {
     return r->o->hook && r->o->hook(r->m, &r->last, r->o->hook_user);
 }
 
+/* The run's state and the loop's parameters for m on c with o: the setup lc_train and the family row's
+ * run_open share; lm_close frees what it took. */
+static lc_status lm_open(lc_lm_run *r, lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn,
+                         void *user, lc_fit_params *p) {
+    *r = (lc_lm_run){m, c, o, {0}, fn, user, {0}};
+    lc_status st = check_options(m, o);
+    if (!st) st = plan_batch(&r->plan, c, o->batch, m->cfg.seq_len, m->cfg.objective == LC_OBJECTIVE_MLM);
+    *p = (lc_fit_params){&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
+    return st;
+}
+
+static void lm_close(lc_lm_run *r) { free(r->plan.tok), free(r->plan.tgt); }
+
 lc_status lc_train(lc_model *m, const lc_corpus *c, const lc_train_options *o, lc_progress_fn fn, void *user) {
     lc_clear_error();
-    lc_status st = check_options(m, o);
+    lc_lm_run r;
+    lc_fit_params p;
+    lc_status st = lm_open(&r, m, c, o, fn, user, &p);
     if (st) return st;
-    lc_lm_run r = {m, c, o, {0}, fn, user, {0}};
-    if ((st = plan_batch(&r.plan, c, o->batch, m->cfg.seq_len, m->cfg.objective == LC_OBJECTIVE_MLM))) return st;
     static const lc_fit_family lm = {lm_forward, lm_backward, lm_validate, NULL};
-    const lc_fit_params p = {&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
     lc_fit_options fo = {0};
     fo.o = o, fo.record.best_score = NAN, fo.caller_validates_end = 1;
     fo.should_stop = lm_should_stop, fo.report = lm_report, fo.user = &r;
     st = lc_fit(&lm, &r, &p, &fo, NULL);
-    free(r.plan.tok);
-    free(r.plan.tgt);
+    lm_close(&r);
     return st;
 }
 
@@ -171,4 +184,87 @@ lc_status lc_train_step(lc_model *m, const lc_train_options *o, const int *token
     optimizer_step(m, o, m->step, norm);
     m->step++;
     return LC_OK;
+}
+
+lc_status lc_train_plan_data(lc_model *m, const char *path, const lc_corpus *c, lc_train_options *o) {
+    lc_status st = lc_train_check_data(c, o->batch, m->cfg.seq_len); /* before the model is planned for the batch */
+    if (!st && (o->batch > m->max_B || m->cap_T != m->cfg.seq_len))
+        st = lc_model_resize(m, o->batch > m->max_B ? o->batch : m->max_B, m->cfg.seq_len, m->cap_M);
+    if (!st) lc_data_record_set(&o->data, path, c);
+    return st;
+}
+
+/* ---------------------------------------------------------------- the family row (models/families.c) */
+/* A run of the row: its bytes and the options its saves record. */
+typedef struct {
+    lc_lm_run r;
+    lc_corpus c;
+    lc_train_options o;
+} lm_row_run;
+
+static lc_status lm_row_save_run(void *run, const char *path, const lc_fit_record *rec) {
+    (void)rec;
+    lm_row_run *w = run;
+    return lc_checkpoint_save_dist(w->r.m, &w->o, path);
+}
+
+void lc_lm_row_run_close(void *run) {
+    lm_row_run *w = run;
+    if (!w) return;
+    lm_close(&w->r);
+    lc_corpus_free(&w->c);
+    free(w);
+}
+
+/* train's bytes, then valid's: the training part is train whole, the validation (and test) part valid whole. */
+static lc_status two_files(lc_corpus *c, const char *valid) {
+    lc_corpus v;
+    lc_status st = lc_corpus_load(valid, LC_SPLIT_AUTO, &v);
+    if (st) return st;
+    uint8_t *bytes = realloc(c->bytes, c->size + v.size);
+    if (!bytes) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", valid);
+    else memcpy(bytes + c->size, v.bytes, v.size), c->bytes = bytes;
+    if (!st) {
+        c->begin[LC_PART_TRAIN] = c->begin[LC_PART_ALL] = 0, c->end[LC_PART_TRAIN] = c->size;
+        c->begin[LC_PART_VALID] = c->begin[LC_PART_TEST] = c->size;
+        c->size += v.size;
+        c->end[LC_PART_VALID] = c->end[LC_PART_TEST] = c->end[LC_PART_ALL] = c->size;
+    }
+    lc_corpus_free(&v);
+    return st;
+}
+
+lc_status lc_lm_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                             void **run, const lc_fit_family **hooks, lc_fit_params *p) {
+    *run = NULL;
+    lm_row_run *w = calloc(1, sizeof *w);
+    if (!w) return lc_fail(LC_ERR_NOMEM, "out of memory for a language model run");
+    w->o = *o, w->o.hook = NULL, w->o.hook_user = NULL;
+    lc_status st = lc_corpus_load(train, LC_SPLIT_AUTO, &w->c);
+    if (!st && valid) st = two_files(&w->c, valid);
+    if (!st) st = lc_train_plan_data(model, train, &w->c, &w->o);
+    if (!st) st = lm_open(&w->r, model, &w->c, &w->o, NULL, NULL, p);
+    static const lc_fit_family lm_row = {lm_forward, lm_backward, lm_validate, lm_row_save_run};
+    *hooks = &lm_row;
+    if (st) return lc_lm_row_run_close(w), st;
+    *run = w;
+    return LC_OK;
+}
+
+lc_status lc_lm_row_evaluate(void *model, const char *path, lc_fit_metrics *out) {
+    double bpc, acc;
+    long tokens;
+    lc_status st = lc_evaluate_file(model, path, LC_SPLIT_AUTO, LC_PART_ALL, 0, 0, &bpc, &acc, &tokens);
+    if (st) return st;
+    lc_fit_metrics_add(out, "bpc", bpc);
+    if (!isnan(acc)) lc_fit_metrics_add(out, "accuracy", acc);
+    lc_fit_metrics_add(out, "tokens", (double)tokens);
+    out->score = -bpc, out->bpc = bpc, out->accuracy = acc;
+    return LC_OK;
+}
+
+lc_status lc_lm_row_save(void *model, const char *path) {
+    lc_train_options o;
+    lc_train_options_default(&o);
+    return lc_checkpoint_save(model, &o, path);
 }
