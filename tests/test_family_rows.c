@@ -5,12 +5,15 @@
  * hooks read other data, skip the validation or save another record fails. */
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/threads.h"
 #include "harness.h"
 #include "longctx.h"
 #include "longctx/family.h"
 #include "models/classify/classify.h"
+#include "models/hibert/hibert.h"
+#include "models/hibert/hibert_fit.h"
 #include "models/lm/lm.h"
 #include "models/classify/classify_fit.h"
 #include "models/seq2seq/seq2seq.h"
@@ -164,6 +167,85 @@ done:
     lc_pairs_free(&tr), lc_pairs_free(&va);
 }
 
+/* ---------------------------------------------------------------- hibert */
+static const char *words[] = {"markets", "rose", "after", "the", "bank", "cut", "rates", "while", "players",
+                              "won", "a", "late", "match", "and", "voters", "chose", "new", "leaders"};
+
+/* A BBC News root at tmp bbc/ of n business articles (a title, then 5 sentences), each summarized by its first two
+ * sentences: its split makes articles 2..5, 7..10, ... training ones and 6, 16, ... held-out ones. */
+static void bbc_root(int n) {
+    mkdir(tmp_path("bbc"), 0700), mkdir(tmp_path("bbc/articles"), 0700), mkdir(tmp_path("bbc/summaries"), 0700);
+    mkdir(tmp_path("bbc/articles/business"), 0700), mkdir(tmp_path("bbc/summaries/business"), 0700);
+    for (int i = 0; i < n; i++) {
+        char text[1024], ref[512] = "", name[64];
+        int k = snprintf(text, sizeof text, "Title %d\n\n", i);
+        for (int s = 0; s < 5; s++) {
+            char sent[160];
+            snprintf(sent, sizeof sent, "%s %s %s %s number %d. ", words[(i + s) % 18], words[(3 * i + s) % 18],
+                     words[(i * s + 5) % 18], words[(7 * s + i) % 18], i * 5 + s);
+            k += snprintf(text + k, sizeof text - (size_t)k, "%s", sent);
+            if (s < 2) strcat(ref, sent);
+        }
+        snprintf(name, sizeof name, "bbc/articles/business/%03d.txt", i + 1);
+        write_text(tmp_path(name), text);
+        snprintf(name, sizeof name, "bbc/summaries/business/%03d.txt", i + 1);
+        write_text(tmp_path(name), ref);
+    }
+}
+
+TEST(hibert_row_is_its_fit) {
+    bbc_root(30);
+    char root[512];
+    snprintf(root, sizeof root, "%s", tmp_path("bbc"));
+    const lc_family *fam = lc_family_find("hibert");
+    CHECK(fam && fam->run_open && fam->evaluate && fam->save, "the hibert row trains, evaluates and saves");
+    lc_hibert_config c;
+    lc_hibert_config_default(&c);
+    c.sent = c.doc = c.dec = (lc_hibert_stack){1, 16, 2, 32, ""};
+    c.max_sent_len = 48, c.max_sents = 8;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    o.steps = 4, o.batch = 3, o.warmup = 1, o.eval_every = 2, o.lr = 3e-3f;
+    /* the record `hibert finetune --data ROOT` makes */
+    lc_hibert_run run;
+    lc_hibert_run_default(&run);
+    run.stage = LC_HIBERT_STAGE_FINETUNE, run.opts = o;
+    snprintf(run.data, sizeof run.data, "%s", root);
+    lc_hdocs tr, va;
+    CHECK(lc_hdocs_load_sources(&tr, &va, root, c.max_sents, 0, 0) == LC_OK && tr.n_chunks > 3 && va.n_chunks > 0,
+          "%s", lc_last_error());
+    run.data_hash = tr.hash, run.data_docs = tr.n_chunks, run.data_bytes = tr.bytes;
+    run.limits = lc_hdocs_limits(&tr, &va, o.batch, &c, 0);
+    lc_hibert *a = NULL;
+    lc_family_model *b = NULL;
+    CHECK(lc_hibert_create(&c, &run.limits, 5, &a) == LC_OK, "%s", lc_last_error());
+    CHECK(a && lc_hibert_save(a, &run, tmp_path("h_init.ckpt")) == LC_OK, "%s", lc_last_error());
+    lc_hibert_free(a), a = NULL;
+    CHECK(lc_hibert_load(tmp_path("h_init.ckpt"), NULL, &a, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_model_load(tmp_path("h_init.ckpt"), &b) == LC_OK, "%s", lc_last_error());
+    if (!a || !b || !fam || !fam->run_open) goto done;
+    const lc_hibert_fit_options fo = {a, &run, &tr, &va, 0, NULL, tmp_path("h_own.ckpt"), 0, 0, NULL, NULL, NULL, NULL};
+    CHECK(lc_hibert_fit(&fo, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_family_fit(fam, lc_family_model_handle(b), &o, root, NULL, tmp_path("h_row.ckpt")) == LC_OK, "%s",
+          lc_last_error());
+    CHECK(same_file(tmp_path("h_own.ckpt"), tmp_path("h_row.ckpt")), "the row's checkpoint is lc_hibert_fit's");
+    double r[6], v[6];
+    const char *names[6];
+    CHECK(lc_hdocs_rouge(a, &va, o.batch, r) == LC_OK, "%s", lc_last_error());
+    const int n = row_evaluate("hibert", tmp_path("h_row.ckpt"), root, names, v, "--max-sents", "8");
+    CHECK(n == 4 && !strcmp(names[0], "rouge1") && v[0] == r[0] && v[1] == r[1] && v[2] == r[2] && v[3] == r[3],
+          "row: %d metrics, rouge1 %g; own %g", n, n > 0 ? v[0] : NAN, r[0]);
+    lc_hibert *e = NULL;
+    CHECK(lc_hibert_load(tmp_path("resaved.ckpt"), NULL, &e, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(e && lc_hibert_steps_done(e) == 4 && !memcmp(e->params, a->params, sizeof(float) * a->ptab.total),
+          "the row's save keeps the step and the weights");
+    lc_hibert_free(e);
+    CHECK(lc_family_fit(fam, lc_family_model_handle(b), &o, root, root, NULL) == LC_ERR_ARG, "a validation file");
+done:
+    lc_hibert_free(a), lc_family_model_free(b);
+    lc_hdocs_free(&tr), lc_hdocs_free(&va);
+}
+
 /* ---------------------------------------------------------------- classify */
 /* n examples written as TSV to name: class i % 3 is a run of 'a', of 'b', or of "ca"; read back into *d. */
 static void labelled_file(const char *name, int n, int shift, lc_labelled_data *d) {
@@ -241,6 +323,7 @@ int main(void) {
     RUN(lm_row_is_lc_train);
     RUN(seq2seq_row_is_its_fit);
     RUN(classify_row_is_its_fit);
+    RUN(hibert_row_is_its_fit);
     tmpdir_remove();
     return test_summary("test_family_rows");
 }

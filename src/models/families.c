@@ -13,6 +13,7 @@
 #include "models/classify/classify_fields.h"
 #include "models/classify/classify_fit.h"
 #include "models/hibert/hibert_fields.h"
+#include "models/hibert/hibert_fit.h"
 #include "models/lm/lm_fit.h"
 #include "models/seq2seq/seq2seq_fields.h"
 #include "models/seq2seq/seq2seq_fit.h"
@@ -72,7 +73,8 @@ static const lc_family builtin[] = {
      .run_open = lc_classify_row_run_open, .run_close = lc_classify_row_run_close, .evaluate = lc_classify_row_evaluate},
     {.name = "hibert", .what = "a HIBERT model", .data = "documents of sentences (one file each, or a TSV)",
      .fields = hibert_fields, .config_size = sizeof(lc_hibert_config), .config_default = hibert_default,
-     .load = hibert_load, .free = hibert_free, .config = hibert_config},
+     .load = hibert_load, .free = hibert_free, .config = hibert_config, .save = lc_hibert_row_save,
+     .run_open = lc_hibert_row_run_open, .run_close = lc_hibert_row_run_close, .evaluate = lc_hibert_row_evaluate},
     {.name = "seq2seq", .what = "a seq2seq model", .data = "a TSV of pairs (Source, Target)",
      .fields = seq2seq_fields, .config_size = sizeof(lc_seq2seq_config), .config_default = seq2seq_default,
      .load = seq2seq_load, .free = seq2seq_free, .config = seq2seq_config, .save = lc_seq2seq_row_save,

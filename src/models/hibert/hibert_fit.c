@@ -4,6 +4,7 @@
 #include "models/hibert/hibert_fit.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,39 +155,124 @@ static void hibert_report(const lc_progress *p, const lc_fit_metrics *valid, con
     if (r->o->report) r->o->report(p, valid, r->intruder_bce, r->o->user);
 }
 
-lc_status lc_hibert_fit(const lc_hibert_fit_options *o, lc_fit_result *out) {
-    lc_clear_error();
+/* The run's state and the loop's parts for o: the setup lc_hibert_fit and the family row's run_open share;
+ * hf_close frees what it took. */
+static lc_status hf_open(hfit *r, const lc_hibert_fit_options *o, const lc_fit_family **hooks, lc_fit_params *p) {
     lc_hibert *m = o->m;
     lc_hibert_run *hr = o->run;
     const int finetune = hr->stage == LC_HIBERT_STAGE_FINETUNE;
+    memset(r, 0, sizeof *r);
     if (!finetune && hr->intruders > 0 && lc_dist_size() > 1)
         return lc_fail(LC_ERR_ARG, "hibert pretrain: intruders swap sentences between the documents of one batch, "
                                    "which processes training together do not share: run it in one process");
     if (!o->train->n_chunks) return lc_fail(LC_ERR_ARG, "hibert: no training documents");
-    hfit r;
-    memset(&r, 0, sizeof r);
-    r.o = o, r.finetune = finetune, r.B = hr->opts.batch, r.perm_epoch = -1, r.intruder_bce = NAN, r.end = hr->opts.steps;
-    r.h.features = finetune ? lc_hibert_get_config(m)->head_features : 0;
-    r.perm = malloc(sizeof(int) * (size_t)o->train->n_chunks), r.idx = malloc(sizeof(int) * (size_t)r.B);
-    lc_status st = r.perm && r.idx ? LC_OK : lc_fail(LC_ERR_NOMEM, "hibert: out of memory");
+    r->o = o, r->finetune = finetune, r->B = hr->opts.batch, r->perm_epoch = -1, r->intruder_bce = NAN;
+    r->end = hr->opts.steps;
+    r->h.features = finetune ? lc_hibert_get_config(m)->head_features : 0;
+    r->perm = malloc(sizeof(int) * (size_t)o->train->n_chunks), r->idx = malloc(sizeof(int) * (size_t)r->B);
     hr->opts.ranks = lc_dist_size();
     static const lc_fit_family family = {hibert_forward, hibert_backward, hibert_validate, hibert_save};
-    const lc_fit_params p = {&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
+    *hooks = &family;
+    *p = (lc_fit_params){&m->tensors, &m->ptab, m->params, m->grads, m->adam_m, m->adam_v, &m->step};
+    return r->perm && r->idx ? LC_OK : lc_fail(LC_ERR_NOMEM, "hibert: out of memory");
+}
+
+static void hf_close(hfit *r) {
+    if (r->o) r->o->m->noise_rank = 0, r->o->m->noise_ranks = 0; /* the step alone keys dropout again */
+    lc_hbatch_free(&r->h);
+    free(r->perm), free(r->idx);
+}
+
+lc_status lc_hibert_fit(const lc_hibert_fit_options *o, lc_fit_result *out) {
+    lc_clear_error();
+    lc_hibert_run *hr = o->run;
+    hfit r;
+    const lc_fit_family *family = NULL;
+    lc_fit_params p;
+    lc_status st = hf_open(&r, o, &family, &p);
+    if (st && !r.o) return st;
     lc_fit_options fo = {0};
     fo.o = &hr->opts, fo.save_every = o->save_every, fo.save_every_min = o->save_every_min;
-    fo.best_path = finetune ? o->best_path : NULL, fo.last_path = o->last_path;
+    fo.best_path = r.finetune ? o->best_path : NULL, fo.last_path = o->last_path;
     fo.record = (lc_fit_record){0, hr->best_step, hr->best_step > 0 ? hr->best : NAN, 0};
     fo.should_stop = hibert_should_stop, fo.report = hibert_report, fo.user = &r;
     lc_fit_result res = {0};
-    if (!st) st = lc_fit(&family, &r, &p, &fo, &res);
+    if (!st) st = lc_fit(family, &r, &p, &fo, &res);
     if (res.record.best_step > 0) hr->best = (float)res.record.best_score, hr->best_step = res.record.best_step;
     if (!st && res.steps_done == res.first_step && o->last_path) { /* nothing left to train: saved as it is */
         const lc_fit_record rec = {res.steps_done, res.record.best_step, res.record.best_score, 0};
         st = hibert_save(&r, o->last_path, &rec);
     }
-    m->noise_rank = 0, m->noise_ranks = 0; /* the step alone keys dropout again */
-    lc_hbatch_free(&r.h);
-    free(r.perm), free(r.idx);
+    hf_close(&r);
     if (out) *out = res;
     return st;
+}
+
+/* ---------------------------------------------------------------- the family row (models/families.c) */
+/* A fine-tuning run of the row: the documents of its sources and a new run record of the options. */
+typedef struct {
+    hfit r;
+    lc_hibert_run run;
+    lc_hdocs train, valid;
+    lc_hibert_fit_options fo;
+} hf_row_run;
+
+void lc_hibert_row_run_close(void *run) {
+    hf_row_run *w = run;
+    if (!w) return;
+    hf_close(&w->r);
+    lc_hdocs_free(&w->train), lc_hdocs_free(&w->valid);
+    free(w);
+}
+
+lc_status lc_hibert_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                                 void **run, const lc_fit_family **hooks, lc_fit_params *p) {
+    *run = NULL;
+    lc_hibert *m = model;
+    if (valid)
+        return lc_fail(LC_ERR_ARG, "hibert: %s: the validation documents are the held-out part of the training "
+                                   "sources (give no validation file)", valid);
+    if (strlen(train) >= LC_HIBERT_DATA_CHARS) return lc_fail(LC_ERR_ARG, "hibert: the sources' paths are too long");
+    hf_row_run *w = calloc(1, sizeof *w);
+    if (!w) return lc_fail(LC_ERR_NOMEM, "out of memory for a HIBERT run");
+    lc_status st = lc_hibert_row_run_prepare(&w->run, o, train, m, &w->train, &w->valid);
+    w->fo = (lc_hibert_fit_options){m, &w->run, &w->train, &w->valid, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL};
+    if (!st) st = hf_open(&w->r, &w->fo, hooks, p);
+    if (st) return lc_hibert_row_run_close(w), st;
+    *run = w;
+    return LC_OK;
+}
+
+lc_status lc_hibert_row_run_prepare(lc_hibert_run *run, const lc_train_options *o, const char *sources,
+                                    const lc_hibert *m, lc_hdocs *train, lc_hdocs *valid) {
+    const lc_hibert_config *cfg = lc_hibert_get_config(m);
+    lc_hibert_run_default(run);
+    run->stage = LC_HIBERT_STAGE_FINETUNE, run->opts = *o;
+    snprintf(run->data, sizeof run->data, "%s", sources);
+    lc_status st = lc_hdocs_load_sources(train, valid, run->data, cfg->max_sents, 0, run->labels);
+    if (st) return st;
+    run->data_hash = train->hash, run->data_docs = train->n_chunks, run->data_bytes = train->bytes;
+    run->limits = lc_hdocs_limits(train, valid, o->batch, cfg, 0);
+    return LC_OK;
+}
+
+lc_status lc_hibert_row_evaluate(void *model, const char *path, lc_fit_metrics *out) {
+    lc_hibert *m = model;
+    lc_hdocs train, valid;
+    lc_status st = lc_hdocs_load_sources(&train, &valid, path, lc_hibert_get_config(m)->max_sents, 0, 0);
+    double r[6];
+    if (!st && !valid.n_chunks) st = lc_fail(LC_ERR_ARG, "hibert: %s has no held-out documents", path);
+    if (!st) st = lc_hdocs_rouge(m, &valid, m->lim.max_docs, r);
+    for (int i = 0; !st && i < 6; i++) lc_fit_metrics_add(out, rouge_keys[i] + 6, r[i]); /* without "valid_" */
+    if (!st) out->score = (r[0] + r[1] + r[2]) / 3, out->bpc = out->accuracy = NAN;
+    lc_hdocs_free(&train), lc_hdocs_free(&valid);
+    return st;
+}
+
+lc_status lc_hibert_row_save(void *model, const char *path) {
+    lc_hibert *m = model;
+    lc_hibert_run run;
+    lc_hibert_run_default(&run);
+    run.limits = m->lim;
+    return lc_hibert_save(m, &run, path);
 }

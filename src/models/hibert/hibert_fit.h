@@ -37,4 +37,20 @@ typedef struct {
  * non-finite loss or gradient stops the run before its update (LC_ERR_NUMERIC). Collective over lc_dist. */
 lc_status lc_hibert_fit(const lc_hibert_fit_options *o, lc_fit_result *out);
 
+/* The hibert row of the family table (longctx/family.h, models/families.c): fine-tuning on document sources
+ * (paths one a line, as `hibert finetune --data`: a BBC News root, whose references label the sentences).
+ * run_open reads their training part (the held-out part validates: a validation file is LC_ERR_ARG) and sets
+ * up the run lc_hibert_fit sets up, with the record lc_hibert_row_run_prepare makes; evaluate gives the ROUGE
+ * of the held-out part of the sources at path (rouge1, rouge2, rougeL and their _stem); save writes the model
+ * with a new run record (a loaded model's record is not kept). */
+lc_status lc_hibert_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
+                                 void **run, const lc_fit_family **hooks, lc_fit_params *p);
+void lc_hibert_row_run_close(void *run);
+lc_status lc_hibert_row_evaluate(void *model, const char *path, lc_fit_metrics *out);
+lc_status lc_hibert_row_save(void *model, const char *path);
+/* A fine-tuning run's record of o on sources for m (the labels contained, UTF-8), its documents read into
+ * train and valid (lc_hdocs_load_sources) and the limits of their batches recorded. */
+lc_status lc_hibert_row_run_prepare(lc_hibert_run *run, const lc_train_options *o, const char *sources,
+                                    const lc_hibert *m, lc_hdocs *train, lc_hdocs *valid);
+
 #endif
