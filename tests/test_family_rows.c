@@ -19,6 +19,7 @@
 #include "models/seq2seq/seq2seq.h"
 #include "models/seq2seq/seq2seq_fit.h"
 #include "test_files.h"
+#include "pairs_kit.h"
 #include "train/fit.h"
 
 /* 1 when the files at a and b hold the same bytes. */
@@ -111,22 +112,6 @@ static lc_seq2seq *s2s_make(void) {
     lc_seq2seq *m = NULL;
     CHECK(lc_seq2seq_create(&c, 4, 5, &m) == LC_OK, "%s", lc_last_error());
     return m;
-}
-
-/* n reversal pairs written as TSV to name and read back into *d. */
-static void pairs_file(const char *name, int n, unsigned seed, lc_pair_data *d) {
-    char buf[4096];
-    size_t k = (size_t)snprintf(buf, sizeof buf, "Source\tTarget\n");
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        const int len = 1 + (int)(seed >> 16) % 5;
-        char s[8], r[8];
-        for (int j = 0; j < len; j++) s[j] = r[len - 1 - j] = (char)('a' + (seed >> (j * 3)) % 4);
-        s[len] = r[len] = 0;
-        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s\t%s\n", s, r);
-    }
-    write_file(tmp_path(name), buf, k);
-    CHECK(lc_pairs_read(tmp_path(name), NULL, NULL, NULL, d) == LC_OK && d->n == n, "%s", lc_last_error());
 }
 
 TEST(seq2seq_row_is_its_fit) {
