@@ -278,6 +278,10 @@ TEST(classify_row_is_its_fit) {
     CHECK(lc_family_fit(fam, lc_family_model_handle(b), &o, tmp_path("c_train.tsv"), tmp_path("c_valid.tsv"),
                         tmp_path("c_row.ckpt")) == LC_OK, "%s", lc_last_error());
     CHECK(same_file(tmp_path("c_own.ckpt"), tmp_path("c_row.ckpt")), "the row's checkpoint is lc_classify_fit's");
+    lc_train_options big = o;
+    big.batch = 17; /* a model loaded through the table is planned for batches of 16 */
+    CHECK(lc_family_fit(fam, lc_family_model_handle(b), &big, tmp_path("c_train.tsv"), NULL, NULL) == LC_ERR_ARG &&
+              strstr(lc_last_error(), "1..16"), "%s", lc_last_error());
     long right = 0;
     CHECK(lc_classifier_classify_texts(a, NULL, va.n, va.text, va.text_len, 16, pred, NULL) == LC_OK, "%s",
           lc_last_error());

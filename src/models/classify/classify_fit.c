@@ -274,6 +274,9 @@ lc_status lc_classify_row_run_open(void *model, const lc_train_options *o, const
     lc_text_classifier *tc = model;
     lc_classifier *m = lc_text_classifier_model(tc);
     const lc_label_set *labels = lc_text_classifier_labels(tc);
+    if (o->batch < 1 || o->batch > m->max_batch)
+        return lc_fail(LC_ERR_ARG, "classify: batch must be 1..%d (the model's planned batch), got %d", m->max_batch,
+                       o->batch);
     cf_row_run *w = calloc(1, sizeof *w);
     if (!w) return lc_fail(LC_ERR_NOMEM, "out of memory for a classify run");
     lc_status st = lc_labelled_read(train, NULL, NULL, &w->train);

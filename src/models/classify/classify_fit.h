@@ -59,7 +59,8 @@ lc_status lc_classify_fit(lc_classifier *m, const lc_classify_data *d, const lc_
 /* The classify row of the family table (longctx/family.h, models/families.c) on labelled TSV files (the model
  * an lc_text_classifier, its tokens and vocabulary its own): run_open reads train (and valid, may be NULL),
  * takes the training labels as the model's classes (one it lacks is LC_ERR_ARG, but for a masked-token model)
- * and sets up the run lc_classify_fit sets up, with a new run record of o; evaluate gives accuracy and
+ * and sets up the run lc_classify_fit sets up (o->batch within the model's planned batch: 16 for a model loaded
+ * through the table), with a new run record of o; evaluate gives accuracy and
  * examples as eval --task classify counts them; save writes the model with a new run record. */
 lc_status lc_classify_row_run_open(void *model, const lc_train_options *o, const char *train, const char *valid,
                                    void **run, const lc_fit_family **hooks, lc_fit_params *p);
