@@ -270,6 +270,41 @@ TEST(init_from_masked_lm) {
     lc_model_free(lm);
 }
 
+/* --init from a causal language model (the causal self-pretraining of bench/lra_spt_text.sh): the same blocks,
+ * positions and the 256 byte rows (the mask row keeps its own start); a Transformer-XL model is refused. */
+TEST(init_from_causal_lm) {
+    lc_config lc;
+    lc_config_preset(&lc, "tiny");
+    lc.model = LC_MODEL_VANILLA, lc.objective = LC_OBJECTIVE_CLM, lc.n_layer = 2, lc.d_model = 16, lc.n_head = 2;
+    lc.d_ff = 24, lc.seq_len = 8, lc.mem_len = 0;
+    lc_model *lm = NULL;
+    lc_train_options o;
+    lc_train_options_default(&o);
+    CHECK(lc_model_create(&lc, 2, 7, &lm) == LC_OK, "%s", lc_last_error());
+    const char *path = tmp_path("init_clm.safetensors");
+    CHECK(lm && lc_checkpoint_save(lm, &o, path) == LC_OK, "%s", lc_last_error());
+    lc_classifier *m = make("window:w=2", LC_NORM_PRE, LC_POOL_MEAN, 0, 256, 9);
+    if (!lm || !m) return;
+    float mask_row[16];
+    memcpy(mask_row, m->wte + 256 * 16, sizeof mask_row);
+    CHECK(lc_classifier_init_from(m, path) == LC_OK, "%s", lc_last_error());
+    CHECK(!memcmp(m->st.blk[0].qkv_w, lm->blk[0].qkv_w, sizeof(float) * 48 * 16), "qkv copied");
+    CHECK(!memcmp(m->st.blk[1].fc2_w, lm->blk[1].fc2_w, sizeof(float) * 24 * 16), "fc2 copied");
+    CHECK(!memcmp(m->wte, lm->wte, sizeof(float) * 256 * 16), "the byte rows");
+    CHECK(!memcmp(m->wte + 256 * 16, mask_row, sizeof mask_row), "the mask row is the classifier's own");
+    CHECK(!memcmp(m->st.wpe, lm->wpe, sizeof(float) * 8 * 16), "the 8 positions the LM has");
+    lc_model_free(lm);
+    lm = NULL;
+    lc.model = LC_MODEL_XL, lc.mem_len = 8;
+    CHECK(lc_model_create(&lc, 2, 7, &lm) == LC_OK, "%s", lc_last_error());
+    const char *xl = tmp_path("init_xl.safetensors");
+    CHECK(lm && lc_checkpoint_save(lm, &o, xl) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_classifier_init_from(m, xl) == LC_ERR_FORMAT && strstr(lc_last_error(), "not model 'xl'"), "%s",
+          lc_last_error());
+    lc_classifier_free(m);
+    lc_model_free(lm);
+}
+
 TEST(docs_list_every_key_and_tensor) {
     FILE *f = fopen("docs/reference/checkpoint.md", "rb");
     CHECK(f, "cannot read docs/reference/checkpoint.md");
@@ -320,6 +355,7 @@ int main(void) {
     RUN(refusals);
     RUN(checkpoint_round_trip_words);
     RUN(init_from_masked_lm);
+    RUN(init_from_causal_lm);
     RUN(docs_list_every_key_and_tensor);
     RUN(learns_a_toy_task);
     tmpdir_remove();

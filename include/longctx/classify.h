@@ -145,12 +145,13 @@ lc_status lc_classifier_save(const lc_classifier *m, const lc_classify_run *run,
  * another model (language model, HIBERT) or any fault is LC_ERR_FORMAT naming the file. */
 lc_status lc_classifier_load(const char *path, int max_batch, long max_rows, lc_classifier **out, lc_classify_run *run,
                              lc_label_set *labels, lc_word_vocab **words);
-/* Start the encoder from a masked-LM checkpoint (lc_checkpoint_save of a model with objective mlm and model
- * vanilla): every block tensor and ln_f must match in name and shape; wpe rows are copied up to the shorter
- * of the two; wte rows 0..256 are copied for bytes (a words model keeps its own embedding); [CLS], global
+/* Start the encoder from a language model's checkpoint (lc_checkpoint_save of a model vanilla, objective mlm or
+ * clm): every block tensor and ln_f must match in name and shape; wpe rows are copied up to the shorter
+ * of the two; the wte rows the checkpoint has of 0..256 (bytes; 256, the mask symbol, a masked LM's only) are
+ * copied for bytes (a words model keeps its own embedding); [CLS], global
  * projections the checkpoint lacks (they start as a copy of the layer's qkv projection) and the head keep
  * their initialisation. LC_ERR_FORMAT naming the file and the tensor otherwise. */
-lc_status lc_classifier_init_from(lc_classifier *m, const char *mlm_path);
+lc_status lc_classifier_init_from(lc_classifier *m, const char *lm_path);
 /* The same from either a masked-LM checkpoint (as above) or a classifier checkpoint (model classify, of
  * either objective: a masked-token pre-training, or a classifier trained on labels, e.g. on shorter
  * inputs): its encoder's shape (layers, width, heads, ffn, norm, activation, --share-attn) and tokens must be

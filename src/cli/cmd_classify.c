@@ -316,7 +316,7 @@ int lc_cmd_train_classify(int argc, char **argv) {
         {"--text-col", OPT_STR, &a.text_col, 0, 0, "text column: name or number from 1 (default Source, else the last)", 0},
         {"--min-count", OPT_LONG, &a.min_count, 1, 1e12, "words: keep words seen at least N times (default 1)", 0},
         {"--max-words", OPT_INT, &a.max_words, 0, 1 << 24, "words: keep at most N words (default 0: all)", 0},
-        {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this masked-LM or classifier checkpoint", 0},
+        {"--init", OPT_STR, &a.init, 0, 0, "start the encoder from this language model (vanilla, masked or causal) or classifier checkpoint", 0},
         {"--out", OPT_STR, &a.out, 0, 0, "the best checkpoint by validation accuracy (required; OUT.last: the last state)", 0},
         {"--batch", OPT_INT, &o->batch, 1, 1 << 16, "examples per step (default 16)", 0},
         LC_RUN_FLAGS(a, o),

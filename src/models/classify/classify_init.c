@@ -1,5 +1,6 @@
-/* Starting a classifier's encoder from a masked-LM checkpoint (lc_classifier_init_from): the blocks and the
- * final LayerNorm by name and shape, the position rows both have, the byte rows of the embedding; global
+/* Starting a classifier's encoder from a vanilla language model's checkpoint, masked or causal
+ * (lc_classifier_init_from; the self-pretraining of bench/lra_spt_*.sh): the blocks and the final LayerNorm by
+ * name and shape, the position rows both have, the byte rows of the embedding; global
  * projections the checkpoint lacks start as a copy of their layer's qkv projection (as Hugging Face's
  * Longformer starts them from the local ones). lc_classifier_init_from_any also reads a classifier's own
  * checkpoint (a masked-token pre-training, or a shorter-input run): the same shape, tokens and vocabulary,
@@ -63,13 +64,13 @@ lc_status lc_classifier_init_from(lc_classifier *m, const char *path) {
     if (!h) st = lc_fail(LC_ERR_NOMEM, "%s: out of memory", path);
     const char *model = lc_st_get_meta(f, "model");
     if (!st && model && strcmp(model, "vanilla") != 0)
-        st = lc_fail(LC_ERR_FORMAT, "%s: --init needs a masked-LM checkpoint (model vanilla, objective mlm), not model '%.40s'",
+        st = lc_fail(LC_ERR_FORMAT, "%s: --init needs a vanilla language model (masked or causal), not model '%.40s'",
                      path, model);
     if (!st) st = lc_ckpt_meta_parse(f, h);
     const lc_config *a = h ? &h->cfg : NULL;
     const lc_classify_config *b = &m->cfg;
-    if (!st && (a->objective != LC_OBJECTIVE_MLM || a->extra_tokens || a->qk_share > 1))
-        st = lc_fail(LC_ERR_FORMAT, "%s: --init needs a masked-LM encoder (objective mlm, no extra tokens, no --share-qk)",
+    if (!st && (a->extra_tokens || a->qk_share > 1))
+        st = lc_fail(LC_ERR_FORMAT, "%s: --init needs a vanilla language model's blocks (no extra tokens, no --share-qk)",
                      path);
     if (!st && (a->n_layer != b->n_layer || a->d_model != b->d_model || a->n_head != b->n_head || a->d_ff != b->d_ff ||
                 a->norm != b->norm || a->activation != b->activation || (a->attn_share > 1 ? a->attn_share : 0) !=
