@@ -244,17 +244,26 @@ TEST(checkpoint_round_trip_words) {
 
 /* --init: the encoder's blocks, ln_f, positions and byte rows come from a masked-LM checkpoint; global
  * projections it lacks start as the layer's qkv. */
-TEST(init_from_masked_lm) {
+/* A 2-layer, width-16 language model of `model` and `objective` (8 positions), saved to tmp file `name`: the
+ * model (NULL on failure, after a failed check) and the file's path in *path. */
+static lc_model *saved_lm(lc_model_kind model, lc_objective objective, uint64_t seed, const char *name,
+                          const char **path) {
     lc_config lc;
     lc_config_preset(&lc, "tiny");
-    lc.model = LC_MODEL_VANILLA, lc.objective = LC_OBJECTIVE_MLM, lc.n_layer = 2, lc.d_model = 16, lc.n_head = 2;
-    lc.d_ff = 24, lc.seq_len = 8, lc.mem_len = 0;
+    lc.model = model, lc.objective = objective, lc.n_layer = 2, lc.d_model = 16, lc.n_head = 2;
+    lc.d_ff = 24, lc.seq_len = 8, lc.mem_len = model == LC_MODEL_XL ? 8 : 0;
     lc_model *lm = NULL;
     lc_train_options o;
     lc_train_options_default(&o);
-    CHECK(lc_model_create(&lc, 2, 5, &lm) == LC_OK, "%s", lc_last_error());
-    const char *path = tmp_path("init.safetensors");
-    CHECK(lm && lc_checkpoint_save(lm, &o, path) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_model_create(&lc, 2, seed, &lm) == LC_OK, "%s", lc_last_error());
+    *path = tmp_path(name);
+    CHECK(lm && lc_checkpoint_save(lm, &o, *path) == LC_OK, "%s", lc_last_error());
+    return lm;
+}
+
+TEST(init_from_masked_lm) {
+    const char *path;
+    lc_model *lm = saved_lm(LC_MODEL_VANILLA, LC_OBJECTIVE_MLM, 5, "init.safetensors", &path);
     lc_classifier *m = make("window:w=2", LC_NORM_PRE, LC_POOL_CLS, 0, 256, 9);
     if (!lm || !m) return;
     CHECK(lc_classifier_init_from(m, path) == LC_OK, "%s", lc_last_error());
@@ -273,16 +282,8 @@ TEST(init_from_masked_lm) {
 /* --init from a causal language model (the causal self-pretraining of bench/lra_spt_text.sh): the same blocks,
  * positions and the 256 byte rows (the mask row keeps its own start); a Transformer-XL model is refused. */
 TEST(init_from_causal_lm) {
-    lc_config lc;
-    lc_config_preset(&lc, "tiny");
-    lc.model = LC_MODEL_VANILLA, lc.objective = LC_OBJECTIVE_CLM, lc.n_layer = 2, lc.d_model = 16, lc.n_head = 2;
-    lc.d_ff = 24, lc.seq_len = 8, lc.mem_len = 0;
-    lc_model *lm = NULL;
-    lc_train_options o;
-    lc_train_options_default(&o);
-    CHECK(lc_model_create(&lc, 2, 7, &lm) == LC_OK, "%s", lc_last_error());
-    const char *path = tmp_path("init_clm.safetensors");
-    CHECK(lm && lc_checkpoint_save(lm, &o, path) == LC_OK, "%s", lc_last_error());
+    const char *path, *xl;
+    lc_model *lm = saved_lm(LC_MODEL_VANILLA, LC_OBJECTIVE_CLM, 7, "init_clm.safetensors", &path);
     lc_classifier *m = make("window:w=2", LC_NORM_PRE, LC_POOL_MEAN, 0, 256, 9);
     if (!lm || !m) return;
     float mask_row[16];
@@ -294,12 +295,8 @@ TEST(init_from_causal_lm) {
     CHECK(!memcmp(m->wte + 256 * 16, mask_row, sizeof mask_row), "the mask row is the classifier's own");
     CHECK(!memcmp(m->st.wpe, lm->wpe, sizeof(float) * 8 * 16), "the 8 positions the LM has");
     lc_model_free(lm);
-    lm = NULL;
-    lc.model = LC_MODEL_XL, lc.mem_len = 8;
-    CHECK(lc_model_create(&lc, 2, 7, &lm) == LC_OK, "%s", lc_last_error());
-    const char *xl = tmp_path("init_xl.safetensors");
-    CHECK(lm && lc_checkpoint_save(lm, &o, xl) == LC_OK, "%s", lc_last_error());
-    CHECK(lc_classifier_init_from(m, xl) == LC_ERR_FORMAT && strstr(lc_last_error(), "not model 'xl'"), "%s",
+    lm = saved_lm(LC_MODEL_XL, LC_OBJECTIVE_CLM, 7, "init_xl.safetensors", &xl);
+    CHECK(lm && lc_classifier_init_from(m, xl) == LC_ERR_FORMAT && strstr(lc_last_error(), "not model 'xl'"), "%s",
           lc_last_error());
     lc_classifier_free(m);
     lc_model_free(lm);
