@@ -25,7 +25,7 @@ expect 2 "max-len must be in 1\.\.1048576, got 0" -- "${tr[@]}" "${tiny[@]}" --m
 expect 2 "--out is required" -- "${tr[@]}" "${tiny[@]}"
 expect 2 "--valid is required" -- "$bin" train --task classify --data "$tmp/train.tsv" --out "$tmp/c.st"
 expect 2 "--seg-len does not apply" -- "${tr[@]}" "${tiny[@]}" --seg-len 8 --out "$tmp/c.st"
-expect 2 "--pool must be cls or mean" -- "${tr[@]}" "${tiny[@]}" --pool max --out "$tmp/c.st"
+expect 2 "--pool must be cls, mean or max" -- "${tr[@]}" "${tiny[@]}" --pool sum --out "$tmp/c.st"
 expect 1 "empty\.tsv" -- "$bin" train --task classify --data "$tmp/empty.tsv" --valid "$tmp/valid.tsv" --out "$tmp/c.st"
 expect 1 "nocol\.tsv.*(column|header)" -- "$bin" train --task classify --data "$tmp/train.tsv" --valid "$tmp/nocol.tsv" \
     --text-col text --out "$tmp/c.st"

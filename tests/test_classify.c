@@ -1,5 +1,5 @@
 /* Tests of sequence classification (models/classify/classify*.c, models/classify/checkpoint_classify.c, models/classify/classify_init.c):
- * finite differences over every tensor (pre/post-LN, [CLS]/mean pooling, a window+global spec and a mixed
+ * finite differences over every tensor (pre/post-LN, [CLS]/mean/max pooling, a window+global spec and a mixed
  * one), the [CLS] rule (a global token for window, an ordinary position for full and block), packing
  * against one-example batches, truncation, checkpoints (word vocabulary and labels round trip, refusals),
  * the start from a masked-LM checkpoint, the documentation of every key and tensor, and that a tiny
@@ -60,6 +60,7 @@ static void check_gradients(const char *attn, lc_norm norm, lc_pool pool) {
 TEST(gradients_full_cls_pre) { check_gradients("full", LC_NORM_PRE, LC_POOL_CLS); }
 TEST(gradients_window_global_mean_post) { check_gradients("window:w=2", LC_NORM_POST, LC_POOL_MEAN); }
 TEST(gradients_mixed_heads_cls) { check_gradients("1xfull+window:w=1", LC_NORM_PRE, LC_POOL_CLS); }
+TEST(gradients_full_max_pre) { check_gradients("full", LC_NORM_PRE, LC_POOL_MAX); }
 
 /* How much the logits of example 3 (12 tokens after truncation) move when its token k changes. */
 static double logit_shift(lc_classifier *m, int k) {
@@ -121,7 +122,7 @@ TEST(cls_global_rule) {
 TEST(packing_matches_single_examples) {
     const char *specs[] = {"full", "window:w=2", "2xwindow:w=1"};
     for (int s = 0; s < 3; s++) {
-        lc_classifier *m = make(specs[s], LC_NORM_PRE, s == 1 ? LC_POOL_MEAN : LC_POOL_CLS, 0, 256, 6);
+        lc_classifier *m = make(specs[s], LC_NORM_PRE, s == 1 ? LC_POOL_MEAN : s == 2 ? LC_POOL_MAX : LC_POOL_CLS, 0, 256, 6);
         if (!m) return;
         fd_sharpen(&m->tensors, &m->ptab, m->params, 8);
         toy t;
@@ -347,6 +348,7 @@ int main(void) {
     RUN(gradients_full_cls_pre);
     RUN(gradients_window_global_mean_post);
     RUN(gradients_mixed_heads_cls);
+    RUN(gradients_full_max_pre);
     RUN(cls_global_rule);
     RUN(packing_matches_single_examples);
     RUN(refusals);

@@ -21,7 +21,7 @@ extern "C" {
  * batch are packed end to end, not padded: cost follows their real lengths.
  * ================================================================================================ */
 
-typedef enum { LC_POOL_CLS = 0, LC_POOL_MEAN = 1 } lc_pool;
+typedef enum { LC_POOL_CLS = 0, LC_POOL_MEAN = 1, LC_POOL_MAX = 2 } lc_pool;
 /* What a classifier trains on: its labels (the default), or a masked-token objective over its own tokens
  * (self-pretraining: the encoder predicts masked tokens; `--init` of another classifier then reads it). */
 typedef enum { LC_CLASSIFY_LABELS = 0, LC_CLASSIFY_MLM = 1 } lc_classify_objective;

@@ -132,8 +132,8 @@ def _as_bytes(text, what):
 class LongctxClassifier(nn.Module):
     """A longctx sequence classifier (``longctx train --task classify``; docs/guides/classify.md): the
     masked-LM encoder over ``[CLS]`` and the tokens (bytes or words, at most ``max_len``; ``[CLS]`` a global
-    token of every window group), pooled (the ``[CLS]`` row, or the mean of every row), then the head (dense,
-    ReLU, dense). ``forward(inputs)``: a list of texts (str, UTF-8, or bytes; tokenized as the model was
+    token of every window group), pooled (the ``[CLS]`` row, or each feature's mean or maximum over every row),
+    then the head (dense, ReLU, dense). ``forward(inputs)``: a list of texts (str, UTF-8, or bytes; tokenized as the model was
     trained), a list of token-id sequences, or a [B, T] integer tensor -> the logits [N, n_classes].
     ``predict_proba(inputs)`` (their softmax: the C model's probabilities) and ``predict(inputs)`` (labels);
     ``labels`` are the class names in the model's order, ``config`` the checkpoint's configuration."""
@@ -208,6 +208,8 @@ class LongctxClassifier(nn.Module):
         hidden = self.encoder(rows)
         if self.config["pool"] == "cls":
             pooled = torch.stack([h[0] for h in hidden])
+        elif self.config["pool"] == "max":
+            pooled = torch.stack([h.max(0).values for h in hidden])
         else:
             pooled = torch.stack([h.mean(0) for h in hidden])
         return self.out(torch.relu(self.dense(pooled)))
@@ -354,7 +356,7 @@ def _classifier_config(path, meta):
     cfg = {"max_len": i("max_len"), "tokens": meta.get("tokens"), "vocab": i("vocab"), "n_classes": i("n_classes"),
            "d_hidden": i("d_hidden"), "pool": meta.get("pool"), "objective": meta.get("objective", "labels"),
            "step": i("step", 0)}
-    if cfg["tokens"] not in ("bytes", "words") or cfg["pool"] not in ("cls", "mean"):
+    if cfg["tokens"] not in ("bytes", "words") or cfg["pool"] not in ("cls", "mean", "max"):
         raise ValueError("%s: tokens %r / pool %r" % (path, cfg["tokens"], cfg["pool"]))
     cfg["encoder"] = _stack_config(path, meta, "", cfg["max_len"] + 1, i("attn_share", 0))
     return cfg

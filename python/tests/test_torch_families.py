@@ -1,7 +1,7 @@
 """longctx.torch.load of classifier and HIBERT checkpoints against the C models (issue 43, item 5).
 
-Tiny models are trained by the CLI for a step or two (`train --task classify`: bytes and words tokens, [CLS]
-and mean pooling, full, window and mixed attention; `hibert finetune` on a small BBC-layout corpus made here:
+Tiny models are trained by the CLI for a step or two (`train --task classify`: bytes and words tokens, [CLS],
+mean and max pooling, full, window and mixed attention; `hibert finetune` on a small BBC-layout corpus made here:
 with and without head features, word vectors, a document width that needs doc.proj), then every weight is
 replaced by random values of a useful size (training's N(0, 0.02^2) start leaves attention nearly uniform,
 which would hide a wrong mask or a swapped tensor) and the file rewritten without optimizer moments, as an
@@ -185,6 +185,10 @@ class ClassifierTest(Base):
 
     def test_bytes_mean_window(self):
         self.compare("bytes mean window post relu", self.mean_window())
+
+    def test_bytes_max_block(self):
+        path = self.train("bytes_max_block", "--max-len", "40", "--pool", "max", "--attn", "block:b=8")
+        self.compare("bytes max block", path)
 
     def test_words(self):
         path = self.train("words_mean_window", "--tokens", "words", "--max-len", "6", "--pool", "mean",

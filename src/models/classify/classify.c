@@ -25,11 +25,12 @@ lc_status lc_pool_parse(const char *name, lc_pool *out) {
     lc_clear_error();
     if (name && strcmp(name, "cls") == 0) *out = LC_POOL_CLS;
     else if (name && strcmp(name, "mean") == 0) *out = LC_POOL_MEAN;
-    else return lc_fail(LC_ERR_ARG, "--pool must be cls or mean, got '%s'", name ? name : "");
+    else if (name && strcmp(name, "max") == 0) *out = LC_POOL_MAX;
+    else return lc_fail(LC_ERR_ARG, "--pool must be cls, mean or max, got '%s'", name ? name : "");
     return LC_OK;
 }
 
-const char *lc_pool_name(lc_pool p) { return p == LC_POOL_MEAN ? "mean" : "cls"; }
+const char *lc_pool_name(lc_pool p) { return p == LC_POOL_MEAN ? "mean" : p == LC_POOL_MAX ? "max" : "cls"; }
 
 int lc_classify_cls_token(const lc_classify_config *c) { return c->tokens == LC_TOKENS_WORDS ? LC_WORD_CLS : 257; }
 int lc_classify_emb_rows(const lc_classify_config *c) { return c->tokens == LC_TOKENS_WORDS ? c->vocab : 258; }
@@ -91,7 +92,8 @@ lc_status lc_classify_config_validate(const lc_classify_config *h) {
     if (h->n_classes < 2 || h->n_classes > LC_MAX_LABELS)
         return lc_fail(LC_ERR_ARG, "classes must be 2..%d, got %d", LC_MAX_LABELS, h->n_classes);
     if (h->d_hidden < 0 || h->d_hidden > 65536) return lc_fail(LC_ERR_ARG, "head width must be 0..65536, got %d", h->d_hidden);
-    if (h->pool != LC_POOL_CLS && h->pool != LC_POOL_MEAN) return lc_fail(LC_ERR_ARG, "pool must be cls or mean");
+    if (h->pool != LC_POOL_CLS && h->pool != LC_POOL_MEAN && h->pool != LC_POOL_MAX)
+        return lc_fail(LC_ERR_ARG, "pool must be cls, mean or max");
     if (h->objective != LC_CLASSIFY_LABELS && h->objective != LC_CLASSIFY_MLM)
         return lc_fail(LC_ERR_ARG, "objective must be labels or mlm");
     lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c.n_layer);
@@ -183,7 +185,7 @@ static lc_status build_acts(lc_classifier *m) {
                            "head.logits", "d.head.logits", "head.lse", "head.losses"};
     const long cols[] = {C, C, Dh, Dh, Dh, Dh, K, K, 1, 1};
     for (int i = 0; i < 10; i++) lc_act_plan_add(&p, head[i], names[i], B, cols[i]);
-    const size_t ints = 2 * (size_t)st->max_rows + 3 * (size_t)B + (size_t)st->max_len;
+    const size_t ints = 2 * (size_t)st->max_rows + 3 * (size_t)B + (size_t)st->max_len + (size_t)B * C;
     lc_status s = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                            : lc_check_fits(p.tab.total * sizeof(float) + ints * sizeof(int),
                                            "the activations (examples and rows of a batch)");
@@ -192,7 +194,8 @@ static lc_status build_acts(lc_classifier *m) {
         m->tok = malloc(sizeof(int) * (size_t)st->max_rows), m->pos = malloc(sizeof(int) * (size_t)st->max_rows);
         m->order = malloc(sizeof(int) * (size_t)B), m->row0 = malloc(sizeof(int) * (size_t)B);
         m->labels = malloc(sizeof(int) * (size_t)B), m->global_pos = malloc(sizeof(int) * (size_t)st->max_len);
-        if (!m->tok || !m->pos || !m->order || !m->row0 || !m->labels || !m->global_pos)
+        m->pool_arg = malloc(sizeof(int) * (size_t)B * C);
+        if (!m->tok || !m->pos || !m->order || !m->row0 || !m->labels || !m->global_pos || !m->pool_arg)
             s = lc_fail(LC_ERR_NOMEM, "out of memory for the batch's packing");
     }
     if (s) {
@@ -248,6 +251,7 @@ void lc_classifier_free(lc_classifier *m) {
     lc_enc_stack_free(&m->st);
     lc_classify_mlm_free(m);
     free(m->tok), free(m->pos), free(m->order), free(m->row0), free(m->labels), free(m->global_pos);
+    free(m->pool_arg);
     free(m);
 }
 

@@ -31,6 +31,7 @@ struct lc_classifier {
     int *order;                   /* [max_batch] packed sequence k is example order[k] */
     int *row0;                    /* [max_batch] first row of example i (batch order) */
     int *labels;                  /* [max_batch] the last forward's labels */
+    int *pool_arg;                /* [max_batch, C] max pooling: the row (from the example's first) of each maximum */
     float *pooled, *hpre, *hid, *logits, *lse, *losses; /* [B, C], [B, Dh] x2, [B, K], [B], [B] */
     float *d_pooled, *d_hpre, *d_hid, *d_logits;
     int n, have_labels, cur_train;

@@ -29,8 +29,8 @@
     X(vocab, INT, NULL, 1, 0, LC_WORD_VOCAB_LIMIT, LC_F_REQUIRED, NULL, "")                                        \
     X(n_classes, INT, NULL, 2, 0, LC_MAX_LABELS, LC_F_REQUIRED, NULL, "")                                          \
     X(d_hidden, INT, "--hidden", 0, 65536, 65536, LC_F_REQUIRED, NULL, "the head's hidden width (default: --dim)") \
-    X(pool, CHOICE, "--pool", 0, 0, 0, LC_F_REQUIRED, "cls|mean",                                                  \
-      "cls (default: the [CLS] state) or mean (over every position)")                                             \
+    X(pool, CHOICE, "--pool", 0, 0, 0, LC_F_REQUIRED, "cls|mean|max",                                              \
+      "cls (default: the [CLS] state), mean or max (each feature over every position)")                           \
     LC_PRECISION_FIELD(X, "linear layers' products: fp32 (default) or bf16 (AVX512_BF16 CPUs)")                    \
     X(objective, CHOICE, "--objective", 0, 0, 0, 0, "labels|mlm",                                                  \
       "mlm: pre-train the encoder on masked tokens of --data (default: the labels)")

@@ -1,6 +1,6 @@
 /* The classifier's passes: the batch check and packing (examples longest first, each its [CLS] row then its
  * tokens, so equal lengths are adjacent as lc_block_ctx's packing wants), the encoder (token + position
- * embedding, bidirectional blocks, final LayerNorm), pooling ([CLS] row or mean of the rows), LRA's head
+ * embedding, bidirectional blocks, final LayerNorm), pooling ([CLS] row, mean or max of the rows), LRA's head
  * (dense, ReLU, dense) with softmax cross-entropy, the backward of all of it and one training step. */
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +98,8 @@ static int rows_of(const lc_classifier *m, int i) {
     return 0;
 }
 
+/* Pooling of each example's rows (its [CLS] row and its tokens): the [CLS] row, the mean of every row, or
+ * each feature's maximum over every row (its row kept in pool_arg for the backward; the first on ties). */
 static void pool_forward(lc_classifier *m, const float *h) {
     const int C = m->st.cfg.d_model;
     for (int i = 0; i < m->n; i++) {
@@ -108,6 +110,14 @@ static void pool_forward(lc_classifier *m, const float *h) {
             continue;
         }
         const int n = rows_of(m, i);
+        if (m->cfg.pool == LC_POOL_MAX) {
+            int *arg = m->pool_arg + (size_t)i * C;
+            for (int k = 0; k < C; k++) p[k] = src[k], arg[k] = 0;
+            for (int r = 1; r < n; r++)
+                for (int k = 0; k < C; k++)
+                    if (src[(size_t)r * C + k] > p[k]) p[k] = src[(size_t)r * C + k], arg[k] = r;
+            continue;
+        }
         for (int k = 0; k < C; k++) {
             double s = 0;
             for (int r = 0; r < n; r++) s += src[(size_t)r * C + k];
@@ -122,6 +132,11 @@ static void pool_backward(lc_classifier *m, float *dh) {
     for (int i = 0; i < m->n; i++) {
         const float *d = m->d_pooled + (size_t)i * C;
         float *dst = dh + (size_t)m->row0[i] * C;
+        if (m->cfg.pool == LC_POOL_MAX) {
+            const int *arg = m->pool_arg + (size_t)i * C;
+            for (int k = 0; k < C; k++) dst[(size_t)arg[k] * C + k] = d[k];
+            continue;
+        }
         const int n = m->cfg.pool == LC_POOL_CLS ? 1 : rows_of(m, i);
         const float w = m->cfg.pool == LC_POOL_CLS ? 1.0f : 1.0f / (float)n;
         for (int r = 0; r < n; r++)
