@@ -23,7 +23,8 @@ typedef struct {
 #define CFG(f) offsetof(cmeta, cfg.f)
 #define CFG_TYPE lc_classify_config
 _Static_assert(sizeof(lc_tokens) == sizeof(int) && sizeof(lc_pool) == sizeof(int) && LC_TOKENS_WORDS == 1 &&
-                   LC_POOL_MEAN == 1 && LC_POOL_MAX == 2 && sizeof(lc_classify_objective) == sizeof(int) && LC_CLASSIFY_MLM == 1,
+                   LC_POOL_MEAN == 1 && LC_POOL_MAX == 2 && sizeof(lc_classify_objective) == sizeof(int) &&
+                   LC_CLASSIFY_MLM == 1,
                "choice fields are read and written as int, names in enum order");
 
 static const meta_key keys[] = {
