@@ -26,6 +26,8 @@ expect 2 "--out is required" -- "${tr[@]}" "${tiny[@]}"
 expect 2 "--valid is required" -- "$bin" train --task classify --data "$tmp/train.tsv" --out "$tmp/c.st"
 expect 2 "--seg-len does not apply" -- "${tr[@]}" "${tiny[@]}" --seg-len 8 --out "$tmp/c.st"
 expect 2 "--pool must be cls, mean or max" -- "${tr[@]}" "${tiny[@]}" --pool sum --out "$tmp/c.st"
+expect 2 "--parens drop needs --tokens words" -- "${tr[@]}" "${tiny[@]}" --parens drop --out "$tmp/c.st"
+expect 2 "--bracket-depth" -- "${tr[@]}" "${tiny[@]}" --bracket-depth 5000 --out "$tmp/c.st"
 expect 1 "empty\.tsv" -- "$bin" train --task classify --data "$tmp/empty.tsv" --valid "$tmp/valid.tsv" --out "$tmp/c.st"
 expect 1 "nocol\.tsv.*(column|header)" -- "$bin" train --task classify --data "$tmp/train.tsv" --valid "$tmp/nocol.tsv" \
     --text-col text --out "$tmp/c.st"
@@ -47,6 +49,9 @@ check "train words" -- "${tr[@]}" "${tiny[@]}" --tokens words --attn window:w=2 
 cp "$tmp/out" "$tmp/o"
 check "train: JSON last line" -- grep -q '"valid_accuracy":1.000000' "$tmp/o"
 check "train bytes, mean pooling" -- "${tr[@]}" "${tiny[@]}" --pool mean --out "$tmp/b.st"
+check "train words, bracket depth, parens dropped" -- "${tr[@]}" "${tiny[@]}" --tokens words --bracket-depth 4 \
+    --parens drop --out "$tmp/d.st"
+check "eval of it" -- "$bin" eval --ckpt "$tmp/d.st" --task classify --data "$tmp/valid.tsv" --json
 check "eval" -- "$bin" eval --ckpt "$tmp/w.st" --task classify --data "$tmp/valid.tsv" --json
 cp "$tmp/out" "$tmp/o"
 check "eval: last line" -- grep -qx '{"accuracy":1.000000,"examples":8}' <(tail -1 "$tmp/o")

@@ -62,6 +62,115 @@ TEST(gradients_window_global_mean_post) { check_gradients("window:w=2", LC_NORM_
 TEST(gradients_mixed_heads_cls) { check_gradients("1xfull+window:w=1", LC_NORM_PRE, LC_POOL_CLS); }
 TEST(gradients_full_max_pre) { check_gradients("full", LC_NORM_PRE, LC_POOL_MAX); }
 
+/* The bracket-depth embedding (4 rows) over the toy examples with depths 0..5 (4 and 5 clipped to row 3):
+ * finite differences over every tensor, wde included; a batch without depths is refused by name. */
+TEST(gradients_bracket_depth) {
+    lc_classify_config cfg;
+    toy_config(&cfg, "full", 0, 256, MAX_LEN);
+    cfg.bracket_depth = 4;
+    lc_classifier *m = toy_create(&cfg, N_EX, 3);
+    if (!m) return;
+    CHECK(m->wde != NULL, "no wde tensor");
+    fd_sharpen(&m->tensors, &m->ptab, m->params, 21);
+    toy t;
+    toy_fill(&t, 0, 256, 3, 5);
+    int depth[N_EX][MAX_LEN + 4];
+    const int *dptr[N_EX];
+    for (int i = 0; i < N_EX; i++) {
+        dptr[i] = depth[i];
+        for (int k = 0; k < MAX_LEN + 4; k++) depth[i][k] = (k * 3 + i) % 6;
+    }
+    fd_ctx c = {m, toy_batch(&t, 0, N_EX), t.labels};
+    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_ERR_ARG &&
+              strstr(lc_last_error(), "no bracket depths"), "a batch without depths: %s", lc_last_error());
+    c.b.depth = dptr;
+    lc_classifier_zero_grad(m);
+    double sum;
+    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, &sum, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_classifier_backward(m, 1.0f / N_EX) == LC_OK, "%s", lc_last_error());
+    float *g = malloc(sizeof(float) * m->ptab.total);
+    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    const int checked = fd_check_table(&m->ptab, m->params, g, mean_loss, &c, "bracket depth", 2e-2, 2e-4);
+    CHECK(checked == m->ptab.n && checked >= 20, "checked %d tensors", checked);
+    /* a depth past the last row reads as the last row, a negative one as row 0 */
+    float before[N_EX * 3];
+    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    memcpy(before, lc_classifier_logits(m), sizeof before);
+    for (int i = 0; i < N_EX; i++)
+        for (int k = 0; k < MAX_LEN + 4; k++) depth[i][k] = depth[i][k] >= 3 ? 3 + 7 * k : depth[i][k] == 0 ? -k : depth[i][k];
+    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK_CLOSE("clipped depths", lc_classifier_logits(m), before, N_EX * 3, 0, 0);
+    /* the checkpoint keeps the field and the table */
+    char *names[3] = {"a", "b", "c"};
+    const lc_label_set labels = {3, names};
+    lc_classify_run run;
+    lc_classify_run_default(&run);
+    const char *path = tmp_path("depth.safetensors");
+    CHECK(lc_classifier_save(m, &run, &labels, NULL, path) == LC_OK, "%s", lc_last_error());
+    lc_classifier *r = NULL;
+    lc_label_set back = {0, NULL};
+    CHECK(lc_classifier_load(path, 0, 0, &r, NULL, &back, NULL) == LC_OK, "%s", lc_last_error());
+    if (r) {
+        CHECK(r->cfg.bracket_depth == 4 && r->wde, "bracket_depth %d after loading", r->cfg.bracket_depth);
+        CHECK(lc_classifier_forward(r, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+        CHECK_CLOSE("logits after loading", lc_classifier_logits(r), before, N_EX * 3, 0, 0);
+        /* --init from it: encoder, depth rows and head, so the same logits */
+        lc_classifier *i2 = toy_create(&cfg, N_EX, 99);
+        CHECK(i2 && lc_classifier_init_from_any(i2, NULL, path) == LC_OK, "%s", lc_last_error());
+        if (i2) {
+            CHECK(!memcmp(i2->wde, m->wde, sizeof(float) * 4 * 16), "--init copies the depth rows");
+            CHECK(lc_classifier_forward(i2, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
+            CHECK_CLOSE("logits after --init", lc_classifier_logits(i2), before, N_EX * 3, 0, 0);
+        }
+        lc_classifier_free(i2);
+    }
+    lc_label_set_free(&back);
+    lc_classifier_free(r);
+    free(g);
+    lc_classifier_free(m);
+}
+
+/* lc_classify_tokens: ids as lc_tokenize's, "(" and ")" skipped with drop_parens, the square brackets' depth. */
+TEST(tokens_depth_and_parens) {
+    const char *text = "( [MAX 2 ( [MIN 3 4 ] ) ] )";
+    const uint8_t *tx[1] = {(const uint8_t *)text};
+    size_t tl[1] = {strlen(text)};
+    lc_word_vocab *v = NULL;
+    CHECK(lc_word_vocab_build(tx, tl, 1, 1, 0, &v) == LC_OK, "%s", lc_last_error());
+    if (!v) return;
+    lc_classify_config c;
+    toy_config(&c, "full", 1, lc_word_vocab_size(v), 64);
+    int ids[16], depth[16], ref[16];
+    const long n_ref = lc_tokenize(LC_TOKENS_WORDS, v, tx[0], tl[0], 16, ref);
+    long n = lc_classify_tokens(&c, v, tx[0], tl[0], 16, ids, depth);
+    const int kept[] = {0, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0};
+    CHECK(n == 11 && n == n_ref && !memcmp(ids, ref, sizeof(int) * 11) && !memcmp(depth, kept, sizeof kept),
+          "parens kept: %ld tokens", n);
+    c.drop_parens = 1;
+    n = lc_classify_tokens(&c, v, tx[0], tl[0], 16, ids, depth);
+    const int dropped[] = {1, 1, 2, 2, 2, 2, 1};
+    const int want_ids[] = {ref[1], ref[2], ref[4], ref[5], ref[6], ref[7], ref[9]};
+    CHECK(n == 7 && !memcmp(depth, dropped, sizeof dropped) && !memcmp(ids, want_ids, sizeof want_ids),
+          "parens dropped: %ld tokens, depths %d %d %d %d %d %d %d", n, depth[0], depth[1], depth[2], depth[3], depth[4],
+          depth[5], depth[6]);
+    int few[3] = {-1, -1, -1};
+    CHECK(lc_classify_tokens(&c, v, tx[0], tl[0], 2, few, NULL) == 7 && few[1] == ref[2] && few[2] == -1,
+          "a max_len of 2 writes 2 ids and counts 7");
+    c.drop_parens = 0, c.tokens = LC_TOKENS_BYTES, c.vocab = 256;
+    const uint8_t bytes[] = "a[b]]c[";
+    n = lc_classify_tokens(&c, NULL, bytes, 7, 16, ids, depth);
+    const int bd[] = {0, 1, 1, 1, 0, 0, 1};
+    CHECK(n == 7 && !memcmp(depth, bd, sizeof bd) && ids[1] == '[', "bytes: %ld tokens", n);
+    lc_classify_config_default(&c);
+    c.drop_parens = 1;
+    CHECK(lc_classify_config_validate(&c) == LC_ERR_ARG && strstr(lc_last_error(), "--parens drop needs --tokens words"),
+          "%s", lc_last_error());
+    lc_classify_config_default(&c);
+    c.bracket_depth = LC_BRACKET_DEPTH_LIMIT + 1;
+    CHECK(lc_classify_config_validate(&c) == LC_ERR_ARG && strstr(lc_last_error(), "bracket-depth"), "%s", lc_last_error());
+    lc_word_vocab_free(v);
+}
+
 /* How much the logits of example 3 (12 tokens after truncation) move when its token k changes. */
 static double logit_shift(lc_classifier *m, int k) {
     toy t;
@@ -349,6 +458,8 @@ int main(void) {
     RUN(gradients_window_global_mean_post);
     RUN(gradients_mixed_heads_cls);
     RUN(gradients_full_max_pre);
+    RUN(gradients_bracket_depth);
+    RUN(tokens_depth_and_parens);
     RUN(cls_global_rule);
     RUN(packing_matches_single_examples);
     RUN(refusals);

@@ -22,6 +22,8 @@ extern "C" {
  * ================================================================================================ */
 
 typedef enum { LC_POOL_CLS = 0, LC_POOL_MEAN = 1, LC_POOL_MAX = 2 } lc_pool;
+/* The most rows of a bracket-depth embedding (lc_classify_config.bracket_depth). */
+#define LC_BRACKET_DEPTH_LIMIT 4096
 /* What a classifier trains on: its labels (the default), or a masked-token objective over its own tokens
  * (self-pretraining: the encoder predicts masked tokens; `--init` of another classifier then reads it). */
 typedef enum { LC_CLASSIFY_LABELS = 0, LC_CLASSIFY_MLM = 1 } lc_classify_objective;
@@ -41,6 +43,8 @@ typedef struct {
     lc_pool pool;
     lc_precision precision;         /* the encoder's linear layers' products (a run setting: changes no tensor) */
     lc_classify_objective objective; /* labels, or masked tokens (lc_classifier_step then masks; the head idles) */
+    int bracket_depth;              /* rows of the bracket-depth embedding (0: none; lc_classify_tokens) */
+    int drop_parens;                /* words: the words "(" and ")" are not read (LRA's ListOps input pipeline) */
 } lc_classify_config;
 
 /* The defaults: 2 layers of width 128, 4 heads, d_ff 512, pre-LN, GELU, no dropout, full attention,
@@ -58,12 +62,25 @@ int lc_classify_cls_token(const lc_classify_config *c);
 typedef struct lc_classifier lc_classifier;
 
 /* A batch: n examples, example i the token ids ids[i][0 .. len[i]) (no [CLS]; ids beyond max_len are not
- * read). An empty example (len 0) is its [CLS] alone. */
+ * read). An empty example (len 0) is its [CLS] alone. A model with a bracket-depth embedding (bracket_depth
+ * > 0) also reads each token's depth, depth[i][0 .. len[i]) (lc_classify_tokens writes them; values past
+ * bracket_depth - 1 read as bracket_depth - 1, negative ones as 0); others ignore depth (may be NULL). */
 typedef struct {
     int n;
     const int *const *ids;
     const int *len;
+    const int *const *depth;
 } lc_classify_batch;
+
+/* The tokens of a text as classifier c reads them (c->tokens with `words`, the vocabulary of a words model,
+ * NULL for bytes; the words "(" and ")" skipped when c->drop_parens): their number, of which the first
+ * max_len go into ids[max_len] and, with depth (may be NULL), each one's bracket depth into depth[max_len].
+ * The depth counts square brackets: a token that opens one (a word starting with '[', the byte '[') is one
+ * deeper than the tokens before it, as are the tokens after it up to and including the token that closes
+ * it (a word starting with ']', the byte ']'); the first token's depth is 0 unless it opens. A ListOps tree
+ * [MAX 2 [MIN 3 4 ] ] reads as depths 1 1 2 2 2 2 1. */
+long lc_classify_tokens(const lc_classify_config *c, const lc_word_vocab *words, const uint8_t *text, size_t len,
+                        int max_len, int *ids, int *depth);
 
 /* Build a classifier whose activations are planned for batches of up to max_batch examples and up to
  * max_rows packed rows ([CLS] included; 0: max_batch * (max_len + 1)). Parameters from `seed`. */

@@ -158,6 +158,8 @@ class LongctxClassifier(nn.Module):
         Dh = cfg["d_hidden"] or C
         self.cls_token = _WORD_CLS if cfg["tokens"] == "words" else 257
         self.wte = nn.Parameter(torch.zeros(cfg["vocab"] if cfg["tokens"] == "words" else 258, C))
+        D = cfg["bracket_depth"]
+        self.wde = nn.Parameter(torch.zeros(D, C)) if D else None  # the bracket-depth rows (longctx's extension)
         self.encoder = EncoderStack(enc, layers, _CLASSIFY_ATTN_STREAM)
         self.dense = nn.Linear(C, Dh)
         self.out = nn.Linear(Dh, cfg["n_classes"])
@@ -165,6 +167,8 @@ class LongctxClassifier(nn.Module):
     def checkpoint_parameters(self):
         """Dict of the checkpoint's tensor names to this module's parameters (shared ones once)."""
         out = {"wte": self.wte}
+        if self.wde is not None:
+            out["wde"] = self.wde
         self.encoder.checkpoint_parameters("", out)
         out["cls.dense.weight"], out["cls.dense.bias"] = self.dense.weight, self.dense.bias
         out["cls.out.weight"], out["cls.out.bias"] = self.out.weight, self.out.bias
@@ -172,15 +176,32 @@ class LongctxClassifier(nn.Module):
 
     def tokenize(self, text):
         """The token ids of a text (str or bytes) as the C model reads them: its bytes, or its
-        whitespace-separated words' ids (unknown words: 2), at most max_len."""
+        whitespace-separated words' ids (unknown words: 2; the words ( and ) skipped with drop_parens), at
+        most max_len."""
+        return self._tokens(text)[0]
+
+    def _tokens(self, text):
+        """(ids, depths): the tokens and each one's square-bracket depth (lc_classify_tokens)."""
         b = _as_bytes(text, "text")
         if self.words is None:
-            ids = list(b)
+            toks = [b[k:k + 1] for k in range(len(b))]
         else:
-            ids = [self.words.get(w, _WORD_UNK) for w in b.split()]
-        return ids[:self.config["max_len"]]
+            toks = [w for w in b.split() if not (self.config["drop_parens"] and w in (b"(", b")"))]
+        ids, depth, d = [], [], 0
+        for t in toks[:self.config["max_len"]]:
+            opens, closes = t[:1] == b"[", t[:1] == b"]"
+            d += opens
+            ids.append(t[0] if self.words is None else self.words.get(t, _WORD_UNK))
+            depth.append(d)
+            d -= closes and d > 0
+        return ids, depth
 
     def _sequences(self, inputs):
+        if self.wde is not None:
+            if torch.is_tensor(inputs) or any(not isinstance(x, (str, bytes, bytearray)) for x in inputs):
+                raise TypeError("a model with bracket depths (bracket_depth %d) reads texts, not token ids"
+                                % self.config["bracket_depth"])
+            return [tuple(torch.tensor(v, dtype=torch.long) for v in self._tokens(x)) for x in inputs]
         if torch.is_tensor(inputs):
             if inputs.dim() != 2:
                 raise ValueError("token ids must be [B, T], got %s" % (tuple(inputs.shape),))
@@ -201,10 +222,15 @@ class LongctxClassifier(nn.Module):
         dev = self.wte.device
         rows = []
         for i, s in enumerate(seqs):
+            s, depth = s if isinstance(s, tuple) else (s, None)
             if len(s) and (int(s.min()) < 0 or int(s.max()) >= V):
                 raise ValueError("example %d: token ids must be in 0..%d" % (i, V - 1))
             ids = torch.cat([torch.tensor([self.cls_token]), s.cpu()]).to(dev)
-            rows.append(self.wte[ids])
+            x = self.wte[ids]
+            if depth is not None:
+                top = self.wde.shape[0] - 1
+                x = x + self.wde[torch.cat([torch.tensor([0]), depth.clamp(0, top)]).to(dev)]
+            rows.append(x)
         hidden = self.encoder(rows)
         if self.config["pool"] == "cls":
             pooled = torch.stack([h[0] for h in hidden])
@@ -355,7 +381,8 @@ def _classifier_config(path, meta):
 
     cfg = {"max_len": i("max_len"), "tokens": meta.get("tokens"), "vocab": i("vocab"), "n_classes": i("n_classes"),
            "d_hidden": i("d_hidden"), "pool": meta.get("pool"), "objective": meta.get("objective", "labels"),
-           "step": i("step", 0)}
+           "step": i("step", 0), "bracket_depth": i("bracket_depth", 0),
+           "drop_parens": meta.get("drop_parens", "keep") == "drop"}
     if cfg["tokens"] not in ("bytes", "words") or cfg["pool"] not in ("cls", "mean", "max"):
         raise ValueError("%s: tokens %r / pool %r" % (path, cfg["tokens"], cfg["pool"]))
     cfg["encoder"] = _stack_config(path, meta, "", cfg["max_len"] + 1, i("attn_share", 0))

@@ -198,6 +198,18 @@ class ClassifierTest(Base):
         path = self.train("words_cls_full", "--tokens", "words", "--max-len", "8", "--share-attn", "2")
         self.compare("words cls full attn_share", path)
 
+    def test_bracket_depth(self):
+        nested = ["[MAX good ( film [MIN bad ] ) ]", "( [SM awful ] [ [ good ] ] ] ] film", "good", "",
+                  "[ [ [ [ [ deep film ] ] ] ] ]"]
+        path = self.train("words_depth", "--tokens", "words", "--max-len", "9", "--bracket-depth", "3", "--parens",
+                          "drop", "--pool", "mean")
+        module, _ = self.compare("words bracket depth", path, nested)
+        self.assertEqual(len(module.tokenize(nested[0])), 7)
+        with self.assertRaises(TypeError):
+            module([[4, 5]])
+        path = self.train("bytes_depth", "--max-len", "30", "--bracket-depth", "4", "--attn", "window:w=2")
+        self.compare("bytes bracket depth", path, nested + TEXTS)
+
     def test_mixed_kinds(self):
         path = self.train("bytes_mixed", "--max-len", "40", "--attn",
                           "1xwindow:w=2,global=2+1xblock:b=4+1xstrided:s=3+bigbird:b=3,r=1;compressed:w=2,s=3+3xfull")

@@ -12,6 +12,10 @@
 /* 64-bit FNV-1a of a byte string, finished with the splitmix64 mixer so that low bits index tables well. */
 uint64_t lc_lra_hash(const void *data, size_t len);
 
+/* The next whitespace-separated word of text[0 .. len) from *at: its length (0: none left), its first byte
+ * at *start; *at moves past it. */
+size_t lc_lra_next_word(const uint8_t *text, size_t len, size_t *at, size_t *start);
+
 /* A growing byte buffer; every function returns 0 on success and -1 when out of memory. */
 typedef struct {
     char *p;

@@ -106,13 +106,8 @@ lc_status lc_word_vocab_build(const uint8_t *const *text, const size_t *len, lon
     if (!tab) return lc_fail(LC_ERR_NOMEM, "word vocabulary: out of memory");
     for (long t = 0; t < n; t++) {
         const uint8_t *s = text[t];
-        size_t L = len[t], i = 0;
-        for (;;) {
-            while (i < L && is_space(s[i])) i++;
-            if (i == L) break;
-            size_t b = i;
-            while (i < L && !is_space(s[i])) i++;
-            size_t wl = i - b;
+        size_t b, wl;
+        for (size_t i = 0; (wl = lc_lra_next_word(s, len[t], &i, &b)) > 0;) {
             size_t k = (size_t)lc_lra_hash(s + b, wl) & (cap - 1);
             while (tab[k].s && !(tab[k].len == wl && memcmp(tab[k].s, s + b, wl) == 0)) k = (k + 1) & (cap - 1);
             if (tab[k].s) {
@@ -275,15 +270,21 @@ long lc_tokenize(lc_tokens kind, const lc_word_vocab *v, const uint8_t *text, si
         return (long)len;
     }
     long n = 0;
-    for (size_t i = 0;;) {
-        while (i < len && is_space(text[i])) i++;
-        if (i == len) break;
-        size_t b = i;
-        while (i < len && !is_space(text[i])) i++;
-        if (ids && n < max_len) ids[n] = v ? lc_word_vocab_id(v, text + b, i - b) : LC_WORD_UNK;
+    size_t at = 0, start, wl;
+    while ((wl = lc_lra_next_word(text, len, &at, &start)) > 0) {
+        if (ids && n < max_len) ids[n] = v ? lc_word_vocab_id(v, text + start, wl) : LC_WORD_UNK;
         n++;
     }
     return n;
+}
+
+size_t lc_lra_next_word(const uint8_t *text, size_t len, size_t *at, size_t *start) {
+    size_t i = *at;
+    while (i < len && is_space(text[i])) i++;
+    *start = i;
+    while (i < len && !is_space(text[i])) i++;
+    *at = i;
+    return i - *start;
 }
 
 lc_status lc_check_max_len(long max_len, const char *what) {

@@ -176,6 +176,22 @@ void lc_embed_rows_backward(float *g_wte, float *g_wpe, const float *d, const in
     }
 }
 
+void lc_embed_add_rows(float *out, const float *table, const int *idx, int rows, int C) {
+    for (int r = 0; r < rows; r++) {
+        const float *a = table + (size_t)idx[r] * C;
+        float *x = out + (size_t)r * C;
+        for (int k = 0; k < C; k++) x[k] += a[k];
+    }
+}
+
+void lc_embed_add_rows_backward(float *g_table, const float *d, const int *idx, int rows, int C) {
+    for (int r = 0; r < rows; r++) {
+        const float *g = d + (size_t)r * C;
+        float *gt = g_table + (size_t)idx[r] * C;
+        for (int k = 0; k < C; k++) gt[k] += g[k];
+    }
+}
+
 static int cmp_long(const void *a, const void *b) {
     const long x = *(const long *)a, y = *(const long *)b;
     return (x > y) - (x < y);

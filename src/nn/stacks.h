@@ -185,6 +185,10 @@ void lc_pass_work_free(lc_pass_work *w);
 void lc_embed_rows(float *out, const float *wte, const float *wpe, const int *tok, const int *pos, int rows, int C);
 void lc_embed_rows_backward(float *g_wte, float *g_wpe, const float *d, const int *tok, const int *pos, int rows,
                             int C);
+/* out[r] += table[idx[r]] for rows r (an extra embedding, as the classifier's bracket depth), and its
+ * backward: g_table[idx[r]] += d[r]. */
+void lc_embed_add_rows(float *out, const float *table, const int *idx, int rows, int C);
+void lc_embed_add_rows_backward(float *g_table, const float *d, const int *idx, int rows, int C);
 /* Initialises every tensor of list l laid out in b, as the LM's: one normal stream seeded by seed in list
  * order, kinds from their own streams keyed by (stack, layer, head group); stack_of names the config and
  * layers of the tensor's stack (NULL for a tensor of no stack of blocks). */

@@ -48,7 +48,9 @@ typedef enum {
     LC_SITE_HEAD_B, LC_SITE_IN_W, LC_SITE_IN_B, LC_SITE_WORDS, LC_SITE_HEAD_FEAT,
     /* the decoder block's cross-attention (lc_decoder_weights) */
     LC_SITE_LNC_W, LC_SITE_LNC_B, LC_SITE_CQ_W, LC_SITE_CQ_B, LC_SITE_CKV_W, LC_SITE_CKV_B, LC_SITE_CPROJ_W,
-    LC_SITE_CPROJ_B
+    LC_SITE_CPROJ_B,
+    /* the classifier's bracket-depth embedding (models/classify/classify.h) */
+    LC_SITE_WDE
 } lc_tensor_site;
 
 typedef struct {

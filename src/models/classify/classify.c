@@ -96,6 +96,10 @@ lc_status lc_classify_config_validate(const lc_classify_config *h) {
         return lc_fail(LC_ERR_ARG, "pool must be cls, mean or max");
     if (h->objective != LC_CLASSIFY_LABELS && h->objective != LC_CLASSIFY_MLM)
         return lc_fail(LC_ERR_ARG, "objective must be labels or mlm");
+    if (h->bracket_depth < 0 || h->bracket_depth > LC_BRACKET_DEPTH_LIMIT)
+        return lc_fail(LC_ERR_ARG, "bracket-depth must be 0..%d, got %d", LC_BRACKET_DEPTH_LIMIT, h->bracket_depth);
+    if (h->drop_parens != 0 && h->drop_parens != 1) return lc_fail(LC_ERR_ARG, "parens must be keep or drop");
+    if (h->drop_parens && h->tokens != LC_TOKENS_WORDS) return lc_fail(LC_ERR_ARG, "--parens drop needs --tokens words");
     lc_attn_layer *layers = malloc(sizeof *layers * (size_t)c.n_layer);
     if (!layers) return lc_fail(LC_ERR_NOMEM, "out of memory parsing the attention spec");
     char err[512];
@@ -113,6 +117,7 @@ lc_status lc_classify_tensors(const lc_classify_config *h, const lc_attn_layer *
     lc_tensor_builder_init(&b, out);
     lc_tensor_add(&b, LC_ROLE_EMBEDDING, LC_SITE_WTE, -1, 0, lc_classify_emb_rows(h), C, "wte");
     lc_tensor_add(&b, LC_ROLE_POSITION, LC_SITE_WPE, -1, 0, c.seq_len, C, "wpe");
+    if (h->bracket_depth > 0) lc_tensor_add(&b, LC_ROLE_POSITION, LC_SITE_WDE, -1, 0, h->bracket_depth, C, "wde");
     lc_tensors_add_blocks(&b, &c, layers, "");
     if (c.norm == LC_NORM_PRE) {
         lc_tensor_add(&b, LC_ROLE_NORM_GAIN, LC_SITE_LNF_W, -1, 0, C, 0, "ln_f.weight");
@@ -132,6 +137,7 @@ static float **site(void *user, const lc_tensor *t, int l, int grad) {
     lc_classifier *m = user;
     switch (t->site) {
     case LC_SITE_WTE: return grad ? &m->g_wte : &m->wte;
+    case LC_SITE_WDE: return grad ? &m->g_wde : &m->wde;
     case LC_SITE_IN_W: return grad ? &m->g_w1 : &m->w1;
     case LC_SITE_IN_B: return grad ? &m->g_b1 : &m->b1;
     case LC_SITE_HEAD: return grad ? &m->g_w2 : &m->w2;
@@ -185,17 +191,18 @@ static lc_status build_acts(lc_classifier *m) {
                            "head.logits", "d.head.logits", "head.lse", "head.losses"};
     const long cols[] = {C, C, Dh, Dh, Dh, Dh, K, K, 1, 1};
     for (int i = 0; i < 10; i++) lc_act_plan_add(&p, head[i], names[i], B, cols[i]);
-    const size_t ints = 2 * (size_t)st->max_rows + 3 * (size_t)B + (size_t)st->max_len + (size_t)B * C;
+    const size_t ints = 3 * (size_t)st->max_rows + 3 * (size_t)B + (size_t)st->max_len + (size_t)B * C;
     lc_status s = p.failed ? lc_fail(LC_ERR_NOMEM, "out of memory planning the activations")
                            : lc_check_fits(p.tab.total * sizeof(float) + ints * sizeof(int),
                                            "the activations (examples and rows of a batch)");
     if (!s && !(m->acts = lc_table_alloc(&p.tab))) s = lc_fail(LC_ERR_NOMEM, "out of memory for the activations");
     if (!s) {
         m->tok = malloc(sizeof(int) * (size_t)st->max_rows), m->pos = malloc(sizeof(int) * (size_t)st->max_rows);
+        m->depth = calloc((size_t)st->max_rows, sizeof(int));
         m->order = malloc(sizeof(int) * (size_t)B), m->row0 = malloc(sizeof(int) * (size_t)B);
         m->labels = malloc(sizeof(int) * (size_t)B), m->global_pos = malloc(sizeof(int) * (size_t)st->max_len);
         m->pool_arg = malloc(sizeof(int) * (size_t)B * C);
-        if (!m->tok || !m->pos || !m->order || !m->row0 || !m->labels || !m->global_pos || !m->pool_arg)
+        if (!m->tok || !m->pos || !m->depth || !m->order || !m->row0 || !m->labels || !m->global_pos || !m->pool_arg)
             s = lc_fail(LC_ERR_NOMEM, "out of memory for the batch's packing");
     }
     if (s) {
@@ -250,7 +257,7 @@ void lc_classifier_free(lc_classifier *m) {
     lc_table_free(&m->atab);
     lc_enc_stack_free(&m->st);
     lc_classify_mlm_free(m);
-    free(m->tok), free(m->pos), free(m->order), free(m->row0), free(m->labels), free(m->global_pos);
+    free(m->tok), free(m->pos), free(m->depth), free(m->order), free(m->row0), free(m->labels), free(m->global_pos);
     free(m->pool_arg);
     free(m);
 }

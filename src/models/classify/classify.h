@@ -28,6 +28,8 @@ struct lc_classifier {
     size_t attn_work_floats;
     int *global_pos;              /* 0, 1, 2, ... */
     int *tok, *pos;               /* [max_rows] */
+    int *depth;                   /* [max_rows] bracket depth of each row (cfg.bracket_depth > 0), [CLS] 0 */
+    float *wde, *g_wde;           /* [bracket_depth, C] the bracket-depth embedding (NULL: none) */
     int *order;                   /* [max_batch] packed sequence k is example order[k] */
     int *row0;                    /* [max_batch] first row of example i (batch order) */
     int *labels;                  /* [max_batch] the last forward's labels */
@@ -76,10 +78,10 @@ typedef struct {
     const uint8_t *const *text;
     const size_t *len;
 } lc_classify_texts;
-/* A batch's tokens: ids [batch, max_len], len [batch], ptr [batch] (rows of ids). */
+/* A batch's tokens: ids and depth [batch, max_len], len [batch], ptr and dptr [batch] (rows of ids, depth). */
 typedef struct {
-    int *ids, *len;
-    const int **ptr;
+    int *ids, *depth, *len;
+    const int **ptr, **dptr;
 } lc_classify_buffers;
 lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, int max_len);
 void lc_classify_buffers_free(lc_classify_buffers *b);

@@ -33,6 +33,10 @@
       "cls (default: the [CLS] state), mean or max (each feature over every position)")                           \
     LC_PRECISION_FIELD(X, "linear layers' products: fp32 (default) or bf16 (AVX512_BF16 CPUs)")                    \
     X(objective, CHOICE, "--objective", 0, 0, 0, 0, "labels|mlm",                                                  \
-      "mlm: pre-train the encoder on masked tokens of --data (default: the labels)")
+      "mlm: pre-train the encoder on masked tokens of --data (default: the labels)")                              \
+    X(bracket_depth, INT, "--bracket-depth", 0, LC_BRACKET_DEPTH_LIMIT, LC_BRACKET_DEPTH_LIMIT, 0, NULL,          \
+      "rows of a learned embedding of each token's [ ] nesting depth, deeper ones clipped (default 0: none)")     \
+    X(drop_parens, CHOICE, "--parens", 0, 0, 0, 0, "keep|drop",                                                    \
+      "words: drop skips the words ( and ), as LRA's ListOps input pipeline does (default keep)")
 
 #endif

@@ -69,7 +69,7 @@ static lc_classify_batch share(crun *r, const lc_classify_texts *t, const long *
             r->all_len[j] = b.len[j - a];
             continue;
         }
-        const long all = lc_tokenize(c->tokens, r->d->vocab, t->text[idx[j]], t->len[idx[j]], c->max_len, r->scratch_ids);
+        const long all = lc_classify_tokens(c, r->d->vocab, t->text[idx[j]], t->len[idx[j]], c->max_len, r->scratch_ids, NULL);
         r->all_len[j] = (int)(all < c->max_len ? all : c->max_len);
     }
     lc_classify_row_keys(r->m, r->all_len, N, r->scratch, r->all_keys);

@@ -1,6 +1,6 @@
 /* The classifier's passes: the batch check and packing (examples longest first, each its [CLS] row then its
  * tokens, so equal lengths are adjacent as lc_block_ctx's packing wants), the encoder (token + position
- * embedding, bidirectional blocks, final LayerNorm), pooling ([CLS] row, mean or max of the rows), LRA's head
+ * embedding, and the bracket-depth one where the model has it, bidirectional blocks, final LayerNorm), pooling ([CLS] row, mean or max of the rows), LRA's head
  * (dense, ReLU, dense) with softmax cross-entropy, the backward of all of it and one training step. */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,9 @@ static lc_status check_batch(const lc_classifier *m, const lc_classify_batch *b,
             if (b->ids[i][t] < 0 || b->ids[i][t] >= m->cfg.vocab)
                 return lc_fail(LC_ERR_ARG, "classify: example %d, token %d: id %d outside 0..%d", i, t, b->ids[i][t],
                                m->cfg.vocab - 1);
+        if (m->cfg.bracket_depth > 0 && b->len[i] > 0 && (!b->depth || !b->depth[i]))
+            return lc_fail(LC_ERR_ARG, "classify: example %d has no bracket depths; the model reads them (bracket_depth %d)",
+                           i, m->cfg.bracket_depth);
         if (labels && (labels[i] < 0 || labels[i] >= m->cfg.n_classes))
             return lc_fail(LC_ERR_ARG, "classify: example %d has label %d, outside 0..%d", i, labels[i],
                            m->cfg.n_classes - 1);
@@ -76,8 +79,13 @@ static lc_status pack(lc_classifier *m, const lc_classify_batch *b) {
     for (int k = 0; k < b->n; k++) {
         const int i = (int)(keys[k] & 0xffffffffL), len = clipped(m, b->len[i]);
         m->order[k] = i, m->row0[i] = r, m->st.seq_len[k] = len + 1;
-        m->tok[r] = cls, m->pos[r] = 0;
+        m->tok[r] = cls, m->pos[r] = 0, m->depth[r] = 0;
         for (int t = 0; t < len; t++) m->tok[r + 1 + t] = b->ids[i][t], m->pos[r + 1 + t] = t + 1;
+        const int top = m->cfg.bracket_depth - 1;
+        for (int t = 0; t < len && top >= 0; t++) {
+            const int d = b->depth[i][t];
+            m->depth[r + 1 + t] = d < 0 ? 0 : d > top ? top : d;
+        }
         r += len + 1;
     }
     free(keys);
@@ -148,6 +156,7 @@ const float *lc_classify_encode(lc_classifier *m, const lc_pass_env *e, int trai
     lc_enc_stack *st = &m->st;
     const int C = st->cfg.d_model;
     lc_embed_rows(st->res[0], m->wte, st->wpe, m->tok, m->pos, st->rows, C);
+    if (m->wde) lc_embed_add_rows(st->res[0], m->wde, m->depth, st->rows, C);
     lc_dropout_forward(st->res[0], st->res[0], (size_t)st->rows * C, train ? st->cfg.dropout : 0.0f,
                        lc_seed_mix(e->step_seed, SEED_EMBED));
     return lc_enc_stack_forward(st, e, train);
@@ -161,6 +170,7 @@ void lc_classify_encode_backward(lc_classifier *m, const lc_pass_env *e) {
     lc_dropout_backward(st->dres, st->dres, (size_t)st->rows * C, m->cur_train ? st->cfg.dropout : 0.0f,
                         lc_seed_mix(e->step_seed, SEED_EMBED));
     lc_embed_rows_backward(m->g_wte, st->g_wpe, st->dres, m->tok, m->pos, st->rows, C);
+    if (m->wde) lc_embed_add_rows_backward(m->g_wde, st->dres, m->depth, st->rows, C);
 }
 
 static int head_width(const lc_classifier *m) { return m->cfg.d_hidden ? m->cfg.d_hidden : m->st.cfg.d_model; }

@@ -4,7 +4,7 @@
  * projections the checkpoint lacks start as a copy of their layer's qkv projection (as Hugging Face's
  * Longformer starts them from the local ones). lc_classifier_init_from_any also reads a classifier's own
  * checkpoint (a masked-token pre-training, or a shorter-input run): the same shape, tokens and vocabulary,
- * every embedding row. */
+ * every embedding row, and the bracket-depth rows both have (a model without them keeps its own start). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +43,7 @@ static lc_status copy_encoder(const lc_st_file *f, lc_classifier *m, long wte_ro
         float *dst = lc_tensor_values(&m->tensors, &buf, i);
         if (!strcmp(t->name, "wpe")) st = copy_rows(f, "wpe", dst, t->shape[0], t->shape[1]);
         else if (!strcmp(t->name, "wte") && wte_rows > 0) st = copy_rows(f, "wte", dst, wte_rows, t->shape[1]);
+        else if (!strcmp(t->name, "wde") && lc_st_find(f, "wde")) st = copy_rows(f, "wde", dst, t->shape[0], t->shape[1]);
         else if (!strncmp(t->name, "blocks.", 7) || !strncmp(t->name, "ln_f.", 5) || (head && !strncmp(t->name, "cls.", 4))) {
             const char *name = lc_st_find(f, t->name) ? t->name : local_twin(t->name, twin, sizeof twin);
             if (!name && !lc_tensor_is_param(t)) continue; /* kind state the checkpoint lacks: keep it */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "lra/lra.h"
 #include "models/classify/classify.h"
 
 void lc_classify_sort_by_length(long *keys, const long *idx, long n, const size_t *len) {
@@ -17,28 +18,61 @@ void lc_classify_sort_by_length(long *keys, const long *idx, long n, const size_
     for (long i = 0; i < n; i++) keys[i] &= 0xffffffffL;
 }
 
+/* The bracket a token opens (+1), closes (-1) or neither (0): its first byte. */
+static int bracket_of(const uint8_t *s, size_t n) { return n == 0 ? 0 : s[0] == '[' ? 1 : s[0] == ']' ? -1 : 0; }
+
+static int is_paren(const uint8_t *s, size_t n) { return n == 1 && (s[0] == '(' || s[0] == ')'); }
+
+long lc_classify_tokens(const lc_classify_config *c, const lc_word_vocab *v, const uint8_t *text, size_t len, int max_len,
+                        int *ids, int *depth) {
+    if (!c->drop_parens && !depth) return lc_tokenize(c->tokens, v, text, len, max_len, ids);
+    const int words = c->tokens == LC_TOKENS_WORDS;
+    long n = 0;
+    int d = 0;
+    size_t at = 0, start = 0, wl = 1;
+    for (;;) {
+        if (words && (wl = lc_lra_next_word(text, len, &at, &start)) == 0) break;
+        if (!words && (start = at++) >= len) break;
+        const uint8_t *tok = text + start;
+        if (words && c->drop_parens && is_paren(tok, wl)) continue;
+        const int b = bracket_of(tok, wl);
+        d += b > 0;
+        if (n < max_len) {
+            if (ids) ids[n] = words ? (v ? lc_word_vocab_id(v, tok, wl) : LC_WORD_UNK) : tok[0];
+            if (depth) depth[n] = d;
+        }
+        d -= b < 0 && d > 0;
+        n++;
+    }
+    return n;
+}
+
 lc_classify_batch lc_classify_tokenize(const lc_classifier *m, const lc_word_vocab *v, const lc_classify_texts *t,
                                        const long *idx, int n, lc_classify_buffers *b) {
     const lc_classify_config *c = &m->cfg;
     for (int i = 0; i < n; i++) {
-        b->ptr[i] = b->ids + (size_t)i * c->max_len;
-        const long all = lc_tokenize(c->tokens, v, t->text[idx[i]], t->len[idx[i]], c->max_len, b->ids + (size_t)i * c->max_len);
+        const size_t at = (size_t)i * c->max_len;
+        b->ptr[i] = b->ids + at, b->dptr[i] = b->depth + at;
+        const long all = lc_classify_tokens(c, v, t->text[idx[i]], t->len[idx[i]], c->max_len, b->ids + at,
+                                            c->bracket_depth > 0 ? b->depth + at : NULL);
         b->len[i] = (int)(all < c->max_len ? all : c->max_len);
     }
-    return (lc_classify_batch){n, b->ptr, b->len};
+    return (lc_classify_batch){n, b->ptr, b->len, c->bracket_depth > 0 ? b->dptr : NULL};
 }
 
 lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, int max_len) {
-    b->ids = malloc(sizeof(int) * (size_t)batch * (size_t)max_len), b->len = malloc(sizeof(int) * (size_t)batch);
-    b->ptr = malloc(sizeof(*b->ptr) * (size_t)batch);
-    if (b->ids && b->len && b->ptr) return LC_OK;
+    const size_t cells = (size_t)batch * (size_t)max_len;
+    b->ids = malloc(sizeof(int) * cells), b->depth = malloc(sizeof(int) * cells);
+    b->len = malloc(sizeof(int) * (size_t)batch);
+    b->ptr = malloc(sizeof(*b->ptr) * (size_t)batch), b->dptr = malloc(sizeof(*b->dptr) * (size_t)batch);
+    if (b->ids && b->depth && b->len && b->ptr && b->dptr) return LC_OK;
     lc_classify_buffers_free(b);
     return lc_fail(LC_ERR_NOMEM, "out of memory for a batch of %d examples", batch);
 }
 
 void lc_classify_buffers_free(lc_classify_buffers *b) {
-    free(b->ids), free(b->len), free(b->ptr);
-    b->ids = b->len = NULL, b->ptr = NULL;
+    free(b->ids), free(b->depth), free(b->len), free(b->ptr), free(b->dptr);
+    b->ids = b->depth = b->len = NULL, b->ptr = b->dptr = NULL;
 }
 
 /* The predictions of the batch just run (examples idx[0 .. n)) from the logits. */
