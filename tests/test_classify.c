@@ -36,6 +36,20 @@ static double mean_loss(void *user) {
     return sum / c->b.n;
 }
 
+/* The backward's gradient of every tensor of c->m against finite differences of the mean loss. */
+static void fd_check_model(fd_ctx *c, const char *what) {
+    lc_classifier *m = c->m;
+    lc_classifier_zero_grad(m);
+    double sum;
+    CHECK(lc_classifier_forward(m, &c->b, c->labels, 0, &sum, NULL) == LC_OK, "%s", lc_last_error());
+    CHECK(lc_classifier_backward(m, 1.0f / (float)c->b.n) == LC_OK, "%s", lc_last_error());
+    float *g = malloc(sizeof(float) * m->ptab.total);
+    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
+    const int checked = fd_check_table(&m->ptab, m->params, g, mean_loss, c, what, 2e-2, 2e-4);
+    CHECK(checked == m->ptab.n && checked >= 20, "%s: checked %d tensors", what, checked);
+    free(g);
+}
+
 static void check_gradients(const char *attn, lc_norm norm, lc_pool pool) {
     lc_classifier *m = make(attn, norm, pool, 0, 256, 3);
     if (!m) return;
@@ -43,17 +57,9 @@ static void check_gradients(const char *attn, lc_norm norm, lc_pool pool) {
     toy t;
     toy_fill(&t, 0, 256, 3, 5);
     fd_ctx c = {m, toy_batch(&t, 0, N_EX), t.labels};
-    lc_classifier_zero_grad(m);
-    double sum;
-    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, &sum, NULL) == LC_OK, "%s", lc_last_error());
-    CHECK(lc_classifier_backward(m, 1.0f / N_EX) == LC_OK, "%s", lc_last_error());
-    float *g = malloc(sizeof(float) * m->ptab.total);
-    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
     char what[160];
     snprintf(what, sizeof what, "%s %s %s", attn, norm == LC_NORM_PRE ? "pre" : "post", lc_pool_name(pool));
-    const int checked = fd_check_table(&m->ptab, m->params, g, mean_loss, &c, what, 2e-2, 2e-4);
-    CHECK(checked == m->ptab.n && checked >= 20, "checked %d tensors", checked);
-    free(g);
+    fd_check_model(&c, what);
     lc_classifier_free(m);
 }
 
@@ -84,14 +90,7 @@ TEST(gradients_bracket_depth) {
     CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_ERR_ARG &&
               strstr(lc_last_error(), "no bracket depths"), "a batch without depths: %s", lc_last_error());
     c.b.depth = dptr;
-    lc_classifier_zero_grad(m);
-    double sum;
-    CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, &sum, NULL) == LC_OK, "%s", lc_last_error());
-    CHECK(lc_classifier_backward(m, 1.0f / N_EX) == LC_OK, "%s", lc_last_error());
-    float *g = malloc(sizeof(float) * m->ptab.total);
-    memcpy(g, m->grads, sizeof(float) * m->ptab.total);
-    const int checked = fd_check_table(&m->ptab, m->params, g, mean_loss, &c, "bracket depth", 2e-2, 2e-4);
-    CHECK(checked == m->ptab.n && checked >= 20, "checked %d tensors", checked);
+    fd_check_model(&c, "bracket depth");
     /* a depth past the last row reads as the last row, a negative one as row 0 */
     float before[N_EX * 3];
     CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
@@ -126,7 +125,6 @@ TEST(gradients_bracket_depth) {
     }
     lc_label_set_free(&back);
     lc_classifier_free(r);
-    free(g);
     lc_classifier_free(m);
 }
 
