@@ -15,11 +15,12 @@
 #   --mode scratch: listops_ft's flags without --init and without the curriculum, for --scratch-steps steps
 #   (about the recipe's whole wall time): stages listops_scratch, listops_scratch_test/_fresh.
 # usage: bench/lra_spt_listops.sh [--mode spt|scratch] [--work DIR] [--bin PATH] [--threads T]
-#        [--short-steps N] [--mid-steps N] [--ft-steps N] [--scratch-steps N] [--valid-n N]
+#        [--short-steps N] [--mid-steps N] [--ft-steps N] [--scratch-steps N] [--valid-n N] [--layers N] [--dim N]
+# (--mid-steps 0, --ft-steps 0: no such stage; the model is then the last stage's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lra_spt_lib.sh
-short_steps=4000; mid_steps=3000; ft_steps=2000; scratch_steps=4000; valid_n=500
+short_steps=4000; mid_steps=3000; ft_steps=2000; scratch_steps=4000; valid_n=500; layers=4; dim=64
 spt_args lra_spt_listops.sh "$@"
 
 gen() { [ -s "$W/$1" ] || "$BIN" listops --out "$W/$1" "${@:2}"; }
@@ -33,22 +34,30 @@ gen listops_mid_train.tsv --n 64000 --seed 13 --min-length 200 --max-length 1000
 gen listops_mid_val.tsv --n 500 --seed 14 --min-length 200 --max-length 1000
 spt_spread "$W/listops_val.tsv" "$valid_n" "$W/listops_val_$valid_n.tsv"
 
-# One encoder for every stage: 4 layers of width 64 (LRA: 6 of 512), full attention, [CLS] pooling.
-shape=(--tokens words --parens drop --bracket-depth 16 --max-len 2000 --layers 4 --dim 64 --heads 4 --ffn 256
-       --attn full --pool cls --weight-decay 0.01 --dropout 0.1 --min-lr 0.00001 --warmup 100)
+# One encoder for every stage: --layers of width --dim (default 4 of 64; LRA: 6 of 512), full attention, [CLS] pooling.
+shape=(--tokens words --parens drop --bracket-depth 16 --max-len 2000 --layers "$layers" --dim "$dim" --heads 4
+       --ffn $((4 * dim)) --attn full --pool cls --weight-decay 0.01 --dropout 0.1 --min-lr 0.00001 --warmup 100)
 
 if [ "$mode" = spt ]; then
     spt_cls listops_short "$short_steps" "$W/listops_short_train.tsv" "$W/listops_short_val.tsv" -- "${shape[@]}" \
-        --batch 32 --lr 0.001 --eval-every 500
-    spt_cls listops_mid "$mid_steps" "$W/listops_mid_train.tsv" "$W/listops_mid_val.tsv" -- "${shape[@]}" \
-        --batch 16 --lr 0.0005 --eval-every 500 --init "$W/listops_short.safetensors"
-    spt_cls listops_ft "$ft_steps" "$W/listops_train.tsv" "$W/listops_val_$valid_n.tsv" -- "${shape[@]}" \
-        --batch 16 --lr 0.0003 --eval-every 500 --init "$W/listops_mid.safetensors"
+        --batch 32 --lr 0.001 --eval-every 1000
+    last=listops_short
+    if [ "$mid_steps" -gt 0 ]; then
+        spt_cls listops_mid "$mid_steps" "$W/listops_mid_train.tsv" "$W/listops_mid_val.tsv" -- "${shape[@]}" \
+            --batch 16 --lr 0.0005 --eval-every 500 --init "$W/$last.safetensors"
+        last=listops_mid
+    fi
+    if [ "$ft_steps" -gt 0 ]; then
+        spt_cls listops_ft "$ft_steps" "$W/listops_train.tsv" "$W/listops_val_$valid_n.tsv" -- "${shape[@]}" \
+            --batch 16 --lr 0.0003 --eval-every 500 --init "$W/$last.safetensors"
+        last=listops_ft
+    fi
     for s in test:listops_test fresh:listops_fresh99 val:listops_val; do
-        spt_eval "listops_ft_${s%%:*}" "$W/listops_ft.safetensors" "$W/${s#*:}.tsv"
+        spt_eval "${last}_${s%%:*}" "$W/$last.safetensors" "$W/${s#*:}.tsv"
     done
-    spt_say "wall time of the training stages: $(spt_wall listops_short listops_mid listops_ft) s;" \
-        "test: $(cat "$W/listops_ft_test.json"); fresh: $(cat "$W/listops_ft_fresh.json")"
+    spt_say "the model: $W/$last.safetensors; wall time of the training stages:" \
+        "$(spt_wall listops_short listops_mid listops_ft) s; test: $(cat "$W/${last}_test.json");" \
+        "fresh: $(cat "$W/${last}_fresh.json")"
 else
     spt_cls listops_scratch "$scratch_steps" "$W/listops_train.tsv" "$W/listops_val_$valid_n.tsv" -- "${shape[@]}" \
         --batch 16 --lr 0.001 --eval-every 500
