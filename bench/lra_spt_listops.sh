@@ -12,15 +12,15 @@
 # sequences spread over the validation split). With --parens drop the longest sequence has 1,998 tokens, so
 # --max-len 2000 reads every one whole. Resumable: run the same command again after an interruption
 # (bench/lra_spt_lib.sh).
-#   --mode scratch: listops_ft's flags without --init and without the curriculum, for --scratch-steps steps
-#   (about the recipe's whole wall time): stages listops_scratch, listops_scratch_test/_fresh.
+#   --mode scratch: the same encoder trained on LRA's training split alone (batch 16, lr 1e-3, no curriculum) for
+#   --scratch-steps steps (about the recipe's whole wall time): stages listops_scratch, listops_scratch_test/_fresh.
 # usage: bench/lra_spt_listops.sh [--mode spt|scratch] [--work DIR] [--bin PATH] [--threads T]
 #        [--short-steps N] [--mid-steps N] [--ft-steps N] [--scratch-steps N] [--valid-n N] [--layers N] [--dim N]
 # (--mid-steps 0, --ft-steps 0: no such stage; the model is then the last stage's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lra_spt_lib.sh
-short_steps=4000; mid_steps=3000; ft_steps=2000; scratch_steps=4000; valid_n=500; layers=4; dim=64
+short_steps=16000; mid_steps=3000; ft_steps=1000; scratch_steps=3400; valid_n=500; layers=4; dim=64
 spt_args lra_spt_listops.sh "$@"
 
 gen() { [ -s "$W/$1" ] || "$BIN" listops --out "$W/$1" "${@:2}"; }
