@@ -96,7 +96,10 @@ TEST(gradients_bracket_depth) {
     CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
     memcpy(before, lc_classifier_logits(m), sizeof before);
     for (int i = 0; i < N_EX; i++)
-        for (int k = 0; k < MAX_LEN + 4; k++) depth[i][k] = depth[i][k] >= 3 ? 3 + 7 * k : depth[i][k] == 0 ? -k : depth[i][k];
+        for (int k = 0; k < MAX_LEN + 4; k++) {
+            const int d = depth[i][k];
+            depth[i][k] = d >= 3 ? 3 + 7 * k : d == 0 ? -k : d;
+        }
     CHECK(lc_classifier_forward(m, &c.b, t.labels, 0, NULL, NULL) == LC_OK, "%s", lc_last_error());
     CHECK_CLOSE("clipped depths", lc_classifier_logits(m), before, N_EX * 3, 0, 0);
     /* the checkpoint keeps the field and the table */

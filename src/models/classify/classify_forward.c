@@ -1,7 +1,8 @@
 /* The classifier's passes: the batch check and packing (examples longest first, each its [CLS] row then its
  * tokens, so equal lengths are adjacent as lc_block_ctx's packing wants), the encoder (token + position
- * embedding, and the bracket-depth one where the model has it, bidirectional blocks, final LayerNorm), pooling ([CLS] row, mean or max of the rows), LRA's head
- * (dense, ReLU, dense) with softmax cross-entropy, the backward of all of it and one training step. */
+ * embedding, plus the bracket-depth one where the model has it; bidirectional blocks, final LayerNorm),
+ * pooling ([CLS] row, mean or max of the rows), LRA's head (dense, ReLU, dense) with softmax cross-entropy,
+ * the backward of all of it and one training step. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +40,9 @@ static lc_status check_batch(const lc_classifier *m, const lc_classify_batch *b,
                 return lc_fail(LC_ERR_ARG, "classify: example %d, token %d: id %d outside 0..%d", i, t, b->ids[i][t],
                                m->cfg.vocab - 1);
         if (m->cfg.bracket_depth > 0 && b->len[i] > 0 && (!b->depth || !b->depth[i]))
-            return lc_fail(LC_ERR_ARG, "classify: example %d has no bracket depths; the model reads them (bracket_depth %d)",
-                           i, m->cfg.bracket_depth);
+            return lc_fail(LC_ERR_ARG,
+                           "classify: example %d has no bracket depths; the model reads them (bracket_depth %d)", i,
+                           m->cfg.bracket_depth);
         if (labels && (labels[i] < 0 || labels[i] >= m->cfg.n_classes))
             return lc_fail(LC_ERR_ARG, "classify: example %d has label %d, outside 0..%d", i, labels[i],
                            m->cfg.n_classes - 1);

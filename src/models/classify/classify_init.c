@@ -43,7 +43,8 @@ static lc_status copy_encoder(const lc_st_file *f, lc_classifier *m, long wte_ro
         float *dst = lc_tensor_values(&m->tensors, &buf, i);
         if (!strcmp(t->name, "wpe")) st = copy_rows(f, "wpe", dst, t->shape[0], t->shape[1]);
         else if (!strcmp(t->name, "wte") && wte_rows > 0) st = copy_rows(f, "wte", dst, wte_rows, t->shape[1]);
-        else if (!strcmp(t->name, "wde") && lc_st_find(f, "wde")) st = copy_rows(f, "wde", dst, t->shape[0], t->shape[1]);
+        else if (!strcmp(t->name, "wde") && lc_st_find(f, "wde"))
+            st = copy_rows(f, "wde", dst, t->shape[0], t->shape[1]);
         else if (!strncmp(t->name, "blocks.", 7) || !strncmp(t->name, "ln_f.", 5) || (head && !strncmp(t->name, "cls.", 4))) {
             const char *name = lc_st_find(f, t->name) ? t->name : local_twin(t->name, twin, sizeof twin);
             if (!name && !lc_tensor_is_param(t)) continue; /* kind state the checkpoint lacks: keep it */
