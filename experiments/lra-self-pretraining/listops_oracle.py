@@ -5,9 +5,12 @@ the file; with "no SM" every sum modulo 10 also gets that value (a model that ne
 right on MAX, MIN and MED at every depth and at chance on SM, and the same bounds per root operator.
 usage: python3 listops_oracle.py FILE.tsv   (longctx listops output; parentheses or not)"""
 import collections
+import os
 import random
-import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
+import listops_ref as ref  # noqa: E402
 
 
 def parse(toks):
@@ -28,13 +31,7 @@ def parse(toks):
 
 
 def value(op, v):
-    if op == "MAX":
-        return max(v)
-    if op == "MIN":
-        return min(v)
-    if op == "MED":
-        return int(statistics.median(v))
-    return sum(v) % 10
+    return ref.apply("[" + op, v)  # the independent evaluator's operators
 
 
 def evaluate(n, k=99, sm=True, mode=None, rng=None):
