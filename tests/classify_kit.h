@@ -48,6 +48,22 @@ static inline lc_classifier *toy_create(const lc_classify_config *c, int max_bat
     return m;
 }
 
+/* m saved to path (labels a, b, c; the default run record; words v for a words model) and loaded back: the
+ * loaded model (NULL, after a failed CHECK, when either step failed), its vocabulary in *vb (vb may be NULL). */
+static inline lc_classifier *toy_round_trip(const lc_classifier *m, const lc_word_vocab *v, const char *path,
+                                            lc_word_vocab **vb) {
+    char *names[3] = {"a", "b", "c"};
+    const lc_label_set labels = {3, names};
+    lc_classify_run run;
+    lc_classify_run_default(&run);
+    CHECK(lc_classifier_save(m, &run, &labels, v, path) == LC_OK, "%s", lc_last_error());
+    lc_classifier *back = NULL;
+    lc_label_set lb = {0, NULL};
+    CHECK(lc_classifier_load(path, 0, 0, &back, NULL, &lb, vb) == LC_OK, "%s", lc_last_error());
+    lc_label_set_free(&lb);
+    return back;
+}
+
 /* Examples first .. first + n - 1 as a batch. */
 static inline lc_classify_batch toy_batch(const toy *t, int first, int n) {
     return (lc_classify_batch){n, t->ptr + first, t->len + first};
