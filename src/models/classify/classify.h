@@ -78,12 +78,13 @@ typedef struct {
     const uint8_t *const *text;
     const size_t *len;
 } lc_classify_texts;
-/* A batch's tokens: ids and depth [batch, max_len], len [batch], ptr and dptr [batch] (rows of ids, depth). */
+/* A batch's tokens: ids and depth [batch, max_len], len [batch], ptr and dptr [batch] (rows of ids, depth);
+ * depth and dptr are NULL for a model without the bracket-depth embedding. */
 typedef struct {
     int *ids, *depth, *len;
     const int **ptr, **dptr;
 } lc_classify_buffers;
-lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, int max_len);
+lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, const lc_classify_config *c);
 void lc_classify_buffers_free(lc_classify_buffers *b);
 /* Indexes idx[0 .. n) (NULL: 0 .. n-1) into keys[n], ordered by len[index] (stable: ties by index). */
 void lc_classify_sort_by_length(long *keys, const long *idx, long n, const size_t *len);

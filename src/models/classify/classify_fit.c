@@ -197,7 +197,7 @@ static lc_status prepare(crun *r) {
         if (!r->all_len || !r->all_keys || !r->scratch || !r->scratch_ids)
             return lc_fail(LC_ERR_NOMEM, "out of memory for the training batches");
     }
-    return lc_classify_buffers_alloc(&r->buf, r->B, lc_classifier_config(r->m)->max_len);
+    return lc_classify_buffers_alloc(&r->buf, r->B, lc_classifier_config(r->m));
 }
 
 /* The run's state and the loop's parts for m on d with fo (its record: a resumed run's best), the setup

@@ -52,7 +52,8 @@ lc_classify_batch lc_classify_tokenize(const lc_classifier *m, const lc_word_voc
     const lc_classify_config *c = &m->cfg;
     for (int i = 0; i < n; i++) {
         const size_t at = (size_t)i * c->max_len;
-        b->ptr[i] = b->ids + at, b->dptr[i] = b->depth + at;
+        b->ptr[i] = b->ids + at;
+        if (b->depth) b->dptr[i] = b->depth + at;
         const long all = lc_classify_tokens(c, v, t->text[idx[i]], t->len[idx[i]], c->max_len, b->ids + at,
                                             c->bracket_depth > 0 ? b->depth + at : NULL);
         b->len[i] = (int)(all < c->max_len ? all : c->max_len);
@@ -60,12 +61,14 @@ lc_classify_batch lc_classify_tokenize(const lc_classifier *m, const lc_word_voc
     return (lc_classify_batch){n, b->ptr, b->len, c->bracket_depth > 0 ? b->dptr : NULL};
 }
 
-lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, int max_len) {
-    const size_t cells = (size_t)batch * (size_t)max_len;
-    b->ids = malloc(sizeof(int) * cells), b->depth = malloc(sizeof(int) * cells);
-    b->len = malloc(sizeof(int) * (size_t)batch);
-    b->ptr = malloc(sizeof(*b->ptr) * (size_t)batch), b->dptr = malloc(sizeof(*b->dptr) * (size_t)batch);
-    if (b->ids && b->depth && b->len && b->ptr && b->dptr) return LC_OK;
+lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, const lc_classify_config *c) {
+    const size_t cells = (size_t)batch * (size_t)c->max_len;
+    const int depth = c->bracket_depth > 0;
+    b->ids = malloc(sizeof(int) * cells), b->len = malloc(sizeof(int) * (size_t)batch);
+    b->ptr = malloc(sizeof(*b->ptr) * (size_t)batch);
+    b->depth = depth ? malloc(sizeof(int) * cells) : NULL;
+    b->dptr = depth ? malloc(sizeof(*b->dptr) * (size_t)batch) : NULL;
+    if (b->ids && b->len && b->ptr && (!depth || (b->depth && b->dptr))) return LC_OK;
     lc_classify_buffers_free(b);
     return lc_fail(LC_ERR_NOMEM, "out of memory for a batch of %d examples", batch);
 }
@@ -100,7 +103,7 @@ lc_status lc_classify_texts_run(lc_classifier *m, const lc_word_vocab *v, const 
                                 int part, int parts, int *pred, const int *labels, long *correct, double *probs) {
     long *keys = malloc(sizeof(long) * (size_t)(t->n > 0 ? t->n : 1));
     lc_classify_buffers b = {0};
-    lc_status st = keys ? lc_classify_buffers_alloc(&b, batch, m->cfg.max_len)
+    lc_status st = keys ? lc_classify_buffers_alloc(&b, batch, &m->cfg)
                         : lc_fail(LC_ERR_NOMEM, "out of memory classifying");
     if (!st) lc_classify_sort_by_length(keys, NULL, t->n, t->len);
     long right = 0;
