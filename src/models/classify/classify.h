@@ -88,7 +88,8 @@ lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, const lc_
 void lc_classify_buffers_free(lc_classify_buffers *b);
 /* Indexes idx[0 .. n) (NULL: 0 .. n-1) into keys[n], ordered by len[index] (stable: ties by index). */
 void lc_classify_sort_by_length(long *keys, const long *idx, long n, const size_t *len);
-/* Texts idx[0 .. n) tokenized into b (n <= its batch): the batch to run. */
+/* Texts idx[0 .. n) tokenized into b (n <= its batch; allocated for m's config, so it has depth rows exactly when m
+ * reads bracket depths, and those are filled): the batch to run. */
 lc_classify_batch lc_classify_tokenize(const lc_classifier *m, const lc_word_vocab *v, const lc_classify_texts *t,
                                        const long *idx, int n, lc_classify_buffers *b);
 /* lc_classifier_classify_texts over the batches part, part + parts, ... of the texts in order of length

@@ -52,13 +52,13 @@ lc_classify_batch lc_classify_tokenize(const lc_classifier *m, const lc_word_voc
     const lc_classify_config *c = &m->cfg;
     for (int i = 0; i < n; i++) {
         const size_t at = (size_t)i * c->max_len;
+        int *depth = b->depth ? b->depth + at : NULL;   /* rows exist only for a model that reads depths */
         b->ptr[i] = b->ids + at;
-        if (b->depth) b->dptr[i] = b->depth + at;
-        const long all = lc_classify_tokens(c, v, t->text[idx[i]], t->len[idx[i]], c->max_len, b->ids + at,
-                                            c->bracket_depth > 0 ? b->depth + at : NULL);
+        if (depth) b->dptr[i] = depth;
+        const long all = lc_classify_tokens(c, v, t->text[idx[i]], t->len[idx[i]], c->max_len, b->ids + at, depth);
         b->len[i] = (int)(all < c->max_len ? all : c->max_len);
     }
-    return (lc_classify_batch){n, b->ptr, b->len, c->bracket_depth > 0 ? b->dptr : NULL};
+    return (lc_classify_batch){n, b->ptr, b->len, b->depth ? b->dptr : NULL};
 }
 
 lc_status lc_classify_buffers_alloc(lc_classify_buffers *b, int batch, const lc_classify_config *c) {
